@@ -1,0 +1,47 @@
+// What the predictor knows of one GPU: its spec sheet, per-SM limits and price.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace wavecast {
+
+// Per-SM resource limits used by the occupancy calculator (CUDA occupancy rules).
+struct SmLimits {
+  int maxThreadsPerSm = 2048;
+  int maxWarpsPerSm = 64;
+  int maxBlocksPerSm = 32;
+  int maxThreadsPerBlock = 1024;
+  int registersPerSm = 65536;
+  int maxRegistersPerThread = 255;
+  int registerAllocationUnit = 256; // registers, per warp
+  int warpAllocationGranularity = 4;
+  int sharedMemoryPerSmBytes = 65536;      // configurable maximum
+  int maxSharedMemoryPerBlockBytes = 49152; // opt-in maximum
+  int reservedSharedMemoryPerBlockBytes = 0;
+  int sharedMemoryAllocationUnitBytes = 256;
+  std::vector<int> sharedMemoryCarveoutsBytes; // allowed L1/shared splits, ascending
+};
+
+struct DeviceSpec {
+  std::string id;                   // canonical short name: "H100-SXM"
+  std::string name;                 // marketing name: "NVIDIA H100 80GB HBM3"
+  std::vector<std::string> aliases; // other names users and drivers use
+  int computeCapabilityMajor = 0;
+  int computeCapabilityMinor = 0;
+  int smCount = 0;
+  double boostClockMHz = 0;
+  double memoryGiB = 0;
+  double memoryBandwidthGBs = 0;
+  double l2CacheMiB = 0;
+  // Dense peaks in TFLOP/s; 0 when the GPU has no such unit.
+  double fp32Tflops = 0;
+  double tf32Tflops = 0;
+  double fp16Tflops = 0; // tensor cores where present
+  double bf16Tflops = 0;
+  SmLimits limits;
+  double pricePerHourUsd = 0; // user-editable rental price
+  std::string source;         // where the figures come from
+};
+
+} // namespace wavecast

@@ -1,0 +1,82 @@
+// What the predictor produces for one trace on a set of GPUs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "wavecast/trace.h"
+
+namespace wavecast {
+
+// How an op's time on a GPU was obtained.
+enum class PredictionMethod { Roofline, WaveScaling, Learned, Fallback };
+const char* toString(PredictionMethod method);
+
+struct OpPrediction {
+  int64_t opId = 0;
+  std::string family; // "conv", "gemm", "elementwise", ...
+  PredictionMethod method = PredictionMethod::Roofline;
+  double timeMs = 0; // on the GPU of the enclosing vector index
+  double flops = 0;
+  double bytes = 0;
+  bool approximate = false; // no formula for this op: predicted by its closest family
+};
+
+// Per source line, per GPU: forward (+ backward credited to it) and optimizer time.
+struct LineTimes {
+  double forwardMs = 0;
+  double backwardMs = 0;
+  double optimizerMs = 0;
+  double totalMs() const { return forwardMs + backwardMs + optimizerMs; }
+  double shareOfIteration = 0; // 0..1
+};
+
+struct LineBreakdown {
+  SourceLocation loc;
+  std::vector<LineTimes> perGpu; // same order as Prediction::gpus
+  std::vector<std::string> opNames; // distinct forward op names on this line, in order
+  int opCount = 0;
+};
+
+struct MemoryEstimate {
+  int64_t weightsBytes = 0;
+  int64_t gradientsBytes = 0;
+  int64_t optimizerStateBytes = 0;
+  int64_t activationsBytes = 0;
+  int64_t workspaceBytes = 0;
+  int64_t peakBytes() const {
+    return weightsBytes + gradientsBytes + optimizerStateBytes + activationsBytes + workspaceBytes;
+  }
+};
+
+struct GpuSummary {
+  std::string gpuId;
+  std::string gpuName;
+  double iterationMs = 0;
+  double forwardMs = 0;
+  double backwardMs = 0;
+  double optimizerMs = 0;
+  double samplesPerSecond = 0;
+  double costPer1kSamplesUsd = 0;
+  double pricePerHourUsd = 0;
+  MemoryEstimate memory;
+  int64_t memoryCapacityBytes = 0;
+  bool fitsInMemory = true;
+};
+
+struct Prediction {
+  std::string method; // human description, e.g. "analytic roofline"
+  int64_t batchSize = 0;
+  std::vector<std::string> gpus;              // ids, in the order the caller asked
+  std::vector<GpuSummary> summaries;          // same order as gpus
+  std::vector<LineBreakdown> lines;           // sorted by file, line
+  std::vector<std::vector<OpPrediction>> ops; // [gpu][op index in trace]
+  std::vector<std::string> warnings;          // e.g. ops predicted approximately
+};
+
+nlohmann::json predictionToJson(const Prediction& prediction);
+
+} // namespace wavecast

@@ -1,0 +1,110 @@
+// Value types of the wavecast trace (docs/trace-format.md): what the profiler
+// records of one training iteration and the predictor consumes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace wavecast {
+
+inline constexpr int kTraceFormatVersion = 1;
+
+enum class Phase { Forward, Backward, Optimizer };
+const char* toString(Phase phase);
+std::optional<Phase> phaseFromString(const std::string& text);
+
+struct TensorMeta {
+  std::vector<int64_t> shape;
+  std::string dtype = "float32";
+  bool contiguous = true;
+
+  int64_t numel() const;
+  // Bytes per element of `dtype`; 4 for unknown dtypes.
+  int elementSize() const;
+  int64_t bytes() const { return numel() * elementSize(); }
+};
+
+struct SourceLocation {
+  std::string file;
+  int line = 0;
+  std::string function;
+
+  bool valid() const { return !file.empty() && line > 0; }
+};
+
+// A cost-relevant scalar argument: bool, integer, float, string or a list of integers.
+using ArgValue = std::variant<bool, int64_t, double, std::string, std::vector<int64_t>>;
+
+struct KernelRecord {
+  std::string name;
+  std::vector<int64_t> grid;  // x, y, z
+  std::vector<int64_t> block; // x, y, z
+  int registersPerThread = 0;
+  int64_t staticSharedBytes = 0;
+  int64_t dynamicSharedBytes = 0;
+  double durationMs = 0.0;
+};
+
+struct OpRecord {
+  int64_t id = 0;
+  std::string name; // "aten::convolution"
+  Phase phase = Phase::Forward;
+  std::vector<std::optional<TensorMeta>> inputs;
+  std::vector<std::optional<TensorMeta>> outputs;
+  std::map<std::string, ArgValue> args;
+  SourceLocation loc;
+  std::vector<SourceLocation> stack;
+  std::string module;
+  std::optional<int64_t> forwardId;
+  bool fallback = false;
+  std::optional<double> measuredMs;
+  std::vector<KernelRecord> kernels;
+
+  // Typed argument access; nullopt when absent or of another type.
+  std::optional<int64_t> intArg(const std::string& key) const;
+  std::optional<double> floatArg(const std::string& key) const;
+  std::optional<bool> boolArg(const std::string& key) const;
+  std::optional<std::vector<int64_t>> intListArg(const std::string& key) const;
+  // The input tensor at `index` if present.
+  const TensorMeta* input(size_t index) const;
+  const TensorMeta* output(size_t index) const;
+};
+
+struct TraceMemory {
+  int64_t parametersBytes = 0;
+  int64_t gradientsBytes = 0;
+  int64_t optimizerStateBytes = 0;
+};
+
+struct Trace {
+  int version = kTraceFormatVersion;
+  std::string torchVersion;
+  std::string pythonVersion;
+  std::string entryFile;
+  std::string projectRoot;
+  int64_t batchSize = 0;
+  std::string mode = "shape";
+  std::map<std::string, int> providerLines;
+  std::vector<OpRecord> ops;
+  std::vector<std::string> fallbackOps;
+  TraceMemory memory;
+  std::vector<std::string> warnings;
+};
+
+// Thrown when a document is not a trace this build can read; the message says what to do.
+class TraceFormatError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+Trace traceFromJson(const nlohmann::json& doc);
+nlohmann::json traceToJson(const Trace& trace);
+
+} // namespace wavecast

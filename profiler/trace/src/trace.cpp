@@ -1,0 +1,333 @@
+#include "wavecast/trace.h"
+
+#include <nlohmann/json.hpp>
+
+namespace wavecast {
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void fail(const std::string& what) {
+  throw TraceFormatError("invalid wavecast trace: " + what);
+}
+
+std::optional<TensorMeta> tensorFromJson(const json& j, const std::string& where) {
+  if (j.is_null())
+    return std::nullopt;
+  if (!j.is_object())
+    fail(where + " must be an object or null");
+  TensorMeta t;
+  const auto shape = j.find("shape");
+  if (shape == j.end() || !shape->is_array())
+    fail(where + ".shape must be a list of integers");
+  for (const auto& d : *shape) {
+    if (!d.is_number_integer())
+      fail(where + ".shape must be a list of integers");
+    t.shape.push_back(d.get<int64_t>());
+  }
+  t.dtype = j.value("dtype", std::string("float32"));
+  t.contiguous = j.value("contiguous", true);
+  return t;
+}
+
+json tensorToJson(const std::optional<TensorMeta>& t) {
+  if (!t)
+    return nullptr;
+  return json{{"shape", t->shape}, {"dtype", t->dtype}, {"contiguous", t->contiguous}};
+}
+
+SourceLocation locationFromJson(const json& j) {
+  SourceLocation loc;
+  if (!j.is_object())
+    return loc;
+  loc.file = j.value("file", std::string());
+  loc.line = j.value("line", 0);
+  loc.function = j.value("function", std::string());
+  return loc;
+}
+
+json locationToJson(const SourceLocation& loc) {
+  return json{{"file", loc.file}, {"line", loc.line}, {"function", loc.function}};
+}
+
+std::optional<ArgValue> argFromJson(const json& j) {
+  if (j.is_boolean())
+    return ArgValue(j.get<bool>());
+  if (j.is_number_integer())
+    return ArgValue(j.get<int64_t>());
+  if (j.is_number_float())
+    return ArgValue(j.get<double>());
+  if (j.is_string())
+    return ArgValue(j.get<std::string>());
+  if (j.is_array()) {
+    std::vector<int64_t> values;
+    for (const auto& e : j) {
+      if (e.is_number_integer())
+        values.push_back(e.get<int64_t>());
+      else if (e.is_boolean())
+        values.push_back(e.get<bool>() ? 1 : 0);
+      else
+        return std::nullopt; // lists of other kinds do not change the cost model
+    }
+    return ArgValue(std::move(values));
+  }
+  return std::nullopt;
+}
+
+json argToJson(const ArgValue& v) {
+  return std::visit([](const auto& x) { return json(x); }, v);
+}
+
+KernelRecord kernelFromJson(const json& j) {
+  KernelRecord k;
+  k.name = j.value("name", std::string());
+  k.grid = j.value("grid", std::vector<int64_t>{});
+  k.block = j.value("block", std::vector<int64_t>{});
+  k.registersPerThread = j.value("registers_per_thread", 0);
+  k.staticSharedBytes = j.value("static_shared_bytes", int64_t{0});
+  k.dynamicSharedBytes = j.value("dynamic_shared_bytes", int64_t{0});
+  k.durationMs = j.value("duration_ms", 0.0);
+  return k;
+}
+
+json kernelToJson(const KernelRecord& k) {
+  return json{{"name", k.name},
+              {"grid", k.grid},
+              {"block", k.block},
+              {"registers_per_thread", k.registersPerThread},
+              {"static_shared_bytes", k.staticSharedBytes},
+              {"dynamic_shared_bytes", k.dynamicSharedBytes},
+              {"duration_ms", k.durationMs}};
+}
+
+OpRecord opFromJson(const json& j, size_t index) {
+  const std::string where = "ops[" + std::to_string(index) + "]";
+  if (!j.is_object())
+    fail(where + " must be an object");
+  OpRecord op;
+  op.id = j.value("id", static_cast<int64_t>(index));
+  const auto name = j.find("name");
+  if (name == j.end() || !name->is_string() || name->get<std::string>().empty())
+    fail(where + ".name is missing");
+  op.name = name->get<std::string>();
+  const auto phase = phaseFromString(j.value("phase", std::string("forward")));
+  if (!phase)
+    fail(where + ".phase must be forward, backward or optimizer");
+  op.phase = *phase;
+  for (const char* key : {"inputs", "outputs"}) {
+    auto& out = key[0] == 'i' ? op.inputs : op.outputs;
+    const auto list = j.find(key);
+    if (list == j.end())
+      continue;
+    if (!list->is_array())
+      fail(where + "." + key + " must be a list");
+    for (size_t i = 0; i < list->size(); ++i)
+      out.push_back(tensorFromJson((*list)[i], where + "." + key + "[" + std::to_string(i) + "]"));
+  }
+  if (const auto args = j.find("args"); args != j.end() && args->is_object()) {
+    for (const auto& [key, value] : args->items())
+      if (auto v = argFromJson(value))
+        op.args.emplace(key, std::move(*v));
+  }
+  if (const auto loc = j.find("loc"); loc != j.end())
+    op.loc = locationFromJson(*loc);
+  if (const auto stack = j.find("stack"); stack != j.end() && stack->is_array())
+    for (const auto& frame : *stack)
+      op.stack.push_back(locationFromJson(frame));
+  op.module = j.value("module", std::string());
+  if (const auto fwd = j.find("forward_id"); fwd != j.end() && fwd->is_number_integer())
+    op.forwardId = fwd->get<int64_t>();
+  op.fallback = j.value("fallback", false);
+  if (const auto m = j.find("measured"); m != j.end() && m->is_object() && m->contains("time_ms"))
+    op.measuredMs = m->at("time_ms").get<double>();
+  if (const auto ks = j.find("kernels"); ks != j.end() && ks->is_array())
+    for (const auto& k : *ks)
+      op.kernels.push_back(kernelFromJson(k));
+  return op;
+}
+
+json opToJson(const OpRecord& op) {
+  json j{{"id", op.id}, {"name", op.name}, {"phase", toString(op.phase)}};
+  j["inputs"] = json::array();
+  for (const auto& t : op.inputs)
+    j["inputs"].push_back(tensorToJson(t));
+  j["outputs"] = json::array();
+  for (const auto& t : op.outputs)
+    j["outputs"].push_back(tensorToJson(t));
+  j["args"] = json::object();
+  for (const auto& [key, value] : op.args)
+    j["args"][key] = argToJson(value);
+  j["loc"] = locationToJson(op.loc);
+  j["stack"] = json::array();
+  for (const auto& frame : op.stack)
+    j["stack"].push_back(locationToJson(frame));
+  j["module"] = op.module;
+  if (op.forwardId)
+    j["forward_id"] = *op.forwardId;
+  j["fallback"] = op.fallback;
+  if (op.measuredMs)
+    j["measured"] = json{{"time_ms", *op.measuredMs}};
+  if (!op.kernels.empty()) {
+    j["kernels"] = json::array();
+    for (const auto& k : op.kernels)
+      j["kernels"].push_back(kernelToJson(k));
+  }
+  return j;
+}
+
+template <typename T> std::optional<T> getArg(const OpRecord& op, const std::string& key) {
+  const auto it = op.args.find(key);
+  if (it == op.args.end())
+    return std::nullopt;
+  if (const auto* v = std::get_if<T>(&it->second))
+    return *v;
+  return std::nullopt;
+}
+
+} // namespace
+
+const char* toString(Phase phase) {
+  switch (phase) {
+  case Phase::Forward:
+    return "forward";
+  case Phase::Backward:
+    return "backward";
+  case Phase::Optimizer:
+    return "optimizer";
+  }
+  return "forward";
+}
+
+std::optional<Phase> phaseFromString(const std::string& text) {
+  if (text == "forward")
+    return Phase::Forward;
+  if (text == "backward")
+    return Phase::Backward;
+  if (text == "optimizer")
+    return Phase::Optimizer;
+  return std::nullopt;
+}
+
+int64_t TensorMeta::numel() const {
+  int64_t n = 1;
+  for (const auto d : shape)
+    n *= d;
+  return n;
+}
+
+int TensorMeta::elementSize() const {
+  static const std::map<std::string, int> sizes = {
+      {"float64", 8}, {"float32", 4}, {"float16", 2},   {"bfloat16", 2},   {"int64", 8},
+      {"int32", 4},   {"int16", 2},   {"int8", 1},      {"uint8", 1},      {"bool", 1},
+      {"complex64", 8}, {"complex128", 16}, {"float8_e4m3fn", 1}, {"float8_e5m2", 1}};
+  const auto it = sizes.find(dtype);
+  return it == sizes.end() ? 4 : it->second;
+}
+
+std::optional<int64_t> OpRecord::intArg(const std::string& key) const {
+  if (auto v = getArg<int64_t>(*this, key))
+    return v;
+  if (auto b = getArg<bool>(*this, key))
+    return *b ? 1 : 0;
+  return std::nullopt;
+}
+
+std::optional<double> OpRecord::floatArg(const std::string& key) const {
+  if (auto v = getArg<double>(*this, key))
+    return v;
+  if (auto i = getArg<int64_t>(*this, key))
+    return static_cast<double>(*i);
+  return std::nullopt;
+}
+
+std::optional<bool> OpRecord::boolArg(const std::string& key) const {
+  if (auto v = getArg<bool>(*this, key))
+    return v;
+  if (auto i = getArg<int64_t>(*this, key))
+    return *i != 0;
+  return std::nullopt;
+}
+
+std::optional<std::vector<int64_t>> OpRecord::intListArg(const std::string& key) const {
+  if (auto v = getArg<std::vector<int64_t>>(*this, key))
+    return v;
+  if (auto i = getArg<int64_t>(*this, key))
+    return std::vector<int64_t>{*i};
+  return std::nullopt;
+}
+
+const TensorMeta* OpRecord::input(size_t index) const {
+  return index < inputs.size() && inputs[index] ? &*inputs[index] : nullptr;
+}
+
+const TensorMeta* OpRecord::output(size_t index) const {
+  return index < outputs.size() && outputs[index] ? &*outputs[index] : nullptr;
+}
+
+Trace traceFromJson(const json& doc) {
+  if (!doc.is_object())
+    fail("expected a JSON object");
+  if (doc.value("format", std::string()) != "wavecast-trace")
+    fail("\"format\" must be \"wavecast-trace\"; is this a wavecast trace file?");
+  const auto version = doc.find("version");
+  if (version == doc.end() || !version->is_number_integer())
+    fail("\"version\" is missing");
+  Trace t;
+  t.version = version->get<int>();
+  if (t.version > kTraceFormatVersion)
+    throw TraceFormatError("this trace has format version " + std::to_string(t.version) +
+                           " but this wavecast reads up to version " +
+                           std::to_string(kTraceFormatVersion) +
+                           "; update wavecast to read it");
+  if (t.version < 1)
+    fail("\"version\" must be at least 1");
+  if (const auto p = doc.find("producer"); p != doc.end() && p->is_object()) {
+    t.torchVersion = p->value("torch", std::string());
+    t.pythonVersion = p->value("python", std::string());
+  }
+  t.entryFile = doc.value("entry_file", std::string());
+  t.projectRoot = doc.value("project_root", std::string());
+  t.batchSize = doc.value("batch_size", int64_t{0});
+  t.mode = doc.value("mode", std::string("shape"));
+  if (const auto p = doc.find("providers"); p != doc.end() && p->is_object())
+    for (const auto& [key, value] : p->items())
+      if (value.is_number_integer())
+        t.providerLines[key] = value.get<int>();
+  const auto ops = doc.find("ops");
+  if (ops == doc.end() || !ops->is_array())
+    fail("\"ops\" must be a list");
+  t.ops.reserve(ops->size());
+  for (size_t i = 0; i < ops->size(); ++i)
+    t.ops.push_back(opFromJson((*ops)[i], i));
+  t.fallbackOps = doc.value("fallback_ops", std::vector<std::string>{});
+  if (const auto m = doc.find("memory"); m != doc.end() && m->is_object()) {
+    t.memory.parametersBytes = m->value("parameters_bytes", int64_t{0});
+    t.memory.gradientsBytes = m->value("gradients_bytes", int64_t{0});
+    t.memory.optimizerStateBytes = m->value("optimizer_state_bytes", int64_t{0});
+  }
+  t.warnings = doc.value("warnings", std::vector<std::string>{});
+  return t;
+}
+
+json traceToJson(const Trace& t) {
+  json doc{{"format", "wavecast-trace"},
+           {"version", t.version},
+           {"producer", {{"torch", t.torchVersion}, {"python", t.pythonVersion}}},
+           {"entry_file", t.entryFile},
+           {"project_root", t.projectRoot},
+           {"batch_size", t.batchSize},
+           {"mode", t.mode},
+           {"providers", t.providerLines},
+           {"fallback_ops", t.fallbackOps},
+           {"memory",
+            {{"parameters_bytes", t.memory.parametersBytes},
+             {"gradients_bytes", t.memory.gradientsBytes},
+             {"optimizer_state_bytes", t.memory.optimizerStateBytes}}},
+           {"warnings", t.warnings}};
+  doc["ops"] = json::array();
+  for (const auto& op : t.ops)
+    doc["ops"].push_back(opToJson(op));
+  return doc;
+}
+
+} // namespace wavecast

@@ -1,0 +1,57 @@
+// A small command-line parser: long options (--name VALUE, --name=VALUE,
+// flags) and positional arguments, checked against a declared option list.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace wavecast::cli {
+
+// A usage mistake; main() prints it on one line with the command's help hint.
+class UsageError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+struct OptionSpec {
+  std::string name;      // without dashes: "batch-size"
+  std::string valueName; // empty for flags: "N"
+  std::string help;
+};
+
+struct CommandSpec {
+  std::string name;     // "predict"
+  std::string synopsis; // "FILE.py --gpu NAME[,NAME...] [options]"
+  std::string summary;  // one line
+  std::vector<OptionSpec> options;
+  size_t minPositional = 0;
+  size_t maxPositional = 0;
+};
+
+class CommandLine {
+public:
+  // Throws UsageError for an unknown option, a missing value or a wrong number
+  // of positional arguments. "--help" is always accepted.
+  static CommandLine parse(const CommandSpec& spec, const std::vector<std::string>& args);
+
+  bool helpRequested() const { return help_; }
+  bool has(const std::string& name) const { return values_.count(name) > 0; }
+  std::optional<std::string> value(const std::string& name) const;
+  // The value as a positive integer; UsageError naming the option otherwise.
+  std::optional<long long> positiveInt(const std::string& name) const;
+  const std::vector<std::string>& positional() const { return positional_; }
+
+private:
+  bool help_ = false;
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> positional_;
+};
+
+std::string formatHelp(const CommandSpec& spec);
+// "a,b , c" -> {"a","b","c"}; empty items dropped.
+std::vector<std::string> splitList(const std::string& text);
+
+} // namespace wavecast::cli

@@ -1,0 +1,28 @@
+// The CLI subcommands of `wavecast`.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cli/command_line.h"
+#include "install_layout.h"
+
+namespace wavecast::cli {
+
+struct Command {
+  CommandSpec spec;
+  std::function<int(const CommandLine&, const InstallLayout&)> run;
+};
+
+Command predictCommand();
+Command traceCommand();
+Command gpusCommand();
+
+// A failure the user can fix; main() prints "wavecast: error: <message>" and exits 1.
+class CommandError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+} // namespace wavecast::cli

@@ -1,0 +1,173 @@
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/shared.h"
+#include "cli/terminal.h"
+#include "wavecast/predictor/predictor.h"
+
+namespace wavecast::cli {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Source text of the files a prediction points into, read once each.
+class SourceCache {
+public:
+  const std::string& line(const std::string& file, int number) {
+    auto& lines = files_[file];
+    if (lines.empty()) {
+      std::ifstream in(file);
+      std::string text;
+      while (std::getline(in, text))
+        lines.push_back(text);
+      lines.emplace_back(); // marks the file as read even when it is empty
+    }
+    static const std::string none;
+    if (number < 1 || static_cast<size_t>(number) >= lines.size())
+      return none;
+    return lines[number - 1];
+  }
+
+private:
+  std::map<std::string, std::vector<std::string>> files_;
+};
+
+std::string trimmed(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t");
+  if (first == std::string::npos)
+    return "";
+  return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
+}
+
+std::string displayPath(const std::string& file, const fs::path& base) {
+  std::error_code ec;
+  auto relative = fs::relative(file, base, ec);
+  if (ec || relative.empty() || relative.native().rfind("..", 0) == 0)
+    return fs::path(file).filename().string();
+  return relative.string();
+}
+
+void printLineTable(const Prediction& prediction, const Trace& trace, std::ostream& out) {
+  SourceCache sources;
+  const fs::path base = fs::path(trace.entryFile).parent_path();
+  const size_t gpuWidth = 12;
+  const size_t codeWidth = 46;
+  size_t locWidth = 4;
+  for (const auto& line : prediction.lines)
+    locWidth = std::max(locWidth, displayPath(line.loc.file, base).size() + 1 +
+                                      std::to_string(line.loc.line).size());
+
+  out << padRight("line", locWidth) << "  " << padRight("code", codeWidth);
+  for (const auto& gpu : prediction.gpus)
+    out << padLeft(gpu, gpuWidth);
+  out << padLeft("share", 8) << "\n";
+  for (const auto& line : prediction.lines) {
+    const std::string loc = displayPath(line.loc.file, base) + ":" + std::to_string(line.loc.line);
+    out << padRight(loc, locWidth) << "  "
+        << padRight(trimmed(sources.line(line.loc.file, line.loc.line)), codeWidth);
+    for (const auto& times : line.perGpu)
+      out << padLeft(formatDuration(times.totalMs()), gpuWidth);
+    const double share = line.perGpu.empty() ? 0 : line.perGpu.front().shareOfIteration;
+    out << padLeft(formatFixed(share * 100, 1) + "%", 8) << "\n";
+  }
+}
+
+void printSummary(const Prediction& prediction, std::ostream& out) {
+  std::vector<const GpuSummary*> order;
+  for (const auto& summary : prediction.summaries)
+    order.push_back(&summary);
+  std::stable_sort(order.begin(), order.end(), [](const GpuSummary* a, const GpuSummary* b) {
+    return a->iterationMs < b->iterationMs;
+  });
+  out << "\nper GPU, fastest first (batch size " << prediction.batchSize << "):\n";
+  out << padRight("GPU", 16) << padLeft("iteration", 12) << padLeft("fwd", 10)
+      << padLeft("bwd", 10) << padLeft("optim", 10) << padLeft("samples/s", 12)
+      << padLeft("$/1k samples", 14) << padLeft("memory", 24) << "\n";
+  for (const auto* s : order) {
+    const std::string memory = formatBytes(static_cast<double>(s->memory.peakBytes())) + " / " +
+                               formatBytes(static_cast<double>(s->memoryCapacityBytes));
+    out << padRight(s->gpuId, 16) << padLeft(formatDuration(s->iterationMs), 12)
+        << padLeft(formatDuration(s->forwardMs), 10) << padLeft(formatDuration(s->backwardMs), 10)
+        << padLeft(formatDuration(s->optimizerMs), 10)
+        << padLeft(formatFixed(s->samplesPerSecond, s->samplesPerSecond < 100 ? 1 : 0), 12)
+        << padLeft(s->pricePerHourUsd > 0 ? "$" + formatFixed(s->costPer1kSamplesUsd, 4) : "n/a",
+                   14)
+        << padLeft(memory, 24) << (s->fitsInMemory ? "" : "  OUT OF MEMORY") << "\n";
+  }
+}
+
+int runPredict(const CommandLine& args, const InstallLayout& layout) {
+  const auto gpuList = args.value("gpu");
+  if (!gpuList || splitList(*gpuList).empty())
+    throw UsageError("--gpu is required, e.g. --gpu H100,A100,T4 (see 'wavecast gpus')");
+  const auto database = loadGpuDatabase(layout, args);
+  std::vector<DeviceSpec> gpus;
+  try {
+    gpus = database.resolve(splitList(*gpuList));
+  } catch (const GpuDatabaseError& e) {
+    throw CommandError(e.what());
+  }
+
+  const std::string file = args.positional().front();
+  const Trace trace = obtainTrace(layout, file, args.positiveInt("batch-size"), args);
+
+  PredictorOptions options;
+  options.allowTf32 = args.has("tf32");
+  const Prediction prediction = Predictor(options).predict(trace, gpus);
+
+  if (args.has("json")) {
+    auto doc = predictionToJson(prediction);
+    doc["file"] = trace.entryFile;
+    doc["trace_mode"] = trace.mode;
+    doc["fallback_ops"] = trace.fallbackOps;
+    std::cout << doc.dump(2) << "\n";
+    return 0;
+  }
+
+  std::cout << "wavecast " << WAVECAST_VERSION << ": " << prediction.method << "\n"
+            << displayPath(trace.entryFile, fs::current_path()) << ", batch size "
+            << trace.batchSize << ", " << trace.ops.size() << " ops traced (" << trace.mode
+            << " mode)\n\n";
+  printLineTable(prediction, trace, std::cout);
+  printSummary(prediction, std::cout);
+  for (const auto& warning : prediction.warnings)
+    std::cout << "note: " << warning << "\n";
+  if (!trace.fallbackOps.empty()) {
+    std::cout << "note: ran for real on the CPU (no shape-only kernel):";
+    for (const auto& op : trace.fallbackOps)
+      std::cout << " " << op;
+    std::cout << "\n";
+  }
+  return 0;
+}
+
+} // namespace
+
+Command predictCommand() {
+  return {
+      {"predict",
+       "FILE.py --gpu NAME[,NAME...] [--batch-size N] [--json]",
+       "Trace one training iteration of FILE.py without a GPU and predict, for each source line\n"
+       "and each named GPU, its time; then iteration time, samples/s, cost and memory per GPU.\n"
+       "FILE.py defines wavecast_model(), wavecast_input(batch_size=N) and\n"
+       "wavecast_iteration(model) (deepview_*_provider names work too). FILE may also be a trace\n"
+       "saved by 'wavecast trace'.",
+       {{"gpu", "NAME[,NAME...]", "target GPUs (see 'wavecast gpus'), e.g. H100,A100,T4"},
+        {"batch-size", "N", "batch size passed to wavecast_input (default: its own default)"},
+        {"json", "", "print everything as JSON (docs/results-json.md)"},
+        {"gpu-file", "FILE", "extra or overriding GPU definitions (docs/gpus.md)"},
+        {"mode", "MODE", "shape (default: no arithmetic), cpu (run for real) or cuda"},
+        {"python-env", "DIR", "a virtualenv whose packages (e.g. its torch) the worker uses"},
+        {"timeout", "SECONDS", "give up tracing after this long (default 120)"},
+        {"tf32", "", "assume float32 matmuls and convolutions may use TF32 tensor cores"}},
+       1,
+       1},
+      runPredict};
+}
+
+} // namespace wavecast::cli

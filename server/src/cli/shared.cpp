@@ -1,0 +1,98 @@
+#include "cli/shared.h"
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/terminal.h"
+#include "wavecast/profiler/profiler.h"
+
+namespace wavecast::cli {
+namespace fs = std::filesystem;
+
+GpuDatabase loadGpuDatabase(const InstallLayout& layout, const CommandLine& args) {
+  try {
+    auto database = GpuDatabase::fromFile(layout.gpuDatabasePath());
+    if (const auto userFile = args.value("gpu-file")) {
+      if (!fs::exists(*userFile))
+        throw CommandError("GPU file '" + *userFile + "' does not exist");
+      database.mergeFile(*userFile);
+    } else if (!layout.userGpuFile.empty() && fs::exists(layout.userGpuFile)) {
+      database.mergeFile(layout.userGpuFile);
+    }
+    return database;
+  } catch (const GpuDatabaseError& e) {
+    throw CommandError(e.what());
+  }
+}
+
+namespace {
+
+Trace readSavedTrace(const std::string& path) {
+  std::ifstream in(path);
+  if (!in)
+    throw CommandError("cannot read '" + path + "'");
+  const auto doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded())
+    throw CommandError("'" + path + "' is not valid JSON; pass a .py training script or a trace "
+                       "written by 'wavecast trace'");
+  try {
+    return traceFromJson(doc);
+  } catch (const TraceFormatError& e) {
+    throw CommandError(path + ": " + e.what());
+  }
+}
+
+std::string describe(const ProfileError& error) {
+  std::string where;
+  if (!error.file.empty())
+    where = error.file + (error.line > 0 ? ":" + std::to_string(error.line) : "") + ": ";
+  std::string text = where + error.message;
+  if (!error.hint.empty())
+    text += " (" + error.hint + ")";
+  return text;
+}
+
+} // namespace
+
+Trace obtainTrace(const InstallLayout& layout, const std::string& path,
+                  std::optional<int64_t> batchSize, const CommandLine& args) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec))
+    throw CommandError("no such file '" + path + "'; pass the path of a training script (.py)");
+  if (fs::path(path).extension() == ".json")
+    return readSavedTrace(path);
+  if (fs::path(path).extension() != ".py")
+    throw CommandError("'" + path + "' is not a Python file; pass a training script (.py) that "
+                       "defines wavecast_model, wavecast_input and wavecast_iteration");
+  if (!fs::exists(layout.workerPath))
+    throw CommandError("the profiler worker '" + layout.workerPath +
+                       "' is missing; rebuild wavecast (scripts/setup.sh build) or set "
+                       "WAVECAST_WORKER");
+
+  ProgressLine progress;
+  ProfilerOptions options;
+  options.workerPath = layout.workerPath;
+  options.pythonPath = layout.pythonDir;
+  options.pythonEnv = args.value("python-env").value_or("");
+  options.progress = [&progress](const std::string& status) { progress.update(status); };
+  Profiler profiler(std::move(options));
+
+  TraceRequest request;
+  request.file = fs::absolute(path).lexically_normal().string();
+  request.batchSize = batchSize;
+  request.mode = args.value("mode").value_or("shape");
+  if (request.mode != "shape" && request.mode != "cpu" && request.mode != "cuda")
+    throw UsageError("--mode must be shape, cpu or cuda, not '" + request.mode + "'");
+  if (const auto seconds = args.positiveInt("timeout"))
+    request.timeout = std::chrono::seconds(*seconds);
+
+  auto result = profiler.trace(request);
+  progress.clear();
+  if (auto* error = std::get_if<ProfileError>(&result))
+    throw CommandError(describe(*error));
+  return std::get<Trace>(std::move(result));
+}
+
+} // namespace wavecast::cli

@@ -1,0 +1,23 @@
+// Steps several subcommands share: loading the GPU database, tracing a script.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "cli/command_line.h"
+#include "install_layout.h"
+#include "wavecast/predictor/gpu_database.h"
+#include "wavecast/trace.h"
+
+namespace wavecast::cli {
+
+// data/gpus.json plus the user's file (--gpu-file, else the layout's default if present).
+GpuDatabase loadGpuDatabase(const InstallLayout& layout, const CommandLine& args);
+
+// Traces FILE.py in a worker, or reads a saved trace when `path` ends in .json.
+// Throws CommandError with "file:line: message (hint)" for a script the worker
+// could not trace.
+Trace obtainTrace(const InstallLayout& layout, const std::string& path,
+                  std::optional<int64_t> batchSize, const CommandLine& args);
+
+} // namespace wavecast::cli

@@ -1,0 +1,66 @@
+// wavecast: predicts per-line GPU time of PyTorch training scripts.
+#include <exception>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "install_layout.h"
+
+namespace {
+
+using wavecast::cli::Command;
+
+std::vector<Command> allCommands() {
+  return {wavecast::cli::predictCommand(), wavecast::cli::gpusCommand(),
+          wavecast::cli::traceCommand()};
+}
+
+void printUsage(const std::vector<Command>& commands, std::ostream& out) {
+  out << "usage: wavecast <command> [options]\n\n"
+         "Predicts how long each line of a PyTorch training script takes on the GPUs you\n"
+         "are choosing between, without needing a GPU.\n\ncommands:\n";
+  for (const auto& command : commands) {
+    const auto& summary = command.spec.summary;
+    out << "  " << command.spec.name << std::string(10 - command.spec.name.size(), ' ')
+        << summary.substr(0, summary.find('\n')) << "\n";
+  }
+  out << "\nRun 'wavecast <command> --help' for a command's options.\n";
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  const auto commands = allCommands();
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    printUsage(commands, args.empty() ? std::cerr : std::cout);
+    return args.empty() ? 2 : 0;
+  }
+  if (args[0] == "--version") {
+    std::cout << "wavecast " << WAVECAST_VERSION << "\n";
+    return 0;
+  }
+  const std::string name = args[0];
+  args.erase(args.begin());
+  for (const auto& command : commands) {
+    if (command.spec.name != name)
+      continue;
+    try {
+      const auto parsed = wavecast::cli::CommandLine::parse(command.spec, args);
+      if (parsed.helpRequested()) {
+        std::cout << wavecast::cli::formatHelp(command.spec);
+        return 0;
+      }
+      return command.run(parsed, wavecast::InstallLayout::discover(argv[0]));
+    } catch (const wavecast::cli::UsageError& e) {
+      std::cerr << "wavecast: " << e.what() << "\n";
+      return 2;
+    } catch (const std::exception& e) {
+      std::cerr << "wavecast: error: " << e.what() << "\n";
+      return 1;
+    }
+  }
+  std::cerr << "wavecast: unknown command '" << name << "'; run 'wavecast --help' for the list\n";
+  return 2;
+}

@@ -1,0 +1,124 @@
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "wavecast/trace.h"
+
+namespace wavecast {
+namespace {
+
+using nlohmann::json;
+
+json sampleDoc() {
+  return json::parse(R"({
+    "format": "wavecast-trace", "version": 1,
+    "producer": {"torch": "1.13.0", "python": "3.11.2"},
+    "entry_file": "/p/train.py", "project_root": "/p", "batch_size": 32, "mode": "shape",
+    "providers": {"model": 10, "input": 20, "iteration": 30},
+    "ops": [
+      {"id": 0, "name": "aten::convolution", "phase": "forward",
+       "inputs": [{"shape": [32, 3, 224, 224], "dtype": "float32", "contiguous": true},
+                  {"shape": [64, 3, 7, 7], "dtype": "float32"}, null],
+       "outputs": [{"shape": [32, 64, 112, 112], "dtype": "float16", "contiguous": false}],
+       "args": {"stride": [2, 2], "padding": [3, 3], "groups": 1, "transposed": false,
+                "p": 0.5, "reduce": "mean", "weird": [1.5, 2.5]},
+       "loc": {"file": "/p/train.py", "line": 14, "function": "forward"},
+       "stack": [{"file": "/p/train.py", "line": 31, "function": "iteration"},
+                 {"file": "/p/train.py", "line": 14, "function": "forward"}],
+       "module": "conv1", "fallback": false, "future_field": {"x": 1}},
+      {"id": 1, "name": "aten::convolution_backward", "phase": "backward", "forward_id": 0,
+       "loc": {"file": "/p/train.py", "line": 14}, "fallback": true,
+       "measured": {"time_ms": 0.25},
+       "kernels": [{"name": "k", "grid": [10, 1, 1], "block": [256, 1, 1],
+                    "registers_per_thread": 64, "static_shared_bytes": 1024,
+                    "dynamic_shared_bytes": 0, "duration_ms": 0.2}]}
+    ],
+    "fallback_ops": ["aten::convolution_backward"],
+    "memory": {"parameters_bytes": 1000, "gradients_bytes": 1000, "optimizer_state_bytes": 2000}
+  })");
+}
+
+TEST(TraceTest, ReadsEveryField) {
+  const Trace t = traceFromJson(sampleDoc());
+  EXPECT_EQ(t.torchVersion, "1.13.0");
+  EXPECT_EQ(t.batchSize, 32);
+  EXPECT_EQ(t.providerLines.at("input"), 20);
+  ASSERT_EQ(t.ops.size(), 2u);
+  const OpRecord& conv = t.ops[0];
+  EXPECT_EQ(conv.name, "aten::convolution");
+  EXPECT_EQ(conv.phase, Phase::Forward);
+  ASSERT_EQ(conv.inputs.size(), 3u);
+  EXPECT_FALSE(conv.inputs[2].has_value());
+  EXPECT_EQ(conv.input(0)->numel(), 32 * 3 * 224 * 224);
+  EXPECT_EQ(conv.output(0)->bytes(), 32LL * 64 * 112 * 112 * 2);
+  EXPECT_FALSE(conv.output(0)->contiguous);
+  EXPECT_EQ(conv.intListArg("stride"), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(conv.intArg("groups"), 1);
+  EXPECT_EQ(conv.boolArg("transposed"), false);
+  EXPECT_DOUBLE_EQ(*conv.floatArg("p"), 0.5);
+  EXPECT_FALSE(conv.intArg("reduce").has_value());
+  EXPECT_FALSE(conv.intListArg("weird").has_value()) << "float lists are not cost arguments";
+  EXPECT_EQ(conv.loc.line, 14);
+  ASSERT_EQ(conv.stack.size(), 2u);
+  EXPECT_EQ(conv.stack[0].function, "iteration");
+  EXPECT_EQ(conv.module, "conv1");
+  const OpRecord& back = t.ops[1];
+  EXPECT_EQ(back.phase, Phase::Backward);
+  EXPECT_EQ(back.forwardId, 0);
+  EXPECT_TRUE(back.fallback);
+  EXPECT_DOUBLE_EQ(*back.measuredMs, 0.25);
+  ASSERT_EQ(back.kernels.size(), 1u);
+  EXPECT_EQ(back.kernels[0].registersPerThread, 64);
+  EXPECT_EQ(t.memory.optimizerStateBytes, 2000);
+}
+
+TEST(TraceTest, RoundTripsThroughJson) {
+  const Trace t = traceFromJson(sampleDoc());
+  const Trace again = traceFromJson(traceToJson(t));
+  EXPECT_EQ(traceToJson(again), traceToJson(t));
+  EXPECT_EQ(again.ops[0].intListArg("padding"), (std::vector<int64_t>{3, 3}));
+}
+
+TEST(TraceTest, NewerVersionSaysToUpdate) {
+  auto doc = sampleDoc();
+  doc["version"] = 7;
+  try {
+    traceFromJson(doc);
+    FAIL() << "expected TraceFormatError";
+  } catch (const TraceFormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("update wavecast"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TraceTest, RejectsMalformedDocumentsWithTheField) {
+  auto expectError = [](json doc, const std::string& fragment) {
+    try {
+      traceFromJson(doc);
+      ADD_FAILURE() << "expected an error mentioning " << fragment;
+    } catch (const TraceFormatError& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  expectError(json::array(), "JSON object");
+  auto noFormat = sampleDoc();
+  noFormat.erase("format");
+  expectError(noFormat, "format");
+  auto badShape = sampleDoc();
+  badShape["ops"][0]["inputs"][0]["shape"] = "big";
+  expectError(badShape, "ops[0].inputs[0].shape");
+  auto badPhase = sampleDoc();
+  badPhase["ops"][1]["phase"] = "sideways";
+  expectError(badPhase, "ops[1].phase");
+  auto noName = sampleDoc();
+  noName["ops"][0].erase("name");
+  expectError(noName, "ops[0].name");
+}
+
+TEST(TensorMetaTest, ElementSizesFollowDtype) {
+  EXPECT_EQ((TensorMeta{{2, 3}, "bfloat16", true}).bytes(), 12);
+  EXPECT_EQ((TensorMeta{{4}, "int64", true}).bytes(), 32);
+  EXPECT_EQ((TensorMeta{{}, "float32", true}).numel(), 1) << "a scalar tensor has one element";
+  EXPECT_EQ((TensorMeta{{0, 5}, "float32", true}).numel(), 0);
+}
+
+} // namespace
+} // namespace wavecast
