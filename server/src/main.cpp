@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "install_layout.h"
+#include "serve.h"
 
 namespace {
 
@@ -13,7 +14,7 @@ using wavecast::cli::Command;
 
 std::vector<Command> allCommands() {
   return {wavecast::cli::predictCommand(), wavecast::cli::gpusCommand(),
-          wavecast::cli::traceCommand()};
+          wavecast::cli::traceCommand(), wavecast::cli::serveCommand()};
 }
 
 void printUsage(const std::vector<Command>& commands, std::ostream& out) {

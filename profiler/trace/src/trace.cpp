@@ -217,8 +217,8 @@ int64_t TensorMeta::numel() const {
 
 int TensorMeta::elementSize() const {
   static const std::map<std::string, int> sizes = {
-      {"float64", 8}, {"float32", 4}, {"float16", 2},   {"bfloat16", 2},   {"int64", 8},
-      {"int32", 4},   {"int16", 2},   {"int8", 1},      {"uint8", 1},      {"bool", 1},
+      {"float64", 8},   {"float32", 4},     {"float16", 2},       {"bfloat16", 2},   {"int64", 8},
+      {"int32", 4},     {"int16", 2},       {"int8", 1},          {"uint8", 1},      {"bool", 1},
       {"complex64", 8}, {"complex128", 16}, {"float8_e4m3fn", 1}, {"float8_e5m2", 1}};
   const auto it = sizes.find(dtype);
   return it == sizes.end() ? 4 : it->second;
@@ -277,8 +277,7 @@ Trace traceFromJson(const json& doc) {
   if (t.version > kTraceFormatVersion)
     throw TraceFormatError("this trace has format version " + std::to_string(t.version) +
                            " but this wavecast reads up to version " +
-                           std::to_string(kTraceFormatVersion) +
-                           "; update wavecast to read it");
+                           std::to_string(kTraceFormatVersion) + "; update wavecast to read it");
   if (t.version < 1)
     fail("\"version\" must be at least 1");
   if (const auto p = doc.find("producer"); p != doc.end() && p->is_object()) {
@@ -306,6 +305,8 @@ Trace traceFromJson(const json& doc) {
     t.memory.optimizerStateBytes = m->value("optimizer_state_bytes", int64_t{0});
   }
   t.warnings = doc.value("warnings", std::vector<std::string>{});
+  if (const auto d = doc.find("device"); d != doc.end() && d->is_string())
+    t.device = d->get<std::string>();
   return t;
 }
 
@@ -324,6 +325,8 @@ json traceToJson(const Trace& t) {
              {"gradients_bytes", t.memory.gradientsBytes},
              {"optimizer_state_bytes", t.memory.optimizerStateBytes}}},
            {"warnings", t.warnings}};
+  if (t.device)
+    doc["device"] = *t.device;
   doc["ops"] = json::array();
   for (const auto& op : t.ops)
     doc["ops"].push_back(opToJson(op));

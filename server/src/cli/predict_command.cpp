@@ -55,7 +55,9 @@ std::string displayPath(const std::string& file, const fs::path& base) {
 void printLineTable(const Prediction& prediction, const Trace& trace, std::ostream& out) {
   SourceCache sources;
   const fs::path base = fs::path(trace.entryFile).parent_path();
-  const size_t gpuWidth = 12;
+  size_t gpuWidth = 11;
+  for (const auto& gpu : prediction.gpus)
+    gpuWidth = std::max(gpuWidth, gpu.size() + 2);
   const size_t codeWidth = 46;
   size_t locWidth = 4;
   for (const auto& line : prediction.lines)
@@ -71,10 +73,18 @@ void printLineTable(const Prediction& prediction, const Trace& trace, std::ostre
     out << padRight(loc, locWidth) << "  "
         << padRight(trimmed(sources.line(line.loc.file, line.loc.line)), codeWidth);
     for (const auto& times : line.perGpu)
-      out << padLeft(formatDuration(times.totalMs()), gpuWidth);
+      out << padLeft(times.totalMs() > 0 ? formatDuration(times.totalMs()) : "-", gpuWidth);
     const double share = line.perGpu.empty() ? 0 : line.perGpu.front().shareOfIteration;
     out << padLeft(formatFixed(share * 100, 1) + "%", 8) << "\n";
   }
+}
+
+// Three significant digits, however small: "$0.00123", "$12.3".
+std::string formatUsd(double usd) {
+  int decimals = 2;
+  for (double v = usd; v > 0 && v < 100 && decimals < 8; v *= 10)
+    ++decimals;
+  return "$" + formatFixed(usd, std::max(2, decimals - 2));
 }
 
 void printSummary(const Prediction& prediction, std::ostream& out) {
@@ -85,18 +95,20 @@ void printSummary(const Prediction& prediction, std::ostream& out) {
     return a->iterationMs < b->iterationMs;
   });
   out << "\nper GPU, fastest first (batch size " << prediction.batchSize << "):\n";
-  out << padRight("GPU", 16) << padLeft("iteration", 12) << padLeft("fwd", 10)
+  size_t idWidth = 6;
+  for (const auto& summary : prediction.summaries)
+    idWidth = std::max(idWidth, summary.gpuId.size() + 2);
+  out << padRight("GPU", idWidth) << padLeft("iteration", 12) << padLeft("fwd", 10)
       << padLeft("bwd", 10) << padLeft("optim", 10) << padLeft("samples/s", 12)
       << padLeft("$/1k samples", 14) << padLeft("memory", 24) << "\n";
   for (const auto* s : order) {
     const std::string memory = formatBytes(static_cast<double>(s->memory.peakBytes())) + " / " +
                                formatBytes(static_cast<double>(s->memoryCapacityBytes));
-    out << padRight(s->gpuId, 16) << padLeft(formatDuration(s->iterationMs), 12)
+    out << padRight(s->gpuId, idWidth) << padLeft(formatDuration(s->iterationMs), 12)
         << padLeft(formatDuration(s->forwardMs), 10) << padLeft(formatDuration(s->backwardMs), 10)
         << padLeft(formatDuration(s->optimizerMs), 10)
         << padLeft(formatFixed(s->samplesPerSecond, s->samplesPerSecond < 100 ? 1 : 0), 12)
-        << padLeft(s->pricePerHourUsd > 0 ? "$" + formatFixed(s->costPer1kSamplesUsd, 4) : "n/a",
-                   14)
+        << padLeft(s->pricePerHourUsd > 0 ? formatUsd(s->costPer1kSamplesUsd) : "n/a", 14)
         << padLeft(memory, 24) << (s->fitsInMemory ? "" : "  OUT OF MEMORY") << "\n";
   }
 }

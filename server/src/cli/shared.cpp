@@ -44,6 +44,23 @@ Trace readSavedTrace(const std::string& path) {
   }
 }
 
+// Errors print on one line: newlines and the indentation after them become one space.
+std::string oneLine(const std::string& text) {
+  std::string out;
+  bool space = false;
+  for (const char c : text) {
+    if (c == '\n' || ((c == ' ' || c == '\t') && space)) {
+      space = true;
+      continue;
+    }
+    if (space && !out.empty())
+      out += ' ';
+    space = false;
+    out += c;
+  }
+  return out;
+}
+
 std::string describe(const ProfileError& error) {
   std::string where;
   if (!error.file.empty())
@@ -51,7 +68,7 @@ std::string describe(const ProfileError& error) {
   std::string text = where + error.message;
   if (!error.hint.empty())
     text += " (" + error.hint + ")";
-  return text;
+  return oneLine(text);
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 // What the predictor knows of one GPU: its spec sheet, per-SM limits and price.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -8,25 +9,29 @@ namespace wavecast {
 
 // Per-SM resource limits used by the occupancy calculator (CUDA occupancy rules).
 struct SmLimits {
+  int warpSize = 32; // 64 on AMD CDNA (wavefronts)
   int maxThreadsPerSm = 2048;
   int maxWarpsPerSm = 64;
   int maxBlocksPerSm = 32;
   int maxThreadsPerBlock = 1024;
   int registersPerSm = 65536;
   int maxRegistersPerThread = 255;
-  int registerAllocationUnit = 256; // registers, per warp
-  int warpAllocationGranularity = 4;
-  int sharedMemoryPerSmBytes = 65536;      // configurable maximum
+  int registerAllocationUnit = 256;         // registers, per warp
+  int warpAllocationGranularity = 4;        // warps are register-allocated per SM sub-partition
+  int sharedMemoryPerSmBytes = 65536;       // configurable maximum
   int maxSharedMemoryPerBlockBytes = 49152; // opt-in maximum
   int reservedSharedMemoryPerBlockBytes = 0;
   int sharedMemoryAllocationUnitBytes = 256;
   std::vector<int> sharedMemoryCarveoutsBytes; // allowed L1/shared splits, ascending
+  std::string source;
 };
 
 struct DeviceSpec {
   std::string id;                   // canonical short name: "H100-SXM"
   std::string name;                 // marketing name: "NVIDIA H100 80GB HBM3"
   std::vector<std::string> aliases; // other names users and drivers use
+  std::string vendor = "nvidia";    // "nvidia" or "amd"
+  std::string architecture;         // "Ampere (GA100)"
   int computeCapabilityMajor = 0;
   int computeCapabilityMinor = 0;
   int smCount = 0;
@@ -39,9 +44,13 @@ struct DeviceSpec {
   double tf32Tflops = 0;
   double fp16Tflops = 0; // tensor cores where present
   double bf16Tflops = 0;
+  double fp32MatrixTflops = 0; // FP32 on matrix units (AMD CDNA); 0: none, CUDA cores only
   SmLimits limits;
   double pricePerHourUsd = 0; // user-editable rental price
-  std::string source;         // where the figures come from
+  std::string priceSource;
+  std::string source; // where the figures come from
+
+  int64_t memoryBytes() const { return static_cast<int64_t>(memoryGiB * 1024.0 * 1024.0 * 1024.0); }
 };
 
 } // namespace wavecast

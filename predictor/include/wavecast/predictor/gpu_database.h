@@ -2,12 +2,13 @@
 // or overrides entries without rebuilding.
 #pragma once
 
+#include "wavecast/predictor/device_spec.h"
+
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include "wavecast/predictor/device_spec.h"
 
 namespace wavecast {
 
@@ -26,7 +27,9 @@ public:
   void mergeFile(const std::string& path);
 
   const std::vector<DeviceSpec>& all() const { return devices_; }
-  // Forgiving lookup: "h100", "H100-SXM", "NVIDIA H100 80GB HBM3" all match.
+  // Forgiving lookup: "h100", "H100-SXM", "NVIDIA H100 80GB HBM3" all match (case, spaces,
+  // dashes and underscores ignored; then every word of the name must appear in one of a
+  // GPU's names, "80GB" selects by memory, and the first match in file order wins).
   const DeviceSpec* find(const std::string& name) const;
   // Up to `limit` known ids closest to `name`, for "did you mean" messages.
   std::vector<std::string> suggestions(const std::string& name, size_t limit = 3) const;
@@ -36,6 +39,9 @@ public:
 
 private:
   std::vector<DeviceSpec> devices_;
+  // Per-SM limit tables by compute capability ("8.0"), kept so a user file can add a
+  // GPU of a known architecture without repeating them.
+  std::map<std::string, SmLimits> limitTables_;
 };
 
 } // namespace wavecast

@@ -2,12 +2,12 @@
 // that the Predictor asks before falling back to its analytic model.
 #pragma once
 
+#include "wavecast/predictor/device_spec.h"
+#include "wavecast/trace.h"
+
 #include <optional>
 #include <string>
 #include <vector>
-
-#include "wavecast/predictor/device_spec.h"
-#include "wavecast/trace.h"
 
 namespace wavecast {
 
@@ -20,8 +20,8 @@ class OpTimeModel {
 public:
   virtual ~OpTimeModel() = default;
   // One answer per query, in order; nullopt where this model does not cover the op.
-  virtual std::vector<std::optional<double>> predictMs(
-      const std::vector<OpTimeQuery>& queries) const = 0;
+  virtual std::vector<std::optional<double>>
+  predictMs(const std::vector<OpTimeQuery>& queries) const = 0;
   virtual std::string name() const = 0;
 };
 

@@ -1,13 +1,12 @@
 // What the predictor produces for one trace on a set of GPUs.
 #pragma once
 
+#include "wavecast/trace.h"
+
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
-
-#include "wavecast/trace.h"
 
 namespace wavecast {
 
@@ -34,10 +33,27 @@ struct LineTimes {
   double shareOfIteration = 0; // 0..1
 };
 
+// What the trace says of an op, once per op (not per GPU).
+struct OpInfo {
+  int64_t id = 0;
+  std::string name;
+  Phase phase = Phase::Forward;
+  SourceLocation loc;
+  std::string module;
+  std::string note; // why approximate / zero, empty otherwise
+};
+
 struct LineBreakdown {
   SourceLocation loc;
-  std::vector<LineTimes> perGpu; // same order as Prediction::gpus
+  std::vector<LineTimes> perGpu;    // same order as Prediction::gpus
   std::vector<std::string> opNames; // distinct forward op names on this line, in order
+  int opCount = 0;
+};
+
+// Per nn.Module path (ops outside any module: empty path), per GPU.
+struct ModuleBreakdown {
+  std::string module;
+  std::vector<LineTimes> perGpu; // same order as Prediction::gpus
   int opCount = 0;
 };
 
@@ -74,6 +90,8 @@ struct Prediction {
   std::vector<GpuSummary> summaries;          // same order as gpus
   std::vector<LineBreakdown> lines;           // sorted by file, line
   std::vector<std::vector<OpPrediction>> ops; // [gpu][op index in trace]
+  std::vector<OpInfo> opInfo;                 // [op index in trace]
+  std::vector<ModuleBreakdown> modules;       // sorted by module path
   std::vector<std::string> warnings;          // e.g. ops predicted approximately
 };
 

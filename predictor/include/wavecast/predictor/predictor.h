@@ -1,17 +1,34 @@
-// Turns a trace into per-op, per-line and per-GPU predictions.
+// Turns a trace into per-op, per-line, per-module and per-GPU predictions.
 #pragma once
 
-#include <vector>
-
 #include "wavecast/predictor/device_spec.h"
+#include "wavecast/predictor/op_time_model.h"
 #include "wavecast/predictor/prediction.h"
+#include "wavecast/predictor/roofline.h"
 #include "wavecast/trace.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
 
 namespace wavecast {
 
 struct PredictorOptions {
   // Compute dtype policy: allow TF32 tensor cores for float32 matmuls/convs.
   bool allowTf32 = false;
+  // Efficiencies and launch floor of the analytic model (roofline.allowTf32 is ignored:
+  // allowTf32 above decides).
+  RooflineOptions roofline;
+  // Asked first, once for all (op, GPU) pairs; the analytic model answers where it
+  // returns nullopt.
+  std::shared_ptr<const OpTimeModel> opTimeModel;
+  // The GPU a "cuda"-mode trace was measured on; enables wave scaling of its kernels.
+  std::optional<DeviceSpec> originGpu;
+  // Memory outside the tensors: CUDA context, cuBLAS/cuDNN workspaces.
+  int64_t runtimeReserveBytes = int64_t{512} << 20;
+  // PyTorch's caching allocator rounds blocks up and fragments: a share of the tensors.
+  double allocatorOverhead = 0.10;
 };
 
 class Predictor {
@@ -22,5 +39,8 @@ public:
 private:
   PredictorOptions options_;
 };
+
+// Memory one training iteration of `trace` needs on a GPU (docs/predictor.md).
+MemoryEstimate estimateMemory(const Trace& trace, const PredictorOptions& options);
 
 } // namespace wavecast

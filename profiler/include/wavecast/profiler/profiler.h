@@ -3,22 +3,24 @@
 // crash, hang or exception in user code never reaches the caller's process.
 #pragma once
 
+#include "wavecast/trace.h"
+
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <variant>
 
-#include "wavecast/trace.h"
-
 namespace wavecast {
 
 struct TraceRequest {
-  std::string file;                // the user's training script
+  std::string file;                 // the user's training script
   std::optional<int64_t> batchSize; // nullopt: the provider's default
-  std::string mode = "shape";      // "shape" | "cpu" | "cuda"
+  std::string mode = "shape";       // "shape" | "cpu" | "cuda"
   std::chrono::milliseconds timeout{120000};
 };
 
@@ -30,15 +32,20 @@ struct ProfileError {
   int line = 0;
   std::string hint;      // what to do
   std::string traceback; // full Python traceback for logs
+  std::string output;    // what the script printed before failing (may be empty)
 };
 
 using TraceResult = std::variant<Trace, ProfileError>;
 
 struct ProfilerOptions {
-  std::string workerPath;     // the wavecast-worker executable
-  std::string pythonPath;     // directory holding the wavecast_tracer package
-  std::string pythonEnv;      // optional venv whose site-packages to use
+  std::string workerPath;                           // the wavecast-worker executable
+  std::string pythonPath;                           // directory holding the wavecast_tracer package
+  std::string pythonEnv;                            // optional venv whose site-packages to use
   std::function<void(const std::string&)> progress; // status lines; may be empty
+  // Address-space limit of the worker (RLIMIT_AS): nullopt picks 3/4 of the
+  // machine's memory, 0 means unlimited. Beyond it the trace fails with
+  // out_of_memory instead of the machine swapping.
+  std::optional<uint64_t> memoryLimitBytes;
 };
 
 // Owns one worker process; restarts it after a crash, timeout or cancel.
@@ -53,12 +60,20 @@ public:
   TraceResult trace(const TraceRequest& request);
   // Thread-safe: aborts a running trace (the worker is killed and restarted lazily).
   void cancel();
+  // Starts the worker ahead of the first trace (importing torch takes seconds);
+  // returns the error when it cannot start. trace() starts it when needed.
+  std::optional<ProfileError> start(std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  // Process id of the running worker, or 0 (for logs and tests).
+  int workerPid() const;
 
 private:
   class Worker;
+  std::optional<ProfileError> ensureWorker(std::chrono::steady_clock::time_point deadline);
   ProfilerOptions options_;
   std::unique_ptr<Worker> worker_;
   std::atomic<bool> cancelled_{false};
+  std::mutex traceMutex_; // one trace at a time per worker
+  int64_t nextRequestId_ = 1;
 };
 
 } // namespace wavecast

@@ -96,6 +96,8 @@ struct Trace {
   std::vector<std::string> fallbackOps;
   TraceMemory memory;
   std::vector<std::string> warnings;
+  // cuda mode: the GPU the ops were measured on (torch.cuda.get_device_name()).
+  std::optional<std::string> device;
 };
 
 // Thrown when a document is not a trace this build can read; the message says what to do.

@@ -1,0 +1,42 @@
+// The analytic work of one traced op: FLOPs, DRAM bytes, which units run it and how
+// much parallelism it exposes (docs/predictor.md lists the formula of each family).
+#pragma once
+
+#include "wavecast/trace.h"
+
+#include <string>
+
+namespace wavecast {
+
+// Vector: CUDA cores (elementwise, reductions, norms). Matrix: GEMM-like work that
+// cuBLAS/cuDNN run on tensor cores when the dtype allows.
+enum class ComputeUnit { Vector, Matrix };
+
+// The GEMM a matrix op lowers to (batch x [m x k] . [k x n]), for tile/wave quantisation.
+struct GemmShape {
+  double batch = 1;
+  double m = 0;
+  double n = 0;
+  double k = 0;
+};
+
+struct OpCost {
+  std::string family; // "conv", "gemm", "attention", "norm", "elementwise", ...
+  double flops = 0;
+  double bytes = 0; // DRAM traffic: tensors read + written
+  ComputeUnit unit = ComputeUnit::Vector;
+  std::string dtype = "float32"; // compute dtype (first floating input)
+  GemmShape gemm;                // matrix ops only
+  double parallelElements = 0;   // independent output elements (vector ops)
+  int kernels = 1;               // kernel launches; 0 for metadata-only ops
+  bool approximate = false;      // no formula of its own: closest family used
+  std::string note;              // why approximate, zero or unusual
+
+  bool metadataOnly() const { return kernels == 0; }
+};
+
+// FLOPs and bytes of `op` from its shapes, dtypes and arguments. Never throws on odd
+// input: negative dimensions count as empty and set `approximate` with a note.
+OpCost estimateOpCost(const OpRecord& op);
+
+} // namespace wavecast

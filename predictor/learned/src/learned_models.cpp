@@ -1,0 +1,128 @@
+#include "wavecast/learned/learned_models.h"
+
+#include "mlp.h"
+
+#include <array>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace fs = std::filesystem;
+
+namespace wavecast::learned {
+namespace {
+
+struct FamilyModel {
+  bool present = false;
+  std::string file;
+  int features = 0;
+  int hidden = 0;
+  std::vector<float> mean;
+  std::vector<float> scale;
+  std::once_flag loaded;
+  torch::nn::Sequential net{nullptr};
+};
+
+} // namespace
+
+struct LearnedModels::Impl {
+  std::string directory;
+  std::vector<std::string> trainingGpus;
+  std::array<FamilyModel, kKernelFamilyCount> families;
+
+  FamilyModel& loadedModel(KernelFamily family) {
+    FamilyModel& model = families[size_t(family)];
+    std::call_once(model.loaded, [&] {
+      model.net = makeMlp(model.features, model.hidden);
+      torch::load(model.net, (fs::path(directory) / model.file).string());
+      model.net->eval();
+    });
+    return model;
+  }
+};
+
+LearnedModels::LearnedModels(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+LearnedModels::LearnedModels(LearnedModels&&) noexcept = default;
+LearnedModels& LearnedModels::operator=(LearnedModels&&) noexcept = default;
+LearnedModels::~LearnedModels() = default;
+
+LearnedModels LearnedModels::open(const std::string& weightsDir) {
+  const fs::path manifestPath = fs::path(weightsDir) / "manifest.json";
+  std::ifstream in(manifestPath);
+  if (!in)
+    throw std::runtime_error("no learned weights at " + manifestPath.string() +
+                             ": run `wavecast train --data ../shared/data/neusight --out " +
+                             weightsDir + "`");
+  const nlohmann::json manifest = nlohmann::json::parse(in);
+  auto impl = std::make_unique<Impl>();
+  impl->directory = weightsDir;
+  impl->trainingGpus = manifest.at("trainingGpus").get<std::vector<std::string>>();
+  for (const auto& [name, entry] : manifest.at("families").items()) {
+    const auto family = kernelFamilyFromString(name);
+    if (!family)
+      throw std::runtime_error(manifestPath.string() + ": unknown family '" + name + "'");
+    FamilyModel& model = impl->families[size_t(*family)];
+    model.present = true;
+    model.file = entry.at("file").get<std::string>();
+    model.features = entry.at("features").get<int>();
+    model.hidden = entry.at("hidden").get<int>();
+    model.mean = entry.at("featureMean").get<std::vector<float>>();
+    model.scale = entry.at("featureScale").get<std::vector<float>>();
+    if (model.features != featureCount(*family) || int(model.mean.size()) != model.features ||
+        int(model.scale.size()) != model.features)
+      throw std::runtime_error(manifestPath.string() + ": the " + name +
+                               " model was trained on other features; retrain with "
+                               "`wavecast train`");
+  }
+  return LearnedModels(std::move(impl));
+}
+
+bool LearnedModels::covers(KernelFamily family) const {
+  return impl_->families[size_t(family)].present;
+}
+
+std::vector<std::optional<double>>
+LearnedModels::predictMs(const std::vector<KernelQuery>& queries) const {
+  std::vector<std::optional<double>> answers(queries.size());
+  std::array<std::vector<size_t>, kKernelFamilyCount> byFamily;
+  for (size_t i = 0; i < queries.size(); ++i)
+    if (covers(queries[i].shape.family) && queries[i].shape.valid() && queries[i].gpu.valid())
+      byFamily[size_t(queries[i].shape.family)].push_back(i);
+
+  torch::NoGradGuard noGrad;
+  for (int f = 0; f < kKernelFamilyCount; ++f) {
+    const std::vector<size_t>& indices = byFamily[size_t(f)];
+    if (indices.empty())
+      continue;
+    FamilyModel& model = impl_->loadedModel(KernelFamily(f));
+    std::vector<float> rows;
+    rows.reserve(indices.size() * size_t(model.features));
+    std::vector<double> bounds;
+    for (size_t i : indices) {
+      const std::vector<float> x = kernelFeatures(queries[i].shape, queries[i].gpu);
+      for (int j = 0; j < model.features; ++j)
+        rows.push_back((x[size_t(j)] - model.mean[size_t(j)]) / model.scale[size_t(j)]);
+      bounds.push_back(rooflineCost(queries[i].shape, queries[i].gpu).boundMs());
+    }
+    const torch::Tensor input =
+        torch::from_blob(rows.data(), {int64_t(indices.size()), model.features}, torch::kFloat);
+    const torch::Tensor output = model.net->forward(input).contiguous();
+    const float* logRatio = output.data_ptr<float>();
+    for (size_t r = 0; r < indices.size(); ++r)
+      answers[indices[r]] = bounds[r] * std::exp(double(logRatio[r]));
+  }
+  return answers;
+}
+
+std::vector<std::string> LearnedModels::trainingGpus() const {
+  return impl_->trainingGpus;
+}
+
+const std::string& LearnedModels::directory() const {
+  return impl_->directory;
+}
+
+} // namespace wavecast::learned

@@ -1,0 +1,172 @@
+#include "wavecast/learned/trainer.h"
+
+#include "mlp.h"
+#include "wavecast/learned/kernel_dataset.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <random>
+#include <set>
+#include <stdexcept>
+
+namespace fs = std::filesystem;
+
+namespace wavecast::learned {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+struct FamilyFit {
+  FamilyTrainReport report;
+  std::vector<float> mean;
+  std::vector<float> scale;
+  torch::nn::Sequential net{nullptr};
+};
+
+FamilyFit fitFamily(KernelFamily family, const KernelDataset& data, const TrainOptions& options) {
+  const auto start = Clock::now();
+  const int width = featureCount(family);
+  std::vector<float> features;
+  std::vector<float> targets;
+  for (const KernelSample& sample : data.samples) {
+    if (sample.shape.family != family)
+      continue;
+    const GpuFeatures& gpu = data.gpus.at(sample.gpu);
+    const std::vector<float> x = kernelFeatures(sample.shape, gpu);
+    features.insert(features.end(), x.begin(), x.end());
+    targets.push_back(
+        float(std::log(sample.latencyMs / rooflineCost(sample.shape, gpu).boundMs())));
+  }
+  const int64_t n = int64_t(targets.size());
+  if (n == 0)
+    throw std::runtime_error(std::string("no training rows for ") + toString(family));
+
+  torch::Tensor x = torch::from_blob(features.data(), {n, width}, torch::kFloat).clone();
+  const torch::Tensor y = torch::from_blob(targets.data(), {n, 1}, torch::kFloat).clone();
+  const torch::Tensor mean = x.mean(0);
+  const torch::Tensor scale = x.std(0).clamp_min(1e-3);
+  x = (x - mean) / scale;
+
+  FamilyFit fit;
+  fit.report.family = family;
+  fit.report.samples = n;
+  fit.mean.assign(mean.data_ptr<float>(), mean.data_ptr<float>() + width);
+  fit.scale.assign(scale.data_ptr<float>(), scale.data_ptr<float>() + width);
+
+  torch::manual_seed(options.seed + uint64_t(family));
+  fit.net = makeMlp(width, options.hiddenWidth);
+  torch::optim::Adam optimizer(fit.net->parameters(),
+                               torch::optim::AdamOptions(options.learningRate));
+  std::mt19937_64 rng(options.seed * 31 + uint64_t(family));
+  std::vector<int64_t> order(size_t(n), 0);
+  std::iota(order.begin(), order.end(), 0);
+  for (int epoch = 0; epoch < options.epochs; ++epoch) {
+    // Cosine decay: large steps early, fine ones at the end.
+    const double lr = options.learningRate * 0.5 *
+                      (1.0 + std::cos(M_PI * double(epoch) / double(options.epochs)));
+    for (auto& group : optimizer.param_groups())
+      static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
+    std::shuffle(order.begin(), order.end(), rng);
+    const torch::Tensor perm = torch::from_blob(order.data(), {n}, torch::kLong);
+    double lossSum = 0;
+    for (int64_t begin = 0; begin < n; begin += options.batchSize) {
+      const torch::Tensor idx = perm.slice(0, begin, std::min(n, begin + options.batchSize));
+      const torch::Tensor loss =
+          torch::mse_loss(fit.net->forward(x.index_select(0, idx)), y.index_select(0, idx));
+      optimizer.zero_grad();
+      loss.backward();
+      optimizer.step();
+      lossSum += loss.item<double>() * double(idx.size(0));
+    }
+    const double epochLoss = lossSum / double(n);
+    if (epoch == 0)
+      fit.report.firstEpochLoss = epochLoss;
+    if (options.verbose)
+      std::cerr << toString(family) << " epoch " << epoch + 1 << "/" << options.epochs << " loss "
+                << epochLoss << "\n";
+  }
+
+  torch::NoGradGuard noGrad;
+  fit.net->eval();
+  const torch::Tensor predicted = fit.net->forward(x);
+  fit.report.finalLoss = torch::mse_loss(predicted, y).item<double>();
+  fit.report.trainMapePercent = 100.0 * (predicted - y).exp().sub(1.0).abs().mean().item<double>();
+  fit.report.rooflineMapePercent = 100.0 * (-y).exp().sub(1.0).abs().mean().item<double>();
+  fit.report.seconds = secondsSince(start);
+  return fit;
+}
+
+} // namespace
+
+TrainReport trainLearnedModels(const TrainOptions& options) {
+  const auto start = Clock::now();
+  torch::set_num_threads(options.threads);
+  KernelDatasetOptions dataOptions;
+  dataOptions.families = options.families;
+  dataOptions.excludeGpus = options.excludeGpus;
+  dataOptions.maxRowsPerFile = options.maxRowsPerFile;
+  dataOptions.maxRowsPerElementwiseFile = options.maxRowsPerElementwiseFile;
+  dataOptions.seed = options.seed;
+  const KernelDataset data = loadKernelDataset(options.dataDir, dataOptions);
+
+  std::error_code error;
+  fs::create_directories(options.outDir, error);
+  if (!fs::is_directory(options.outDir))
+    throw std::runtime_error("cannot create the output folder " + options.outDir);
+
+  TrainReport report;
+  std::set<std::string> gpus;
+  for (const KernelSample& sample : data.samples)
+    gpus.insert(sample.gpu);
+  report.trainingGpus.assign(gpus.begin(), gpus.end());
+
+  nlohmann::json manifest;
+  manifest["format"] = 1;
+  manifest["target"] = "log(measured latency / FP32 roofline bound); utilisation = exp(-target)";
+  manifest["source"] = "Fitted on the NeuSight kernel measurements (github.com/sitar-lab/NeuSight, "
+                       "MIT licence, see NOTICE)";
+  manifest["trainingGpus"] = report.trainingGpus;
+  manifest["seed"] = options.seed;
+  manifest["epochs"] = options.epochs;
+  manifest["maxRowsPerFile"] = options.maxRowsPerFile;
+  manifest["maxRowsPerElementwiseFile"] = options.maxRowsPerElementwiseFile;
+  manifest["families"] = nlohmann::json::object();
+  for (KernelFamily family : options.families) {
+    FamilyFit fit = fitFamily(family, data, options);
+    const std::string file = std::string(toString(family)) + ".pt";
+    torch::save(fit.net, (fs::path(options.outDir) / file).string());
+    const FamilyTrainReport& r = fit.report;
+    manifest["families"][toString(family)] = {{"file", file},
+                                              {"features", featureCount(family)},
+                                              {"hidden", options.hiddenWidth},
+                                              {"featureMean", fit.mean},
+                                              {"featureScale", fit.scale},
+                                              {"samples", r.samples},
+                                              {"finalLoss", r.finalLoss},
+                                              {"trainMapePercent", r.trainMapePercent},
+                                              {"rooflineMapePercent", r.rooflineMapePercent}};
+    if (options.verbose)
+      std::cerr << toString(family) << ": " << r.samples << " rows, loss " << r.firstEpochLoss
+                << " -> " << r.finalLoss << ", train MAPE " << r.trainMapePercent << "% (roofline "
+                << r.rooflineMapePercent << "%), " << r.seconds << " s\n";
+    report.families.push_back(r);
+  }
+  std::ofstream out(fs::path(options.outDir) / "manifest.json");
+  out << manifest.dump(1) << "\n";
+  if (!out)
+    throw std::runtime_error("cannot write " +
+                             (fs::path(options.outDir) / "manifest.json").string());
+  report.seconds = secondsSince(start);
+  return report;
+}
+
+} // namespace wavecast::learned

@@ -1,0 +1,327 @@
+#include "wavecast/predictor/predictor.h"
+
+#include "wavecast/predictor/op_cost.h"
+#include "wavecast/predictor/wave_scaling.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+#include <unordered_map>
+
+namespace wavecast {
+namespace {
+
+bool isInplace(const std::string& name) {
+  return name.size() > 1 && name.back() == '_' && name[name.size() - 2] != '_';
+}
+
+// Wave-scales the measured kernels of `op` from the origin to `gpu`; nullopt when the
+// op carries no kernels.
+std::optional<double> waveScaledOpMs(const OpRecord& op, const OpCost& cost,
+                                     const DeviceSpec& origin, const DeviceSpec& gpu,
+                                     const RooflineOptions& roofline, std::string& problem) {
+  if (op.kernels.empty())
+    return std::nullopt;
+  // Eq. 3 needs the kernel's arithmetic intensity; without hardware counters the
+  // op's analytic FLOPs/bytes stand in for every kernel of the op.
+  const double intensity = cost.bytes > 0 ? cost.flops / cost.bytes : -1;
+  const double ridge = peakTflops(gpu, cost.unit, cost.dtype, roofline.allowTf32) * 1e12 /
+                       (gpu.memoryBandwidthGBs * 1e9);
+  const double gamma = waveScalingGamma(intensity, ridge);
+  double total = 0;
+  for (const auto& kernel : op.kernels) {
+    const WaveScaledKernel scaled = waveScaleKernel(kernel, origin, gpu, gamma);
+    if (!scaled.problem.empty())
+      problem = scaled.problem;
+    total += scaled.timeMs;
+  }
+  return total;
+}
+
+struct LineKey {
+  std::string file;
+  int line = 0;
+  bool operator<(const LineKey& other) const {
+    return file != other.file ? file < other.file : line < other.line;
+  }
+};
+
+void addTime(LineTimes& times, Phase phase, double ms) {
+  switch (phase) {
+  case Phase::Forward:
+    times.forwardMs += ms;
+    break;
+  case Phase::Backward:
+    times.backwardMs += ms;
+    break;
+  case Phase::Optimizer:
+    times.optimizerMs += ms;
+    break;
+  }
+}
+
+std::string describeApproximations(const std::map<std::string, std::pair<int, std::string>>& ops) {
+  std::ostringstream out;
+  out << ops.size() << " kind(s) of op have no formula of their own and were predicted "
+      << "approximately:";
+  bool first = true;
+  for (const auto& [name, countAndNote] : ops) {
+    out << (first ? " " : "; ") << name << " x" << countAndNote.first << " (" << countAndNote.second
+        << ")";
+    first = false;
+  }
+  return out.str();
+}
+
+} // namespace
+
+const char* toString(PredictionMethod method) {
+  switch (method) {
+  case PredictionMethod::Roofline:
+    return "roofline";
+  case PredictionMethod::WaveScaling:
+    return "wave_scaling";
+  case PredictionMethod::Learned:
+    return "learned";
+  case PredictionMethod::Fallback:
+    return "fallback";
+  }
+  return "unknown";
+}
+
+Predictor::Predictor(PredictorOptions options) : options_(std::move(options)) {
+  options_.roofline.allowTf32 = options_.allowTf32;
+}
+
+MemoryEstimate estimateMemory(const Trace& trace, const PredictorOptions& options) {
+  MemoryEstimate memory;
+  memory.weightsBytes = trace.memory.parametersBytes;
+  memory.optimizerStateBytes = trace.memory.optimizerStateBytes;
+  const bool training = std::any_of(trace.ops.begin(), trace.ops.end(),
+                                    [](const OpRecord& op) { return op.phase == Phase::Backward; });
+  memory.gradientsBytes = trace.memory.gradientsBytes;
+  if (training && memory.gradientsBytes == 0)
+    memory.gradientsBytes = memory.weightsBytes; // one gradient per parameter
+  double activations = 0;
+  double largestStep = 0;
+  for (const auto& op : trace.ops) {
+    if (op.phase != Phase::Forward)
+      continue;
+    const OpCost cost = estimateOpCost(op);
+    if (cost.metadataOnly())
+      continue;
+    double outputs = 0;
+    for (const auto& t : op.outputs)
+      if (t)
+        outputs += static_cast<double>(std::max<int64_t>(0, t->numel())) * t->elementSize();
+    double inputs = 0;
+    for (const auto& t : op.inputs)
+      if (t)
+        inputs += static_cast<double>(std::max<int64_t>(0, t->numel())) * t->elementSize();
+    largestStep = std::max(largestStep, inputs + outputs);
+    // Training keeps (an upper bound of) every fresh forward result alive for backward;
+    // in-place ops reuse their operand's storage.
+    if (!isInplace(op.name))
+      activations += outputs;
+  }
+  memory.activationsBytes = static_cast<int64_t>(training ? activations : largestStep);
+  const double tensors = static_cast<double>(memory.weightsBytes + memory.gradientsBytes +
+                                             memory.optimizerStateBytes + memory.activationsBytes);
+  memory.workspaceBytes =
+      options.runtimeReserveBytes + static_cast<int64_t>(tensors * options.allocatorOverhead);
+  return memory;
+}
+
+Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>& gpus) const {
+  Prediction prediction;
+  prediction.batchSize = trace.batchSize;
+  const size_t opCount = trace.ops.size();
+  const size_t gpuCount = gpus.size();
+  for (const auto& gpu : gpus)
+    prediction.gpus.push_back(gpu.id);
+
+  std::vector<OpCost> costs;
+  costs.reserve(opCount);
+  prediction.opInfo.reserve(opCount);
+  std::map<std::string, std::pair<int, std::string>> approximateOps;
+  for (const auto& op : trace.ops) {
+    costs.push_back(estimateOpCost(op));
+    const OpCost& cost = costs.back();
+    prediction.opInfo.push_back({op.id, op.name, op.phase, op.loc, op.module, cost.note});
+    if (cost.approximate) {
+      auto& entry = approximateOps[op.name];
+      ++entry.first;
+      entry.second = cost.note;
+    }
+  }
+
+  // 1. The pluggable model, asked once for every (op, GPU) pair that does work.
+  std::vector<std::optional<double>> learned(opCount * gpuCount);
+  if (options_.opTimeModel && gpuCount > 0) {
+    std::vector<OpTimeQuery> queries;
+    std::vector<size_t> slots;
+    for (size_t g = 0; g < gpuCount; ++g)
+      for (size_t i = 0; i < opCount; ++i)
+        if (!costs[i].metadataOnly()) {
+          queries.push_back({&trace.ops[i], &gpus[g]});
+          slots.push_back(g * opCount + i);
+        }
+    const auto answers = options_.opTimeModel->predictMs(queries);
+    for (size_t q = 0; q < answers.size() && q < slots.size(); ++q)
+      if (answers[q] && *answers[q] >= 0)
+        learned[slots[q]] = answers[q];
+  }
+
+  const bool measured = std::any_of(trace.ops.begin(), trace.ops.end(),
+                                    [](const OpRecord& op) { return !op.kernels.empty(); });
+  if (measured && !options_.originGpu)
+    prediction.warnings.push_back(
+        "the trace carries measured kernels but its GPU is unknown; give the origin GPU to "
+        "wave-scale them (analytic model used instead)");
+
+  // 2. Per op and GPU: learned, else wave scaling of measured kernels, else roofline.
+  bool usedLearned = false, usedWaveScaling = false, usedRoofline = false;
+  std::map<std::string, int> waveProblems;
+  prediction.ops.assign(gpuCount, std::vector<OpPrediction>(opCount));
+  for (size_t g = 0; g < gpuCount; ++g) {
+    for (size_t i = 0; i < opCount; ++i) {
+      const OpCost& cost = costs[i];
+      OpPrediction& out = prediction.ops[g][i];
+      out.opId = trace.ops[i].id;
+      out.family = cost.family;
+      out.flops = cost.flops;
+      out.bytes = cost.bytes;
+      out.approximate = cost.approximate;
+      if (cost.metadataOnly()) {
+        out.method = PredictionMethod::Roofline;
+        continue;
+      }
+      if (const auto& ms = learned[g * opCount + i]) {
+        out.method = PredictionMethod::Learned;
+        out.timeMs = *ms;
+        usedLearned = true;
+        continue;
+      }
+      if (options_.originGpu) {
+        std::string problem;
+        if (const auto ms = waveScaledOpMs(trace.ops[i], cost, *options_.originGpu, gpus[g],
+                                           options_.roofline, problem)) {
+          out.method = PredictionMethod::WaveScaling;
+          out.timeMs = *ms;
+          usedWaveScaling = true;
+          if (!problem.empty())
+            ++waveProblems[problem];
+          continue;
+        }
+      }
+      out.method = cost.approximate ? PredictionMethod::Fallback : PredictionMethod::Roofline;
+      out.timeMs = rooflineTime(cost, gpus[g], options_.roofline).timeMs;
+      usedRoofline = true;
+    }
+  }
+  for (const auto& [problem, count] : waveProblems)
+    prediction.warnings.push_back(
+        problem + (count > 1 ? " (" + std::to_string(count) + " times)" : std::string()));
+  if (!approximateOps.empty())
+    prediction.warnings.push_back(describeApproximations(approximateOps));
+
+  std::vector<std::string> parts;
+  if (usedLearned)
+    parts.push_back("learned per-op model (" + options_.opTimeModel->name() + ")");
+  if (usedWaveScaling)
+    parts.push_back("wave scaling of kernels measured on " + options_.originGpu->id);
+  if (usedRoofline || parts.empty())
+    parts.push_back("analytic roofline (FLOPs and bytes against each GPU's spec-sheet peaks)");
+  for (size_t p = 0; p < parts.size(); ++p)
+    prediction.method += (p ? " + " : "") + parts[p];
+
+  // 3. Aggregation per line, per module, per phase and per GPU.
+  std::map<LineKey, size_t> lineIndex;
+  std::unordered_map<std::string, size_t> moduleIndex;
+  std::vector<std::vector<std::string>> otherOpNames; // per line: backward/optimizer op names
+  for (size_t i = 0; i < opCount; ++i) {
+    const OpRecord& op = trace.ops[i];
+    const bool work = !costs[i].metadataOnly();
+    const LineKey key{op.loc.valid() ? op.loc.file : std::string(),
+                      op.loc.valid() ? op.loc.line : 0};
+    auto [lineIt, newLine] = lineIndex.emplace(key, prediction.lines.size());
+    if (newLine) {
+      LineBreakdown line;
+      line.loc = op.loc.valid() ? op.loc : SourceLocation{};
+      line.perGpu.resize(gpuCount);
+      prediction.lines.push_back(std::move(line));
+    }
+    LineBreakdown& line = prediction.lines[lineIt->second];
+    if (newLine)
+      otherOpNames.emplace_back();
+    if (work) {
+      ++line.opCount;
+      auto& names = op.phase == Phase::Forward ? line.opNames : otherOpNames[lineIt->second];
+      if (std::find(names.begin(), names.end(), op.name) == names.end())
+        names.push_back(op.name);
+    }
+    auto [moduleIt, newModule] = moduleIndex.emplace(op.module, prediction.modules.size());
+    if (newModule) {
+      ModuleBreakdown module;
+      module.module = op.module;
+      module.perGpu.resize(gpuCount);
+      prediction.modules.push_back(std::move(module));
+    }
+    ModuleBreakdown& module = prediction.modules[moduleIt->second];
+    if (work)
+      ++module.opCount;
+    for (size_t g = 0; g < gpuCount; ++g) {
+      const double ms = prediction.ops[g][i].timeMs;
+      addTime(line.perGpu[g], op.phase, ms);
+      addTime(module.perGpu[g], op.phase, ms);
+    }
+  }
+  // A line with no forward op (the optimizer.step() line) lists its other ops.
+  for (size_t l = 0; l < prediction.lines.size(); ++l)
+    if (prediction.lines[l].opNames.empty())
+      prediction.lines[l].opNames = otherOpNames[l];
+
+  const MemoryEstimate memory = estimateMemory(trace, options_);
+  for (size_t g = 0; g < gpuCount; ++g) {
+    GpuSummary summary;
+    summary.gpuId = gpus[g].id;
+    summary.gpuName = gpus[g].name;
+    for (const auto& line : prediction.lines) {
+      summary.forwardMs += line.perGpu[g].forwardMs;
+      summary.backwardMs += line.perGpu[g].backwardMs;
+      summary.optimizerMs += line.perGpu[g].optimizerMs;
+    }
+    summary.iterationMs = summary.forwardMs + summary.backwardMs + summary.optimizerMs;
+    summary.pricePerHourUsd = gpus[g].pricePerHourUsd;
+    if (summary.iterationMs > 0 && trace.batchSize > 0) {
+      summary.samplesPerSecond = trace.batchSize / (summary.iterationMs * 1e-3);
+      summary.costPer1kSamplesUsd =
+          summary.pricePerHourUsd / 3600.0 * (1000.0 / summary.samplesPerSecond);
+    }
+    summary.memory = memory;
+    summary.memoryCapacityBytes = gpus[g].memoryBytes();
+    summary.fitsInMemory = summary.memory.peakBytes() <= summary.memoryCapacityBytes;
+    for (auto& line : prediction.lines)
+      line.perGpu[g].shareOfIteration =
+          summary.iterationMs > 0 ? line.perGpu[g].totalMs() / summary.iterationMs : 0;
+    for (auto& module : prediction.modules)
+      module.perGpu[g].shareOfIteration =
+          summary.iterationMs > 0 ? module.perGpu[g].totalMs() / summary.iterationMs : 0;
+    if (!summary.fitsInMemory)
+      prediction.warnings.push_back(
+          "predicted peak memory " + std::to_string(summary.memory.peakBytes() >> 20) +
+          " MiB exceeds the " + std::to_string(summary.memoryCapacityBytes >> 20) + " MiB of " +
+          gpus[g].id + ": lower the batch size or choose a larger GPU");
+    prediction.summaries.push_back(std::move(summary));
+  }
+
+  std::sort(prediction.lines.begin(), prediction.lines.end(),
+            [](const LineBreakdown& a, const LineBreakdown& b) {
+              return a.loc.file != b.loc.file ? a.loc.file < b.loc.file : a.loc.line < b.loc.line;
+            });
+  std::sort(prediction.modules.begin(), prediction.modules.end(),
+            [](const ModuleBreakdown& a, const ModuleBreakdown& b) { return a.module < b.module; });
+  return prediction;
+}
+
+} // namespace wavecast

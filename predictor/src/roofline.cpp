@@ -1,0 +1,87 @@
+#include "wavecast/predictor/roofline.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+namespace wavecast {
+namespace {
+
+// Output tiles a GEMM kernel may use, largest first, with the fraction of an SM's
+// peak each reaches; the heuristic picks the one that keeps the GPU busiest, like
+// cuBLAS's heuristics do between large and small tiles.
+struct Tile {
+  double rows;
+  double cols;
+  double efficiency;
+};
+constexpr std::array<Tile, 4> kGemmTiles{
+    {{128, 128, 1.0}, {128, 64, 0.9}, {64, 64, 0.75}, {32, 32, 0.5}}};
+
+// Fraction of the SMs doing useful work across ceil(waves) waves of one tile per SM.
+double gemmWaveEfficiency(const GemmShape& g, int sms) {
+  if (g.m <= 0 || g.n <= 0)
+    return 1;
+  double best = 0;
+  for (const Tile& tile : kGemmTiles) {
+    const double tiles =
+        std::max(1.0, g.batch) * std::ceil(g.m / tile.rows) * std::ceil(g.n / tile.cols);
+    const double waves = std::ceil(tiles / sms);
+    best = std::max(best, tile.efficiency * tiles / (waves * sms));
+  }
+  return best;
+}
+
+// Elementwise-style kernels: 128 threads x 4 elements per block; the memory system is
+// saturated once every SM has a block, compute once every wave is full.
+constexpr double kElementsPerBlock = 512;
+
+} // namespace
+
+double peakTflops(const DeviceSpec& gpu, ComputeUnit unit, const std::string& dtype,
+                  bool allowTf32) {
+  if (unit == ComputeUnit::Matrix) {
+    if (dtype == "float16" && gpu.fp16Tflops > 0)
+      return gpu.fp16Tflops;
+    if (dtype == "bfloat16" && gpu.bf16Tflops > 0)
+      return gpu.bf16Tflops;
+    if (dtype == "float32" && allowTf32 && gpu.tf32Tflops > 0)
+      return gpu.tf32Tflops;
+    if (gpu.fp32MatrixTflops > 0 &&
+        (dtype == "float32" || dtype == "float16" || dtype == "bfloat16"))
+      return gpu.fp32MatrixTflops;
+  }
+  // Elementwise math on fp16/bf16 runs in fp32 registers (PyTorch's opmath type).
+  return gpu.fp32Tflops;
+}
+
+RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
+                          const RooflineOptions& options) {
+  RooflineTime t;
+  if (cost.metadataOnly())
+    return t;
+  const int sms = std::max(1, gpu.smCount);
+  const double peak =
+      peakTflops(gpu, cost.unit, cost.dtype, options.allowTf32) * 1e12 *
+      (cost.unit == ComputeUnit::Matrix ? options.matrixEfficiency : options.vectorEfficiency);
+  const double bandwidth = gpu.memoryBandwidthGBs * 1e9 * options.memoryEfficiency;
+  double computeEfficiency = 1;
+  double memoryEfficiency = 1;
+  if (cost.unit == ComputeUnit::Matrix) {
+    computeEfficiency = gemmWaveEfficiency(cost.gemm, sms);
+    memoryEfficiency = std::min(1.0, computeEfficiency * 4); // a few busy SMs stream well
+  } else if (cost.parallelElements > 0) {
+    const double blocks = std::ceil(cost.parallelElements / kElementsPerBlock);
+    const int blocksPerSm = std::max(1, gpu.limits.maxThreadsPerSm / 128);
+    const double wave = static_cast<double>(sms) * blocksPerSm;
+    computeEfficiency = blocks / (std::ceil(blocks / wave) * wave);
+    memoryEfficiency = std::min(1.0, blocks / sms);
+  }
+  t.waveEfficiency = computeEfficiency;
+  t.computeMs = peak > 0 ? cost.flops / (peak * computeEfficiency) * 1e3 : 0;
+  t.memoryMs = bandwidth > 0 ? cost.bytes / (bandwidth * memoryEfficiency) * 1e3 : 0;
+  t.timeMs = std::max({t.computeMs, t.memoryMs, cost.kernels * options.launchFloorUs * 1e-3});
+  return t;
+}
+
+} // namespace wavecast

@@ -1,0 +1,28 @@
+"""python -m wavecast_tracer FILE [--batch-size N] [--mode shape|cpu|cuda]: print the trace JSON."""
+
+import argparse
+import json
+import sys
+
+from .errors import TraceError
+from .tracer import run_trace
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m wavecast_tracer")
+    parser.add_argument("file")
+    parser.add_argument("--batch-size", type=int)
+    parser.add_argument("--mode", default="shape")
+    options = parser.parse_args(argv)
+    try:
+        document = run_trace(options.file, options.batch_size, options.mode,
+                             progress=lambda message: print(message, file=sys.__stderr__))
+    except TraceError as error:
+        json.dump({"error": error.to_json()}, sys.stdout)
+        return 1
+    json.dump(document, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,157 @@
+"""Every torch-version difference the tracer depends on (1.13 and 2.x)."""
+
+import contextlib
+
+import torch
+from torch._subclasses import fake_tensor as _fake_tensor
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.overrides import TorchFunctionMode  # noqa: F401 - re-exported (1.13 and 2.x)
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: F401 - re-exported
+
+_meta_library = None  # torch.library.Library registrations live as long as this object
+
+
+def make_fake_mode():
+    try:  # torch 2.x: tolerate real tensors the script created at import time
+        return FakeTensorMode(allow_non_fake_inputs=True)
+    except TypeError:  # torch 1.13 has no such keyword
+        return FakeTensorMode()
+
+
+def _convolution_backward_meta(
+    grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
+    output_padding, groups, output_mask,
+):
+    grad_input = input.new_empty(input.shape) if output_mask[0] else None
+    grad_weight = weight.new_empty(weight.shape) if output_mask[1] else None
+    grad_bias = (
+        grad_output.new_empty(bias_sizes) if output_mask[2] and bias_sizes is not None else None
+    )
+    return grad_input, grad_weight, grad_bias
+
+
+def _has_meta_kernel(call):
+    try:
+        call()
+        return True
+    except NotImplementedError:
+        return False
+    except RuntimeError as exc:  # 1.13 reports a missing Meta kernel as a RuntimeError
+        return "Meta" not in str(exc)
+
+
+def ensure_meta_kernels():
+    """Registers Meta kernels that torch 1.13 lacks, so they do not fall back to real CPU work."""
+    global _meta_library
+    if _meta_library is not None:
+        return
+    x = torch.empty(1, 1, 3, 3, device="meta")
+    w = torch.empty(1, 1, 1, 1, device="meta")
+    probe = lambda: torch.ops.aten.convolution_backward(  # noqa: E731
+        x, x, w, [1], [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [True, True, True]
+    )
+    library = torch.library.Library("aten", "IMPL", "Meta")
+    if not _has_meta_kernel(probe):
+        library.impl("convolution_backward", _convolution_backward_meta)
+    _meta_library = library
+
+
+@contextlib.contextmanager
+def spy_on_fallbacks(on_fallback):
+    """Calls on_fallback(func) whenever FakeTensorMode runs an op for real on the CPU."""
+    original = _fake_tensor.run_fallback_kernel
+
+    def spy(fake_mode, func, *args, **kwargs):
+        on_fallback(func)
+        return original(fake_mode, func, *args, **kwargs)
+
+    _fake_tensor.run_fallback_kernel = spy
+    try:
+        yield
+    finally:
+        _fake_tensor.run_fallback_kernel = original
+
+
+@contextlib.contextmanager
+def replace_record_function(factory):
+    """Swaps torch.autograd.profiler.record_function, which Optimizer.step/zero_grad
+    enter (and which fails inside a dispatch mode on 1.13), for `factory`."""
+    profiler = torch.autograd.profiler
+    original = profiler.record_function
+    profiler.record_function = factory
+    try:
+        yield
+    finally:
+        profiler.record_function = original
+
+
+@contextlib.contextmanager
+def track_optimizers(on_new):
+    """Calls on_new(optimizer) for every torch.optim.Optimizer constructed meanwhile."""
+    cls = torch.optim.Optimizer
+    original = cls.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        on_new(self)
+
+    cls.__init__ = init
+    try:
+        yield
+    finally:
+        cls.__init__ = original
+
+
+def real_execution():
+    """Inside a dispatch handler: runs torch ops for real, bypassing every mode."""
+    from torch.utils._mode_utils import no_dispatch
+
+    return no_dispatch()
+
+
+def is_value_dependent_error(exc):
+    """FakeTensorMode could not compute an op's output without tensor values."""
+    return isinstance(exc, (_fake_tensor.DynamicOutputShapeException,
+                            _fake_tensor.DataDependentOutputException))
+
+
+def op_name(func):
+    return func._schema.name  # "aten::convolution": the overload packet name
+
+
+def is_fake(tensor):
+    return isinstance(tensor, _fake_tensor.FakeTensor)
+
+
+def versions():
+    import platform
+
+    return {"torch": torch.__version__, "python": platform.python_version()}
+
+
+@contextlib.contextmanager
+def deepcopyable_fake_tensors():
+    """copy.deepcopy of a FakeTensor (nn.TransformerEncoder copies its layer) yields
+    a bare meta tensor on 1.13; clone instead, keeping requires_grad and parameter-ness."""
+    cls = _fake_tensor.FakeTensor
+    original = cls.__dict__.get("__deepcopy__")
+
+    def deepcopy(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        with torch.no_grad():
+            copy = self.clone()
+        copy.requires_grad_(self.requires_grad)
+        if getattr(self, "_is_param", False):
+            copy._is_param = True
+        memo[id(self)] = copy
+        return copy
+
+    cls.__deepcopy__ = deepcopy
+    try:
+        yield
+    finally:
+        if original is None:
+            del cls.__deepcopy__
+        else:
+            cls.__deepcopy__ = original

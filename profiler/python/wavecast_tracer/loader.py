@@ -1,0 +1,298 @@
+"""Loads the user's file fresh and finds and validates its provider functions."""
+
+import difflib
+import importlib
+import inspect
+import os
+import sys
+import types
+
+from .errors import TraceError, TraceInterrupted, deepest_project_frame, format_exception, one_line
+
+ENTRY_MODULE_NAME = "__wavecast_entry__"
+
+# Accepted names per provider role, preferred first (DeepView and Skyline names
+# work unchanged).
+PROVIDER_NAMES = {
+    "model": ("wavecast_model", "deepview_model_provider", "skyline_model_provider"),
+    "input": ("wavecast_input", "deepview_input_provider", "skyline_input_provider"),
+    "iteration": (
+        "wavecast_iteration",
+        "deepview_iteration_provider",
+        "skyline_iteration_provider",
+    ),
+}
+
+_EXAMPLES = {
+    "model": "def wavecast_model():\n    return MyModel()",
+    "input": "def wavecast_input(batch_size=32):\n    return (torch.randn(batch_size, ...),)",
+    "iteration": (
+        "def wavecast_iteration(model):\n"
+        "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    def iteration(*inputs):\n"
+        "        optimizer.zero_grad()\n"
+        "        model(*inputs).sum().backward()\n"
+        "        optimizer.step()\n"
+        "    return iteration"
+    ),
+}
+
+
+class Providers:
+    def __init__(self, module, model, input_, iteration):
+        self.module = module
+        self.model = model
+        self.input = input_
+        self.iteration = iteration
+        self.default_batch_size = _default_batch_size(input_)
+
+    def lines(self):
+        return {
+            "model": _def_line(self.model),
+            "input": _def_line(self.input),
+            "iteration": _def_line(self.iteration),
+        }
+
+
+def purge_project_modules(project):
+    """Drops every module loaded from the project so edits are always seen."""
+    for name, module in list(sys.modules.items()):
+        filename = getattr(module, "__file__", None)
+        if name == ENTRY_MODULE_NAME or (filename and project.contains(filename)):
+            del sys.modules[name]
+    importlib.invalidate_caches()
+
+
+def load_entry_module(project):
+    path = project.entry_file
+    try:
+        with open(path, "rb") as f:
+            source = f.read()
+    except OSError as exc:
+        raise TraceError(
+            "missing_file",
+            f"cannot read {path}: {exc.strerror}",
+            file=path,
+            hint="Check the path of the training script.",
+        ) from None
+    try:
+        code = compile(source, path, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        raise TraceError(
+            "syntax_error",
+            f"SyntaxError: {exc.msg}",
+            file=exc.filename or path,
+            line=exc.lineno or 0,
+            hint="Fix the syntax error; the script is traced again on the next save.",
+            traceback=format_exception(exc),
+        ) from None
+
+    module = types.ModuleType(ENTRY_MODULE_NAME)
+    module.__file__ = path
+    if project.root not in sys.path:
+        sys.path.insert(0, project.root)
+    sys.modules[ENTRY_MODULE_NAME] = module
+    try:
+        exec(code, module.__dict__)
+    except SyntaxError as exc:  # raised while importing one of the project's modules
+        raise TraceError(
+            "syntax_error",
+            f"SyntaxError: {exc.msg}",
+            file=exc.filename or path,
+            line=exc.lineno or 0,
+            hint="Fix the syntax error; the script is traced again on the next save.",
+            traceback=format_exception(exc),
+        ) from None
+    except ImportError as exc:
+        file, line = deepest_project_frame(exc, project)
+        raise TraceError(
+            "import_error",
+            one_line(exc),
+            file=file or path,
+            line=line,
+            hint="Install the missing package in the Python environment wavecast uses, "
+            "or select a virtual environment that has it.",
+            traceback=format_exception(exc),
+        ) from None
+    except TraceInterrupted:
+        raise
+    except MemoryError:
+        raise
+    except BaseException as exc:  # noqa: B902 - any failure of user code is reported
+        raise user_exception(exc, project, "while loading the script") from None
+    return module
+
+
+def user_exception(exc, project, during):
+    file, line = deepest_project_frame(exc, project)
+    return TraceError(
+        "user_exception",
+        f"{one_line(exc)} ({during})",
+        file=file or project.entry_file,
+        line=line,
+        hint="Fix the exception raised in your script at the line shown.",
+        traceback=format_exception(exc),
+    )
+
+
+def find_providers(module, project):
+    found = {role: _find_provider(module, project, role) for role in PROVIDER_NAMES}
+    _check_no_required_args(found["model"], "model", project)
+    _check_input_signature(found["input"], project)
+    _check_iteration_signature(found["iteration"], project)
+    return Providers(module, found["model"], found["input"], found["iteration"])
+
+
+def _find_provider(module, project, role):
+    for name in PROVIDER_NAMES[role]:
+        fn = module.__dict__.get(name)
+        if fn is None:
+            continue
+        if not callable(fn):
+            raise TraceError(
+                "bad_provider_signature",
+                f"`{name}` must be a function, not {type(fn).__name__}",
+                file=project.entry_file,
+                line=_assignment_line(project.entry_file, name),
+                hint="Define it as:\n" + _EXAMPLES[role],
+            )
+        return fn
+
+    defined = {
+        name: value
+        for name, value in module.__dict__.items()
+        if callable(value) and not name.startswith("__")
+    }
+    wanted = PROVIDER_NAMES[role]
+    for name, value in defined.items():
+        close = difflib.get_close_matches(name, wanted, n=1, cutoff=0.8)
+        if close:
+            raise TraceError(
+                "missing_provider",
+                f"no {role} provider: `{name}` looks like a misspelling of `{close[0]}`",
+                file=project.entry_file,
+                line=_def_line(value) or 1,
+                hint=f"Rename `{name}` to `{close[0]}`.",
+            )
+    raise TraceError(
+        "missing_provider",
+        f"no {role} provider: define `{wanted[0]}` in {os.path.basename(project.entry_file)}",
+        file=project.entry_file,
+        line=1,
+        hint="Add:\n" + _EXAMPLES[role],
+    )
+
+
+def _signature(fn):
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+
+
+def _bad_signature(fn, role, project, message):
+    return TraceError(
+        "bad_provider_signature",
+        message,
+        file=_def_file(fn) or project.entry_file,
+        line=_def_line(fn),
+        hint="Expected:\n" + _EXAMPLES[role],
+    )
+
+
+def _check_no_required_args(fn, role, project):
+    sig = _signature(fn)
+    if sig is None:
+        return
+    required = [
+        p.name
+        for p in sig.parameters.values()
+        if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    ]
+    if required:
+        raise _bad_signature(
+            fn,
+            role,
+            project,
+            f"`{fn.__name__}` must take no arguments, but requires {', '.join(required)}",
+        )
+
+
+def _check_input_signature(fn, project):
+    sig = _signature(fn)
+    if sig is None:
+        return
+    params = sig.parameters
+    accepts_batch = "batch_size" in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
+    if not accepts_batch:
+        raise _bad_signature(
+            fn,
+            "input",
+            project,
+            f"`{fn.__name__}` must accept a `batch_size` keyword argument",
+        )
+    others = [
+        p.name
+        for p in params.values()
+        if p.name != "batch_size"
+        and p.default is p.empty
+        and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    ]
+    if others:
+        raise _bad_signature(
+            fn,
+            "input",
+            project,
+            f"`{fn.__name__}` may only require `batch_size`, but also requires {', '.join(others)}",
+        )
+
+
+def _check_iteration_signature(fn, project):
+    sig = _signature(fn)
+    if sig is None:
+        return
+    try:
+        sig.bind(object())
+    except TypeError:
+        raise _bad_signature(
+            fn,
+            "iteration",
+            project,
+            f"`{fn.__name__}` must take exactly one argument, the model returned by the model provider",
+        ) from None
+
+
+def _default_batch_size(fn):
+    sig = _signature(fn)
+    if sig is None:
+        return None
+    param = sig.parameters.get("batch_size")
+    if param is None or param.default is param.empty:
+        return None
+    return param.default if isinstance(param.default, int) else None
+
+
+def _unwrap_code(fn):
+    fn = inspect.unwrap(fn) if callable(fn) else fn
+    return getattr(fn, "__code__", None)
+
+
+def _def_line(fn):
+    code = _unwrap_code(fn)
+    return code.co_firstlineno if code else 0
+
+
+def _def_file(fn):
+    code = _unwrap_code(fn)
+    return code.co_filename if code else ""
+
+
+def _assignment_line(path, name):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for number, text in enumerate(f, 1):
+                if text.startswith(name):
+                    return number
+    except OSError:
+        pass
+    return 1

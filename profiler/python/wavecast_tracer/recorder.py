@@ -1,0 +1,402 @@
+"""Records every ATen operation of one training iteration (a TorchDispatchMode)."""
+
+import contextlib
+import functools
+import math
+import sys
+
+import torch
+
+from . import compat
+from .values import Shadows
+
+# Ops that only query or relabel metadata and never launch work. Views (view,
+# t, transpose, expand, ...) are kept: they cost nothing but the predictor
+# needs them to follow shapes, and it knows they are free.
+METADATA_OPS = frozenset(
+    {"aten::detach", "prim::device", "prim::layout", "aten::lift_fresh", "aten::lift"}
+)
+
+_SKIP = object()
+# Dispatches after which an output without grad_fn is taken to need no gradient.
+_GRAD_FN_CHECKS = 16
+
+
+def _dtype_name(dtype):
+    return str(dtype).replace("torch.", "")
+
+
+def tensor_meta(t):
+    return {
+        "shape": [int(d) for d in t.shape],
+        "dtype": _dtype_name(t.dtype),
+        "contiguous": bool(t.is_contiguous()),
+    }
+
+
+def _arg_value(value):
+    """A cost-relevant scalar argument as JSON, or _SKIP."""
+    if isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else _SKIP
+    if isinstance(value, torch.dtype):
+        return _dtype_name(value)
+    if isinstance(value, (list, tuple)) and all(isinstance(e, (bool, int)) for e in value):
+        return [int(e) for e in value]
+    return _SKIP
+
+
+def _flatten_outputs(out, into):
+    if isinstance(out, torch.Tensor):
+        into.append(out)
+    elif isinstance(out, (list, tuple)):
+        for item in out:
+            _flatten_outputs(item, into)
+    return into
+
+
+class TraceState:
+    """Everything recorded during one iteration, plus the attribution bookkeeping."""
+
+    def __init__(self, project, progress):
+        self.project = project
+        self.progress = progress
+        self.ops = []
+        self.phase = "forward"
+        self.module_names = {}
+        self.module_stack = []
+        self.fallback_ops = []
+        self.fallback_hit = False
+        self.warnings = []
+        self.optimizers = []
+        # Forward outputs whose autograd node is set only after dispatch returns.
+        self._pending_outputs = []
+        # id(autograd node) -> (node, forward op index); the node is held so ids stay unique.
+        self._node_records = {}
+        # Backward ops recorded since the last autograd node finished.
+        self._unattributed = []
+        self._regions = []
+        self._backward_site = None
+        self._stack_json = {}
+        # > 0 while a fused op (e.g. a whole LSTM) runs its parts, which are not recorded.
+        self.suppressed = 0
+        self.cuda_mapped = False
+
+    @contextlib.contextmanager
+    def suppressing(self):
+        self.suppressed += 1
+        try:
+            yield
+        finally:
+            self.suppressed -= 1
+
+    # --- source locations -------------------------------------------------
+    def project_frames(self):
+        frames = []
+        f = sys._getframe(1)
+        contains = self.project.contains
+        while f is not None:
+            code = f.f_code
+            if contains(code.co_filename):
+                frames.append((code.co_filename, f.f_lineno, code.co_name))
+            f = f.f_back
+        frames.reverse()
+        return tuple(frames)
+
+    def stack_json(self, frames):
+        cached = self._stack_json.get(frames)
+        if cached is None:
+            cached = [{"file": f, "line": l, "function": n} for f, l, n in frames]
+            self._stack_json[frames] = cached
+        return cached
+
+    @staticmethod
+    def loc_json(frames):
+        if not frames:
+            return {"file": "", "line": 0, "function": ""}
+        f, l, n = frames[-1]
+        return {"file": f, "line": l, "function": n}
+
+    # --- modules ----------------------------------------------------------
+    def name_modules(self, model):
+        for name, module in model.named_modules():
+            self.module_names.setdefault(id(module), name)
+
+    def enter_module(self, module, _inputs):
+        self.module_stack.append(self.module_names.get(id(module), type(module).__name__))
+
+    def exit_module(self, _module, _inputs, _output):
+        if self.module_stack:
+            self.module_stack.pop()
+
+    # --- optimizer regions (via torch.autograd.profiler.record_function) --
+    def record_function_factory(self):
+        state = self
+
+        class OptimizerRegion(contextlib.ContextDecorator):
+            def __init__(self, name, args=None):
+                self.name = name
+
+            def __enter__(self):
+                state.enter_region(self.name)
+                return self
+
+            def __exit__(self, *exc):
+                state.exit_region()
+                return False
+
+        return OptimizerRegion
+
+    def enter_region(self, name):
+        if name.startswith("Optimizer."):
+            frames = self.project_frames()
+            self._regions.append((self.phase, frames))
+            self.phase = "optimizer"
+            if name.startswith("Optimizer.step"):
+                self.progress("tracing optimizer")
+        else:
+            self._regions.append(None)
+
+    def exit_region(self):
+        region = self._regions.pop() if self._regions else None
+        if region is not None:
+            self.phase = region[0]
+
+    # --- backward attribution ---------------------------------------------
+    def resolve_pending_outputs(self):
+        """Maps the autograd nodes of recent forward outputs to their ops.
+
+        Autograd sets grad_fn only after the op's dispatch returned (and after
+        some bookkeeping dispatches of its own), so each output is checked on
+        later dispatches until its node appears; the first node seen is the
+        op's own, before any later in-place op replaces it.
+        """
+        still_pending = []
+        for entry in self._pending_outputs:
+            index, tensors, checks_left = entry
+            unresolved = []
+            for t in tensors:
+                node = t.grad_fn
+                if node is None:
+                    unresolved.append(t)
+                elif id(node) not in self._node_records:
+                    self._node_records[id(node)] = (node, index)
+            if unresolved and checks_left > 1:
+                still_pending.append((index, unresolved, checks_left - 1))
+        self._pending_outputs = still_pending
+
+    def begin_backward(self, roots):
+        self.resolve_pending_outputs()
+        self._backward_site = self.project_frames()
+        seen = set()
+        todo = []
+        for root in roots:
+            node = getattr(root, "grad_fn", None)
+            if node is not None:
+                todo.append((node, None))
+        while todo:
+            node, inherited = todo.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            known = self._node_records.get(id(node))
+            index = known[1] if known else inherited
+            if not known:
+                self._node_records[id(node)] = (node, index)
+            node.register_hook(functools.partial(self._node_finished, index))
+            for child, _ in node.next_functions:
+                if child is not None and id(child) not in seen:
+                    todo.append((child, index))
+        self.phase = "backward"
+        self.progress("tracing backward")
+
+    def _node_finished(self, forward_index, _grad_inputs, _grad_outputs):
+        # The engine runs a node's kernels, then its post hooks: the ops seen
+        # since the previous node finished belong to this node.
+        for index in self._unattributed:
+            self._credit_backward(self.ops[index], forward_index)
+        self._unattributed.clear()
+
+    def end_backward(self):
+        for index in self._unattributed:
+            self._credit_backward(self.ops[index], None)
+        self._unattributed.clear()
+        self.phase = "forward"
+
+    def _credit_backward(self, op, forward_index):
+        if forward_index is None:
+            frames = self._backward_site or ()
+            op["loc"] = self.loc_json(frames)
+            op["stack"] = self.stack_json(frames)
+            return
+        forward = self.ops[forward_index]
+        op["loc"] = forward["loc"]
+        op["stack"] = forward["stack"]
+        op["module"] = forward["module"]
+        op["forward_id"] = forward["id"]
+
+    def on_cuda_mapped(self):
+        if not self.cuda_mapped:
+            self.cuda_mapped = True
+            self.warnings.append("the script's CUDA tensors were traced on the CPU (no GPU is used "
+                                 "in shape or cpu mode; shapes are the same)")
+
+    def on_fallback(self, _func):
+        self.fallback_hit = True
+
+    def finish(self):
+        """Called after the iteration returned."""
+        self.resolve_pending_outputs()
+        self._node_records.clear()
+        if self.fallback_ops:
+            self.warnings.append(
+                "ran for real on the CPU (no shape-only kernel, or a value-dependent result): " + ", ".join(self.fallback_ops)
+            )
+
+    # --- recording ----------------------------------------------------------
+    def record(self, func, name, args, kwargs, out):
+        inputs = []
+        op_args = {}
+        arguments = func._schema.arguments
+        for position, argument in enumerate(arguments):
+            if position < len(args):
+                value = args[position]
+            elif argument.name in kwargs:
+                value = kwargs[argument.name]
+            else:
+                value = argument.default_value
+            if isinstance(value, torch.Tensor):
+                inputs.append(tensor_meta(value))
+            elif value is None and "Tensor" in str(argument.type):
+                inputs.append(None)
+                if argument.name == "bias":
+                    op_args["bias"] = False
+                continue
+            elif isinstance(value, (list, tuple)) and value and isinstance(value[0], torch.Tensor):
+                inputs.extend(tensor_meta(t) if t is not None else None for t in value)
+                op_args["num_tensors"] = len(value)
+            else:
+                converted = _arg_value(value)
+                if converted is not _SKIP:
+                    op_args[argument.name] = converted
+                continue
+            if argument.name == "bias":
+                op_args["bias"] = True
+
+        self.append_op(name, inputs, _flatten_outputs(out, []), op_args)
+
+    def append_op(self, name, inputs, out_tensors, op_args):
+        """Appends one op record; `inputs` are tensor metadata (or None), returns its index."""
+        index = len(self.ops)
+        op = {
+            "id": index,
+            "name": name,
+            "phase": self.phase,
+            "inputs": inputs,
+            "outputs": [tensor_meta(t) for t in out_tensors],
+            "args": op_args,
+            "module": self.module_stack[-1] if self.module_stack else "",
+            "fallback": self.fallback_hit,
+        }
+        if self.fallback_hit and name not in self.fallback_ops:
+            self.fallback_ops.append(name)
+        if self.phase == "backward":
+            op["loc"] = {"file": "", "line": 0, "function": ""}
+            op["stack"] = []
+            self._unattributed.append(index)
+        else:
+            frames = self.project_frames()
+            if self.phase == "optimizer":
+                site = self._regions[-1][1] if self._regions and self._regions[-1] else frames
+                op["loc"] = self.loc_json(site)
+            else:
+                op["loc"] = self.loc_json(frames)
+                op["forward_id"] = index
+                if out_tensors and torch.is_grad_enabled():
+                    self._pending_outputs.append((index, out_tensors, _GRAD_FN_CHECKS))
+            op["stack"] = self.stack_json(frames)
+        self.ops.append(op)
+        return index
+
+
+# FakeTensorMode turns real tensors into fake ones itself through these.
+_LIFT_OPS = frozenset({torch.ops.aten.lift_fresh.default, torch.ops.aten.lift.default})
+
+
+def _has_real_tensor(values):
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            if not compat.is_fake(value):
+                return True
+        elif isinstance(value, (list, tuple)) and _has_real_tensor(value):
+            return True
+    return False
+
+
+class OpRecorder(compat.TorchDispatchMode):
+    def __init__(self, state, fake_mode=None, timer=None):
+        super().__init__()
+        self.state = state
+        self.fake_mode = fake_mode
+        # Measured mode: timer.run(func, args, kwargs, op_index) runs and times a recorded op.
+        self.timer = timer
+        self.shadows = Shadows() if fake_mode is not None else None
+        # False while the providers build the model and inputs: shadows are kept, ops not recorded.
+        self.recording = True
+
+    def _to_fake(self, value):
+        if isinstance(value, torch.Tensor) and not compat.is_fake(value):
+            fake = self.fake_mode.from_tensor(value)
+            self.shadows.remember(fake, value)
+            return fake
+        if isinstance(value, (list, tuple)):
+            return type(value)(self._to_fake(v) for v in value)
+        return value
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        state = self.state
+        # Real tensors reach shape-only tracing from module-level constants and
+        # from torch internals that wrap Python scalars; 1.13's FakeTensorMode
+        # refuses them, so they are converted here.
+        if (
+            self.fake_mode is not None
+            and func not in _LIFT_OPS
+            and (_has_real_tensor(args) or _has_real_tensor(kwargs.values()))
+        ):
+            args = self._to_fake(args)
+            kwargs = {k: self._to_fake(v) for k, v in kwargs.items()}
+        if state._pending_outputs:
+            state.resolve_pending_outputs()
+        state.fallback_hit = False
+        name = compat.op_name(func)
+        recorded = self.recording and name not in METADATA_OPS and not state.suppressed
+        if recorded and self.timer is not None:
+            out = self.timer.run(func, args, kwargs, len(state.ops))
+        elif self.shadows is not None:
+            out = self._run_shape_only(func, args, kwargs)
+        else:
+            out = func(*args, **kwargs)
+        if recorded:
+            state.record(func, name, args, kwargs, out)
+        return out
+
+    def _run_shape_only(self, func, args, kwargs):
+        try:
+            out = func(*args, **kwargs)
+        except Exception as exc:  # noqa: B902 - only value-dependent failures are handled
+            if not compat.is_value_dependent_error(exc):
+                raise
+            out = self.shadows.fallback(func, args, kwargs, self.fake_mode)
+            if out is None:
+                raise
+            self.state.on_fallback(func)
+            return out
+        if func in _LIFT_OPS:
+            real = args[0] if args else None
+            if isinstance(real, torch.Tensor) and not compat.is_fake(real):
+                self.shadows.remember(out, real)
+        else:
+            self.shadows.follow(func, args, kwargs, out)
+        return out

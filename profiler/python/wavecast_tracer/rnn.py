@@ -1,0 +1,155 @@
+"""Records each call of a recurrent layer (nn.LSTM, nn.GRU, nn.RNN) as one fused op.
+
+On a GPU cuDNN runs a whole multi-layer, multi-step RNN as one op forward
+(`aten::lstm` -> `_cudnn_rnn`) and one backward (`_cudnn_rnn_backward`); on
+the CPU torch decomposes it into per-step cell ops (~18,000 for GNMT), which
+is neither what a GPU runs nor what the predictor's RNN formulas take. The
+modules call `torch._VF.<kind>`, so that is where the call is replaced by an
+autograd Function that records the fused forward and backward ops and hides
+the decomposed ones.
+"""
+
+import contextlib
+
+import torch
+
+from .recorder import tensor_meta
+
+# cuDNN's RNN mode numbers (cudnnRNNMode_t), also the predictor's gate count key.
+CUDNN_MODES = {"rnn_relu": 0, "rnn_tanh": 1, "lstm": 2, "gru": 3}
+BACKWARD_NAME = "aten::_cudnn_rnn_backward"
+
+
+class _RecurrentCall:
+    """One `_VF.<kind>(...)` call: its arguments, split into tensors and the rest."""
+
+    def __init__(self, state, kind, original, compute_values, args):
+        self.state = state
+        self.kind = kind
+        self.original = original
+        self.compute_values = compute_values
+        if isinstance(args[2], (list, tuple)):
+            # input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first
+            (self.input, hx, params, self.has_biases, self.num_layers, self.dropout, self.train,
+             self.bidirectional, self.batch_first) = args
+            self.batch_sizes = None
+        else:  # a PackedSequence: data, batch_sizes, hx, params, has_biases, ..., bidirectional
+            (self.input, self.batch_sizes, hx, params, self.has_biases, self.num_layers,
+             self.dropout, self.train, self.bidirectional) = args
+            self.batch_first = False
+        self.hx_is_tuple = isinstance(hx, (list, tuple))
+        self.hx = list(hx) if self.hx_is_tuple else [hx]
+        self.params = list(params)
+        self.forward_index = None
+
+    def tensors(self):
+        return [self.input, *self.hx, *self.params]
+
+    def run(self, tensors):
+        """Calls the real op on `tensors` (same order as tensors())."""
+        count = len(self.hx)
+        input, hx, params = tensors[0], tensors[1:1 + count], list(tensors[1 + count:])
+        hx = tuple(hx) if self.hx_is_tuple else hx[0]
+        if self.batch_sizes is None:
+            return self.original(input, hx, params, self.has_biases, self.num_layers, self.dropout,
+                                 self.train, self.bidirectional, self.batch_first)
+        return self.original(input, self.batch_sizes, hx, params, self.has_biases, self.num_layers,
+                             self.dropout, self.train, self.bidirectional)
+
+    def output_shapes(self):
+        directions = 2 if self.bidirectional else 1
+        output = list(self.input.shape[:-1]) + [directions * int(self.hx[0].shape[-1])]
+        return [output] + [list(h.shape) for h in self.hx]
+
+    def args(self):
+        hidden = int(self.hx[-1].shape[-1])  # LSTM: c's size; the others: h's
+        out_size = int(self.hx[0].shape[-1])
+        if self.batch_sizes is None:
+            seq_len = int(self.input.shape[1 if self.batch_first else 0])
+        else:
+            seq_len = int(self.batch_sizes.shape[0])  # one entry per time step
+        return {
+            "mode": CUDNN_MODES[self.kind],
+            "input_size": int(self.input.shape[-1]),
+            "hidden_size": hidden,
+            "proj_size": out_size if out_size != hidden else 0,
+            "num_layers": int(self.num_layers),
+            "bidirectional": bool(self.bidirectional),
+            "batch_first": bool(self.batch_first),
+            "seq_len": seq_len,
+            "batch": int(self.hx[0].shape[1]),
+            "packed": self.batch_sizes is not None,
+            "dropout": float(self.dropout),
+            "train": bool(self.train),
+            "bias": bool(self.has_biases),
+        }
+
+
+class _FusedRecurrent(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, call, *tensors):
+        ctx.call = call
+        ctx.set_materialize_grads(False)
+        ctx.save_for_backward(*tensors)
+        with call.state.suppressing():
+            if call.compute_values:
+                return tuple(call.run(list(tensors)))
+            return tuple(tensors[0].new_empty(shape) for shape in call.output_shapes())
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        call = ctx.call
+        tensors = ctx.saved_tensors
+        needed = ctx.needs_input_grad[1:]
+        with call.state.suppressing():
+            if call.compute_values:
+                grads = _recompute_grads(call, tensors, needed, grad_outputs)
+            else:
+                grads = [t.new_empty(t.shape) if need else None for t, need in zip(tensors, needed)]
+        inputs = [tensor_meta(t) for t in tensors]
+        inputs += [tensor_meta(g) if g is not None else None for g in grad_outputs]
+        call.state.append_op(BACKWARD_NAME, inputs, [g for g in grads if g is not None], call.args())
+        return (None, *grads)
+
+
+def _recompute_grads(call, tensors, needed, grad_outputs):
+    """Real gradients on the CPU: reruns the decomposed op with autograd and differentiates it."""
+    with torch.enable_grad():
+        leaves = [t.detach().requires_grad_(need) for t, need in zip(tensors, needed)]
+        outputs = call.run(leaves)
+        pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if g is not None]
+        wanted = [leaf for leaf in leaves if leaf.requires_grad]
+        if not pairs or not wanted:
+            return [None] * len(tensors)
+        computed = iter(torch.autograd.grad([o for o, _ in pairs], wanted, [g for _, g in pairs],
+                                            allow_unused=True))
+    return [next(computed) if leaf.requires_grad else None for leaf in leaves]
+
+
+def _fused(state, kind, original, compute_values):
+    def call(*args):
+        recurrent = _RecurrentCall(state, kind, original, compute_values, args)
+        tensors = recurrent.tensors()
+        outputs = _FusedRecurrent.apply(recurrent, *tensors)
+        state.append_op(f"aten::{kind}", [tensor_meta(t) for t in tensors], list(outputs),
+                        recurrent.args())
+        return outputs
+
+    return call
+
+
+@contextlib.contextmanager
+def fuse_recurrent_layers(state, compute_values):
+    """While active, every `torch._VF.{lstm,gru,rnn_tanh,rnn_relu}` call is one fused op."""
+    vf = torch._VF
+    saved = {kind: vf.__dict__.get(kind) for kind in CUDNN_MODES}
+    for kind in CUDNN_MODES:
+        setattr(vf, kind, _fused(state, kind, getattr(vf, kind), compute_values))
+    try:
+        yield
+    finally:
+        for kind, value in saved.items():
+            if value is None:
+                delattr(vf, kind)  # VFModule resolves it from torch._C again
+            else:
+                setattr(vf, kind, value)

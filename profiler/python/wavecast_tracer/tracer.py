@@ -1,0 +1,271 @@
+"""Traces one training iteration of the user's script and returns the trace document."""
+
+import contextlib
+import io
+import time
+
+import torch
+
+from . import compat, measured
+from .devices import cuda_mapped_to_cpu
+from .errors import TraceError, TraceInterrupted, deepest_project_frame, format_exception, one_line
+from .loader import find_providers, load_entry_module, purge_project_modules, user_exception
+from .project import Project
+from .recorder import OpRecorder, TraceState
+from .rnn import fuse_recurrent_layers
+
+WAVECAST_VERSION = "0.1.0"
+TRACE_FORMAT_VERSION = 1
+MODES = ("shape", "cpu", "cuda")
+_USER_OUTPUT_LIMIT = 8192
+_OOM_MARKERS = ("can't allocate memory", "not enough memory", "DefaultCPUAllocator", "out of memory")
+
+
+def run_trace(file, batch_size=None, mode="shape", progress=None):
+    """Returns the trace document (docs/trace-format.md); raises TraceError."""
+    progress = progress or (lambda message: None)
+    if mode not in MODES:
+        hint = ("Use mode \"shape\" (no arithmetic), \"cpu\" (real execution on the CPU) or "
+                "\"cuda\" (measured on a GPU).")
+        raise TraceError("bad_request", f"unsupported trace mode \"{mode}\"", hint=hint)
+    if mode == "cuda":
+        measured.check_cuda_available()
+    if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
+        raise TraceError("bad_request", f"batch size must be a positive integer, got {batch_size!r}",
+                         hint="Pass a batch size of 1 or more.")
+
+    project = Project(file)
+    started = time.perf_counter()
+    captured = io.StringIO()
+    with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
+        try:
+            document = _trace(project, batch_size, mode, progress)
+        except TraceError as error:
+            error.output = _tail(captured.getvalue())
+            raise
+    document["trace_seconds"] = round(time.perf_counter() - started, 3)
+    output = captured.getvalue()
+    if output:
+        document["user_output"] = _tail(output)
+    return document
+
+
+def _tail(text):
+    return text[-_USER_OUTPUT_LIMIT:]
+
+
+def _trace(project, batch_size, mode, progress):
+    purge_project_modules(project)
+    progress("loading script")
+    module = load_entry_module(project)
+    providers = find_providers(module, project)
+    if batch_size is None:
+        batch_size = providers.default_batch_size
+    if batch_size is None:
+        raise TraceError(
+            "bad_provider_signature",
+            f"no batch size given and `{providers.input.__name__}` has no default for batch_size",
+            file=project.entry_file,
+            line=providers.lines()["input"],
+            hint="Give batch_size a default, e.g. `def wavecast_input(batch_size=32):`, "
+            "or pass a batch size.",
+        )
+
+    state = TraceState(project, progress)
+    compat.ensure_meta_kernels()
+    shape_only = mode == "shape"
+    fake_mode = compat.make_fake_mode() if shape_only else contextlib.nullcontext()
+    try:
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(fake_mode)
+            if shape_only:
+                stack.enter_context(compat.deepcopyable_fake_tensors())
+            stack.enter_context(compat.track_optimizers(state.optimizers.append))
+            stack.enter_context(compat.spy_on_fallbacks(state.on_fallback))
+            stack.enter_context(compat.replace_record_function(state.record_function_factory()))
+            stack.enter_context(_backward_hooks(state))
+            if mode != "cuda":
+                stack.enter_context(cuda_mapped_to_cpu(state.on_cuda_mapped))
+
+            # In shape mode the recorder also follows the providers' small integer tensors
+            # (labels, ids, masks) for value-dependent ops; it records only the iteration.
+            recorder = OpRecorder(state, fake_mode if shape_only else None)
+            recorder.recording = False
+            with recorder if shape_only else contextlib.nullcontext():
+                progress("building model")
+                model = _call_provider(providers.model, project, "the model provider")
+                if not isinstance(model, torch.nn.Module):
+                    raise _bad_return(providers.model, project, "an nn.Module", model)
+                progress("creating inputs")
+                inputs = _call_provider(providers.input, project, "the input provider", batch_size=batch_size)
+                if isinstance(inputs, torch.Tensor):
+                    inputs = (inputs,)
+                if not isinstance(inputs, (tuple, list)):
+                    raise _bad_return(providers.input, project, "a tuple of inputs", inputs)
+                iteration = _call_provider(providers.iteration, project, "the iteration provider", model)
+                if not callable(iteration):
+                    raise _bad_return(providers.iteration, project, "a callable iteration(*inputs)", iteration)
+
+            state.name_modules(model)
+            stack.enter_context(_module_hooks(state))
+            if mode == "cuda":  # cuDNN already runs a recurrent layer as one op
+                _measure(state, project, iteration, inputs, progress)
+            else:
+                stack.enter_context(fuse_recurrent_layers(state, compute_values=not shape_only))
+                progress("tracing forward")
+                recorder.recording = True
+                with recorder:
+                    _call_user(iteration, project, "during the training iteration", *inputs)
+            state.finish()
+    except TraceInterrupted as exc:
+        file, line = deepest_project_frame(exc, project)
+        raise TraceError(
+            "timeout",
+            "the trace took too long and was stopped",
+            file=file or project.entry_file,
+            line=line,
+            hint="The script was still running the line shown; check for an endless loop, "
+            "or raise the time-out.",
+            traceback=format_exception(exc),
+        ) from None
+
+    document = {
+        "format": "wavecast-trace",
+        "version": TRACE_FORMAT_VERSION,
+        "producer": dict(compat.versions(), wavecast=WAVECAST_VERSION),
+        "entry_file": project.entry_file,
+        "project_root": project.root,
+        "batch_size": batch_size,
+        "mode": mode,
+        "providers": providers.lines(),
+        "ops": state.ops,
+        "fallback_ops": state.fallback_ops,
+        "memory": _memory(model, state.optimizers),
+        "warnings": state.warnings,
+    }
+    if mode == "cuda":
+        document["device"] = torch.cuda.get_device_name()
+    return document
+
+
+def _measure(state, project, iteration, inputs, progress):
+    """cuda mode: warm-up iterations, then one recorded iteration with every op timed."""
+    progress("warming up on the GPU")
+    with state.suppressing():
+        for _ in range(measured.WARMUP_ITERATIONS):
+            _call_user(iteration, project, "during the training iteration", *inputs)
+    torch.cuda.synchronize()
+    session = measured.open_session()
+    try:
+        timer = measured.OpTimer(session)
+        progress("tracing forward")
+        with OpRecorder(state, None, timer):
+            _call_user(iteration, project, "during the training iteration", *inputs)
+        state.warnings.extend(timer.attach(state.ops))
+    finally:
+        session.close()  # cuptiFinalize: the next trace in this worker can subscribe again
+
+
+def _call_provider(fn, project, what, *args, **kwargs):
+    return _call_user(fn, project, f"in {what} `{fn.__name__}`", *args, **kwargs)
+
+
+def _call_user(fn, project, during, *args, **kwargs):
+    try:
+        return fn(*args, **kwargs)
+    except (TraceError, TraceInterrupted):
+        raise
+    except MemoryError as exc:
+        raise _out_of_memory(exc, project) from None
+    except Exception as exc:  # noqa: B902 - any failure of user code is reported
+        if isinstance(exc, RuntimeError) and any(m in str(exc) for m in _OOM_MARKERS):
+            raise _out_of_memory(exc, project) from None
+        if type(exc).__name__ in ("DataDependentOutputException", "DynamicOutputShapeException"):
+            file, line = deepest_project_frame(exc, project)
+            raise TraceError(
+                "unsupported_operation",
+                f"{one_line(exc)}: its result depends on tensor values, which shape-only tracing does not compute",
+                file=file or project.entry_file,
+                line=line,
+                hint="Shape-only tracing knows the values of small integer/bool tensors (labels, "
+                "ids, masks) only; avoid value-dependent operations (.item(), nonzero, boolean "
+                "masks) on computed float tensors in the iteration, or trace in cpu mode.",
+                traceback=format_exception(exc),
+            ) from None
+        raise user_exception(exc, project, during) from None
+
+
+def _out_of_memory(exc, project):
+    file, line = deepest_project_frame(exc, project)
+    return TraceError(
+        "out_of_memory",
+        f"out of memory: {one_line(exc)}",
+        file=file or project.entry_file,
+        line=line,
+        hint="Use a smaller batch size or model, or trace in shape mode, which allocates no tensor memory.",
+        traceback=format_exception(exc),
+    )
+
+
+def _bad_return(fn, project, expected, value):
+    from .loader import _def_line
+
+    return TraceError(
+        "bad_provider_signature",
+        f"`{fn.__name__}` must return {expected}, but returned {type(value).__name__}",
+        file=project.entry_file,
+        line=_def_line(fn),
+        hint=f"Make `{fn.__name__}` return {expected}.",
+    )
+
+
+@contextlib.contextmanager
+def _backward_hooks(state):
+    """Marks the backward pass: torch.Tensor.backward calls torch.autograd.backward."""
+    original = torch.autograd.backward
+
+    def backward(tensors, *args, **kwargs):
+        roots = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
+        state.begin_backward(roots)
+        try:
+            return original(tensors, *args, **kwargs)
+        finally:
+            state.end_backward()
+
+    torch.autograd.backward = backward
+    try:
+        yield
+    finally:
+        torch.autograd.backward = original
+
+
+@contextlib.contextmanager
+def _module_hooks(state):
+    from torch.nn.modules import module as nn_module
+
+    pre = nn_module.register_module_forward_pre_hook(state.enter_module)
+    post = nn_module.register_module_forward_hook(state.exit_module)
+    try:
+        yield
+    finally:
+        pre.remove()
+        post.remove()
+
+
+def _tensor_bytes(t):
+    return int(t.numel()) * int(t.element_size())
+
+
+def _memory(model, optimizers):
+    params = list(model.parameters())
+    state_bytes = 0
+    for optimizer in optimizers:
+        for per_param in optimizer.state.values():
+            for value in per_param.values():
+                if isinstance(value, torch.Tensor):
+                    state_bytes += _tensor_bytes(value)
+    return {
+        "parameters_bytes": sum(_tensor_bytes(p) for p in params),
+        "gradients_bytes": sum(_tensor_bytes(p) for p in params if p.requires_grad),
+        "optimizer_state_bytes": state_bytes,
+    }

@@ -1,0 +1,112 @@
+"""Real values for the small integer and boolean tensors of a shape-only trace.
+
+Shape-only tracing computes no values, so ops whose output shape depends on
+them (nonzero, masked_select, boolean-mask indexing, .item()) cannot run on
+fake tensors. Such values nearly always come from labels, token ids and masks:
+small integer/bool tensors. Those are also computed for real on the CPU
+("shadows"), and a value-dependent op whose value-carrying inputs have shadows
+runs for real on them (float inputs, whose values do not decide the shape,
+become zeros); its output becomes a fake tensor of the real shape. Where a
+needed value has no shadow (e.g. a mask computed from activations), the op
+still fails and is reported.
+"""
+
+import torch
+
+from . import compat
+
+# Largest tensor (elements) that gets a real shadow: labels, ids and masks, not activations.
+SHADOW_LIMIT = 1 << 20
+_SHADOWED_DTYPES = frozenset({torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64})
+
+
+def _flatten(value, into):
+    if isinstance(value, torch.Tensor):
+        into.append(value)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _flatten(item, into)
+    return into
+
+
+def _shadowable(t):
+    return t.dtype in _SHADOWED_DTYPES and t.numel() <= SHADOW_LIMIT
+
+
+class Shadows:
+    """fake tensor -> real CPU tensor with the values it would have."""
+
+    def __init__(self):
+        # Keyed by the TensorImpl address: C++ code may hand the same tensor back in a new
+        # Python wrapper. The fake is held so the address stays unique during the trace.
+        self._real = {}
+
+    def real(self, fake):
+        entry = self._real.get(fake._cdata)
+        return entry[1] if entry is not None else None
+
+    def remember(self, fake, real):
+        if _shadowable(fake):
+            self._real[fake._cdata] = (fake, real)
+
+    def forget(self, fake):
+        self._real.pop(fake._cdata, None)
+
+    def _to_real(self, value, zeros_for_missing):
+        if isinstance(value, torch.Tensor):
+            real = self.real(value)
+            if real is None and zeros_for_missing and value.dtype.is_floating_point:
+                with compat.real_execution():
+                    real = torch.zeros(value.shape, dtype=value.dtype)
+            if real is None:
+                raise LookupError
+            return real
+        if isinstance(value, (list, tuple)):
+            return type(value)(self._to_real(v, zeros_for_missing) for v in value)
+        return value
+
+    def _real_call(self, func, args, kwargs, zeros_for_missing):
+        try:
+            real_args = self._to_real(args, zeros_for_missing)
+            real_kwargs = {k: self._to_real(v, zeros_for_missing) for k, v in kwargs.items()}
+        except LookupError:
+            return None
+        real_kwargs.pop("device", None)
+        with compat.real_execution():
+            return (func(*real_args, **real_kwargs),)
+
+    def follow(self, func, args, kwargs, out):
+        """After a fake op ran: computes the real values of its small integer/bool outputs."""
+        fakes = _flatten(out, [])
+        if not fakes or not all(_shadowable(t) for t in fakes):
+            for t in _flatten(args, []):  # an in-place op the shadows cannot follow
+                if func._schema.is_mutable:
+                    self.forget(t)
+            return
+        result = self._real_call(func, args, kwargs, zeros_for_missing=False)
+        if result is None:
+            if func._schema.is_mutable:
+                for t in _flatten(args, []):
+                    self.forget(t)
+            return
+        for fake, real in zip(fakes, _flatten(result[0], [])):
+            self.remember(fake, real)
+
+    def fallback(self, func, args, kwargs, fake_mode):
+        """Runs a value-dependent op for real; returns its fake-wrapped output, or None."""
+        result = self._real_call(func, args, kwargs, zeros_for_missing=True)
+        if result is None:
+            return None
+        real = result[0]
+        if not isinstance(real, (torch.Tensor, list, tuple)):
+            return real  # .item(): a Python number
+        fake = _wrap(real, fake_mode)
+        for f, r in zip(_flatten(fake, []), _flatten(real, [])):
+            self.remember(f, r)
+        return fake
+
+
+def _wrap(real, fake_mode):
+    if isinstance(real, torch.Tensor):
+        return fake_mode.from_tensor(real)
+    return type(real)(_wrap(r, fake_mode) for r in real)

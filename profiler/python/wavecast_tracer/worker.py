@@ -1,0 +1,145 @@
+"""The request loop of wavecast-worker (newline-delimited JSON over pipes).
+
+Requests arrive on `request_fd`, responses leave on `response_fd`; the
+process's stdout/stderr are never used for the protocol, so user prints
+cannot corrupt it. See docs/worker-protocol.md.
+"""
+
+import faulthandler
+import json
+import os
+import signal
+import sys
+
+from .errors import TraceError, TraceInterrupted, deepest_project_frame, format_exception, one_line
+from .project import Project
+
+
+class _Channel:
+    def __init__(self, request_fd, response_fd):
+        self._requests = os.fdopen(request_fd, "rb")
+        self._response_fd = response_fd
+
+    def requests(self):
+        for line in self._requests:
+            if line.strip():
+                yield line
+
+    def send(self, message):
+        data = (json.dumps(message, separators=(",", ":"), allow_nan=False) + "\n").encode()
+        view = memoryview(data)
+        while view:
+            written = os.write(self._response_fd, view)
+            view = view[written:]
+
+
+class _Interrupts:
+    """SIGUSR1 from the parent stops a running trace (time-out) with a Python traceback."""
+
+    def __init__(self):
+        self.tracing = False
+        signal.signal(signal.SIGUSR1, self._handle)
+        # Ctrl-C in the parent's terminal reaches the worker too; the parent decides.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def _handle(self, _signum, _frame):
+        if self.tracing:
+            raise TraceInterrupted()
+
+
+def serve(request_fd, response_fd, crash_fd):
+    # A fatal signal (segfault in an extension) dumps the Python stack to the
+    # crash pipe; the parent reads it to name the project line.
+    crash_file = os.fdopen(crash_fd, "w")
+    faulthandler.enable(file=crash_file, all_threads=False)
+    channel = _Channel(request_fd, response_fd)
+    try:
+        import torch  # noqa: F401 - imported once here, so traces start warm
+
+        from . import compat
+        from .tracer import run_trace
+    except BaseException as exc:  # noqa: B902
+        channel.send({"event": "ready", "error": {
+            "kind": "environment_error",
+            "message": f"cannot import torch in the worker: {one_line(exc)}",
+            "hint": "Install PyTorch in the Python environment wavecast uses "
+                    "(Debian: apt-get install python3-torch), or select a venv that has it.",
+            "traceback": format_exception(exc),
+        }})
+        return 1
+    interrupts = _Interrupts()
+    channel.send(dict(compat.versions(), event="ready", pid=os.getpid(),
+                      executable=sys.executable))
+
+    for line in channel.requests():
+        try:
+            message = json.loads(line)
+            request_id = message.get("id")
+            method = message.get("method")
+            params = message.get("params") or {}
+        except (ValueError, AttributeError) as exc:
+            channel.send({"id": None, "error": _bad_request(f"malformed request: {exc}")})
+            continue
+        if method == "shutdown":
+            channel.send({"id": request_id, "result": {}})
+            break
+        if method == "ping":
+            channel.send({"id": request_id, "result": compat.versions()})
+            continue
+        if method != "trace":
+            channel.send({"id": request_id, "error": _bad_request(f"unknown method {method!r}")})
+            continue
+        channel.send(_trace_response(request_id, params, run_trace, channel, interrupts))
+    return 0
+
+
+def _trace_response(request_id, params, run_trace, channel, interrupts):
+    file = params.get("file")
+    if not isinstance(file, str) or not file:
+        return {"id": request_id, "error": _bad_request("params.file must be the script's path")}
+    file = os.path.abspath(file)
+
+    def progress(text):
+        channel.send({"id": request_id, "progress": text})
+
+    interrupts.tracing = True
+    try:
+        result = run_trace(file, params.get("batch_size"), params.get("mode", "shape"), progress)
+        interrupts.tracing = False
+        return {"id": request_id, "result": result}
+    except TraceError as error:
+        interrupts.tracing = False
+        body = error.to_json()
+        if getattr(error, "output", ""):
+            body["output"] = error.output
+        return {"id": request_id, "error": body}
+    except TraceInterrupted as exc:
+        interrupts.tracing = False
+        where, line = deepest_project_frame(exc, Project(file))
+        return {"id": request_id, "error": {
+            "kind": "timeout", "message": "the trace took too long and was stopped",
+            "file": where or file, "line": line,
+            "hint": "The script was still running the line shown; check for an endless loop, "
+                    "or raise the time-out.",
+            "traceback": format_exception(exc)}}
+    except MemoryError as exc:
+        interrupts.tracing = False
+        where, line = deepest_project_frame(exc, Project(file))
+        return {"id": request_id, "error": {
+            "kind": "out_of_memory", "message": f"out of memory: {one_line(exc)}",
+            "file": where or file, "line": line,
+            "hint": "Use a smaller batch size or model, or trace in shape mode.",
+            "traceback": format_exception(exc)}}
+    except BaseException as exc:  # noqa: B902 - a tracer bug must not kill the worker
+        interrupts.tracing = False
+        where, line = deepest_project_frame(exc, Project(file))
+        return {"id": request_id, "error": {
+            "kind": "internal", "message": f"wavecast's tracer failed: {one_line(exc)}",
+            "file": where or file, "line": line,
+            "hint": "This is a wavecast bug; please report it with the traceback.",
+            "traceback": format_exception(exc)}}
+
+
+def _bad_request(message):
+    return {"kind": "bad_request", "message": message, "file": "", "line": 0,
+            "hint": "The caller sent a request the worker does not understand.", "traceback": ""}

@@ -1,0 +1,153 @@
+// wavecast-worker: embeds CPython and serves trace requests from its parent
+// (wavecast_profiler) over dedicated file descriptors. The request loop is
+// wavecast_tracer.worker.serve; this program only prepares the interpreter.
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <pybind11/embed.h>
+#include <string>
+#include <unistd.h>
+
+namespace py = pybind11;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct WorkerArgs {
+  int requestFd = -1;
+  int responseFd = -1;
+  int crashFd = -1;
+  std::string pythonPath;
+  std::string pythonEnv;
+};
+
+const char* kUsage = "usage: wavecast-worker --request-fd N --response-fd N --crash-fd N "
+                     "--python-path DIR [--python-env VENV]\n"
+                     "Started by wavecast; not meant to be run by hand.\n";
+
+bool parseArgs(int argc, char** argv, WorkerArgs& args) {
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string key = argv[i];
+    const std::string value = argv[i + 1];
+    if (key == "--request-fd")
+      args.requestFd = std::atoi(value.c_str());
+    else if (key == "--response-fd")
+      args.responseFd = std::atoi(value.c_str());
+    else if (key == "--crash-fd")
+      args.crashFd = std::atoi(value.c_str());
+    else if (key == "--python-path")
+      args.pythonPath = value;
+    else if (key == "--python-env")
+      args.pythonEnv = value;
+    else
+      return false;
+  }
+  return argc % 2 == 1 && args.requestFd >= 0 && args.responseFd >= 0 && args.crashFd >= 0 &&
+         !args.pythonPath.empty();
+}
+
+std::string jsonEscape(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// Reports a start-up failure as the worker's "ready" event, then exits.
+int failStartup(int responseFd, const std::string& message, const std::string& hint,
+                const std::string& traceback = "") {
+  const std::string line = "{\"event\":\"ready\",\"error\":{\"kind\":\"environment_error\","
+                           "\"message\":\"" +
+                           jsonEscape(message) + "\",\"hint\":\"" + jsonEscape(hint) +
+                           "\",\"traceback\":\"" + jsonEscape(traceback) +
+                           "\",\"file\":\"\",\"line\":0}}\n";
+  size_t done = 0;
+  while (done < line.size()) {
+    const ssize_t n = write(responseFd, line.data() + done, line.size() - done);
+    if (n <= 0)
+      break;
+    done += static_cast<size_t>(n);
+  }
+  return 2;
+}
+
+// The venv's site-packages for this interpreter's version, or an error message.
+std::string venvSitePackages(const fs::path& env, std::string& error) {
+  const std::string ours =
+      "python" + std::to_string(PY_MAJOR_VERSION) + "." + std::to_string(PY_MINOR_VERSION);
+  if (!fs::is_directory(env)) {
+    error = "the Python environment " + env.string() + " does not exist";
+    return {};
+  }
+  const fs::path site = env / "lib" / ours / "site-packages";
+  if (fs::is_directory(site))
+    return site.string();
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(env / "lib", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("python3.", 0) == 0) {
+      error = "the Python environment " + env.string() + " uses " + name +
+              ", but wavecast-worker embeds " + ours;
+      return {};
+    }
+  }
+  error = env.string() + " is not a Python virtual environment (no lib/" + ours + "/site-packages)";
+  return {};
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  WorkerArgs args;
+  if (!parseArgs(argc, argv, args)) {
+    std::fputs(kUsage, stderr);
+    return 64;
+  }
+  std::string envSite;
+  if (!args.pythonEnv.empty()) {
+    std::string error;
+    envSite = venvSitePackages(args.pythonEnv, error);
+    if (envSite.empty())
+      return failStartup(args.responseFd, error,
+                         "Create the venv with python3." + std::to_string(PY_MINOR_VERSION) +
+                             " (python3 -m venv --system-site-packages DIR) or clear the "
+                             "python environment setting.");
+  }
+
+  py::scoped_interpreter interpreter;
+  try {
+    py::module_ sys = py::module_::import("sys");
+    py::list path = sys.attr("path");
+    path.insert(0, args.pythonPath);
+    if (!envSite.empty()) {
+      // site.addsitedir also processes the venv's .pth files; its entries must
+      // win over the system's dist-packages, so they move to the front.
+      const auto before = py::len(path);
+      py::module_::import("site").attr("addsitedir")(envSite);
+      py::list added = path[py::slice(before, py::len(path), 1)];
+      for (size_t i = 0; i < py::len(added); ++i)
+        path.attr("remove")(added[i]);
+      for (size_t i = py::len(added); i-- > 0;)
+        path.insert(1, added[i]);
+    }
+    sys.attr("dont_write_bytecode") = true; // never leave stale .pyc files in the user's project
+    py::module_ worker = py::module_::import("wavecast_tracer.worker");
+    return worker.attr("serve")(args.requestFd, args.responseFd, args.crashFd).cast<int>();
+  } catch (const py::error_already_set& error) {
+    return failStartup(args.responseFd,
+                       std::string("cannot start the Python tracer: ") + error.what(),
+                       "Check that the wavecast_tracer package is in " + args.pythonPath +
+                           " and that the Python environment is complete.");
+  }
+}

@@ -1,0 +1,124 @@
+// wavecast's own protocol on top of LSP (docs/protocol.md): the protocol
+// version, the settings, and the params/results of the wavecast/* methods.
+#pragma once
+
+#include "wavecast/protocol/jsonrpc.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace wavecast::protocol {
+
+// Bumped when a wavecast/* method changes incompatibly.
+inline constexpr int kProtocolVersion = 1;
+
+namespace methods {
+inline constexpr const char* kListGpus = "wavecast/listGpus";
+inline constexpr const char* kSetTargets = "wavecast/setTargets";
+inline constexpr const char* kSetBatchSize = "wavecast/setBatchSize";
+inline constexpr const char* kAnalyze = "wavecast/analyze";
+inline constexpr const char* kResults = "wavecast/results";
+inline constexpr const char* kResultsChanged = "wavecast/resultsChanged";
+inline constexpr const char* kStatus = "wavecast/status";
+} // namespace methods
+
+// Everything advertised in capabilities.experimental.wavecast.methods.
+std::vector<std::string> customMethods();
+
+// Null when the versions are compatible, else the error for the initialize
+// request, saying which side to update.
+std::optional<RpcError> checkProtocolVersion(int clientVersion);
+
+enum class AnalysisTrigger { OnSave, Manual };
+
+struct Settings {
+  std::vector<std::string> targets; // GPU names; empty: the daemon's defaults
+  std::optional<int64_t> batchSize; // nullopt: the input provider's default
+  AnalysisTrigger trigger = AnalysisTrigger::OnSave;
+  std::string pythonEnv;            // a venv whose site-packages the worker uses
+  bool lineDiagnostics = false;     // per-line Information diagnostics
+  std::optional<bool> lineCodeLens; // nullopt: only for clients without inlay hints
+  int debounceMs = 300;
+};
+
+// Applies the keys present in `object` ("targets", "batchSize", "trigger",
+// "pythonEnv", "lineDiagnostics", "lineCodeLens", "debounceMs"); unknown keys
+// are ignored. Throws InvalidParams naming a malformed key; `settings` is then unchanged.
+void mergeSettings(Settings& settings, const Json& object, std::string_view where);
+Json toJson(const Settings& settings);
+
+struct InitializationOptions {
+  std::optional<int64_t> protocolVersion;
+  std::string token; // TCP connections authenticate with it
+  Json settings;     // the settings keys, at the top level or under "settings"
+};
+InitializationOptions initializationOptionsFromJson(const Json& value);
+
+struct GpuInfo {
+  std::string id;
+  std::string name;
+  std::string computeCapability; // "9.0"
+  int smCount = 0;
+  double memoryGiB = 0;
+  double memoryBandwidthGBs = 0;
+  double fp32Tflops = 0;
+  double tf32Tflops = 0;
+  double fp16Tflops = 0;
+  double bf16Tflops = 0;
+  double pricePerHourUsd = 0;
+};
+Json toJson(const GpuInfo& gpu);
+
+struct SetTargetsParams {
+  std::vector<std::string> gpus;
+};
+SetTargetsParams setTargetsFromJson(const Json& params);
+
+struct SetBatchSizeParams {
+  std::string uri;
+  std::optional<int64_t> batchSize; // nullopt: back to the settings / provider default
+};
+SetBatchSizeParams setBatchSizeFromJson(const Json& params);
+
+struct AnalyzeParams {
+  std::string uri;
+  std::optional<int64_t> batchSize;
+};
+AnalyzeParams analyzeFromJson(const Json& params);
+
+struct ResultsParams {
+  std::string uri;
+};
+ResultsParams resultsParamsFromJson(const Json& params);
+
+enum class ResultsState { None, Analyzing, Ready, Error };
+const char* toString(ResultsState state);
+
+struct ErrorInfo {
+  std::string kind;
+  std::string message;
+  std::string file;
+  int line = 0;
+  std::string hint;
+};
+
+struct Results {
+  std::string uri;
+  ResultsState state = ResultsState::None;
+  std::optional<int64_t> contentVersion; // document version the results were computed for
+  Json prediction;                       // predictionToJson output, or null
+  std::optional<ErrorInfo> error;
+};
+Json toJson(const Results& results);
+
+struct Status {
+  std::string state; // "idle" | "analyzing" | "error"
+  std::string message;
+  std::optional<int> percentage;
+};
+Json toJson(const Status& status);
+
+} // namespace wavecast::protocol

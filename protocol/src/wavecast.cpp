@@ -1,0 +1,201 @@
+#include "wavecast/protocol/wavecast.h"
+
+#include "wavecast/protocol/json_read.h"
+
+namespace wavecast::protocol {
+
+namespace {
+
+std::optional<int64_t> positiveBatchSize(const Json& object, std::string_view where) {
+  auto batchSize = optionalInt(object, "batchSize", where);
+  if (batchSize && *batchSize <= 0)
+    throwInvalidParams(std::string(where) + ".batchSize must be a positive integer");
+  return batchSize;
+}
+
+std::vector<std::string> stringList(const Json& value, const std::string& where) {
+  std::vector<std::string> out;
+  if (value.is_string()) { // "H100,A100" is accepted too
+    std::string text = value.get<std::string>();
+    size_t start = 0;
+    while (start <= text.size()) {
+      size_t comma = text.find(',', start);
+      std::string item =
+          text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      item.erase(0, item.find_first_not_of(' '));
+      item.erase(item.find_last_not_of(' ') + 1);
+      if (!item.empty())
+        out.push_back(item);
+      if (comma == std::string::npos)
+        break;
+      start = comma + 1;
+    }
+    return out;
+  }
+  if (!value.is_array())
+    throwInvalidParams(where + " must be an array of GPU names");
+  for (const Json& item : value) {
+    if (!item.is_string())
+      throwInvalidParams(where + " must be an array of GPU names");
+    out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
+} // namespace
+
+std::vector<std::string> customMethods() {
+  return {methods::kListGpus, methods::kSetTargets,     methods::kSetBatchSize, methods::kAnalyze,
+          methods::kResults,  methods::kResultsChanged, methods::kStatus};
+}
+
+std::optional<RpcError> checkProtocolVersion(int clientVersion) {
+  if (clientVersion == kProtocolVersion)
+    return std::nullopt;
+  std::string update = clientVersion > kProtocolVersion ? "the wavecast daemon (`wavecast serve`)"
+                                                        : "the editor extension/client";
+  return RpcError(ErrorCode::InvalidRequest,
+                  "wavecast protocol mismatch: the client speaks version " +
+                      std::to_string(clientVersion) + ", the daemon speaks version " +
+                      std::to_string(kProtocolVersion) + "; update " + update + ".",
+                  Json{{"retry", false},
+                       {"clientProtocolVersion", clientVersion},
+                       {"serverProtocolVersion", kProtocolVersion},
+                       {"update", clientVersion > kProtocolVersion ? "server" : "client"}});
+}
+
+void mergeSettings(Settings& settings, const Json& object, std::string_view where) {
+  if (object.is_null())
+    return;
+  requireObject(object, where);
+  std::string at(where);
+  Settings merged = settings;
+  if (object.contains("targets") && !object["targets"].is_null())
+    merged.targets = stringList(object["targets"], at + ".targets");
+  if (object.contains("batchSize"))
+    merged.batchSize = positiveBatchSize(object, where);
+  if (auto trigger = optionalString(object, "trigger", where)) {
+    if (*trigger == "onSave")
+      merged.trigger = AnalysisTrigger::OnSave;
+    else if (*trigger == "manual")
+      merged.trigger = AnalysisTrigger::Manual;
+    else
+      throwInvalidParams(at + ".trigger must be \"onSave\" or \"manual\"");
+  }
+  if (auto env = optionalString(object, "pythonEnv", where))
+    merged.pythonEnv = *env;
+  if (auto lineDiagnostics = optionalBool(object, "lineDiagnostics", where))
+    merged.lineDiagnostics = *lineDiagnostics;
+  if (object.contains("lineCodeLens"))
+    merged.lineCodeLens = optionalBool(object, "lineCodeLens", where);
+  if (auto debounce = optionalInt(object, "debounceMs", where)) {
+    if (*debounce < 0 || *debounce > 60000)
+      throwInvalidParams(at + ".debounceMs must be between 0 and 60000");
+    merged.debounceMs = static_cast<int>(*debounce);
+  }
+  settings = std::move(merged);
+}
+
+Json toJson(const Settings& settings) {
+  return {{"targets", settings.targets},
+          {"batchSize", settings.batchSize ? Json(*settings.batchSize) : Json()},
+          {"trigger", settings.trigger == AnalysisTrigger::OnSave ? "onSave" : "manual"},
+          {"pythonEnv", settings.pythonEnv},
+          {"lineDiagnostics", settings.lineDiagnostics},
+          {"lineCodeLens", settings.lineCodeLens ? Json(*settings.lineCodeLens) : Json()},
+          {"debounceMs", settings.debounceMs}};
+}
+
+InitializationOptions initializationOptionsFromJson(const Json& value) {
+  InitializationOptions out;
+  if (value.is_null())
+    return out;
+  const char* where = "params.initializationOptions";
+  requireObject(value, where);
+  out.protocolVersion = optionalInt(value, "protocolVersion", where);
+  out.token = optionalString(value, "token", where).value_or("");
+  if (value.contains("settings") && value["settings"].is_object())
+    out.settings = value["settings"];
+  else if (value.contains("wavecast") && value["wavecast"].is_object())
+    out.settings = value["wavecast"];
+  else
+    out.settings = value;
+  return out;
+}
+
+Json toJson(const GpuInfo& gpu) {
+  return {{"id", gpu.id},
+          {"name", gpu.name},
+          {"computeCapability", gpu.computeCapability},
+          {"smCount", gpu.smCount},
+          {"memoryGiB", gpu.memoryGiB},
+          {"memoryBandwidthGBs", gpu.memoryBandwidthGBs},
+          {"fp32Tflops", gpu.fp32Tflops},
+          {"tf32Tflops", gpu.tf32Tflops},
+          {"fp16Tflops", gpu.fp16Tflops},
+          {"bf16Tflops", gpu.bf16Tflops},
+          {"pricePerHourUsd", gpu.pricePerHourUsd}};
+}
+
+SetTargetsParams setTargetsFromJson(const Json& params) {
+  requireObject(params, "params");
+  SetTargetsParams out{stringList(requireMember(params, "gpus", "params"), "params.gpus")};
+  if (out.gpus.empty())
+    throwInvalidParams("params.gpus must name at least one GPU (see wavecast/listGpus)");
+  return out;
+}
+
+SetBatchSizeParams setBatchSizeFromJson(const Json& params) {
+  requireObject(params, "params");
+  if (!params.contains("batchSize"))
+    throwInvalidParams("params.batchSize is required (an integer, or null for the default)");
+  return {requireString(params, "uri", "params"), positiveBatchSize(params, "params")};
+}
+
+AnalyzeParams analyzeFromJson(const Json& params) {
+  requireObject(params, "params");
+  return {requireString(params, "uri", "params"), positiveBatchSize(params, "params")};
+}
+
+ResultsParams resultsParamsFromJson(const Json& params) {
+  requireObject(params, "params");
+  return {requireString(params, "uri", "params")};
+}
+
+const char* toString(ResultsState state) {
+  switch (state) {
+  case ResultsState::None:
+    return "none";
+  case ResultsState::Analyzing:
+    return "analyzing";
+  case ResultsState::Ready:
+    return "ready";
+  case ResultsState::Error:
+    return "error";
+  }
+  return "none";
+}
+
+Json toJson(const Results& results) {
+  Json error = nullptr;
+  if (results.error)
+    error = {{"kind", results.error->kind},
+             {"message", results.error->message},
+             {"file", results.error->file},
+             {"line", results.error->line},
+             {"hint", results.error->hint}};
+  return {{"uri", results.uri},
+          {"state", toString(results.state)},
+          {"contentVersion", results.contentVersion ? Json(*results.contentVersion) : Json()},
+          {"prediction", results.prediction},
+          {"error", error}};
+}
+
+Json toJson(const Status& status) {
+  Json out = {{"state", status.state}, {"message", status.message}};
+  if (status.percentage)
+    out["percentage"] = *status.percentage;
+  return out;
+}
+
+} // namespace wavecast::protocol

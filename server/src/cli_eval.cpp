@@ -1,0 +1,224 @@
+#include "cli_eval.h"
+
+#include "wavecast/eval/harness.h"
+#include "wavecast/eval/kernel_eval.h"
+#include "wavecast/eval/logo.h"
+#include "wavecast/learned/kernel_dataset.h"
+#include "wavecast/learned/learned_models.h"
+#include "wavecast/predictor/gpu_database.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace wavecast::cli {
+namespace {
+
+constexpr const char* kEvalUsage =
+    R"(usage: wavecast eval LABEL_DIR [--gpu NAME...] [--json] [--markdown FILE]
+       wavecast eval --kernels [--gpu NAME...] [--origin NAME...] [--json]
+       wavecast eval --logo [--markdown FILE] [--work DIR] [training options]
+
+Compares wavecast's predictions with real measurements (NeuSight's data).
+LABEL_DIR is NeuSight's labels/ folder or one GPU folder in it: every
+<model>-<mode>-<seq>-<batch>.csv row is mapped to wavecast's ops, predicted
+(forward, and backward for training labels), summed the way the label was
+measured (layer rows x num_layer) and compared with the .json e2e latency.
+
+  --gpu NAME       only these GPUs (folder names; forgiving: "t4", "a100")
+  --weights DIR    learned weights (default data/weights)
+  --data DIR       NeuSight data folder for GPU specs and kernels
+                   (default ../shared/data/neusight)
+  --gpus FILE      GPU database the folder names are matched against
+                   (default data/gpus.json; GPUs it lacks keep their folder name)
+  --roofline       predict with the bare roofline instead of the learned models
+  --rows           also print every mapped row: measured vs predicted
+  --json           machine-readable output on stdout
+  --markdown FILE  also write the report as Markdown
+  --kernels        single-kernel accuracy on DATA/kernels; --origin adds the
+                   scaled mode (measured on the origin, predicted for --gpu)
+  --logo           leave-one-GPU-out: train on all but one GPU, evaluate it,
+                   for each labelled GPU (--work DIR keeps the fold weights;
+                   --epochs N, --max-rows N, --seed N, --fast as for train)
+)";
+
+std::string normalised(const std::string& text) {
+  std::string out;
+  for (char c : text)
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      out += char(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Resolves user GPU names against the known folder names (device_configs stems).
+std::vector<std::string> resolveGpus(const std::vector<std::string>& names,
+                                     const std::vector<std::string>& known) {
+  std::vector<std::string> resolved;
+  for (const std::string& name : names) {
+    std::vector<std::string> matches;
+    for (const std::string& k : known)
+      if (normalised(k) == normalised(name))
+        matches = {k};
+    if (matches.empty())
+      for (const std::string& k : known)
+        if (normalised(k).find(normalised(name)) != std::string::npos)
+          matches.push_back(k);
+    if (matches.empty()) {
+      std::string list;
+      for (const std::string& k : known)
+        list += " " + k;
+      throw std::invalid_argument("unknown GPU '" + name + "'; known:" + list);
+    }
+    resolved.insert(resolved.end(), matches.begin(), matches.end());
+  }
+  return resolved;
+}
+
+bool writeFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  return bool(out);
+}
+
+} // namespace
+
+int runEval(const std::vector<std::string>& args) {
+  std::string labelDir, weights = "data/weights", data = "../shared/data/neusight";
+  std::string markdown, work = "build/logo-weights", gpuDatabase = "data/gpus.json";
+  std::vector<std::string> gpuNames, originNames;
+  bool json = false, kernels = false, logo = false, roofline = false, rows = false;
+  learned::TrainOptions training;
+  training.verbose = false;
+  try {
+    for (size_t i = 0; i < args.size(); ++i) {
+      const std::string& flag = args[i];
+      auto value = [&]() -> const std::string& {
+        if (i + 1 >= args.size())
+          throw std::invalid_argument(flag + " needs a value");
+        return args[++i];
+      };
+      if (flag == "--help" || flag == "-h") {
+        std::cout << kEvalUsage;
+        return 0;
+      } else if (flag == "--gpu") {
+        gpuNames.push_back(value());
+      } else if (flag == "--origin") {
+        originNames.push_back(value());
+      } else if (flag == "--weights") {
+        weights = value();
+      } else if (flag == "--data") {
+        data = value();
+      } else if (flag == "--gpus") {
+        gpuDatabase = value();
+      } else if (flag == "--markdown") {
+        markdown = value();
+      } else if (flag == "--work") {
+        work = value();
+      } else if (flag == "--json") {
+        json = true;
+      } else if (flag == "--kernels") {
+        kernels = true;
+      } else if (flag == "--logo") {
+        logo = true;
+      } else if (flag == "--rows") {
+        rows = true;
+      } else if (flag == "--roofline") {
+        roofline = true;
+      } else if (flag == "--epochs") {
+        training.epochs = std::stoi(value());
+      } else if (flag == "--max-rows") {
+        training.maxRowsPerFile = std::stoll(value());
+      } else if (flag == "--seed") {
+        training.seed = std::stoull(value());
+      } else if (flag == "--fast") {
+        training.epochs = 3;
+        training.maxRowsPerFile = 300;
+        training.maxRowsPerElementwiseFile = 100;
+      } else if (!flag.empty() && flag[0] != '-' && labelDir.empty()) {
+        labelDir = flag;
+      } else {
+        throw std::invalid_argument("unknown option '" + flag + "'");
+      }
+    }
+    if (!kernels && !logo && labelDir.empty())
+      throw std::invalid_argument("give LABEL_DIR, --kernels or --logo");
+  } catch (const std::exception& e) {
+    std::cerr << "wavecast eval: " << e.what() << "\n\n" << kEvalUsage;
+    return 2;
+  }
+
+  try {
+    const auto gpus = learned::loadNeuSightGpus(data);
+    std::vector<std::string> known;
+    for (const auto& [stem, spec] : gpus)
+      known.push_back(stem);
+    const std::vector<std::string> selected = resolveGpus(gpuNames, known);
+
+    if (logo) {
+      eval::LogoOptions options;
+      options.labelsDir = labelDir.empty() ? data + "/labels" : labelDir;
+      options.workDir = work;
+      options.training = training;
+      options.training.dataDir = data;
+      options.onlyGpus = selected;
+      const eval::LogoReport report = eval::runLeaveOneGpuOut(options);
+      const std::string text = eval::logoMarkdown(report, options.training);
+      if (!markdown.empty() && !writeFile(markdown, text))
+        throw std::runtime_error("cannot write " + markdown);
+      if (json)
+        std::cout << eval::toJson(report.labels).dump(1) << "\n";
+      else
+        std::cout << text;
+      return 0;
+    }
+
+    const learned::LearnedModels models = learned::LearnedModels::open(weights);
+    if (kernels) {
+      eval::KernelEvalOptions options;
+      options.dataDir = data;
+      options.targetGpus = selected.empty() ? models.trainingGpus() : selected;
+      options.originGpus = resolveGpus(originNames, known);
+      const eval::KernelEvalReport report = eval::evaluateKernels(models, options);
+      std::cout << (json ? eval::toJson(report).dump(1) + "\n" : eval::toText(report));
+      return 0;
+    }
+
+    const eval::LabelListing listing = eval::listLabels(labelDir, selected);
+    if (listing.runs.empty())
+      throw std::runtime_error("no <model>-<mode>-<seq>-<batch>.csv labels under " + labelDir);
+    const eval::RooflineTimer rooflineTimer;
+    const eval::LearnedTimer learnedTimer(models);
+    const eval::KernelTimer& model =
+        roofline ? static_cast<const eval::KernelTimer&>(rooflineTimer) : learnedTimer;
+    eval::EvalReport report = eval::evaluateLabels(listing, gpus, model, rooflineTimer);
+    if (std::ifstream(gpuDatabase).good()) {
+      const GpuDatabase database = GpuDatabase::fromFile(gpuDatabase);
+      for (const eval::GpuResult& g : report.gpus)
+        if (const DeviceSpec* spec = database.find(g.gpu))
+          report.databaseIds[g.gpu] = spec->id;
+    }
+    if (!markdown.empty() && !writeFile(markdown, eval::toMarkdown(report)))
+      throw std::runtime_error("cannot write " + markdown);
+    if (rows && !json)
+      for (const eval::LabelResult& l : report.labels) {
+        std::cout << l.gpu << "/" << l.label << "\n";
+        for (const eval::RowDetail& d : l.details)
+          std::printf("  %-44s %-24s x%-3.0f %10.4f %10.4f %+7.1f%%  %s\n", d.row.c_str(),
+                      d.op.c_str(), d.repeat, d.measuredMs, d.predictedMs,
+                      d.measuredMs > 0 ? 100.0 * (d.predictedMs - d.measuredMs) / d.measuredMs
+                                       : 0.0,
+                      d.kernels.c_str());
+      }
+    std::cout << (json ? eval::toJson(report).dump(1) + "\n" : eval::toText(report));
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "wavecast eval: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+} // namespace wavecast::cli

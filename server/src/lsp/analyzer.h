@@ -1,0 +1,64 @@
+// What the language server needs from the profiler and predictor, behind an
+// interface so the server's logic is testable without a Python worker.
+#pragma once
+
+#include "wavecast/predictor/device_spec.h"
+#include "wavecast/predictor/prediction.h"
+#include "wavecast/profiler/profiler.h"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace wavecast::lsp {
+
+struct AnalysisRequest {
+  std::string file; // absolute path of the script defining the providers
+  std::optional<int64_t> batchSize;
+  std::vector<std::string> targets; // canonical GPU ids
+  std::string pythonEnv;
+};
+
+struct AnalysisOutput {
+  Prediction prediction;
+  nlohmann::json predictionJson;            // predictionToJson(prediction)
+  std::map<std::string, int> providerLines; // "model"|"input"|"iteration" -> 1-based line
+  std::string entryFile;
+  std::vector<std::string> sourceFiles; // project files the iteration ran code from
+};
+
+using AnalysisOutcome = std::variant<AnalysisOutput, ProfileError>;
+using ProgressCallback = std::function<void(const std::string& message)>;
+
+// A GPU name the database does not know; `suggestions` are close known ids.
+class UnknownGpuError : public std::runtime_error {
+public:
+  UnknownGpuError(const std::string& message, std::vector<std::string> suggestions)
+      : std::runtime_error(message), suggestions_(std::move(suggestions)) {}
+  const std::vector<std::string>& suggestions() const { return suggestions_; }
+
+private:
+  std::vector<std::string> suggestions_;
+};
+
+class Analyzer {
+public:
+  virtual ~Analyzer() = default;
+  // Blocks the calling (analysis) thread; `progress` may be called from it.
+  virtual AnalysisOutcome analyze(const AnalysisRequest& request,
+                                  const ProgressCallback& progress) = 0;
+  // Thread-safe: makes a running analyze() return a "cancelled" error soon.
+  virtual void cancel() = 0;
+  virtual const std::vector<DeviceSpec>& gpus() const = 0;
+  // Canonical ids for user-given names; throws UnknownGpuError.
+  virtual std::vector<std::string> resolveTargets(const std::vector<std::string>& names) const = 0;
+  virtual std::vector<std::string> defaultTargets() const = 0;
+};
+
+} // namespace wavecast::lsp

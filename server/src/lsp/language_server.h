@@ -1,0 +1,203 @@
+// The language server: maps JSON-RPC methods to handlers and keeps all state
+// (clients, documents, results, settings). Every event — a message, a finished
+// analysis, a timer — runs on the io_context's thread, so nothing here locks.
+// Transports hand it message bodies and give it a sink per client.
+#pragma once
+
+#include "lsp/analyzer.h"
+#include "lsp/scheduler.h"
+#include "wavecast/protocol/jsonrpc.h"
+#include "wavecast/protocol/lsp.h"
+#include "wavecast/protocol/wavecast.h"
+
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace wavecast::lsp {
+
+using protocol::Json;
+
+// Where a client's outgoing messages go; implemented by the transports.
+class ClientSink {
+public:
+  virtual ~ClientSink() = default;
+  virtual void send(std::string body) = 0;
+  // Stop reading from and close this client once queued output is written.
+  virtual void close() = 0;
+};
+
+struct ServerOptions {
+  std::string version;     // reported in serverInfo
+  std::string token;       // clients added with needsToken must present it
+  std::string tokenSource; // where the user finds the token, for error messages
+  protocol::Settings defaults;
+  size_t cacheEntries = 64;
+};
+
+using ClientId = int;
+
+class LanguageServer {
+public:
+  LanguageServer(boost::asio::io_context& io, Analyzer& analyzer, ServerOptions options);
+  ~LanguageServer();
+  LanguageServer(const LanguageServer&) = delete;
+  LanguageServer& operator=(const LanguageServer&) = delete;
+
+  // The secret TCP clients present in initializationOptions.token, and where users find it.
+  void setToken(std::string token, std::string source) {
+    options_.token = std::move(token);
+    options_.tokenSource = std::move(source);
+  }
+  ClientId addClient(std::shared_ptr<ClientSink> sink, bool needsToken);
+  void receive(ClientId client, std::string_view body);
+  void framingError(ClientId client, const std::string& message);
+  void removeClient(ClientId client);
+
+  // Called when a client sends `exit`: 0 after `shutdown`, 1 otherwise (LSP rule).
+  std::function<void(ClientId client, int exitCode)> onExit;
+  // Diagnostics about the daemon itself (stderr in `wavecast serve`).
+  std::function<void(const std::string& line)> log;
+
+private:
+  struct Progress {
+    std::string token;
+    bool created = false;
+    bool ended = false;
+  };
+  struct Client {
+    std::shared_ptr<ClientSink> sink;
+    bool needsToken = false;
+    bool initialized = false; // initialize answered
+    bool shutdown = false;
+    protocol::ClientCapabilities capabilities;
+    std::map<std::string, std::function<void(const protocol::Response&)>> pendingReplies;
+    int64_t nextRequestId = 1;
+    std::optional<Progress> progress;
+    std::set<std::string> openDocuments;
+  };
+  struct Document {
+    std::string path; // canonical
+    std::string text;
+    int64_t version = 0;
+    bool dirty = false;
+  };
+  // Lines of one result, per canonical file, for O(log n) lookups.
+  struct IndexedResult {
+    AnalysisOutput output;
+    std::map<std::string, std::map<int, size_t>> linesByFile; // path -> line -> index
+    uint64_t sequence = 0; // completion order, to prefer the newest result
+  };
+  struct Entry { // a document the daemon analyses (it defines the providers)
+    std::string path;
+    protocol::ResultsState state = protocol::ResultsState::None;
+    std::optional<int64_t> contentVersion;
+    std::shared_ptr<const IndexedResult> result; // the last successful analysis
+    std::optional<ProfileError> error;           // the last analysis failed
+    std::optional<int64_t> batchSizeOverride;
+    std::optional<int64_t> versionAtRequest;
+    std::string contentHashAtRequest;
+    std::vector<std::pair<ClientId, Json>> waiters; // wavecast/analyze requests
+  };
+  struct CacheEntry {
+    std::shared_ptr<const IndexedResult> result;
+    std::map<std::string, std::string> sourceHashes; // every file the result depends on
+  };
+
+  // nullopt: the handler answers later (or already did).
+  using RequestHandler = std::optional<Json> (LanguageServer::*)(ClientId, const Json& id,
+                                                                 const Json& params);
+  using NotificationHandler = void (LanguageServer::*)(ClientId, const Json& params);
+
+  // Dispatch.
+  void handleRequest(ClientId client, const protocol::Request& request);
+  void handleNotification(ClientId client, const protocol::Notification& notification);
+  void handleResponse(ClientId client, const protocol::Response& response);
+  void send(ClientId client, std::string body);
+  void sendToAll(const std::string& method, const Json& params);
+  void sendRequest(ClientId client, const std::string& method, const Json& params,
+                   std::function<void(const protocol::Response&)> onReply);
+
+  // Requests.
+  std::optional<Json> initialize(ClientId, const Json& id, const Json& params);
+  std::optional<Json> shutdown(ClientId, const Json& id, const Json& params);
+  std::optional<Json> hover(ClientId, const Json& id, const Json& params);
+  std::optional<Json> inlayHint(ClientId, const Json& id, const Json& params);
+  std::optional<Json> codeLens(ClientId, const Json& id, const Json& params);
+  std::optional<Json> listGpus(ClientId, const Json& id, const Json& params);
+  std::optional<Json> setTargets(ClientId, const Json& id, const Json& params);
+  std::optional<Json> setBatchSize(ClientId, const Json& id, const Json& params);
+  std::optional<Json> analyze(ClientId, const Json& id, const Json& params);
+  std::optional<Json> results(ClientId, const Json& id, const Json& params);
+
+  // Notifications.
+  void initialized(ClientId, const Json& params);
+  void exit(ClientId, const Json& params);
+  void didOpen(ClientId, const Json& params);
+  void didChange(ClientId, const Json& params);
+  void didSave(ClientId, const Json& params);
+  void didClose(ClientId, const Json& params);
+  void didChangeConfiguration(ClientId, const Json& params);
+  void didChangeWorkspaceFolders(ClientId, const Json& params);
+  void cancelRequest(ClientId, const Json& params);
+
+  // Analysis.
+  void pullConfiguration(ClientId client);
+  void applySettings(const Json& object, std::string_view where);
+  void startAnalysis(const std::string& uri, std::chrono::milliseconds delay);
+  void reanalyzeEntriesWithResults();
+  void runAnalysesBlockedBySaves();
+  std::vector<std::string> dirtyDocumentsOtherThan(const std::string& uri) const;
+  void analysisStarted(const std::string& uri);
+  void analysisProgress(const std::string& uri, const std::string& message);
+  void analysisFinished(const std::string& uri, const AnalysisRequest& request,
+                        AnalysisOutcome outcome);
+  void analysisCancelled(const std::string& uri);
+  void resultsChanged(const std::string& uri);
+  void endProgress(const std::string& message);
+  void sendStatus(const std::string& state, const std::string& message);
+
+  // Views of the results.
+  std::shared_ptr<const IndexedResult> resultFor(const std::string& path) const;
+  protocol::Results resultsOf(const std::string& uri) const;
+  std::vector<protocol::Diagnostic> diagnosticsFor(const std::string& path) const;
+  void publishDiagnostics();
+  bool lineCodeLensFor(ClientId client) const;
+  const Document* document(const std::string& uri) const;
+  std::string requirePath(const std::string& uri) const;
+
+  boost::asio::io_context& io_;
+  Analyzer& analyzer_;
+  ServerOptions options_;
+  protocol::Settings settings_;
+  std::vector<std::string> targets_; // canonical ids
+  std::map<ClientId, Client> clients_;
+  ClientId nextClientId_ = 1;
+  std::map<std::string, Document> documents_; // by uri
+  std::map<std::string, Entry> entries_;      // by uri
+  std::set<std::string> blockedBySaves_;      // entries waiting for other files to be saved
+  std::map<std::string, CacheEntry> cache_;
+  std::deque<std::string> cacheOrder_;
+  std::set<std::string> diagnosedUris_; // uris with non-empty diagnostics published
+  uint64_t resultSequence_ = 0;
+  uint64_t progressSequence_ = 0;
+  std::map<std::string, RequestHandler> requestHandlers_;
+  std::map<std::string, NotificationHandler> notificationHandlers_;
+  std::unique_ptr<AnalysisScheduler> scheduler_; // last: its thread calls back into this
+};
+
+// Hex FNV-1a of `bytes`: the content part of cache keys.
+std::string contentHash(std::string_view bytes);
+// True when `text` defines a provider function (wavecast_model, deepview_*_provider, ...).
+bool definesProviders(std::string_view text);
+
+} // namespace wavecast::lsp

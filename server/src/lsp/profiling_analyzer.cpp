@@ -1,0 +1,104 @@
+#include "lsp/profiling_analyzer.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <set>
+
+namespace wavecast::lsp {
+
+ProfilingAnalyzer::ProfilingAnalyzer(GpuDatabase database, ProfilingAnalyzerOptions options)
+    : database_(std::move(database)), options_(std::move(options)), predictor_(options_.predictor) {
+  defaultTargets_ = resolveTargets(options_.defaultTargets);
+}
+
+std::vector<std::string>
+ProfilingAnalyzer::resolveTargets(const std::vector<std::string>& names) const {
+  std::vector<std::string> ids;
+  for (const auto& name : names) {
+    const DeviceSpec* spec = database_.find(name);
+    if (!spec) {
+      auto suggestions = database_.suggestions(name);
+      std::string message = "unknown GPU '" + name + "'";
+      if (!suggestions.empty()) {
+        message += "; did you mean ";
+        for (size_t i = 0; i < suggestions.size(); ++i)
+          message += (i ? ", " : "") + suggestions[i];
+        message += "?";
+      }
+      message += " (wavecast/listGpus lists every known GPU)";
+      throw UnknownGpuError(message, suggestions);
+    }
+    if (std::find(ids.begin(), ids.end(), spec->id) == ids.end())
+      ids.push_back(spec->id);
+  }
+  return ids;
+}
+
+AnalysisOutcome ProfilingAnalyzer::analyze(const AnalysisRequest& request,
+                                           const ProgressCallback& progress) {
+  std::shared_ptr<Profiler> profiler;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    progress_ = progress;
+    if (!profiler_ || profilerEnv_ != request.pythonEnv) {
+      ProfilerOptions options = options_.profiler;
+      options.pythonEnv = request.pythonEnv;
+      options.progress = [this](const std::string& message) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (progress_)
+          progress_(message);
+      };
+      profiler_ = std::make_shared<Profiler>(options);
+      profilerEnv_ = request.pythonEnv;
+    }
+    profiler = profiler_;
+  }
+  TraceResult traced = profiler->trace(
+      TraceRequest{request.file, request.batchSize, options_.mode, options_.timeout});
+  if (auto* error = std::get_if<ProfileError>(&traced))
+    return *error;
+  const Trace& trace = std::get<Trace>(traced);
+  try {
+    if (progress)
+      progress("predicting " + std::to_string(trace.ops.size()) + " ops on " +
+               std::to_string(request.targets.size()) + " GPUs");
+    std::vector<DeviceSpec> devices;
+    for (const auto& id : request.targets)
+      if (const DeviceSpec* spec = database_.find(id))
+        devices.push_back(*spec);
+    AnalysisOutput output;
+    output.prediction = predictor_.predict(trace, devices);
+    output.predictionJson = predictionToJson(output.prediction);
+    output.providerLines = trace.providerLines;
+    output.entryFile = trace.entryFile.empty() ? request.file : trace.entryFile;
+    std::set<std::string> files{output.entryFile};
+    for (const auto& op : trace.ops) {
+      if (op.loc.valid())
+        files.insert(op.loc.file);
+      for (const auto& frame : op.stack)
+        if (frame.valid())
+          files.insert(frame.file);
+    }
+    output.sourceFiles.assign(files.begin(), files.end());
+    return output;
+  } catch (const std::exception& error) {
+    ProfileError failure;
+    failure.kind = "internal";
+    failure.message = std::string("prediction failed: ") + error.what();
+    failure.file = request.file;
+    failure.hint = "This is a wavecast bug; please report it with the script.";
+    return failure;
+  }
+}
+
+void ProfilingAnalyzer::cancel() {
+  std::shared_ptr<Profiler> profiler;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    profiler = profiler_;
+  }
+  if (profiler)
+    profiler->cancel();
+}
+
+} // namespace wavecast::lsp

@@ -1,0 +1,45 @@
+// The real Analyzer: traces the script in a worker (Profiler), then predicts
+// it on the target GPUs (Predictor).
+#pragma once
+
+#include "lsp/analyzer.h"
+#include "wavecast/predictor/gpu_database.h"
+#include "wavecast/predictor/predictor.h"
+
+#include <memory>
+#include <mutex>
+
+namespace wavecast::lsp {
+
+struct ProfilingAnalyzerOptions {
+  ProfilerOptions profiler; // its `progress` and `pythonEnv` are set per analysis
+  PredictorOptions predictor;
+  std::vector<std::string> defaultTargets; // names; resolved against the database
+  std::string mode = "shape";
+  std::chrono::milliseconds timeout{120000};
+};
+
+class ProfilingAnalyzer : public Analyzer {
+public:
+  ProfilingAnalyzer(GpuDatabase database, ProfilingAnalyzerOptions options);
+
+  AnalysisOutcome analyze(const AnalysisRequest& request,
+                          const ProgressCallback& progress) override;
+  void cancel() override;
+  const std::vector<DeviceSpec>& gpus() const override { return database_.all(); }
+  std::vector<std::string> resolveTargets(const std::vector<std::string>& names) const override;
+  std::vector<std::string> defaultTargets() const override { return defaultTargets_; }
+
+private:
+  GpuDatabase database_;
+  ProfilingAnalyzerOptions options_;
+  std::vector<std::string> defaultTargets_;
+  Predictor predictor_;
+  std::mutex
+      mutex_; // guards profiler_ (replaced when the Python environment changes) and progress_
+  std::shared_ptr<Profiler> profiler_;
+  std::string profilerEnv_;
+  ProgressCallback progress_;
+};
+
+} // namespace wavecast::lsp

@@ -1,0 +1,142 @@
+#include "lsp/scheduler.h"
+
+#include <boost/asio/post.hpp>
+
+namespace wavecast::lsp {
+
+namespace asio = boost::asio;
+
+AnalysisScheduler::AnalysisScheduler(asio::io_context& io, Analyzer& analyzer, Callbacks callbacks)
+    : io_(io), analyzer_(analyzer), callbacks_(std::move(callbacks)),
+      alive_(std::make_shared<bool>(true)), thread_([this] { run(); }) {}
+
+AnalysisScheduler::~AnalysisScheduler() {
+  *alive_ = false;
+  {
+    std::lock_guard<std::mutex> lock(shared_.mutex);
+    shared_.stopping = true;
+    shared_.queue.clear();
+    if (shared_.running)
+      analyzer_.cancel();
+  }
+  shared_.wake.notify_all();
+  thread_.join();
+}
+
+void AnalysisScheduler::schedule(const std::string& uri, AnalysisRequest request,
+                                 std::chrono::milliseconds delay) {
+  auto& timer = debouncing_[uri];
+  if (!timer)
+    timer = std::make_unique<asio::steady_timer>(io_);
+  timer->expires_after(delay);
+  std::weak_ptr<bool> alive = alive_;
+  timer->async_wait([this, alive, uri, request = std::move(request),
+                     timerPtr = timer.get()](const boost::system::error_code& error) mutable {
+    auto guard = alive.lock();
+    if (error || !guard || !*guard)
+      return;
+    auto it = debouncing_.find(uri);
+    if (it == debouncing_.end() || it->second.get() != timerPtr)
+      return;
+    debouncing_.erase(it);
+    enqueue({uri, std::move(request)});
+  });
+}
+
+void AnalysisScheduler::enqueue(Job job) {
+  {
+    std::lock_guard<std::mutex> lock(shared_.mutex);
+    if (shared_.running == job.uri && !shared_.runningCancelled) {
+      shared_.runningCancelled = true;
+      analyzer_.cancel();
+    }
+    bool replaced = false;
+    for (Job& queued : shared_.queue) {
+      if (queued.uri == job.uri) {
+        queued = job;
+        replaced = true;
+      }
+    }
+    if (!replaced)
+      shared_.queue.push_back(std::move(job));
+  }
+  shared_.wake.notify_all();
+}
+
+void AnalysisScheduler::cancel(const std::string& uri) {
+  debouncing_.erase(uri); // destroying the timer aborts its wait
+  std::lock_guard<std::mutex> lock(shared_.mutex);
+  for (auto it = shared_.queue.begin(); it != shared_.queue.end();)
+    it = it->uri == uri ? shared_.queue.erase(it) : it + 1;
+  if (shared_.running == uri && !shared_.runningCancelled) {
+    shared_.runningCancelled = true;
+    analyzer_.cancel();
+  }
+}
+
+bool AnalysisScheduler::pending(const std::string& uri) const {
+  if (debouncing_.count(uri))
+    return true;
+  const Shared& shared = shared_;
+  std::lock_guard<std::mutex> lock(shared.mutex);
+  if (shared.running == uri && !shared.runningCancelled)
+    return true;
+  for (const Job& job : shared.queue)
+    if (job.uri == uri)
+      return true;
+  return false;
+}
+
+std::optional<std::string> AnalysisScheduler::running() const {
+  const Shared& shared = shared_;
+  std::lock_guard<std::mutex> lock(shared.mutex);
+  return shared.running;
+}
+
+void AnalysisScheduler::run() {
+  std::weak_ptr<bool> alive = alive_;
+  auto post = [this, alive](std::function<void()> handler) {
+    asio::post(io_, [alive, handler = std::move(handler)] {
+      auto guard = alive.lock();
+      if (guard && *guard)
+        handler();
+    });
+  };
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock<std::mutex> lock(shared_.mutex);
+      shared_.wake.wait(lock, [&] { return shared_.stopping || !shared_.queue.empty(); });
+      if (shared_.stopping)
+        return;
+      job = std::move(shared_.queue.front());
+      shared_.queue.pop_front();
+      shared_.running = job.uri;
+      shared_.runningCancelled = false;
+    }
+    post([this, uri = job.uri] { callbacks_.started(uri); });
+    AnalysisOutcome outcome = analyzer_.analyze(job.request, [&](const std::string& message) {
+      post([this, uri = job.uri, message] { callbacks_.progress(uri, message); });
+    });
+    bool cancelled;
+    {
+      std::lock_guard<std::mutex> lock(shared_.mutex);
+      cancelled = shared_.runningCancelled;
+      shared_.running.reset();
+      if (shared_.stopping)
+        return;
+    }
+    if (cancelled) {
+      post([this, uri = job.uri] {
+        if (!pending(uri))
+          callbacks_.cancelled(uri);
+      });
+    } else {
+      post([this, job = std::move(job), outcome = std::move(outcome)]() mutable {
+        callbacks_.finished(job.uri, job.request, std::move(outcome));
+      });
+    }
+  }
+}
+
+} // namespace wavecast::lsp

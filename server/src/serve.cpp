@@ -1,0 +1,187 @@
+#include "serve.h"
+
+#include "cli/shared.h"
+#include "lsp/language_server.h"
+#include "lsp/profiling_analyzer.h"
+#include "lsp/token.h"
+#include "lsp/transport.h"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <csignal>
+#include <fcntl.h>
+#include <iostream>
+#include <unistd.h>
+
+namespace wavecast::cli {
+
+namespace asio = boost::asio;
+
+namespace {
+
+CommandSpec serveSpec() {
+  return {
+      "serve",
+      "[--listen HOST:PORT] [options]",
+      "run the language server for editors (LSP over stdio, or TCP with --listen)",
+      {{"listen", "HOST:PORT",
+        "serve TCP clients instead of stdio (port 0 picks a free port); loopback only "
+        "unless --allow-remote"},
+       {"allow-remote", "", "allow --listen on a non-loopback address (a token is still required)"},
+       {"token", "TOKEN", "the token TCP clients must send (default: generated)"},
+       {"token-file", "FILE",
+        "where the token is read from if it exists, else written (mode 0600); default "
+        "$XDG_RUNTIME_DIR/wavecast/serve-PORT.token"},
+       {"gpu", "NAME[,NAME...]", "default target GPUs (default: H100,A100,T4)"},
+       {"gpu-file", "FILE", "extra or overriding GPU definitions (docs/gpus.md)"},
+       {"batch-size", "N", "default batch size (default: the input provider's own)"},
+       {"python-env", "DIR", "a virtualenv whose packages the worker uses"},
+       {"trigger", "WHEN", "onSave (default) or manual: when documents are analysed"},
+       {"debounce-ms", "MS", "wait this long after a save before analysing (default 300)"},
+       {"timeout", "SECONDS", "give up tracing after this long (default 120)"},
+       {"tf32", "", "assume float32 matmuls and convolutions may use TF32 tensor cores"}},
+      0,
+      0};
+}
+
+struct Endpoint {
+  asio::ip::address address;
+  unsigned short port = 0;
+};
+
+Endpoint parseListen(const std::string& text, bool allowRemote) {
+  size_t colon = text.rfind(':');
+  if (colon == std::string::npos)
+    throw UsageError("--listen wants HOST:PORT, e.g. 127.0.0.1:7450");
+  std::string host = text.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  if (host == "localhost")
+    host = "127.0.0.1";
+  boost::system::error_code error;
+  Endpoint endpoint;
+  endpoint.address = asio::ip::make_address(host, error);
+  if (error)
+    throw UsageError("--listen: '" + host + "' is not an IP address");
+  int port = -1;
+  try {
+    port = std::stoi(text.substr(colon + 1));
+  } catch (const std::exception&) {
+  }
+  if (port < 0 || port > 65535)
+    throw UsageError("--listen: the port must be a number from 0 to 65535");
+  endpoint.port = static_cast<unsigned short>(port);
+  if (!endpoint.address.is_loopback() && !allowRemote)
+    throw UsageError("--listen " + text +
+                     " would accept connections from other machines; pass --allow-remote to "
+                     "mean it (clients still need the token), or use 127.0.0.1 and an SSH "
+                     "tunnel");
+  return endpoint;
+}
+
+lsp::ProfilingAnalyzerOptions analyzerOptions(const InstallLayout& layout,
+                                              const CommandLine& args) {
+  lsp::ProfilingAnalyzerOptions options;
+  options.profiler.workerPath = layout.workerPath;
+  options.profiler.pythonPath = layout.pythonDir;
+  options.predictor.allowTf32 = args.has("tf32");
+  options.defaultTargets = splitList(args.value("gpu").value_or("H100,A100,T4"));
+  if (auto timeout = args.positiveInt("timeout"))
+    options.timeout = std::chrono::seconds(*timeout);
+  return options;
+}
+
+protocol::Settings defaultSettings(const CommandLine& args) {
+  protocol::Json settings = protocol::Json::object();
+  if (auto batch = args.positiveInt("batch-size"))
+    settings["batchSize"] = *batch;
+  if (auto env = args.value("python-env"))
+    settings["pythonEnv"] = *env;
+  if (auto trigger = args.value("trigger"))
+    settings["trigger"] = *trigger;
+  if (auto debounce = args.value("debounce-ms")) {
+    try {
+      settings["debounceMs"] = std::stoi(*debounce);
+    } catch (const std::exception&) {
+      throw UsageError("--debounce-ms wants a number of milliseconds");
+    }
+  }
+  protocol::Settings out;
+  try {
+    protocol::mergeSettings(out, settings, "options");
+  } catch (const protocol::RpcError& error) {
+    throw UsageError(error.what());
+  }
+  return out;
+}
+
+int runServe(const CommandLine& args, const InstallLayout& layout) {
+  lsp::ProfilingAnalyzer analyzer(loadGpuDatabase(layout, args), analyzerOptions(layout, args));
+  lsp::ServerOptions options;
+  options.version = WAVECAST_VERSION;
+  options.defaults = defaultSettings(args);
+
+  std::optional<Endpoint> endpoint;
+  if (auto listen = args.value("listen"))
+    endpoint = parseListen(*listen, args.has("allow-remote"));
+  else if (args.has("allow-remote") || args.has("token") || args.has("token-file"))
+    throw UsageError("--allow-remote, --token and --token-file only apply with --listen");
+
+  asio::io_context io;
+  lsp::LanguageServer server(io, analyzer, options);
+  server.log = [](const std::string& line) { std::cerr << "wavecast serve: " << line << "\n"; };
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code&, int) { io.stop(); });
+  std::signal(SIGPIPE, SIG_IGN);
+
+  int exitCode = 0;
+  std::unique_ptr<lsp::TcpListener> listener;
+  if (!endpoint) {
+    // The LSP stream gets private descriptors; fds 0/1 become /dev/null and
+    // stderr, so nothing a child process prints can corrupt it.
+    int input = ::fcntl(0, F_DUPFD_CLOEXEC, 3);
+    int output = ::fcntl(1, F_DUPFD_CLOEXEC, 3);
+    if (input < 0 || output < 0)
+      throw CommandError("serve: stdin and stdout must be open");
+    int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (devnull >= 0) {
+      ::dup2(devnull, 0);
+      ::close(devnull);
+    }
+    ::dup2(2, 1);
+    server.onExit = [&](lsp::ClientId, int code) { exitCode = code; };
+    lsp::startStreamClient(io, server, input, output, [&] { io.stop(); });
+  } else {
+    // Token first: a daemon must never listen without one.
+    std::string tokenFile = args.value("token-file").value_or("");
+    std::string token = args.value("token").value_or("");
+    listener = std::make_unique<lsp::TcpListener>(
+        io, server, asio::ip::tcp::endpoint(endpoint->address, endpoint->port));
+    if (tokenFile.empty())
+      tokenFile = lsp::defaultTokenPath(listener->port());
+    if (token.empty()) {
+      if (args.has("token-file") && ::access(tokenFile.c_str(), F_OK) == 0) {
+        token = lsp::readTokenFile(tokenFile);
+      } else {
+        token = lsp::generateToken();
+        lsp::writeTokenFile(tokenFile, token);
+      }
+    }
+    server.setToken(token, args.has("token") ? "the token given to wavecast serve --token"
+                                             : "the first line of " + tokenFile);
+    std::cerr << "wavecast serve: listening on " << endpoint->address.to_string() << ":"
+              << listener->port() << "; clients authenticate with "
+              << (args.has("token") ? "the --token value" : "the token in " + tokenFile)
+              << std::endl;
+  }
+  io.run();
+  return exitCode;
+}
+
+} // namespace
+
+Command serveCommand() {
+  return {serveSpec(), runServe};
+}
+
+} // namespace wavecast::cli

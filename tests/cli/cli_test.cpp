@@ -1,0 +1,174 @@
+// Drives the real `wavecast` binary: exit status, output and one-line errors.
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <set>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace {
+
+struct CliRun {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+CliRun wavecast(const std::string& args) {
+  char dir[] = "/tmp/wavecast-cli-XXXXXX";
+  if (!mkdtemp(dir))
+    return {};
+  const std::string out = std::string(dir) + "/out";
+  const std::string err = std::string(dir) + "/err";
+  const std::string command = std::string(WAVECAST_BINARY) + " " + args + " >" + out + " 2>" +
+                              err + " </dev/null";
+  const int raw = std::system(command.c_str());
+  CliRun run;
+  run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  run.out = slurp(out);
+  run.err = slurp(err);
+  std::remove(out.c_str());
+  std::remove(err.c_str());
+  rmdir(dir);
+  return run;
+}
+
+std::string sample(const std::string& name) {
+  return std::string(WAVECAST_SOURCE_ROOT) + "/samples/" + name;
+}
+std::string fixture(const std::string& name) { return std::string(CLI_FIXTURES) + "/" + name; }
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// Errors are one line on stderr, with nothing that looks like a stack dump.
+void expectOneLineError(const CliRun& run, const std::string& part) {
+  EXPECT_NE(run.status, 0);
+  EXPECT_TRUE(run.out.empty()) << run.out;
+  ASSERT_FALSE(run.err.empty());
+  EXPECT_EQ(run.err.find('\n'), run.err.size() - 1) << "not one line:\n" << run.err;
+  EXPECT_TRUE(contains(run.err, part)) << run.err;
+  EXPECT_FALSE(contains(run.err, "Traceback")) << run.err;
+  EXPECT_FALSE(contains(run.err, "terminate called")) << run.err;
+}
+
+TEST(CliTest, HelpListsCommands) {
+  const CliRun run = wavecast("--help");
+  EXPECT_EQ(run.status, 0);
+  for (const char* command : {"predict", "gpus", "trace"})
+    EXPECT_TRUE(contains(run.out, command)) << run.out;
+  for (const char* command : {"predict", "gpus", "trace"}) {
+    const CliRun sub = wavecast(std::string(command) + " --help");
+    EXPECT_EQ(sub.status, 0) << command;
+    EXPECT_TRUE(contains(sub.out, std::string("usage: wavecast ") + command)) << sub.out;
+  }
+}
+
+TEST(CliTest, NoArgumentsPrintsUsageAndFails) {
+  const CliRun run = wavecast("");
+  EXPECT_EQ(run.status, 2);
+  EXPECT_TRUE(contains(run.err, "usage: wavecast"));
+}
+
+TEST(CliTest, UnknownCommandAndOption) {
+  expectOneLineError(wavecast("frobnicate"), "unknown command 'frobnicate'");
+  expectOneLineError(wavecast("predict " + sample("small_cnn.py") + " --gpu T4 --fast"),
+                     "unknown option '--fast'");
+  expectOneLineError(wavecast("predict " + sample("small_cnn.py") + " --gpu"),
+                     "needs a value");
+  expectOneLineError(wavecast("predict " + sample("small_cnn.py")), "--gpu is required");
+  expectOneLineError(wavecast("predict " + sample("small_cnn.py") + " --gpu T4 --batch-size -3"),
+                     "positive integer");
+}
+
+TEST(CliTest, MissingFile) {
+  expectOneLineError(wavecast("predict /nonexistent/train.py --gpu T4"), "no such file");
+}
+
+TEST(CliTest, UnknownGpuListsCloseNames) {
+  const CliRun run = wavecast("predict " + sample("small_cnn.py") + " --gpu H1OO");
+  expectOneLineError(run, "H1OO");
+  EXPECT_TRUE(contains(run.err, "H100")) << run.err;
+}
+
+TEST(CliTest, FileWithoutProvidersSaysWhatToWrite) {
+  const CliRun run = wavecast("predict " + fixture("no_providers.py") + " --gpu T4");
+  expectOneLineError(run, "wavecast_model");
+}
+
+TEST(CliTest, ScriptThatRaisesPointsAtTheLine) {
+  const CliRun run = wavecast("predict " + fixture("raises.py") + " --gpu T4");
+  expectOneLineError(run, "raises.py:14");
+  EXPECT_TRUE(contains(run.err, "ZeroDivisionError")) << run.err;
+}
+
+TEST(CliTest, NotATraceFile) {
+  expectOneLineError(wavecast("predict " + fixture("not_json.json") + " --gpu T4"),
+                     "not valid JSON");
+}
+
+TEST(CliTest, GpusListsTheDatabase) {
+  const CliRun run = wavecast("gpus --json");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto doc = nlohmann::json::parse(run.out);
+  std::set<std::string> ids;
+  for (const auto& gpu : doc.at("gpus")) {
+    ids.insert(gpu.at("id").get<std::string>());
+    EXPECT_GT(gpu.at("memory_bandwidth_gbs").get<double>(), 0) << gpu.at("id");
+    EXPECT_GT(gpu.at("sm_count").get<int>(), 0) << gpu.at("id");
+  }
+  EXPECT_GE(ids.size(), 20u);
+  const CliRun table = wavecast("gpus");
+  EXPECT_EQ(table.status, 0);
+  EXPECT_TRUE(contains(table.out, "T4")) << table.out;
+}
+
+TEST(CliTest, PredictPrintsPerLineTableForThreeGpus) {
+  const CliRun run = wavecast("predict " + sample("small_cnn.py") + " --gpu H100,A100,T4");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_TRUE(run.err.empty()) << "progress must stay quiet when stderr is not a terminal:\n"
+                               << run.err;
+  // Three GPU columns in the header and the model's forward line in the body.
+  const size_t start = run.out.find("\nline ");
+  ASSERT_NE(start, std::string::npos) << run.out;
+  const std::string header = run.out.substr(start + 1, run.out.find('\n', start + 1) - start - 1);
+  EXPECT_TRUE(contains(header, "H100")) << header;
+  EXPECT_TRUE(contains(header, "T4")) << header;
+  EXPECT_TRUE(contains(run.out, "small_cnn.py:")) << run.out;
+  EXPECT_TRUE(contains(run.out, "samples/s")) << run.out;
+}
+
+TEST(CliTest, PredictJsonIsConsistent) {
+  const CliRun run =
+      wavecast("predict " + sample("small_cnn.py") + " --gpu H100,T4 --batch-size 16 --json");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto doc = nlohmann::json::parse(run.out);
+  EXPECT_EQ(doc.at("batch_size"), 16);
+  ASSERT_EQ(doc.at("summaries").size(), 2u);
+  const auto& h100 = doc.at("summaries")[0];
+  const auto& t4 = doc.at("summaries")[1];
+  EXPECT_LT(h100.at("iteration_ms").get<double>(), t4.at("iteration_ms").get<double>())
+      << "an H100 is faster than a T4";
+  EXPECT_NEAR(h100.at("samples_per_second").get<double>(),
+              16 / (h100.at("iteration_ms").get<double>() / 1000.0), 1e-6 * 16);
+  double lineSum = 0;
+  for (const auto& line : doc.at("lines"))
+    lineSum += line.at("per_gpu")[0].at("total_ms").get<double>();
+  EXPECT_NEAR(lineSum, h100.at("iteration_ms").get<double>(),
+              1e-6 + 1e-3 * h100.at("iteration_ms").get<double>())
+      << "per-line times add up to the iteration";
+}
+
+} // namespace

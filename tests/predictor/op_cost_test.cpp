@@ -1,0 +1,331 @@
+// Pins the FLOP and byte counts of every op family (docs/predictor.md has the formulas).
+#include "wavecast/predictor/op_cost.h"
+
+#include <gtest/gtest.h>
+
+namespace wavecast {
+namespace {
+
+TensorMeta tensor(std::vector<int64_t> shape, std::string dtype = "float32") {
+  TensorMeta t;
+  t.shape = std::move(shape);
+  t.dtype = std::move(dtype);
+  return t;
+}
+
+OpRecord op(std::string name, std::vector<std::optional<TensorMeta>> inputs,
+            std::vector<std::optional<TensorMeta>> outputs,
+            std::map<std::string, ArgValue> args = {}, Phase phase = Phase::Forward) {
+  OpRecord record;
+  record.name = std::move(name);
+  record.inputs = std::move(inputs);
+  record.outputs = std::move(outputs);
+  record.args = std::move(args);
+  record.phase = phase;
+  return record;
+}
+
+using Ints = std::vector<int64_t>;
+
+TEST(OpCost, Convolution) {
+  // 2 * N * out positions * numel(weight) + bias: 2*32*1024*432 + 32*16*1024.
+  const auto conv = estimateOpCost(
+      op("aten::convolution", {tensor({32, 3, 32, 32}), tensor({16, 3, 3, 3}), tensor({16})},
+         {tensor({32, 16, 32, 32})},
+         {{"stride", Ints{1, 1}}, {"padding", Ints{1, 1}}, {"groups", int64_t{1}}}));
+  EXPECT_EQ(conv.family, "conv");
+  EXPECT_EQ(conv.unit, ComputeUnit::Matrix);
+  EXPECT_DOUBLE_EQ(conv.flops, 28835840);
+  EXPECT_DOUBLE_EQ(conv.bytes, 4.0 * (98304 + 432 + 16 + 524288));
+  EXPECT_DOUBLE_EQ(conv.gemm.m, 32 * 1024);
+  EXPECT_DOUBLE_EQ(conv.gemm.n, 16);
+  EXPECT_DOUBLE_EQ(conv.gemm.k, 27);
+}
+
+TEST(OpCost, GroupedStridedConvolutionWithoutTracedOutput) {
+  // Depthwise 3x3, stride 2, pad 1: 16x16 -> 8x8; 2 * 8 * 64 * (32*1*9).
+  const auto conv = estimateOpCost(
+      op("aten::convolution", {tensor({8, 32, 16, 16}), tensor({32, 1, 3, 3}), std::nullopt}, {},
+         {{"stride", Ints{2, 2}}, {"padding", Ints{1, 1}}, {"groups", int64_t{32}}}));
+  EXPECT_DOUBLE_EQ(conv.flops, 294912);
+  EXPECT_DOUBLE_EQ(conv.bytes, 4.0 * (65536 + 288 + 16384));
+  EXPECT_DOUBLE_EQ(conv.gemm.batch, 32);
+}
+
+TEST(OpCost, DilatedAndTransposedConvolution) {
+  // Dilation 2, 3x3 on 10x10, no padding: (10 - 4 - 1) + 1 = 6 -> 36 positions * 9.
+  const auto dilated =
+      estimateOpCost(op("aten::convolution", {tensor({1, 1, 10, 10}), tensor({1, 1, 3, 3})}, {},
+                        {{"dilation", Ints{2, 2}}}));
+  EXPECT_DOUBLE_EQ(dilated.flops, 2 * 36 * 9);
+  // Transposed, stride 2, pad 1, k 4: 8x8 -> 16x16; FLOPs scale with INPUT positions:
+  // 2 * (2 * 64) * numel(weight = 8*4*4*4).
+  const auto transposed =
+      estimateOpCost(op("aten::convolution", {tensor({2, 8, 8, 8}), tensor({8, 4, 4, 4})}, {},
+                        {{"stride", Ints{2, 2}}, {"padding", Ints{1, 1}}, {"transposed", true}}));
+  EXPECT_DOUBLE_EQ(transposed.flops, 131072);
+  EXPECT_DOUBLE_EQ(transposed.bytes, 4.0 * (2 * 8 * 64 + 512 + 2 * 4 * 256));
+}
+
+TEST(OpCost, ConvolutionBackwardHonoursOutputMask) {
+  const std::vector<std::optional<TensorMeta>> inputs{
+      tensor({32, 16, 32, 32}), tensor({32, 3, 32, 32}), tensor({16, 3, 3, 3})};
+  const auto all = estimateOpCost(op("aten::convolution_backward", inputs, {},
+                                     {{"output_mask", Ints{1, 1, 1}}}, Phase::Backward));
+  EXPECT_DOUBLE_EQ(all.flops, 2 * 28311552.0 + 524288);
+  EXPECT_EQ(all.kernels, 3);
+  // First layer: no grad_input.
+  const auto noInput = estimateOpCost(op("aten::convolution_backward", inputs, {},
+                                         {{"output_mask", Ints{0, 1, 1}}}, Phase::Backward));
+  EXPECT_DOUBLE_EQ(noInput.flops, 28311552.0 + 524288);
+  EXPECT_DOUBLE_EQ(noInput.bytes, (2097152.0 + 393216 + 1728) + (2097152.0 + 64));
+  EXPECT_EQ(noInput.kernels, 2);
+}
+
+TEST(OpCost, MatrixProducts) {
+  auto cost =
+      estimateOpCost(op("aten::mm", {tensor({64, 128}), tensor({128, 256})}, {tensor({64, 256})}));
+  EXPECT_EQ(cost.family, "gemm");
+  EXPECT_DOUBLE_EQ(cost.flops, 2.0 * 64 * 256 * 128);
+  EXPECT_DOUBLE_EQ(cost.bytes, 4.0 * (8192 + 32768 + 16384));
+  cost = estimateOpCost(op("aten::addmm", {tensor({256}), tensor({64, 128}), tensor({128, 256})},
+                           {tensor({64, 256})}));
+  EXPECT_DOUBLE_EQ(cost.flops, 2.0 * 64 * 256 * 128 + 64 * 256);
+  cost = estimateOpCost(
+      op("aten::bmm", {tensor({8, 64, 32}), tensor({8, 32, 16})}, {tensor({8, 64, 16})}));
+  EXPECT_DOUBLE_EQ(cost.flops, 2.0 * 8 * 64 * 16 * 32);
+  cost = estimateOpCost(op("aten::baddbmm",
+                           {tensor({8, 64, 16}), tensor({8, 64, 32}), tensor({8, 32, 16})},
+                           {tensor({8, 64, 16})}));
+  EXPECT_DOUBLE_EQ(cost.flops, 2.0 * 8 * 64 * 16 * 32 + 8 * 64 * 16);
+  cost = estimateOpCost(op("aten::linear", {tensor({4, 10, 128}), tensor({64, 128}), tensor({64})},
+                           {tensor({4, 10, 64})}));
+  EXPECT_DOUBLE_EQ(cost.flops, 2.0 * 40 * 64 * 128 + 40 * 64);
+  // Broadcast matmul [2,3,4,5] x [5,6]: batch 6.
+  cost = estimateOpCost(
+      op("aten::matmul", {tensor({2, 3, 4, 5}), tensor({5, 6})}, {tensor({2, 3, 4, 6})}));
+  EXPECT_DOUBLE_EQ(cost.flops, 2.0 * 6 * 4 * 6 * 5);
+  // A transposed operand (a view, non-contiguous) costs the same FLOPs.
+  auto transposedB = tensor({128, 256});
+  transposedB.contiguous = false;
+  cost = estimateOpCost(op("aten::mm", {tensor({64, 128}), transposedB}, {tensor({64, 256})}));
+  EXPECT_DOUBLE_EQ(cost.flops, 2.0 * 64 * 256 * 128);
+  cost =
+      estimateOpCost(op("aten::mm", {tensor({64, 128}, "float16"), tensor({128, 256}, "float16")},
+                        {tensor({64, 256}, "float16")}));
+  EXPECT_EQ(cost.dtype, "float16");
+  EXPECT_DOUBLE_EQ(cost.bytes, 2.0 * (8192 + 32768 + 16384));
+}
+
+TEST(OpCost, ScaledDotProductAttention) {
+  const auto q = tensor({2, 4, 128, 64});
+  const auto fwd = estimateOpCost(
+      op("aten::scaled_dot_product_attention", {q, q, q}, {tensor({2, 4, 128, 64})}));
+  EXPECT_EQ(fwd.family, "attention");
+  EXPECT_DOUBLE_EQ(fwd.flops, 2.0 * 8 * 128 * 128 * 128 + 5.0 * 8 * 128 * 128);
+  EXPECT_DOUBLE_EQ(fwd.bytes, 4.0 * 4 * 65536);
+  const auto bwd = estimateOpCost(op("aten::_scaled_dot_product_efficient_attention_backward",
+                                     {q, q, q, q, q}, {q, q, q}, {}, Phase::Backward));
+  EXPECT_DOUBLE_EQ(bwd.flops, 2.5 * 2.0 * 8 * 128 * 128 * 128 + 10.0 * 8 * 128 * 128);
+}
+
+TEST(OpCost, Normalisation) {
+  const auto ln = estimateOpCost(
+      op("aten::native_layer_norm", {tensor({32, 128, 768}), tensor({768}), tensor({768})},
+         {tensor({32, 128, 768}), tensor({32, 128, 1}), tensor({32, 128, 1})}));
+  EXPECT_EQ(ln.family, "norm");
+  EXPECT_DOUBLE_EQ(ln.flops, 8.0 * 3145728);
+  EXPECT_DOUBLE_EQ(ln.bytes, 12582912.0 + (12582912.0 + 2 * 16384) + 6144);
+  // Batch norm in training reads x twice.
+  const auto bn = estimateOpCost(
+      op("aten::native_batch_norm",
+         {tensor({8, 16, 4, 4}), tensor({16}), tensor({16}), tensor({16}), tensor({16})},
+         {tensor({8, 16, 4, 4}), tensor({16}), tensor({16})}, {{"training", true}}));
+  EXPECT_DOUBLE_EQ(bn.bytes, 2 * 8192.0 + 8320 + 256);
+  const auto bnEval = estimateOpCost(
+      op("aten::native_batch_norm",
+         {tensor({8, 16, 4, 4}), tensor({16}), tensor({16}), tensor({16}), tensor({16})},
+         {tensor({8, 16, 4, 4}), tensor({0}), tensor({0})}, {{"training", false}}));
+  EXPECT_DOUBLE_EQ(bnEval.bytes, 8192.0 + 8192 + 256);
+  // Backward: (dy, x) twice, write dx (+ the small weight/bias gradients).
+  const auto bnBack =
+      estimateOpCost(op("aten::native_batch_norm_backward",
+                        {tensor({8, 16, 4, 4}), tensor({8, 16, 4, 4}), tensor({16})},
+                        {tensor({8, 16, 4, 4}), tensor({16}), tensor({16})}, {}, Phase::Backward));
+  EXPECT_DOUBLE_EQ(bnBack.bytes, 2 * (8192.0 + 8192) + 8320 + 64);
+  EXPECT_DOUBLE_EQ(bnBack.flops, 12.0 * 2048);
+  const auto gn =
+      estimateOpCost(op("aten::native_group_norm", {tensor({2, 4, 8, 8}), tensor({4}), tensor({4})},
+                        {tensor({2, 4, 8, 8}), tensor({2, 2}), tensor({2, 2})}));
+  EXPECT_DOUBLE_EQ(gn.bytes, 2 * 2048.0 + 2048 + 32 + 32);
+}
+
+TEST(OpCost, ElementwiseWithBroadcastingAndInPlace) {
+  auto add = estimateOpCost(op("aten::add", {tensor({1000}), tensor({1000})}, {tensor({1000})}));
+  EXPECT_EQ(add.family, "elementwise");
+  EXPECT_DOUBLE_EQ(add.bytes, 12000);
+  EXPECT_DOUBLE_EQ(add.flops, 1000);
+  add = estimateOpCost(op("aten::add", {tensor({64, 100}), tensor({100})}, {tensor({64, 100})}));
+  EXPECT_DOUBLE_EQ(add.bytes, 25600.0 + 400 + 25600);
+  EXPECT_DOUBLE_EQ(add.flops, 6400);
+  // In place with no recorded output still writes self.
+  add = estimateOpCost(op("aten::add_", {tensor({1000}), tensor({1000})}, {}));
+  EXPECT_DOUBLE_EQ(add.bytes, 12000);
+  const auto gelu = estimateOpCost(op("aten::gelu", {tensor({10})}, {tensor({10})}));
+  EXPECT_DOUBLE_EQ(gelu.flops, 140);
+  const auto relu = estimateOpCost(op("aten::threshold_backward", {tensor({10}), tensor({10})},
+                                      {tensor({10})}, {}, Phase::Backward));
+  EXPECT_DOUBLE_EQ(relu.bytes, 120);
+}
+
+TEST(OpCost, ReductionsAndSoftmax) {
+  const auto sum = estimateOpCost(op("aten::sum", {tensor({32, 1000})}, {tensor({})}));
+  EXPECT_EQ(sum.family, "reduction");
+  EXPECT_DOUBLE_EQ(sum.bytes, 128004);
+  EXPECT_DOUBLE_EQ(sum.flops, 32000);
+  const auto softmax =
+      estimateOpCost(op("aten::_softmax", {tensor({32, 1000})}, {tensor({32, 1000})}));
+  EXPECT_EQ(softmax.family, "softmax");
+  EXPECT_DOUBLE_EQ(softmax.bytes, 256000);
+  EXPECT_DOUBLE_EQ(softmax.flops, 160000);
+  const auto back = estimateOpCost(op("aten::_log_softmax_backward_data",
+                                      {tensor({32, 1000}), tensor({32, 1000})},
+                                      {tensor({32, 1000})}, {}, Phase::Backward));
+  EXPECT_DOUBLE_EQ(back.bytes, 384000);
+  EXPECT_DOUBLE_EQ(back.flops, 128000);
+}
+
+TEST(OpCost, Embedding) {
+  const auto fwd = estimateOpCost(
+      op("aten::embedding", {tensor({1000, 64}), tensor({8, 16}, "int64")}, {tensor({8, 16, 64})}));
+  EXPECT_EQ(fwd.family, "embedding");
+  EXPECT_DOUBLE_EQ(fwd.bytes, 1024.0 + 2 * 128 * 64 * 4);
+  const auto bwd = estimateOpCost(
+      op("aten::embedding_dense_backward", {tensor({8, 16, 64}), tensor({8, 16}, "int64")},
+         {tensor({1000, 64})}, {{"num_weights", int64_t{1000}}}, Phase::Backward));
+  EXPECT_DOUBLE_EQ(bwd.bytes, 32768.0 + 2 * 1024 + 2 * 256000);
+  EXPECT_DOUBLE_EQ(bwd.flops, 8192);
+}
+
+TEST(OpCost, Pooling) {
+  const auto maxPool = estimateOpCost(
+      op("aten::max_pool2d_with_indices", {tensor({8, 64, 32, 32})},
+         {tensor({8, 64, 16, 16}), tensor({8, 64, 16, 16}, "int64")},
+         {{"kernel_size", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"padding", Ints{1, 1}}}));
+  EXPECT_EQ(maxPool.family, "pooling");
+  EXPECT_DOUBLE_EQ(maxPool.bytes, 4.0 * 524288 + 12.0 * 131072);
+  EXPECT_DOUBLE_EQ(maxPool.flops, 131072.0 * 9);
+  const auto adaptive = estimateOpCost(
+      op("aten::_adaptive_avg_pool2d", {tensor({8, 512, 7, 7})}, {tensor({8, 512, 1, 1})}));
+  EXPECT_DOUBLE_EQ(adaptive.flops, 4096.0 * 49);
+  const auto back = estimateOpCost(
+      op("aten::max_pool2d_with_indices_backward",
+         {tensor({8, 64, 16, 16}), tensor({8, 64, 32, 32}), tensor({8, 64, 16, 16}, "int64")},
+         {tensor({8, 64, 32, 32})}, {{"kernel_size", Ints{3, 3}}}, Phase::Backward));
+  EXPECT_DOUBLE_EQ(back.bytes, (524288.0 + 2097152 + 1048576) + 2 * 2097152.0);
+}
+
+TEST(OpCost, DropoutAndLosses) {
+  const auto dropout =
+      estimateOpCost(op("aten::native_dropout", {tensor({1000})},
+                        {tensor({1000}), tensor({1000}, "bool")}, {{"p", 0.1}, {"train", true}}));
+  EXPECT_DOUBLE_EQ(dropout.bytes, 9000);
+  EXPECT_DOUBLE_EQ(dropout.flops, 2000);
+  const auto nll = estimateOpCost(op("aten::nll_loss_forward",
+                                     {tensor({32, 10}), tensor({32}, "int64"), std::nullopt},
+                                     {tensor({}), tensor({})}));
+  EXPECT_EQ(nll.family, "loss");
+  EXPECT_DOUBLE_EQ(nll.bytes, 256.0 + 256 + 8);
+  const auto mse =
+      estimateOpCost(op("aten::mse_loss", {tensor({100}), tensor({100})}, {tensor({})}));
+  EXPECT_DOUBLE_EQ(mse.bytes, 804);
+  EXPECT_DOUBLE_EQ(mse.flops, 300);
+}
+
+TEST(OpCost, RecurrentLayers) {
+  // One-layer LSTM, T=10, B=4, I=32, H=64: 10 * (2*4*256*(32+64) + 10*4*256).
+  const auto lstm = estimateOpCost(
+      op("aten::lstm", {tensor({10, 4, 32}), tensor({1, 4, 64}), tensor({1, 4, 64})},
+         {tensor({10, 4, 64}), tensor({1, 4, 64}), tensor({1, 4, 64})},
+         {{"num_layers", int64_t{1}}, {"bidirectional", false}, {"batch_first", false}}));
+  EXPECT_EQ(lstm.family, "rnn");
+  EXPECT_DOUBLE_EQ(lstm.flops, 10.0 * (2 * 4 * 256 * 96 + 10 * 4 * 256));
+  EXPECT_EQ(lstm.kernels, 10);
+  // A two-layer bidirectional GRU: layer 2 reads 2H features.
+  const auto gru =
+      estimateOpCost(op("aten::gru", {tensor({5, 2, 16}), tensor({4, 2, 8})}, {tensor({5, 2, 16})},
+                        {{"num_layers", int64_t{2}}, {"bidirectional", true}}));
+  EXPECT_DOUBLE_EQ(gru.flops, 2.0 * 5 * (2 * 2 * 24 * (16 + 8) + 10 * 2 * 24) +
+                                  2.0 * 5 * (2 * 2 * 24 * (16 + 8) + 10 * 2 * 24));
+}
+
+TEST(OpCost, OptimizerUpdates) {
+  // _foreach_add_(self=[p1, p2], other=[g1, g2]): reads both lists, writes self.
+  const auto foreachAdd = estimateOpCost(
+      op("aten::_foreach_add_", {tensor({100}), tensor({200}), tensor({100}), tensor({200})}, {},
+         {{"num_tensors", int64_t{2}}}, Phase::Optimizer));
+  EXPECT_EQ(foreachAdd.family, "optimizer");
+  EXPECT_DOUBLE_EQ(foreachAdd.bytes, 2400.0 + 1200);
+  EXPECT_DOUBLE_EQ(foreachAdd.flops, 300);
+  EXPECT_EQ(foreachAdd.kernels, 1);
+  // Per-parameter Adam step: addcdiv_(param, exp_avg, denom).
+  const auto addcdiv =
+      estimateOpCost(op("aten::addcdiv_", {tensor({100}), tensor({100}), tensor({100})},
+                        {tensor({100})}, {}, Phase::Optimizer));
+  EXPECT_EQ(addcdiv.family, "optimizer");
+  EXPECT_DOUBLE_EQ(addcdiv.bytes, 1600);
+  EXPECT_DOUBLE_EQ(addcdiv.flops, 200);
+}
+
+TEST(OpCost, CopiesAndConcatenation) {
+  const auto cat = estimateOpCost(op("aten::cat", {tensor({4, 10}), tensor({4, 30})},
+                                     {tensor({4, 40})}, {{"num_tensors", int64_t{2}}}));
+  EXPECT_EQ(cat.family, "copy");
+  EXPECT_DOUBLE_EQ(cat.bytes, 1280);
+  const auto clone = estimateOpCost(op("aten::clone", {tensor({50})}, {tensor({50})}));
+  EXPECT_DOUBLE_EQ(clone.bytes, 400);
+}
+
+TEST(OpCost, MetadataOpsCostNothing) {
+  for (const char* name :
+       {"aten::view", "aten::reshape", "aten::expand", "aten::t", "aten::transpose",
+        "aten::permute", "aten::as_strided", "aten::detach", "aten::unsqueeze", "aten::squeeze",
+        "aten::slice", "aten::select", "aten::alias", "aten::_reshape_alias", "aten::empty"}) {
+    const auto cost = estimateOpCost(op(name, {tensor({100, 100})}, {tensor({100, 100})}));
+    EXPECT_TRUE(cost.metadataOnly()) << name;
+    EXPECT_EQ(cost.family, "metadata") << name;
+    EXPECT_EQ(cost.bytes, 0) << name;
+    EXPECT_FALSE(cost.note.empty()) << name;
+  }
+}
+
+TEST(OpCost, UnknownOpUsesClosestFamilyAndIsFlagged) {
+  const auto unknown =
+      estimateOpCost(op("aten::frobnicate", {tensor({1000}), tensor({1000})}, {tensor({1000})}));
+  EXPECT_TRUE(unknown.approximate);
+  EXPECT_EQ(unknown.family, "elementwise");
+  EXPECT_DOUBLE_EQ(unknown.bytes, 12000);
+  EXPECT_NE(unknown.note.find("aten::frobnicate"), std::string::npos);
+  const auto convLike =
+      estimateOpCost(op("aten::my_fancy_conv2d", {tensor({1, 1, 10, 10}), tensor({1, 1, 3, 3})},
+                        {tensor({1, 1, 8, 8})}));
+  EXPECT_TRUE(convLike.approximate);
+  EXPECT_EQ(convLike.family, "conv");
+  EXPECT_DOUBLE_EQ(convLike.flops, 2.0 * 64 * 9);
+}
+
+TEST(OpCost, ZeroAndNegativeShapes) {
+  const auto empty =
+      estimateOpCost(op("aten::add", {tensor({0, 4}), tensor({0, 4})}, {tensor({0, 4})}));
+  EXPECT_TRUE(empty.metadataOnly());
+  EXPECT_EQ(empty.bytes, 0);
+  EXPECT_NE(empty.note.find("empty"), std::string::npos);
+  const auto negative =
+      estimateOpCost(op("aten::mul", {tensor({-3, 4}), tensor({4})}, {tensor({-3, 4})}));
+  EXPECT_TRUE(negative.approximate);
+  EXPECT_NE(negative.note.find("negative dimension"), std::string::npos);
+  EXPECT_DOUBLE_EQ(negative.bytes, 16);
+}
+
+} // namespace
+} // namespace wavecast

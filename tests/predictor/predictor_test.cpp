@@ -1,0 +1,275 @@
+#include "wavecast/predictor/gpu_database.h"
+#include "wavecast/predictor/op_cost.h"
+#include "wavecast/predictor/predictor.h"
+
+#include <cmath>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+namespace wavecast {
+namespace {
+
+const GpuDatabase& db() {
+  static const GpuDatabase database = GpuDatabase::fromFile(WAVECAST_GPUS_JSON);
+  return database;
+}
+
+TensorMeta tensor(std::vector<int64_t> shape) {
+  TensorMeta t;
+  t.shape = std::move(shape);
+  return t;
+}
+
+OpRecord op(int64_t id, std::string name, Phase phase, int line,
+            std::vector<std::optional<TensorMeta>> inputs,
+            std::vector<std::optional<TensorMeta>> outputs, std::string module = "") {
+  OpRecord record;
+  record.id = id;
+  record.name = std::move(name);
+  record.phase = phase;
+  record.loc = {"/p/model.py", line, "forward"};
+  record.inputs = std::move(inputs);
+  record.outputs = std::move(outputs);
+  record.module = std::move(module);
+  return record;
+}
+
+// conv (line 10) -> view (line 11) -> relu (line 11) -> sum (line 12); backward credits
+// lines 12, 11 and 10; the optimizer step is line 20.
+Trace smallTrace() {
+  Trace trace;
+  trace.batchSize = 32;
+  trace.memory = {1000000, 1000000, 2000000};
+  const auto x = tensor({32, 3, 32, 32});
+  const auto w = tensor({16, 3, 3, 3});
+  const auto y = tensor({32, 16, 32, 32});
+  trace.ops.push_back(
+      op(0, "aten::convolution", Phase::Forward, 10, {x, w, tensor({16})}, {y}, "features.0"));
+  trace.ops.back().args = {{"stride", std::vector<int64_t>{1, 1}},
+                           {"padding", std::vector<int64_t>{1, 1}}};
+  trace.ops.push_back(op(1, "aten::view", Phase::Forward, 11, {y}, {y}, "features.1"));
+  trace.ops.push_back(op(2, "aten::relu", Phase::Forward, 11, {y}, {y}, "features.1"));
+  trace.ops.push_back(op(3, "aten::sum", Phase::Forward, 12, {y}, {tensor({})}));
+  trace.ops.push_back(op(4, "aten::expand", Phase::Backward, 12, {tensor({})}, {y}));
+  trace.ops.push_back(
+      op(5, "aten::threshold_backward", Phase::Backward, 11, {y, y}, {y}, "features.1"));
+  trace.ops.push_back(op(6, "aten::convolution_backward", Phase::Backward, 10, {y, x, w},
+                         {std::nullopt, w, tensor({16})}, "features.0"));
+  trace.ops.back().args = {{"output_mask", std::vector<int64_t>{0, 1, 1}}};
+  trace.ops.push_back(
+      op(7, "aten::_foreach_add_", Phase::Optimizer, 20, {w, tensor({16}), w, tensor({16})}, {}));
+  trace.ops.back().args = {{"num_tensors", int64_t{2}}};
+  for (auto& record : trace.ops)
+    if (record.phase == Phase::Backward)
+      record.forwardId = 0;
+  return trace;
+}
+
+TEST(Predictor, AggregatesPerLinePhaseAndGpu) {
+  const auto gpus = db().resolve({"T4,H100"});
+  const Prediction p = Predictor().predict(smallTrace(), gpus);
+  ASSERT_EQ(p.gpus, (std::vector<std::string>{"T4", "H100-SXM"}));
+  ASSERT_EQ(p.summaries.size(), 2u);
+  ASSERT_EQ(p.ops.size(), 2u);
+  ASSERT_EQ(p.ops[0].size(), 8u);
+  EXPECT_NE(p.method.find("analytic roofline"), std::string::npos);
+
+  for (size_t g = 0; g < 2; ++g) {
+    const auto& ops = p.ops[g];
+    const GpuSummary& s = p.summaries[g];
+    EXPECT_DOUBLE_EQ(ops[1].timeMs, 0) << "view is free";
+    EXPECT_DOUBLE_EQ(ops[4].timeMs, 0) << "expand is free";
+    EXPECT_DOUBLE_EQ(s.forwardMs, ops[0].timeMs + ops[2].timeMs + ops[3].timeMs);
+    EXPECT_DOUBLE_EQ(s.backwardMs, ops[5].timeMs + ops[6].timeMs);
+    EXPECT_DOUBLE_EQ(s.optimizerMs, ops[7].timeMs);
+    EXPECT_DOUBLE_EQ(s.iterationMs, s.forwardMs + s.backwardMs + s.optimizerMs);
+    EXPECT_DOUBLE_EQ(s.samplesPerSecond, 32 / (s.iterationMs / 1000));
+    EXPECT_NEAR(s.costPer1kSamplesUsd, s.pricePerHourUsd / 3600 * 1000 / s.samplesPerSecond, 1e-12);
+    double shares = 0;
+    for (const auto& line : p.lines)
+      shares += line.perGpu[g].shareOfIteration;
+    EXPECT_NEAR(shares, 1.0, 1e-12);
+  }
+  // Tiny ops: the H100 sits on the launch floor, the T4 is bandwidth bound.
+  EXPECT_GT(p.summaries[0].iterationMs, 2 * p.summaries[1].iterationMs);
+
+  // Lines sorted; line 10 = conv forward + its backward.
+  ASSERT_EQ(p.lines.size(), 4u);
+  EXPECT_EQ(p.lines[0].loc.line, 10);
+  EXPECT_EQ(p.lines[3].loc.line, 20);
+  EXPECT_DOUBLE_EQ(p.lines[0].perGpu[0].forwardMs, p.ops[0][0].timeMs);
+  EXPECT_DOUBLE_EQ(p.lines[0].perGpu[0].backwardMs, p.ops[0][6].timeMs);
+  EXPECT_EQ(p.lines[1].opNames, (std::vector<std::string>{"aten::relu"}));
+  EXPECT_EQ(p.lines[1].opCount, 2) << "relu and threshold_backward; the view does no work";
+  EXPECT_EQ(p.lines[3].opNames, (std::vector<std::string>{"aten::_foreach_add_"}));
+  EXPECT_DOUBLE_EQ(p.lines[3].perGpu[1].optimizerMs, p.ops[1][7].timeMs);
+
+  // Modules.
+  ASSERT_EQ(p.modules.size(), 3u);
+  EXPECT_EQ(p.modules[1].module, "features.0");
+  EXPECT_DOUBLE_EQ(p.modules[1].perGpu[0].totalMs(), p.ops[0][0].timeMs + p.ops[0][6].timeMs);
+}
+
+TEST(Predictor, LaunchFloorAndRoofline) {
+  const auto gpus = db().resolve({"A100"});
+  Trace trace;
+  trace.batchSize = 1;
+  trace.ops.push_back(
+      op(0, "aten::add", Phase::Forward, 1, {tensor({10}), tensor({10})}, {tensor({10})}));
+  // 64M floats: memory bound, 3 * 256 MiB at 85 % of 1555 GB/s.
+  trace.ops.push_back(op(1, "aten::add", Phase::Forward, 2,
+                         {tensor({64 << 20}), tensor({64 << 20})}, {tensor({64 << 20})}));
+  const Prediction p = Predictor().predict(trace, gpus);
+  EXPECT_DOUBLE_EQ(p.ops[0][0].timeMs, 0.004);
+  EXPECT_NEAR(p.ops[0][1].timeMs, 3.0 * 4 * (64 << 20) / (1555e9 * 0.85) * 1e3, 1e-9);
+  EXPECT_EQ(p.ops[0][1].method, PredictionMethod::Roofline);
+}
+
+TEST(Predictor, Tf32OptionSpeedsUpFloat32Matmuls) {
+  const auto gpus = db().resolve({"A100"});
+  Trace trace;
+  trace.ops.push_back(op(0, "aten::mm", Phase::Forward, 1,
+                         {tensor({4096, 4096}), tensor({4096, 4096})}, {tensor({4096, 4096})}));
+  const double fp32 = Predictor().predict(trace, gpus).ops[0][0].timeMs;
+  PredictorOptions options;
+  options.allowTf32 = true;
+  const double tf32 = Predictor(options).predict(trace, gpus).ops[0][0].timeMs;
+  // 2*4096^3 FLOP at 75 % of 19.5 TFLOP/s vs 156 TFLOP/s (full waves: 1024 tiles on 108 SMs
+  // -> 10 waves of which the last is partial).
+  EXPECT_NEAR(fp32 / tf32, 156.0 / 19.5, 1e-9);
+  EXPECT_GT(fp32, 2.0 * 4096 * 4096 * 4096 / (19.5e12 * 0.75) * 1e3);
+}
+
+class CountingModel : public OpTimeModel {
+public:
+  mutable int calls = 0;
+  mutable size_t queries = 0;
+  std::vector<std::optional<double>>
+  predictMs(const std::vector<OpTimeQuery>& batch) const override {
+    ++calls;
+    queries = batch.size();
+    std::vector<std::optional<double>> answers;
+    for (const auto& q : batch)
+      answers.push_back(q.op->name == "aten::convolution" ? std::optional<double>(1.5)
+                                                          : std::nullopt);
+    return answers;
+  }
+  std::string name() const override { return "counting"; }
+};
+
+TEST(Predictor, PluggedModelIsAskedOnceAndFallsBackToRoofline) {
+  auto model = std::make_shared<CountingModel>();
+  PredictorOptions options;
+  options.opTimeModel = model;
+  const auto gpus = db().resolve({"T4,L4"});
+  const Prediction p = Predictor(options).predict(smallTrace(), gpus);
+  EXPECT_EQ(model->calls, 1);
+  EXPECT_EQ(model->queries, 2u * 6) << "6 ops that do work, on 2 GPUs";
+  for (size_t g = 0; g < 2; ++g) {
+    EXPECT_EQ(p.ops[g][0].method, PredictionMethod::Learned);
+    EXPECT_DOUBLE_EQ(p.ops[g][0].timeMs, 1.5);
+    EXPECT_EQ(p.ops[g][2].method, PredictionMethod::Roofline);
+  }
+  EXPECT_NE(p.method.find("learned per-op model (counting)"), std::string::npos) << p.method;
+}
+
+TEST(Predictor, MeasuredKernelsAreWaveScaledFromTheOrigin) {
+  Trace trace = smallTrace();
+  trace.mode = "cuda";
+  KernelRecord kernel;
+  kernel.name = "relu_kernel";
+  kernel.grid = {1024, 1, 1};
+  kernel.block = {512, 1, 1};
+  kernel.registersPerThread = 16;
+  kernel.durationMs = 0.2;
+  trace.ops[2].kernels = {kernel};
+  trace.ops[2].measuredMs = 0.2;
+  PredictorOptions options;
+  options.originGpu = *db().find("T4");
+  const auto gpus = db().resolve({"T4,A100"});
+  const Prediction p = Predictor(options).predict(trace, gpus);
+  EXPECT_EQ(p.ops[0][2].method, PredictionMethod::WaveScaling);
+  EXPECT_DOUBLE_EQ(p.ops[0][2].timeMs, 0.2) << "same GPU: the measurement";
+  EXPECT_LT(p.ops[1][2].timeMs, 0.2);
+  EXPECT_EQ(p.ops[1][0].method, PredictionMethod::Roofline) << "no kernels recorded";
+  EXPECT_NE(p.method.find("wave scaling of kernels measured on T4"), std::string::npos);
+
+  options.originGpu.reset();
+  const Prediction unknownOrigin = Predictor(options).predict(trace, gpus);
+  ASSERT_FALSE(unknownOrigin.warnings.empty());
+  EXPECT_NE(unknownOrigin.warnings[0].find("origin GPU"), std::string::npos);
+}
+
+TEST(Predictor, MemoryEstimateAndFit) {
+  const Trace trace = smallTrace();
+  const MemoryEstimate memory = estimateMemory(trace, PredictorOptions{});
+  EXPECT_EQ(memory.weightsBytes, 1000000);
+  EXPECT_EQ(memory.gradientsBytes, 1000000);
+  EXPECT_EQ(memory.optimizerStateBytes, 2000000);
+  // Fresh forward results: conv output, relu output and the scalar sum (the view is free).
+  EXPECT_EQ(memory.activationsBytes, 2 * 2097152 + 4);
+  EXPECT_EQ(memory.workspaceBytes,
+            (int64_t{512} << 20) + static_cast<int64_t>((4000000 + 2 * 2097152 + 4) * 0.10));
+
+  Trace huge = trace;
+  huge.ops[0].outputs[0] = tensor({1024, 1024, 1024, 16}); // 64 GiB of activations
+  const auto gpus = db().resolve({"T4,H200"});
+  const Prediction p = Predictor().predict(huge, gpus);
+  EXPECT_FALSE(p.summaries[0].fitsInMemory);
+  EXPECT_TRUE(p.summaries[1].fitsInMemory);
+  EXPECT_EQ(p.summaries[0].memoryCapacityBytes, int64_t{15} << 30);
+  bool warned = false;
+  for (const auto& w : p.warnings)
+    warned |= w.find("exceeds") != std::string::npos && w.find("T4") != std::string::npos;
+  EXPECT_TRUE(warned);
+}
+
+TEST(Predictor, UnknownOpsAreFlaggedNeverZero) {
+  Trace trace;
+  trace.batchSize = 4;
+  trace.ops.push_back(
+      op(0, "aten::frobnicate", Phase::Forward, 3, {tensor({1 << 20})}, {tensor({1 << 20})}));
+  trace.ops.push_back(
+      op(1, "aten::frobnicate", Phase::Forward, 4, {tensor({1 << 20})}, {tensor({1 << 20})}));
+  const Prediction p = Predictor().predict(trace, db().resolve({"L4"}));
+  EXPECT_TRUE(p.ops[0][0].approximate);
+  EXPECT_EQ(p.ops[0][0].method, PredictionMethod::Fallback);
+  EXPECT_GT(p.ops[0][0].timeMs, 0);
+  ASSERT_EQ(p.warnings.size(), 1u);
+  EXPECT_NE(p.warnings[0].find("aten::frobnicate x2"), std::string::npos) << p.warnings[0];
+}
+
+TEST(Predictor, JsonHasTheDocumentedShape) {
+  const auto gpus = db().resolve({"T4,A10"});
+  const auto doc = predictionToJson(Predictor().predict(smallTrace(), gpus));
+  EXPECT_EQ(doc["batch_size"], 32);
+  EXPECT_EQ(doc["gpus"], nlohmann::json({"T4", "A10"}));
+  const auto& summary = doc["summaries"][0];
+  for (const char* key :
+       {"gpu", "name", "iteration_ms", "forward_ms", "backward_ms", "optimizer_ms",
+        "samples_per_second", "cost_per_1k_samples_usd", "price_per_hour_usd", "memory",
+        "memory_capacity_bytes", "fits_in_memory"})
+    EXPECT_TRUE(summary.contains(key)) << key;
+  for (const char* key : {"weights_bytes", "gradients_bytes", "optimizer_state_bytes",
+                          "activations_bytes", "workspace_bytes", "peak_bytes"})
+    EXPECT_TRUE(summary["memory"].contains(key)) << key;
+  const auto& line = doc["lines"][0];
+  EXPECT_EQ(line["file"], "/p/model.py");
+  EXPECT_EQ(line["line"], 10);
+  EXPECT_EQ(line["ops"], nlohmann::json({"aten::convolution"}));
+  EXPECT_EQ(line["per_gpu"][1]["gpu"], "A10");
+  for (const char* key : {"forward_ms", "backward_ms", "optimizer_ms", "total_ms", "share"})
+    EXPECT_TRUE(line["per_gpu"][0].contains(key)) << key;
+  const auto& conv = doc["ops"][0];
+  EXPECT_EQ(conv["name"], "aten::convolution");
+  EXPECT_EQ(conv["phase"], "forward");
+  EXPECT_EQ(conv["family"], "conv");
+  EXPECT_DOUBLE_EQ(conv["flops"].get<double>(), 28835840);
+  EXPECT_EQ(conv["per_gpu"][0]["method"], "roofline");
+  EXPECT_EQ(doc["ops"][1]["family"], "metadata");
+  EXPECT_TRUE(doc["warnings"].is_array());
+}
+
+} // namespace
+} // namespace wavecast

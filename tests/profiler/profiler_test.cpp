@@ -1,0 +1,296 @@
+// Drives the real wavecast-worker: every failure kind, and that the next
+// trace after each failure works.
+#include "wavecast/profiler/profiler.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <thread>
+
+namespace wavecast {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::string fixture(const std::string& name) {
+  return std::string(WAVECAST_FIXTURES_DIR) + "/" + name;
+}
+
+ProfilerOptions options() {
+  ProfilerOptions o;
+  o.workerPath = WAVECAST_WORKER_PATH;
+  o.pythonPath = WAVECAST_TRACER_PYTHON_DIR;
+  return o;
+}
+
+TraceRequest request(const std::string& file, std::chrono::milliseconds timeout = 120s) {
+  TraceRequest r;
+  r.file = file;
+  r.batchSize = 4;
+  r.timeout = timeout;
+  return r;
+}
+
+ProfileError expectError(const TraceResult& result) {
+  if (!std::holds_alternative<ProfileError>(result)) {
+    ADD_FAILURE() << "expected an error, got a trace";
+    return {};
+  }
+  return std::get<ProfileError>(result);
+}
+
+Trace expectTrace(const TraceResult& result) {
+  if (!std::holds_alternative<Trace>(result)) {
+    const auto& e = std::get<ProfileError>(result);
+    ADD_FAILURE() << "expected a trace, got " << e.kind << ": " << e.message << "\n" << e.traceback;
+    return {};
+  }
+  return std::get<Trace>(result);
+}
+
+size_t countOps(const Trace& trace, const std::string& name, Phase phase) {
+  return std::count_if(trace.ops.begin(), trace.ops.end(),
+                       [&](const OpRecord& op) { return op.name == name && op.phase == phase; });
+}
+
+// The small CNN traced after a failure proves the worker recovered.
+void expectNextTraceWorks(Profiler& profiler) {
+  const Trace trace =
+      expectTrace(profiler.trace(request(std::string(WAVECAST_SAMPLES_DIR) + "/small_cnn.py")));
+  EXPECT_EQ(countOps(trace, "aten::convolution", Phase::Forward), 3u);
+}
+
+TEST(Profiler, TracesSmallCnnWithLinesAndPhases) {
+  std::vector<std::string> progress;
+  ProfilerOptions o = options();
+  o.progress = [&](const std::string& line) { progress.push_back(line); };
+  Profiler profiler(o);
+  const std::string file = std::string(WAVECAST_SAMPLES_DIR) + "/small_cnn.py";
+  const Trace trace = expectTrace(profiler.trace(request(file)));
+  EXPECT_EQ(trace.batchSize, 4);
+  EXPECT_EQ(trace.mode, "shape");
+  EXPECT_EQ(trace.entryFile, file);
+  EXPECT_EQ(countOps(trace, "aten::convolution", Phase::Forward), 3u);
+  EXPECT_EQ(countOps(trace, "aten::convolution_backward", Phase::Backward), 3u);
+  for (const auto& op : trace.ops) {
+    if (op.name == "aten::convolution_backward") {
+      ASSERT_TRUE(op.forwardId.has_value());
+      const OpRecord& forward = trace.ops.at(static_cast<size_t>(*op.forwardId));
+      EXPECT_EQ(forward.name, "aten::convolution");
+      EXPECT_EQ(op.loc.line, forward.loc.line);
+    }
+    if (op.phase == Phase::Optimizer) {
+      EXPECT_EQ(op.loc.file, file);
+    }
+  }
+  const auto first = std::find_if(trace.ops.begin(), trace.ops.end(), [](const OpRecord& op) {
+    return op.name == "aten::convolution";
+  });
+  ASSERT_NE(first, trace.ops.end());
+  EXPECT_EQ(first->module, "conv1");
+  EXPECT_EQ(first->input(0)->shape, (std::vector<int64_t>{4, 3, 32, 32}));
+  EXPECT_EQ(first->intListArg("padding"), (std::vector<int64_t>{1, 1}));
+  EXPECT_GT(trace.memory.parametersBytes, 0);
+  EXPECT_EQ(progress.front(), "starting worker");
+  EXPECT_NE(std::find(progress.begin(), progress.end(), "tracing backward"), progress.end());
+}
+
+TEST(Profiler, MissingProviderSaysWhatToWrite) {
+  Profiler profiler(options());
+  const ProfileError e = expectError(profiler.trace(request(fixture("no_providers.py"))));
+  EXPECT_EQ(e.kind, "missing_provider");
+  EXPECT_EQ(e.file, fixture("no_providers.py"));
+  EXPECT_NE(e.hint.find("def wavecast_model"), std::string::npos);
+  expectNextTraceWorks(profiler);
+}
+
+TEST(Profiler, MisspelledProviderPointsAtItsLine) {
+  Profiler profiler(options());
+  const ProfileError e = expectError(profiler.trace(request(fixture("misspelled_provider.py"))));
+  EXPECT_EQ(e.kind, "missing_provider");
+  EXPECT_EQ(e.line, 4);
+  EXPECT_NE(e.message.find("wavecast_modle"), std::string::npos);
+}
+
+TEST(Profiler, WrongSignatureIsReportedAtTheDefinition) {
+  Profiler profiler(options());
+  const ProfileError e = expectError(profiler.trace(request(fixture("wrong_signature.py"))));
+  EXPECT_EQ(e.kind, "bad_provider_signature");
+  EXPECT_EQ(e.line, 8);
+  EXPECT_NE(e.message.find("batch_size"), std::string::npos);
+  expectNextTraceWorks(profiler);
+}
+
+TEST(Profiler, SyntaxErrorHasItsLine) {
+  Profiler profiler(options());
+  const ProfileError e = expectError(profiler.trace(request(fixture("syntax_error.py"))));
+  EXPECT_EQ(e.kind, "syntax_error");
+  EXPECT_EQ(e.file, fixture("syntax_error.py"));
+  EXPECT_EQ(e.line, 9);
+  expectNextTraceWorks(profiler);
+}
+
+TEST(Profiler, UserExceptionNamesTheDeepestProjectFrame) {
+  Profiler profiler(options());
+  const ProfileError e = expectError(profiler.trace(request(fixture("raises.py"))));
+  EXPECT_EQ(e.kind, "user_exception");
+  EXPECT_NE(e.message.find("ValueError: scale factor missing"), std::string::npos);
+  EXPECT_EQ(e.file, fixture("raises_helper.py"));
+  EXPECT_EQ(e.line, 14);
+  EXPECT_NE(e.traceback.find("Traceback"), std::string::npos);
+  expectNextTraceWorks(profiler);
+}
+
+TEST(Profiler, EndlessLoopTimesOutAtItsLine) {
+  Profiler profiler(options());
+  ASSERT_FALSE(profiler.start().has_value());
+  const ProfileError e = expectError(profiler.trace(request(fixture("endless_loop.py"), 3s)));
+  EXPECT_EQ(e.kind, "timeout");
+  EXPECT_EQ(e.file, fixture("endless_loop.py"));
+  EXPECT_GE(e.line, 15);
+  EXPECT_LE(e.line, 16);
+  expectNextTraceWorks(profiler);
+}
+
+TEST(Profiler, SegfaultIsAWorkerCrashWithItsLine) {
+  Profiler profiler(options());
+  const ProfileError e = expectError(profiler.trace(request(fixture("segfault.py"))));
+  EXPECT_EQ(e.kind, "worker_crashed");
+  EXPECT_NE(e.message.find("SIGSEGV"), std::string::npos);
+  EXPECT_EQ(e.file, fixture("segfault.py"));
+  EXPECT_EQ(e.line, 16);
+  EXPECT_EQ(profiler.workerPid(), 0);
+  expectNextTraceWorks(profiler);
+}
+
+TEST(Profiler, ExitInUserCodeIsAWorkerCrash) {
+  Profiler profiler(options());
+  const ProfileError e = expectError(profiler.trace(request(fixture("exits.py"))));
+  EXPECT_EQ(e.kind, "worker_crashed");
+  EXPECT_NE(e.message.find("status 3"), std::string::npos);
+  expectNextTraceWorks(profiler);
+}
+
+TEST(Profiler, MemoryErrorIsOutOfMemory) {
+  Profiler profiler(options());
+  const ProfileError e = expectError(profiler.trace(request(fixture("memory_error.py"))));
+  EXPECT_EQ(e.kind, "out_of_memory");
+  EXPECT_EQ(e.file, fixture("memory_error.py"));
+  EXPECT_EQ(e.line, 5);
+  expectNextTraceWorks(profiler);
+}
+
+TEST(Profiler, AddressSpaceLimitTurnsLargeAllocationsIntoOutOfMemory) {
+  ProfilerOptions o = options();
+  o.memoryLimitBytes = uint64_t{6} << 30;
+  Profiler profiler(o);
+  TraceRequest r = request(fixture("big_allocation.py"));
+  r.mode = "cpu"; // real tensors: the 8 GiB allocation is attempted
+  const ProfileError e = expectError(profiler.trace(r));
+  EXPECT_EQ(e.kind, "out_of_memory");
+  EXPECT_EQ(e.file, fixture("big_allocation.py"));
+  EXPECT_EQ(e.line, 14);
+  expectNextTraceWorks(profiler);
+}
+
+TEST(Profiler, CancelStopsARunningTrace) {
+  Profiler profiler(options());
+  ASSERT_FALSE(profiler.start().has_value());
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(1s);
+    profiler.cancel();
+  });
+  const auto started = std::chrono::steady_clock::now();
+  const ProfileError e = expectError(profiler.trace(request(fixture("endless_loop.py"))));
+  canceller.join();
+  EXPECT_EQ(e.kind, "cancelled");
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 10s);
+  expectNextTraceWorks(profiler);
+}
+
+TEST(Profiler, UserPrintsDoNotCorruptTheChannel) {
+  Profiler profiler(options());
+  const Trace trace = expectTrace(profiler.trace(request(fixture("prints.py"))));
+  EXPECT_EQ(countOps(trace, "aten::addmm", Phase::Forward), 1u);
+  EXPECT_GT(countOps(trace, "aten::add_", Phase::Optimizer), 0u);
+}
+
+TEST(Profiler, EditedHelperModuleIsReloaded) {
+  const fs::path dir = fs::temp_directory_path() / ("wavecast-purge-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto writeHelper = [&](int width) {
+    std::ofstream(dir / "helper.py") << "WIDTH = " << width << "\n";
+  };
+  std::ofstream(dir / "entry.py") << "import torch\n"
+                                     "import helper\n\n\n"
+                                     "def wavecast_model():\n"
+                                     "    return torch.nn.Linear(8, helper.WIDTH)\n\n\n"
+                                     "def wavecast_input(batch_size=2):\n"
+                                     "    return (torch.randn(batch_size, 8),)\n\n\n"
+                                     "def wavecast_iteration(model):\n"
+                                     "    return lambda x: model(x).sum().backward()\n";
+  Profiler profiler(options());
+  const auto widthOfLinear = [&]() -> int64_t {
+    const Trace trace = expectTrace(profiler.trace(request((dir / "entry.py").string())));
+    for (const auto& op : trace.ops)
+      if (op.name == "aten::addmm" && op.phase == Phase::Forward)
+        return op.output(0)->shape.at(1);
+    return -1;
+  };
+  writeHelper(16);
+  EXPECT_EQ(widthOfLinear(), 16);
+  writeHelper(32);
+  EXPECT_EQ(widthOfLinear(), 32);
+  fs::remove_all(dir);
+}
+
+TEST(Profiler, MissingWorkerIsAnEnvironmentError) {
+  ProfilerOptions o = options();
+  o.workerPath = "/nonexistent/wavecast-worker";
+  Profiler profiler(o);
+  const ProfileError e = expectError(profiler.trace(request(fixture("prints.py"))));
+  EXPECT_EQ(e.kind, "environment_error");
+  EXPECT_NE(e.message.find("/nonexistent/wavecast-worker"), std::string::npos);
+}
+
+TEST(Profiler, VenvWithAnotherPythonIsRefused) {
+  const fs::path env = fs::temp_directory_path() / ("wavecast-venv-" + std::to_string(::getpid()));
+  fs::create_directories(env / "lib" / "python3.99" / "site-packages");
+  ProfilerOptions o = options();
+  o.pythonEnv = env.string();
+  Profiler profiler(o);
+  const ProfileError e = expectError(profiler.trace(request(fixture("prints.py"))));
+  EXPECT_EQ(e.kind, "environment_error");
+  EXPECT_NE(e.message.find("python3.99"), std::string::npos);
+  fs::remove_all(env);
+}
+
+TEST(Profiler, VenvSitePackagesComeFirst) {
+  // A venv of the same Python version whose site-packages shadows a module the script imports.
+  const fs::path env =
+      fs::temp_directory_path() / ("wavecast-venv-ok-" + std::to_string(::getpid()));
+  const fs::path site = env / "lib" / "python3.11" / "site-packages";
+  fs::create_directories(site);
+  std::ofstream(site / "wavecast_venv_probe.py") << "WIDTH = 24\n";
+  const fs::path project = env / "project";
+  fs::create_directories(project);
+  std::ofstream(project / "entry.py")
+      << "import torch\nimport wavecast_venv_probe\n\n\n"
+         "def wavecast_model():\n"
+         "    return torch.nn.Linear(8, wavecast_venv_probe.WIDTH)\n\n\n"
+         "def wavecast_input(batch_size=2):\n"
+         "    return (torch.randn(batch_size, 8),)\n\n\n"
+         "def wavecast_iteration(model):\n"
+         "    return lambda x: model(x).sum().backward()\n";
+  ProfilerOptions o = options();
+  o.pythonEnv = env.string();
+  Profiler profiler(o);
+  const Trace trace = expectTrace(profiler.trace(request((project / "entry.py").string())));
+  EXPECT_EQ(countOps(trace, "aten::addmm", Phase::Forward), 1u);
+  fs::remove_all(env);
+}
+
+} // namespace
+} // namespace wavecast

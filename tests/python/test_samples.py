@@ -1,0 +1,247 @@
+"""Traces each sample at a small batch and checks op counts and line attribution."""
+
+import collections
+import os
+import unittest
+
+import torch
+
+from wavecast_tracer.errors import TraceError
+from wavecast_tracer.tracer import run_trace
+
+SAMPLES = os.environ.get(
+    "WAVECAST_SAMPLES_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "samples")
+)
+FIXTURES = os.path.abspath(os.environ.get(
+    "WAVECAST_FIXTURES_DIR", os.path.join(os.path.dirname(__file__), "..", "profiler", "fixtures")
+))
+
+
+def sample(name):
+    return os.path.abspath(os.path.join(SAMPLES, name))
+
+
+def line_of(path, text, occurrence=1):
+    """Line number of the `occurrence`-th line of `path` containing `text`."""
+    seen = 0
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if text in line:
+                seen += 1
+                if seen == occurrence:
+                    return number
+    raise AssertionError(f"{text!r} not found in {path}")
+
+
+def count(trace, name, phase):
+    return sum(1 for op in trace["ops"] if op["name"] == name and op["phase"] == phase)
+
+
+class SampleTraces(unittest.TestCase):
+    def trace(self, name, batch_size=2):
+        return run_trace(sample(name), batch_size=batch_size)
+
+    def assert_common(self, trace, path):
+        """Every backward op credited to a forward op on that op's line; no fallbacks."""
+        ops = trace["ops"]
+        self.assertEqual(trace["fallback_ops"], [])
+        for op in ops:
+            if op["phase"] == "backward":
+                self.assertIsNotNone(op.get("forward_id"), op)
+                forward = ops[op["forward_id"]]
+                self.assertEqual(forward["phase"], "forward")
+                self.assertEqual(op["loc"], forward["loc"])
+            else:
+                self.assertEqual(op["loc"]["file"], path, op)
+        step_lines = {op["loc"]["line"] for op in ops if op["phase"] == "optimizer"}
+        return step_lines
+
+    def test_small_cnn(self):
+        path = sample("small_cnn.py")
+        trace = self.trace("small_cnn.py", batch_size=8)
+        step_lines = self.assert_common(trace, path)
+        self.assertEqual(step_lines, {line_of(path, "optimizer.step()")})
+        convs = [op for op in trace["ops"] if op["name"] == "aten::convolution"]
+        self.assertEqual([op["loc"]["line"] for op in convs],
+                         [line_of(path, "self.conv1(x)"), line_of(path, "self.conv2(x)"),
+                          line_of(path, "self.conv3(x)")])
+        self.assertEqual([op["module"] for op in convs], ["conv1", "conv2", "conv3"])
+        self.assertEqual(convs[0]["inputs"][0]["shape"], [8, 3, 32, 32])
+        self.assertEqual(convs[2]["outputs"][0]["shape"], [8, 128, 8, 8])
+        self.assertEqual(convs[0]["args"]["padding"], [1, 1])
+        self.assertTrue(convs[0]["args"]["bias"])
+        backward = [op for op in trace["ops"] if op["name"] == "aten::convolution_backward"]
+        self.assertEqual(sorted(op["forward_id"] for op in backward), [op["id"] for op in convs])
+        # The stack runs from the provider's iteration down to the forward line.
+        self.assertEqual(convs[0]["stack"][-2]["function"], "iteration")
+        params = 3 * 32 * 9 + 32 + 2 * 32 + 32 * 64 * 9 + 64 + 2 * 64 + 64 * 128 * 9 + 128 + 2048 * 10 + 10
+        self.assertEqual(trace["memory"]["parameters_bytes"], 4 * params)
+        self.assertEqual(trace["memory"]["optimizer_state_bytes"], 4 * params)  # momentum
+
+    def test_resnet50(self):
+        path = sample("resnet50.py")
+        trace = self.trace("resnet50.py")
+        step_lines = self.assert_common(trace, path)
+        self.assertEqual(step_lines, {line_of(path, "optimizer.step()")})
+        self.assertEqual(count(trace, "aten::convolution", "forward"), 53)
+        self.assertEqual(count(trace, "aten::convolution_backward", "backward"), 53)
+        self.assertEqual(count(trace, "aten::native_batch_norm", "forward"), 53)
+        self.assertEqual(count(trace, "aten::native_batch_norm_backward", "backward"), 53)
+        model_line = line_of(path, "loss_fn(model(images), labels)")
+        convs = [op for op in trace["ops"] if op["name"] == "aten::convolution"]
+        self.assertEqual({op["loc"]["line"] for op in convs}, {model_line})
+        self.assertEqual(convs[0]["module"], "conv1")
+        self.assertEqual(convs[-1]["module"], "layer4.2.conv3")
+        self.assertEqual(convs[0]["args"]["stride"], [2, 2])
+        self.assertEqual(trace["memory"]["parameters_bytes"], 4 * 25557032)
+
+    def test_resnet50_at_batch_256_is_shape_only(self):
+        trace = self.trace("resnet50.py", batch_size=256)
+        first = next(op for op in trace["ops"] if op["name"] == "aten::convolution")
+        self.assertEqual(first["inputs"][0]["shape"], [256, 3, 224, 224])
+        self.assertEqual(trace["fallback_ops"], [])
+
+    def test_inception_v3(self):
+        path = sample("inception_v3.py")
+        trace = self.trace("inception_v3.py")
+        step_lines = self.assert_common(trace, path)
+        self.assertEqual(step_lines, {line_of(path, "optimizer.step()")})
+        # 94 convolutions on the main path and 2 in the auxiliary classifier.
+        self.assertEqual(count(trace, "aten::convolution", "forward"), 96)
+        self.assertEqual(count(trace, "aten::convolution_backward", "backward"), 96)
+
+    def test_transformer(self):
+        path = sample("transformer.py")
+        trace = self.trace("transformer.py")
+        step_lines = self.assert_common(trace, path)
+        self.assertEqual(step_lines, {line_of(path, "optimizer.step()")})
+        # 6 encoder layers x 2 norms, 6 decoder layers x 3, plus both final norms.
+        self.assertEqual(count(trace, "aten::native_layer_norm", "forward"), 32)
+        # 6 encoder self-attentions, 6 decoder self- and 6 cross-attentions.
+        self.assertEqual(count(trace, "aten::_softmax", "forward"), 18)
+        self.assertEqual(count(trace, "aten::embedding", "forward"), 2)
+        transformer_line = line_of(path, "self.transformer(src, tgt, tgt_mask=causal)")
+        softmaxes = [op for op in trace["ops"] if op["name"] == "aten::_softmax"]
+        self.assertEqual({op["loc"]["line"] for op in softmaxes}, {transformer_line})
+
+    def test_gnmt(self):
+        path = sample("gnmt.py")
+        trace = self.trace("gnmt.py")
+        step_lines = self.assert_common(trace, path)
+        self.assertEqual(step_lines, {line_of(path, "optimizer.step()")})
+        self.assertEqual(count(trace, "aten::embedding", "forward"), 2)
+        self.assertEqual(count(trace, "aten::embedding_dense_backward", "backward"), 2)
+        bmm = [op for op in trace["ops"] if op["name"] == "aten::bmm" and op["phase"] == "forward"]
+        self.assertEqual([op["loc"]["line"] for op in bmm],
+                         [line_of(path, "torch.bmm(weights, encoder_states)")])
+        self.assertEqual(bmm[0]["module"], "attention")
+        # Each nn.LSTM call is one fused op forward and one backward, as cuDNN runs it.
+        lstms = [op for op in trace["ops"] if op["name"] == "aten::lstm"]
+        self.assertEqual([op["module"] for op in lstms],
+                         ["encoder_bidirectional", "encoder", "decoder_first", "decoder"])
+        self.assertEqual([op["args"]["num_layers"] for op in lstms], [1, 3, 1, 3])
+        self.assertEqual([op["args"]["hidden_size"] for op in lstms], [512, 1024, 1024, 1024])
+        self.assertEqual(lstms[3]["args"]["input_size"], 2048)
+        self.assertTrue(lstms[0]["args"]["bidirectional"])
+        self.assertEqual(lstms[0]["loc"]["line"], line_of(path, "self.encoder_bidirectional(self.embed_source"))
+        self.assertEqual(count(trace, "aten::_cudnn_rnn_backward", "backward"), 4)
+        self.assertEqual(count(trace, "aten::sigmoid", "forward"), 0)
+        self.assertLess(len(trace["ops"]), 700)
+
+    def test_dcgan(self):
+        path = sample("dcgan.py")
+        trace = self.trace("dcgan.py")
+        step_lines = self.assert_common(trace, path)
+        self.assertEqual(step_lines, {line_of(path, "d_optimizer.step()"), line_of(path, "g_optimizer.step()")})
+        # The generator once (5 transposed convolutions), the discriminator three times (5 each).
+        convs = [op for op in trace["ops"] if op["name"] == "aten::convolution"]
+        self.assertEqual(len(convs), 20)
+        self.assertEqual(sum(1 for op in convs if op["args"]["transposed"]), 5)
+        self.assertEqual(count(trace, "aten::convolution_backward", "backward"), 20)
+
+    def test_gpt2_small(self):
+        path = sample("gpt2.py")
+        trace = self.trace("gpt2.py")
+        step_lines = self.assert_common(trace, path)
+        self.assertEqual(step_lines, {line_of(path, "optimizer.step()")})
+        self.assertEqual(count(trace, "aten::native_layer_norm", "forward"), 25)
+        self.assertEqual(count(trace, "aten::gelu", "forward"), 12)
+        # qkv, proj and two MLP linears per layer; the tied head has no bias (mm).
+        self.assertEqual(count(trace, "aten::addmm", "forward"), 48)
+        qkv = [op for op in trace["ops"] if op["name"] == "aten::addmm" and op["module"] == "blocks.0.attention.qkv"]
+        self.assertEqual(len(qkv), 1)
+        self.assertEqual(qkv[0]["loc"]["line"], line_of(path, "self.qkv(x).split"))
+        self.assertEqual(qkv[0]["outputs"][0]["shape"], [2 * 1023, 3 * 768])
+
+    def test_small_transformer(self):
+        path = sample("small_transformer.py")
+        trace = self.trace("small_transformer.py")
+        step_lines = self.assert_common(trace, path)
+        self.assertEqual(step_lines, {line_of(path, "optimizer.step()")})
+        self.assertEqual(count(trace, "aten::_softmax", "forward"), 2)
+
+
+class Errors(unittest.TestCase):
+    def test_missing_provider(self):
+        with self.assertRaises(TraceError) as caught:
+            run_trace(os.path.join(FIXTURES, "no_providers.py"))
+        self.assertEqual(caught.exception.kind, "missing_provider")
+
+    def test_exception_in_helper_module(self):
+        with self.assertRaises(TraceError) as caught:
+            run_trace(os.path.join(FIXTURES, "raises.py"), batch_size=2)
+        self.assertEqual(caught.exception.kind, "user_exception")
+        self.assertEqual(caught.exception.file, os.path.join(FIXTURES, "raises_helper.py"))
+        self.assertEqual(caught.exception.line, 14)
+
+    def test_unknown_mode(self):
+        with self.assertRaises(TraceError) as caught:
+            run_trace(sample("small_cnn.py"), mode="gpu")
+        self.assertEqual(caught.exception.kind, "bad_request")
+
+    @unittest.skipIf(torch.cuda.is_available(), "a GPU is visible: cuda mode can measure")
+    def test_cuda_mode_without_gpu(self):
+        with self.assertRaises(TraceError) as caught:
+            run_trace(sample("small_cnn.py"), mode="cuda")
+        self.assertEqual(caught.exception.kind, "environment_error")
+        self.assertEqual(caught.exception.message, "no CUDA GPU visible to torch; use shape mode")
+
+    def test_script_written_for_cuda(self):
+        path = os.path.join(FIXTURES, "uses_cuda.py")
+        for mode in ("shape", "cpu"):
+            trace = run_trace(path, batch_size=8, mode=mode)
+            addmm = [op for op in trace["ops"] if op["name"] == "aten::addmm"]
+            self.assertEqual([op["outputs"][0]["shape"] for op in addmm], [[8, 32], [8, 4]])
+            self.assertEqual(count(trace, "aten::nll_loss_backward", "backward"), 1)
+            self.assertIn("CUDA tensors were traced on the CPU", " ".join(trace["warnings"]))
+
+    def test_value_dependent_ops_fall_back_to_real_values(self):
+        path = os.path.join(FIXTURES, "value_dependent.py")
+        trace = run_trace(path, batch_size=4)
+        # 4 rows of 12 tokens, the last 3 of each padding: 36 real tokens.
+        fallbacks = {op["name"]: op for op in trace["ops"] if op["fallback"]}
+        self.assertEqual(trace["fallback_ops"],
+                         ["aten::nonzero", "aten::masked_select", "aten::index", "aten::_local_scalar_dense"])
+        self.assertEqual(fallbacks["aten::nonzero"]["outputs"][0]["shape"], [36, 2])
+        self.assertEqual(fallbacks["aten::masked_select"]["outputs"][0]["shape"], [36])
+        self.assertEqual(fallbacks["aten::index"]["outputs"][0]["shape"], [36, 100])
+        self.assertEqual(fallbacks["aten::nonzero"]["loc"]["line"], line_of(path, "keep.nonzero()"))
+        self.assertEqual(count(trace, "aten::nll_loss_forward", "forward"), 1)
+        self.assertFalse(any(op["fallback"] for op in trace["ops"] if op["name"] == "aten::addmm"))
+
+    def test_mask_from_activations_is_unsupported(self):
+        path = os.path.join(FIXTURES, "mask_from_activations.py")
+        with self.assertRaises(TraceError) as caught:
+            run_trace(path, batch_size=4)
+        self.assertEqual(caught.exception.kind, "unsupported_operation")
+        self.assertEqual(caught.exception.line, line_of(path, "y[y > 0]"))
+        self.assertIn("cpu mode", caught.exception.hint)
+
+    def test_cpu_mode_runs_for_real(self):
+        trace = run_trace(sample("small_cnn.py"), batch_size=2, mode="cpu")
+        self.assertEqual(trace["mode"], "cpu")
+        self.assertEqual(count(trace, "aten::convolution", "forward"), 3)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,169 @@
+// A test double for the Analyzer: analyses block until the test releases them,
+// so tests can observe the server while an analysis runs.
+#pragma once
+
+#include "lsp/analyzer.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
+namespace wavecast::lsp::testing {
+
+// A prediction for `file` on H100-SXM and T4 with ops on lines 3 and 5.
+inline AnalysisOutput sampleOutput(const std::string& file, int64_t batchSize = 32) {
+  AnalysisOutput output;
+  Prediction& p = output.prediction;
+  p.method = "analytic roofline";
+  p.batchSize = batchSize;
+  p.gpus = {"H100-SXM", "T4"};
+  GpuSummary h100;
+  h100.gpuId = "H100-SXM";
+  h100.iterationMs = 10;
+  h100.samplesPerSecond = 3200;
+  h100.costPer1kSamplesUsd = 0.0123;
+  h100.memory.weightsBytes = 2LL << 30;
+  h100.memoryCapacityBytes = 80LL << 30;
+  GpuSummary t4 = h100;
+  t4.gpuId = "T4";
+  t4.iterationMs = 80;
+  t4.samplesPerSecond = 400;
+  t4.costPer1kSamplesUsd = 0.0021;
+  t4.memoryCapacityBytes = 16LL << 30;
+  p.summaries = {h100, t4};
+  LineBreakdown conv;
+  conv.loc = {file, 3, "forward"};
+  conv.perGpu = {{0.5, 1.0, 0, 0.15}, {4.0, 8.0, 0, 0.15}};
+  conv.opNames = {"aten::convolution", "aten::relu"};
+  conv.opCount = 3;
+  LineBreakdown step = conv;
+  step.loc.line = 5;
+  step.perGpu = {{0, 0, 0.2, 0.02}, {0, 0, 1.6, 0.02}};
+  step.opNames = {"aten::add_"};
+  step.opCount = 1;
+  p.lines = {conv, step};
+  output.predictionJson = {{"method", p.method}, {"batch_size", batchSize}, {"gpus", p.gpus}};
+  output.providerLines = {{"model", 1}, {"input", 7}, {"iteration", 9}};
+  output.entryFile = file;
+  output.sourceFiles = {file};
+  return output;
+}
+
+class FakeAnalyzer : public Analyzer {
+public:
+  FakeAnalyzer() {
+    DeviceSpec h100;
+    h100.id = "H100-SXM";
+    h100.name = "NVIDIA H100 80GB HBM3";
+    h100.computeCapabilityMajor = 9;
+    h100.smCount = 132;
+    h100.pricePerHourUsd = 4.0;
+    DeviceSpec t4;
+    t4.id = "T4";
+    t4.name = "Tesla T4";
+    t4.computeCapabilityMajor = 7;
+    t4.computeCapabilityMinor = 5;
+    t4.smCount = 40;
+    gpus_ = {h100, t4};
+  }
+
+  AnalysisOutcome analyze(const AnalysisRequest& request,
+                          const ProgressCallback& progress) override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    requests_.push_back(request);
+    ++started_;
+    changed_.notify_all();
+    progress("tracing " + request.file);
+    changed_.wait(lock, [&] { return releases_ > 0 || cancelPending_; });
+    if (cancelPending_) {
+      cancelPending_ = false;
+      ++cancelled_;
+      changed_.notify_all();
+      ProfileError error;
+      error.kind = "cancelled";
+      error.message = "cancelled";
+      return error;
+    }
+    --releases_;
+    ++finished_;
+    changed_.notify_all();
+    if (nextError_) {
+      ProfileError error = *nextError_;
+      nextError_.reset();
+      return error;
+    }
+    AnalysisOutput output = sampleOutput(request.file, request.batchSize.value_or(32));
+    if (!fits_)
+      output.prediction.summaries[1].fitsInMemory = false;
+    return output;
+  }
+
+  void cancel() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (started_ > finished_ + cancelled_)
+      cancelPending_ = true;
+    changed_.notify_all();
+  }
+
+  const std::vector<DeviceSpec>& gpus() const override { return gpus_; }
+
+  std::vector<std::string> resolveTargets(const std::vector<std::string>& names) const override {
+    std::vector<std::string> ids;
+    for (const auto& name : names) {
+      if (name == "H100" || name == "H100-SXM")
+        ids.push_back("H100-SXM");
+      else if (name == "T4" || name == "t4")
+        ids.push_back("T4");
+      else
+        throw UnknownGpuError("unknown GPU '" + name + "'; did you mean H100-SXM?", {"H100-SXM"});
+    }
+    return ids;
+  }
+  std::vector<std::string> defaultTargets() const override { return {"H100-SXM", "T4"}; }
+
+  // Lets one blocked (or future) analysis finish.
+  void release() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++releases_;
+    changed_.notify_all();
+  }
+  void failNext(ProfileError error) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    nextError_ = std::move(error);
+  }
+  void setFits(bool fits) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    fits_ = fits;
+  }
+  bool waitStarted(int count, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return changed_.wait_for(lock, timeout, [&] { return started_ >= count; });
+  }
+  int started() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return started_;
+  }
+  int cancelled() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return cancelled_;
+  }
+  std::vector<AnalysisRequest> requests() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return requests_;
+  }
+
+private:
+  std::vector<DeviceSpec> gpus_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<AnalysisRequest> requests_;
+  int started_ = 0;
+  int finished_ = 0;
+  int cancelled_ = 0;
+  int releases_ = 0;
+  bool cancelPending_ = false;
+  bool fits_ = true;
+  std::optional<ProfileError> nextError_;
+};
+
+} // namespace wavecast::lsp::testing

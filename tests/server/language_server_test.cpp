@@ -1,0 +1,455 @@
+#include "fake_analyzer.h"
+#include "lsp/language_server.h"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <random>
+
+namespace wavecast::lsp {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using protocol::encodeNotification;
+using protocol::encodeRequest;
+using protocol::encodeResult;
+
+class RecordingSink : public ClientSink {
+public:
+  void send(std::string body) override { messages.push_back(Json::parse(body)); }
+  void close() override { closed = true; }
+  std::vector<Json> messages;
+  bool closed = false;
+};
+
+const char* kScript = "def wavecast_model():\n"
+                      "    return Net()\n"
+                      "    y = conv(x)\n"
+                      "\n"
+                      "    opt.step()\n"
+                      "\n"
+                      "def wavecast_input(batch_size=32):\n"
+                      "    return x\n"
+                      "def wavecast_iteration(model):\n"
+                      "    pass\n";
+
+class ServerTest : public ::testing::Test {
+protected:
+  ServerTest() : work_(boost::asio::make_work_guard(io_)) {
+    dir_ = fs::temp_directory_path() /
+           ("wavecast-server-test-" + std::to_string(std::random_device()()));
+    fs::create_directories(dir_);
+    dir_ = fs::canonical(dir_);
+    writeFile("train.py", kScript);
+    writeFile("model.py", "import torch\n");
+    ServerOptions options;
+    options.version = "test";
+    options.defaults.debounceMs = 20;
+    options.token = "secret";
+    options.tokenSource = "the test";
+    server_ = std::make_unique<LanguageServer>(io_, analyzer_, options);
+    server_->onExit = [this](ClientId, int code) { exitCode_ = code; };
+    sink_ = std::make_shared<RecordingSink>();
+    client_ = server_->addClient(sink_, false);
+  }
+  ~ServerTest() override {
+    server_.reset();
+    fs::remove_all(dir_);
+  }
+
+  void writeFile(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name) << text;
+  }
+  std::string uri(const std::string& name) const {
+    return protocol::pathToUri((dir_ / name).string());
+  }
+
+  Json send(ClientId client, RecordingSink& sink, const std::string& method, const Json& params) {
+    int id = nextId_++;
+    size_t before = sink.messages.size();
+    server_->receive(client, encodeRequest(id, method, params));
+    io_.poll();
+    for (size_t i = before; i < sink.messages.size(); ++i)
+      if (sink.messages[i].value("id", Json()) == id && !sink.messages[i].contains("method"))
+        return sink.messages[i];
+    return nullptr;
+  }
+  Json request(const std::string& method, const Json& params) {
+    return send(client_, *sink_, method, params);
+  }
+  void notify(const std::string& method, const Json& params) {
+    server_->receive(client_, encodeNotification(method, params));
+    io_.poll();
+  }
+  Json initialize(const Json& options = Json::object(), Json capabilities = nullptr) {
+    if (capabilities.is_null())
+      capabilities = {
+          {"textDocument", {{"inlayHint", Json::object()}}},
+          {"workspace",
+           {{"inlayHint", {{"refreshSupport", true}}}, {"codeLens", {{"refreshSupport", true}}}}},
+          {"window", {{"workDoneProgress", true}}}};
+    Json reply = request("initialize", {{"processId", nullptr},
+                                        {"rootUri", protocol::pathToUri(dir_.string())},
+                                        {"capabilities", capabilities},
+                                        {"initializationOptions", options}});
+    notify("initialized", Json::object());
+    return reply;
+  }
+  void open(const std::string& name, const std::string& text) {
+    notify("textDocument/didOpen",
+           {{"textDocument",
+             {{"uri", uri(name)}, {"languageId", "python"}, {"version", 1}, {"text", text}}}});
+  }
+  void save(const std::string& name) {
+    notify("textDocument/didSave", {{"textDocument", {{"uri", uri(name)}}}});
+  }
+  bool runUntil(const std::function<bool()>& done, std::chrono::milliseconds limit = 5s) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!done() && std::chrono::steady_clock::now() < deadline)
+      io_.run_for(2ms);
+    return done();
+  }
+  std::vector<Json> sent(const std::string& method) const {
+    std::vector<Json> out;
+    for (const auto& message : sink_->messages)
+      if (message.value("method", "") == method)
+        out.push_back(message);
+    return out;
+  }
+  bool resultsReady(const std::string& name) const {
+    for (const auto& message : sent("wavecast/resultsChanged"))
+      if (message["params"]["uri"] == uri(name) && message["params"]["state"] != "analyzing")
+        return true;
+    return false;
+  }
+  // Saves train.py and lets the resulting analysis finish.
+  void analyzeTrain() {
+    size_t before = sent("wavecast/resultsChanged").size();
+    int started = analyzer_.started();
+    save("train.py");
+    ASSERT_TRUE(waitStarted(started + 1));
+    analyzer_.release();
+    ASSERT_TRUE(runUntil([&] {
+      auto changes = sent("wavecast/resultsChanged");
+      return changes.size() > before && changes.back()["params"]["state"] != "analyzing";
+    }));
+  }
+  // Runs the event loop (debounce timers) until the analyzer saw `count` analyses.
+  bool waitStarted(int count) {
+    return runUntil([&] { return analyzer_.started() >= count; });
+  }
+  Json hoverAt(int line) {
+    return request("textDocument/hover", {{"textDocument", {{"uri", uri("train.py")}}},
+                                          {"position", {{"line", line}, {"character", 4}}}});
+  }
+  static int errorCode(const Json& reply) { return reply.at("error").at("code").get<int>(); }
+
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  testing::FakeAnalyzer analyzer_;
+  std::unique_ptr<LanguageServer> server_;
+  std::shared_ptr<RecordingSink> sink_;
+  ClientId client_ = 0;
+  fs::path dir_;
+  int nextId_ = 1;
+  std::optional<int> exitCode_;
+};
+
+TEST_F(ServerTest, RequestsBeforeInitializeAreRefused) {
+  EXPECT_EQ(errorCode(hoverAt(2)), -32002);
+  EXPECT_EQ(errorCode(request("wavecast/listGpus", nullptr)), -32002);
+}
+
+TEST_F(ServerTest, InitializeAdvertisesFeaturesAndTheWavecastProtocol) {
+  Json reply = initialize({{"protocolVersion", 1}});
+  const Json& caps = reply["result"]["capabilities"];
+  EXPECT_EQ(caps["textDocumentSync"]["change"], 1);
+  EXPECT_EQ(caps["hoverProvider"], true);
+  EXPECT_TRUE(caps.contains("inlayHintProvider"));
+  EXPECT_TRUE(caps.contains("codeLensProvider"));
+  EXPECT_EQ(caps["experimental"]["wavecast"]["protocolVersion"], 1);
+  auto methods = caps["experimental"]["wavecast"]["methods"].get<std::vector<std::string>>();
+  EXPECT_NE(std::find(methods.begin(), methods.end(), "wavecast/setTargets"), methods.end());
+  EXPECT_EQ(reply["result"]["serverInfo"]["name"], "wavecast");
+  EXPECT_EQ(errorCode(request("initialize", {{"capabilities", Json::object()}})), -32600);
+}
+
+TEST_F(ServerTest, ProtocolMismatchTellsWhichSideToUpdate) {
+  Json reply = initialize({{"protocolVersion", 2}});
+  EXPECT_EQ(errorCode(reply), -32600);
+  EXPECT_NE(reply["error"]["message"].get<std::string>().find("update the wavecast daemon"),
+            std::string::npos);
+  EXPECT_EQ(errorCode(hoverAt(2)), -32002); // still not initialized
+}
+
+TEST_F(ServerTest, BadInputGetsTheRightErrorAndTheServerKeepsServing) {
+  initialize();
+  server_->receive(client_, "{not json");
+  EXPECT_EQ(sink_->messages.back()["error"]["code"], -32700);
+  EXPECT_TRUE(sink_->messages.back()["id"].is_null());
+  server_->framingError(client_, "message header has no Content-Length");
+  EXPECT_EQ(sink_->messages.back()["error"]["code"], -32700);
+  EXPECT_EQ(errorCode(request("textDocument/formatting", Json::object())), -32601);
+  Json invalid = request("textDocument/hover", {{"textDocument", {{"uri", uri("train.py")}}}});
+  EXPECT_EQ(errorCode(invalid), -32602);
+  EXPECT_EQ(invalid["error"]["message"], "params.position is required");
+  EXPECT_EQ(
+      errorCode(request("wavecast/setBatchSize", {{"uri", uri("train.py")}, {"batchSize", -3}})),
+      -32602);
+  notify("textDocument/didChange", {{"oops", 1}}); // a bad notification is only logged
+  EXPECT_TRUE(request("wavecast/listGpus", nullptr).contains("result"));
+}
+
+TEST_F(ServerTest, SaveAnalysesAfterTheDebounceAndServesHintsHoverAndLenses) {
+  initialize();
+  open("train.py", kScript);
+  analyzeTrain();
+  ASSERT_EQ(analyzer_.requests().size(), 1u);
+  EXPECT_EQ(analyzer_.requests()[0].file, (dir_ / "train.py").string());
+  EXPECT_EQ(analyzer_.requests()[0].targets, (std::vector<std::string>{"H100-SXM", "T4"}));
+
+  Json hints =
+      request("textDocument/inlayHint", {{"textDocument", {{"uri", uri("train.py")}}},
+                                         {"range",
+                                          {{"start", {{"line", 0}, {"character", 0}}},
+                                           {"end", {{"line", 20}, {"character", 0}}}}}})["result"];
+  ASSERT_EQ(hints.size(), 2u);
+  EXPECT_EQ(hints[0]["label"], "H100-SXM 1.5ms \u00b7 T4 12.0ms (15%)");
+  EXPECT_EQ(hints[0]["position"], Json::parse(R"({"line":2,"character":15})"));
+  EXPECT_EQ(hints[1]["position"]["line"], 4);
+
+  std::string markdown = hoverAt(2)["result"]["contents"]["value"];
+  EXPECT_NE(markdown.find("| T4 | 4.0ms | 8.0ms |"), std::string::npos) << markdown;
+  EXPECT_TRUE(hoverAt(3)["result"].is_null());
+
+  Json lenses = request("textDocument/codeLens", {{"textDocument", {{"uri", uri("train.py")}}}});
+  ASSERT_EQ(lenses["result"].size(), 3u); // two GPUs + memory; no per-line lenses (has inlay hints)
+  EXPECT_EQ(lenses["result"][0]["range"]["start"]["line"], 8);
+  EXPECT_EQ(lenses["result"][0]["command"]["title"],
+            "H100-SXM: 10.0ms/iter \u00b7 3,200 samples/s \u00b7 $0.012/1k samples");
+  EXPECT_EQ(lenses["result"][2]["range"]["start"]["line"], 6);
+
+  Json results = request("wavecast/results", {{"uri", uri("train.py")}})["result"];
+  EXPECT_EQ(results["state"], "ready");
+  EXPECT_EQ(results["contentVersion"], 1);
+  EXPECT_EQ(results["prediction"]["batch_size"], 32);
+  EXPECT_FALSE(sent("workspace/inlayHint/refresh").empty());
+  EXPECT_FALSE(sent("workspace/codeLens/refresh").empty());
+}
+
+TEST_F(ServerTest, ProgressIsReportedOnceTheClientCreatedTheToken) {
+  initialize();
+  open("train.py", kScript);
+  save("train.py");
+  ASSERT_TRUE(waitStarted(1));
+  ASSERT_TRUE(runUntil([&] { return !sent("window/workDoneProgress/create").empty(); }));
+  Json create = sent("window/workDoneProgress/create")[0];
+  server_->receive(client_, encodeResult(create["id"], nullptr));
+  auto progress = sent("$/progress");
+  ASSERT_EQ(progress.size(), 1u);
+  EXPECT_EQ(progress[0]["params"]["token"], create["params"]["token"]);
+  EXPECT_EQ(progress[0]["params"]["value"]["kind"], "begin");
+  analyzer_.release();
+  ASSERT_TRUE(runUntil([&] { return sent("$/progress").size() >= 2; }));
+  EXPECT_EQ(sent("$/progress").back()["params"]["value"]["kind"], "end");
+}
+
+TEST_F(ServerTest, HoverAnswersFromTheLastResultsWhileAnAnalysisRuns) {
+  initialize();
+  open("train.py", kScript);
+  analyzeTrain();
+  writeFile("train.py", std::string(kScript) + "# edited\n");
+  save("train.py");
+  ASSERT_TRUE(waitStarted(2)); // blocked until released
+  auto start = std::chrono::steady_clock::now();
+  Json hover = hoverAt(2);
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_NE(hover["result"]["contents"]["value"].get<std::string>().find("| H100-SXM |"),
+            std::string::npos);
+  EXPECT_LT(elapsed, 1s);
+  EXPECT_EQ(request("wavecast/results", {{"uri", uri("train.py")}})["result"]["state"],
+            "analyzing");
+  analyzer_.release();
+}
+
+TEST_F(ServerTest, SaveWaitsUntilNoOtherFileHasUnsavedChanges) {
+  initialize();
+  open("train.py", kScript);
+  open("model.py", "import torch\n");
+  notify("textDocument/didChange", {{"textDocument", {{"uri", uri("model.py")}, {"version", 2}}},
+                                    {"contentChanges", {{{"text", "import torch\nx = 1\n"}}}}});
+  save("train.py");
+  runUntil([] { return false; }, 150ms);
+  EXPECT_EQ(analyzer_.started(), 0);
+  EXPECT_NE(sent("wavecast/status").back()["params"]["message"].get<std::string>().find("model.py"),
+            std::string::npos);
+  save("model.py");
+  EXPECT_TRUE(waitStarted(1));
+  analyzer_.release();
+}
+
+TEST_F(ServerTest, ProfileErrorsBecomeDiagnosticsAtTheirLine) {
+  initialize();
+  open("train.py", kScript);
+  ProfileError error;
+  error.kind = "user_exception";
+  error.message = "ZeroDivisionError: division by zero";
+  error.file = (dir_ / "train.py").string();
+  error.line = 3;
+  error.hint = "Fix the exception raised in your script.";
+  analyzer_.failNext(error);
+  analyzeTrain();
+  Json published = sent("textDocument/publishDiagnostics").back()["params"];
+  EXPECT_EQ(published["uri"], uri("train.py"));
+  ASSERT_EQ(published["diagnostics"].size(), 1u);
+  const Json& diagnostic = published["diagnostics"][0];
+  EXPECT_EQ(diagnostic["severity"], 1);
+  EXPECT_EQ(diagnostic["code"], "user_exception");
+  Json range = Json::parse(R"({"start":{"line":2,"character":0},"end":{"line":2,"character":15}})");
+  EXPECT_EQ(diagnostic["range"], range);
+  EXPECT_EQ(diagnostic["message"],
+            "ZeroDivisionError: division by zero\nFix the exception raised in your script.");
+  Json results = request("wavecast/results", {{"uri", uri("train.py")}})["result"];
+  EXPECT_EQ(results["state"], "error");
+  EXPECT_EQ(results["error"]["kind"], "user_exception");
+
+  writeFile("train.py", std::string(kScript) + "# fixed\n");
+  analyzeTrain();
+  EXPECT_TRUE(sent("textDocument/publishDiagnostics").back()["params"]["diagnostics"].empty());
+}
+
+TEST_F(ServerTest, OutOfMemoryIsAWarningOnTheInputProvider) {
+  initialize();
+  open("train.py", kScript);
+  analyzer_.setFits(false);
+  analyzeTrain();
+  Json diagnostics = sent("textDocument/publishDiagnostics").back()["params"]["diagnostics"];
+  ASSERT_EQ(diagnostics.size(), 1u);
+  EXPECT_EQ(diagnostics[0]["severity"], 2);
+  EXPECT_EQ(diagnostics[0]["range"]["start"]["line"], 6);
+  EXPECT_NE(diagnostics[0]["message"].get<std::string>().find("Out of memory on T4"),
+            std::string::npos);
+}
+
+TEST_F(ServerTest, LineDiagnosticsAndLineLensesForClientsWithoutInlayHints) {
+  initialize({{"lineDiagnostics", true}}, Json::object());
+  open("train.py", kScript);
+  analyzeTrain();
+  Json diagnostics = sent("textDocument/publishDiagnostics").back()["params"]["diagnostics"];
+  ASSERT_EQ(diagnostics.size(), 2u);
+  EXPECT_EQ(diagnostics[0]["severity"], 3);
+  EXPECT_EQ(diagnostics[0]["message"], "H100-SXM 1.5ms \u00b7 T4 12.0ms (15%)");
+  Json lenses = request("textDocument/codeLens", {{"textDocument", {{"uri", uri("train.py")}}}});
+  ASSERT_EQ(lenses["result"].size(), 5u);
+  EXPECT_EQ(lenses["result"][3]["range"]["start"]["line"], 2);
+  EXPECT_EQ(lenses["result"][3]["command"]["title"], "H100-SXM 1.5ms \u00b7 T4 12.0ms (15%)");
+}
+
+TEST_F(ServerTest, SetTargetsResolvesNamesAndReanalyses) {
+  initialize();
+  open("train.py", kScript);
+  Json unknown = request("wavecast/setTargets", {{"gpus", {"H200x"}}});
+  EXPECT_EQ(errorCode(unknown), -32602);
+  EXPECT_EQ(unknown["error"]["data"]["suggestions"], Json::array({"H100-SXM"}));
+  analyzeTrain();
+  Json reply = request("wavecast/setTargets", {{"gpus", {"t4"}}});
+  EXPECT_EQ(reply["result"]["targets"], Json::array({"T4"}));
+  ASSERT_TRUE(waitStarted(2));
+  EXPECT_EQ(analyzer_.requests()[1].targets, std::vector<std::string>{"T4"});
+  EXPECT_EQ(request("wavecast/listGpus", nullptr)["result"]["targets"], Json::array({"T4"}));
+  EXPECT_EQ(request("wavecast/listGpus", nullptr)["result"]["gpus"][0]["computeCapability"], "9.0");
+  analyzer_.release();
+}
+
+TEST_F(ServerTest, AnalyzeAnswersWhenDoneAndCanBeCancelled) {
+  initialize();
+  int id = nextId_++;
+  server_->receive(
+      client_, encodeRequest(id, "wavecast/analyze", {{"uri", uri("train.py")}, {"batchSize", 8}}));
+  ASSERT_TRUE(waitStarted(1));
+  EXPECT_EQ(analyzer_.requests()[0].batchSize, 8);
+  analyzer_.release();
+  Json reply;
+  ASSERT_TRUE(runUntil([&] {
+    for (const auto& message : sink_->messages)
+      if (message.value("id", Json()) == id)
+        reply = message;
+    return !reply.is_null();
+  }));
+  EXPECT_EQ(reply["result"]["state"], "ready");
+  EXPECT_EQ(reply["result"]["prediction"]["batch_size"], 8);
+
+  id = nextId_++;
+  server_->receive(client_, encodeRequest(id, "wavecast/analyze",
+                                          {{"uri", uri("train.py")}, {"batchSize", 16}}));
+  notify("$/cancelRequest", {{"id", id}});
+  auto reply16 = std::find_if(sink_->messages.begin(), sink_->messages.end(),
+                              [&](const Json& m) { return m.value("id", Json()) == id; });
+  ASSERT_NE(reply16, sink_->messages.end());
+  EXPECT_EQ((*reply16)["error"]["code"], -32800);
+  EXPECT_EQ(errorCode(request("wavecast/analyze", {{"uri", uri("missing.py")}})), -32602);
+  analyzer_.release();
+}
+
+TEST_F(ServerTest, UnchangedContentIsServedFromTheCache) {
+  initialize();
+  open("train.py", kScript);
+  analyzeTrain();
+  writeFile("train.py", std::string(kScript) + "# changed\n");
+  analyzeTrain();
+  EXPECT_EQ(analyzer_.started(), 2);
+  writeFile("train.py", kScript); // back to the first content
+  size_t before = sent("wavecast/resultsChanged").size();
+  save("train.py");
+  io_.poll();
+  EXPECT_EQ(sent("wavecast/resultsChanged").size(), before + 1);
+  EXPECT_EQ(sent("wavecast/resultsChanged").back()["params"]["state"], "ready");
+  runUntil([] { return false; }, 100ms);
+  EXPECT_EQ(analyzer_.started(), 2);
+}
+
+TEST_F(ServerTest, TcpClientsMustAuthenticate) {
+  auto intruder = std::make_shared<RecordingSink>();
+  ClientId intruderId = server_->addClient(intruder, true);
+  Json refused = send(intruderId, *intruder, "wavecast/listGpus", nullptr);
+  EXPECT_EQ(errorCode(refused), -32002);
+  EXPECT_TRUE(intruder->closed);
+
+  auto wrong = std::make_shared<RecordingSink>();
+  ClientId wrongId = server_->addClient(wrong, true);
+  Json denied =
+      send(wrongId, *wrong, "initialize",
+           {{"capabilities", Json::object()}, {"initializationOptions", {{"token", "guess"}}}});
+  EXPECT_NE(denied["error"]["message"].get<std::string>().find("authentication failed"),
+            std::string::npos);
+  EXPECT_TRUE(wrong->closed);
+
+  auto friendly = std::make_shared<RecordingSink>();
+  ClientId friendlyId = server_->addClient(friendly, true);
+  Json accepted =
+      send(friendlyId, *friendly, "initialize",
+           {{"capabilities", Json::object()}, {"initializationOptions", {{"token", "secret"}}}});
+  EXPECT_TRUE(accepted.contains("result"));
+  EXPECT_TRUE(send(friendlyId, *friendly, "wavecast/listGpus", nullptr).contains("result"));
+}
+
+TEST_F(ServerTest, ShutdownThenExit) {
+  initialize();
+  EXPECT_TRUE(request("shutdown", nullptr)["result"].is_null());
+  EXPECT_EQ(errorCode(hoverAt(1)), -32600);
+  notify("exit", nullptr);
+  EXPECT_EQ(exitCode_, 0);
+  EXPECT_TRUE(sink_->closed);
+}
+
+TEST(ProviderDetection, RecognisesAllProviderConventions) {
+  EXPECT_TRUE(definesProviders("import torch\ndef wavecast_model():\n"));
+  EXPECT_TRUE(definesProviders("def deepview_input_provider(batch_size=4):\n"));
+  EXPECT_TRUE(definesProviders("  def skyline_iteration_provider (model):\n"));
+  EXPECT_FALSE(definesProviders("def model():\n# def wavecast_model():\n"));
+}
+
+} // namespace
+} // namespace wavecast::lsp

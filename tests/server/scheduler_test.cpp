@@ -1,0 +1,103 @@
+#include "fake_analyzer.h"
+#include "lsp/scheduler.h"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <gtest/gtest.h>
+
+namespace wavecast::lsp {
+namespace {
+
+using namespace std::chrono_literals;
+
+class SchedulerTest : public ::testing::Test {
+protected:
+  SchedulerTest()
+      : work_(boost::asio::make_work_guard(io_)),
+        scheduler_(io_, analyzer_,
+                   {[this](const std::string& uri) { events_.push_back("started " + uri); },
+                    [this](const std::string&, const std::string&) {},
+                    [this](const std::string& uri, const AnalysisRequest& request,
+                           AnalysisOutcome outcome) {
+                      events_.push_back(
+                          "finished " + uri + " batch " +
+                          std::to_string(request.batchSize.value_or(0)) +
+                          (std::holds_alternative<AnalysisOutput>(outcome) ? " ok" : " error"));
+                    },
+                    [this](const std::string& uri) { events_.push_back("cancelled " + uri); }}) {}
+
+  // Runs the event loop until `done` or 5 s.
+  bool runUntil(const std::function<bool()>& done) {
+    auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (!done() && std::chrono::steady_clock::now() < deadline)
+      io_.run_for(2ms);
+    return done();
+  }
+  bool waitStarted(int count) {
+    return runUntil([&] { return analyzer_.started() >= count; });
+  }
+  bool has(const std::string& event) const {
+    return std::find(events_.begin(), events_.end(), event) != events_.end();
+  }
+  static AnalysisRequest request(int batch) { return {"/w/train.py", batch, {"T4"}, ""}; }
+
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  testing::FakeAnalyzer analyzer_;
+  std::vector<std::string> events_;
+  AnalysisScheduler scheduler_;
+};
+
+TEST_F(SchedulerTest, DebouncesRequestsForTheSameDocument) {
+  analyzer_.release();
+  scheduler_.schedule("a", request(1), 50ms);
+  scheduler_.schedule("a", request(2), 50ms);
+  scheduler_.schedule("a", request(3), 50ms);
+  EXPECT_TRUE(scheduler_.pending("a"));
+  ASSERT_TRUE(runUntil([&] { return has("finished a batch 3 ok"); }));
+  EXPECT_EQ(analyzer_.started(), 1);
+  EXPECT_EQ(analyzer_.requests().at(0).batchSize, 3);
+  EXPECT_FALSE(scheduler_.pending("a"));
+}
+
+TEST_F(SchedulerTest, ANewerRequestCancelsTheRunningAnalysis) {
+  scheduler_.schedule("a", request(1), 0ms);
+  ASSERT_TRUE(waitStarted(1));
+  ASSERT_TRUE(runUntil([&] { return has("started a"); }));
+  EXPECT_EQ(scheduler_.running(), "a");
+  scheduler_.schedule("a", request(2), 0ms);
+  ASSERT_TRUE(waitStarted(2));
+  EXPECT_EQ(analyzer_.cancelled(), 1);
+  analyzer_.release();
+  ASSERT_TRUE(runUntil([&] { return has("finished a batch 2 ok"); }));
+  EXPECT_FALSE(has("finished a batch 1 ok"));
+  EXPECT_FALSE(has("finished a batch 1 error")); // the stale result is dropped
+  EXPECT_FALSE(has("cancelled a"));              // a newer analysis replaced it
+}
+
+TEST_F(SchedulerTest, OtherDocumentsQueueBehindTheRunningOne) {
+  scheduler_.schedule("a", request(1), 0ms);
+  ASSERT_TRUE(waitStarted(1));
+  scheduler_.schedule("b", request(2), 0ms);
+  ASSERT_TRUE(runUntil([&] { return scheduler_.pending("b") && has("started a"); }));
+  EXPECT_EQ(analyzer_.cancelled(), 0);
+  analyzer_.release();
+  analyzer_.release();
+  ASSERT_TRUE(runUntil([&] { return has("finished b batch 2 ok"); }));
+  EXPECT_EQ(events_, (std::vector<std::string>{"started a", "finished a batch 1 ok", "started b",
+                                               "finished b batch 2 ok"}));
+}
+
+TEST_F(SchedulerTest, CancelDropsQueuedAndRunningWork) {
+  scheduler_.schedule("a", request(1), 0ms);
+  ASSERT_TRUE(waitStarted(1));
+  scheduler_.schedule("b", request(2), 10s);
+  scheduler_.cancel("b");
+  scheduler_.cancel("a");
+  ASSERT_TRUE(runUntil([&] { return has("cancelled a"); }));
+  EXPECT_FALSE(scheduler_.pending("a"));
+  EXPECT_FALSE(scheduler_.pending("b"));
+  EXPECT_EQ(analyzer_.started(), 1);
+}
+
+} // namespace
+} // namespace wavecast::lsp

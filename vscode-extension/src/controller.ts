@@ -1,0 +1,573 @@
+// The extension's adapter between VS Code and the daemon: starts the
+// language client, owns the status bar, commands, decorations and the results
+// panel. Decisions live in ./logic; this file only wires them to `vscode`.
+import * as fs from 'fs';
+import * as vscode from 'vscode';
+import { statusView, lineDecorations, type ClientPhase } from './logic/annotations';
+import { WavecastApi, type RpcEndpoint } from './logic/api';
+import { baseName } from './logic/chartData';
+import { checkServerCapability, isProtocolMismatchError } from './logic/errors';
+import { formatMs } from './logic/format';
+import { buildGpuPickItems, pickerPlaceholder } from './logic/picker';
+import type { InitializationOptions, ResultsResponse, StatusParams } from './logic/protocol';
+import * as net from 'net';
+import { connectRemote, isAuthenticationError } from './logic/remote';
+import { RestartPolicy, type RestartDecision } from './logic/restartPolicy';
+import { locateServer } from './logic/serverLocator';
+import {
+  initializationOptions,
+  parseBatchSize,
+  readSettings,
+  RESTART_SETTINGS,
+  type WavecastSettings,
+} from './logic/settings';
+import { ResultsPanel } from './resultsPanel';
+
+export type Transport =
+  | { kind: 'stdio'; command: string; args: string[]; env: NodeJS.ProcessEnv }
+  | { kind: 'tcp'; connect: () => Promise<net.Socket> };
+
+export interface ClientSpec {
+  transport: Transport;
+  initializationOptions: InitializationOptions;
+  outputChannel: vscode.OutputChannel;
+  /** The connection closed unexpectedly; returns whether to restart. */
+  onClosed: () => RestartDecision;
+  onInitializeFailed: (message: string) => void;
+  inlayHintsEnabled: () => boolean;
+}
+
+export interface ClientLike extends RpcEndpoint {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  serverExperimentalCapabilities(): unknown;
+  refreshInlayHints(document: vscode.TextDocument): void;
+  /** Fires each time the client reaches the running state, restarts included. */
+  onRunning(listener: () => void): vscode.Disposable;
+}
+
+export type ClientFactory = (spec: ClientSpec) => ClientLike;
+
+const TRUST_EXPLANATION =
+  'wavecast is off in this workspace because analysing a file runs it (it imports your model and executes one training step). ' +
+  'Trust the workspace to enable wavecast.';
+
+function asUri(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+function isExecutableFile(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+export class WavecastController implements vscode.Disposable {
+  private client: ClientLike | null = null;
+  private api: WavecastApi | null = null;
+  private clientSubscriptions: vscode.Disposable[] = [];
+  private phase: ClientPhase = 'stopped';
+  private serverStatus: StatusParams | null = null;
+  private targets: string[] = [];
+  private settings: WavecastSettings = readSettings({}).settings;
+  private initializeError: string | null = null;
+  /** True while start() awaits the client; it handles that first start itself. */
+  private firstStartPending = false;
+  private lastAnalyzedUri: string | undefined;
+  private readonly restartPolicy: RestartPolicy;
+  private readonly statusItem: vscode.StatusBarItem;
+  private readonly output: vscode.OutputChannel;
+  private readonly decorationType: vscode.TextEditorDecorationType;
+  private readonly panel: ResultsPanel;
+  private readonly subscriptions: vscode.Disposable[] = [];
+
+  constructor(
+    private readonly context: vscode.ExtensionContext,
+    private readonly createClient: ClientFactory,
+    private readonly isExecutable: (file: string) => boolean = isExecutableFile,
+    restartPolicy = new RestartPolicy(),
+  ) {
+    this.restartPolicy = restartPolicy;
+    this.output = vscode.window.createOutputChannel('wavecast');
+    this.statusItem = vscode.window.createStatusBarItem('wavecast.status', vscode.StatusBarAlignment.Right, 100);
+    this.statusItem.name = 'wavecast';
+    this.statusItem.command = 'wavecast.pickGpus';
+    this.decorationType = vscode.window.createTextEditorDecorationType({
+      after: { margin: '0 0 0 2em', color: new vscode.ThemeColor('editorCodeLens.foreground'), fontStyle: 'italic' },
+      rangeBehavior: vscode.DecorationRangeBehavior.ClosedClosed,
+    });
+    this.panel = new ResultsPanel(context.extensionUri, {
+      reveal: (file, line) => void this.reveal(file, line),
+      analyze: (uri) => void this.analyze(uri),
+      pickGpus: () => void this.pickGpus(),
+    });
+    this.subscriptions.push(this.output, this.statusItem, this.decorationType, this.panel);
+  }
+
+  /** Registers commands and listeners, then starts the daemon if the workspace is trusted. */
+  async activate(): Promise<void> {
+    const command = (id: string, run: (...args: any[]) => unknown) => vscode.commands.registerCommand(id, run);
+    this.subscriptions.push(
+      command('wavecast.analyzeNow', () => this.whenRunning(() => this.analyzeActive())),
+      command('wavecast.pickGpus', () => this.whenRunning(() => this.pickGpus())),
+      // The daemon's code lenses pass the document's URI.
+      command('wavecast.setBatchSize', (uri?: unknown) => this.whenRunning(() => this.setBatchSize(asUri(uri)))),
+      command('wavecast.showResults', (uri?: unknown) => this.whenRunning(() => this.showResults(asUri(uri)))),
+      command('wavecast.restartServer', () => this.restart()),
+      command('wavecast.openServerLog', () => this.output.show(true)),
+      vscode.workspace.onDidChangeConfiguration((event) => void this.onConfigurationChanged(event)),
+      vscode.workspace.onDidGrantWorkspaceTrust(() => void this.start()),
+      vscode.window.onDidChangeVisibleTextEditors((editors) => editors.forEach((e) => void this.refreshEditor(e))),
+    );
+    this.context.subscriptions.push(this);
+    this.statusItem.show();
+    await this.start();
+  }
+
+  /** Where the connection to the daemon stands. */
+  get currentPhase(): ClientPhase {
+    return this.phase;
+  }
+
+  async start(): Promise<void> {
+    if (!vscode.workspace.isTrusted) {
+      this.setPhase('untrusted');
+      this.log(TRUST_EXPLANATION);
+      void this.explainUntrusted();
+      return;
+    }
+    if (this.client) return;
+    const { settings, problems } = readSettings(this.rawSettings());
+    this.settings = settings;
+    this.targets = settings.targets;
+    for (const problem of problems) this.log(`settings: ${problem}`);
+    if (problems.length > 0) void this.offer(vscode.window.showWarningMessage(problems.join(' '), 'Open Settings'));
+
+    const transport = this.transport(settings);
+    if ('error' in transport) {
+      this.fail(transport.error);
+      return;
+    }
+    this.setPhase('starting');
+    this.initializeError = null;
+    const client = this.createClient({
+      transport,
+      initializationOptions: initializationOptions(settings),
+      outputChannel: this.output,
+      onClosed: () => this.onConnectionClosed(),
+      onInitializeFailed: (message) => {
+        this.initializeError = message;
+      },
+      inlayHintsEnabled: () => this.settings.display === 'inlayHints',
+    });
+    const api = new WavecastApi(client);
+    this.client = client;
+    this.api = api;
+    this.clientSubscriptions.push(
+      api.onStatus((status) => {
+        this.serverStatus = status;
+        this.updateStatus();
+      }),
+      api.onResultsChanged((change) => void this.onResultsChanged(change.uri)),
+      client.onRunning(() => void this.onRestarted()),
+    );
+
+    this.firstStartPending = true;
+    try {
+      await client.start();
+    } catch (error) {
+      const reason = this.initializeError ?? (error instanceof Error ? error.message : String(error));
+      await this.stopClient();
+      if (isProtocolMismatchError(reason)) this.fail(reason, false);
+      else if (isAuthenticationError(reason)) this.fail(`The wavecast daemon refused the connection: ${reason}. Check wavecast.remoteToken.`, false);
+      else this.fail(`The wavecast daemon did not start: ${reason}`);
+      return;
+    } finally {
+      this.firstStartPending = false;
+    }
+    const check = checkServerCapability(client.serverExperimentalCapabilities());
+    if (!check.ok) {
+      await this.stopClient();
+      this.fail(check.message, false);
+      return;
+    }
+    this.log(`Connected (${check.message}).`);
+    this.setPhase('running');
+    await this.refreshGpuList();
+    vscode.window.visibleTextEditors.forEach((editor) => void this.refreshEditor(editor));
+  }
+
+  async restart(): Promise<void> {
+    if (!vscode.workspace.isTrusted) {
+      void this.explainUntrusted();
+      return;
+    }
+    this.restartPolicy.reset();
+    await this.stopClient();
+    await this.start();
+  }
+
+  private transport(settings: WavecastSettings): Transport | { error: string } {
+    if (settings.remote) {
+      const remote = settings.remote;
+      const token = settings.remoteToken;
+      if (!token) {
+        return { error: 'wavecast.remoteAddress is set but wavecast.remoteToken is empty: paste the token `wavecast serve --listen` printed.' };
+      }
+      this.log(`Connecting to the daemon at ${remote.host}:${remote.port}.`);
+      return { kind: 'tcp', connect: () => connectRemote(remote) };
+    }
+    const located = locateServer({
+      serverPath: settings.serverPath,
+      pathEnv: process.env.PATH,
+      workspaceFolders: (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath),
+      extensionPath: this.context.extensionUri.fsPath,
+      isExecutable: this.isExecutable,
+      platform: process.platform,
+    });
+    if ('error' in located) {
+      this.log(`Searched: ${located.searched.join(', ')}`);
+      return { error: located.error };
+    }
+    this.log(`Starting ${located.path} serve (found via ${located.source}).`);
+    return { kind: 'stdio', command: located.path, args: ['serve'], env: process.env };
+  }
+
+  /** After an automatic restart the client is back: show it and refresh. */
+  private async onRestarted(): Promise<void> {
+    if (this.phase !== 'starting' || this.firstStartPending || !this.api) return;
+    this.log('The daemon is running again.');
+    this.setPhase('running');
+    await this.refreshGpuList();
+  }
+
+  private onConnectionClosed(): RestartDecision {
+    const decision = this.restartPolicy.recordCrash();
+    this.log(decision.message);
+    if (decision.restart) {
+      this.setPhase('starting');
+      void vscode.window.showWarningMessage(decision.message);
+    } else {
+      this.setPhase('failed');
+      void this.offer(vscode.window.showErrorMessage(decision.message, 'Restart Server', 'Open Server Log'));
+    }
+    return decision;
+  }
+
+  private async stopClient(): Promise<void> {
+    const client = this.client;
+    this.client = null;
+    this.api = null;
+    this.clientSubscriptions.forEach((d) => d.dispose());
+    this.clientSubscriptions = [];
+    this.serverStatus = null;
+    if (client) {
+      try {
+        await client.stop();
+      } catch (error) {
+        this.log(`Stopping the daemon: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
+    if (this.phase !== 'untrusted') this.setPhase('stopped');
+  }
+
+  private fail(message: string, offerRestart = true): void {
+    this.log(message);
+    this.setPhase('failed');
+    const actions = offerRestart ? ['Open Settings', 'Restart Server', 'Open Server Log'] : ['Open Settings', 'Open Server Log'];
+    void this.offer(vscode.window.showErrorMessage(message, ...actions));
+  }
+
+  /** Runs the button the user chose on a notification. */
+  private async offer(choice: Thenable<string | undefined>): Promise<void> {
+    switch (await choice) {
+      case 'Open Settings':
+        await vscode.commands.executeCommand('workbench.action.openSettings', 'wavecast');
+        break;
+      case 'Restart Server':
+        await this.restart();
+        break;
+      case 'Open Server Log':
+        this.output.show(true);
+        break;
+      case 'Manage Workspace Trust':
+        await vscode.commands.executeCommand('workbench.trust.manage');
+        break;
+      case 'Show Results':
+        await this.showResults();
+        break;
+    }
+  }
+
+  private async explainUntrusted(): Promise<void> {
+    await this.offer(vscode.window.showInformationMessage(TRUST_EXPLANATION, 'Manage Workspace Trust'));
+  }
+
+  private async whenRunning(run: () => Promise<void>): Promise<void> {
+    if (this.phase === 'untrusted') {
+      await this.explainUntrusted();
+      return;
+    }
+    if (!this.api || this.phase !== 'running') {
+      const why = this.phase === 'starting' ? 'is still starting; try again in a moment' : 'is not running';
+      await this.offer(vscode.window.showWarningMessage(`The wavecast daemon ${why}.`, 'Restart Server', 'Open Server Log'));
+      return;
+    }
+    try {
+      await run();
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.log(`Request failed: ${message}`);
+      await this.offer(vscode.window.showErrorMessage(`wavecast: ${message}`, 'Open Server Log'));
+    }
+  }
+
+  private setPhase(phase: ClientPhase): void {
+    this.phase = phase;
+    void vscode.commands.executeCommand('setContext', 'wavecast.running', phase === 'running');
+    this.updateStatus();
+  }
+
+  private updateStatus(): void {
+    const view = statusView(this.phase, this.targets, this.serverStatus);
+    this.statusItem.text = view.text;
+    this.statusItem.tooltip = view.tooltip;
+    this.statusItem.backgroundColor =
+      view.severity === 'error'
+        ? new vscode.ThemeColor('statusBarItem.errorBackground')
+        : view.severity === 'warning'
+          ? new vscode.ThemeColor('statusBarItem.warningBackground')
+          : undefined;
+  }
+
+  private rawSettings(): Record<string, unknown> {
+    const config = vscode.workspace.getConfiguration('wavecast');
+    const names = ['targets', 'trigger', 'batchSize', 'pythonEnv', 'serverPath', 'remoteAddress', 'remoteToken', 'display'];
+    return Object.fromEntries(names.map((name) => [name, config.get(name)]));
+  }
+
+  private log(message: string): void {
+    this.output.appendLine(`[${new Date().toISOString()}] ${message}`);
+  }
+
+  private async refreshGpuList(): Promise<void> {
+    if (!this.api) return;
+    try {
+      this.targets = (await this.api.listGpus()).targets;
+    } catch (error) {
+      this.log(`wavecast/listGpus failed: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    this.updateStatus();
+  }
+
+  private async onConfigurationChanged(event: vscode.ConfigurationChangeEvent): Promise<void> {
+    if (!event.affectsConfiguration('wavecast')) return;
+    if (RESTART_SETTINGS.some((name) => event.affectsConfiguration(`wavecast.${name}`))) {
+      if (this.phase === 'untrusted') return;
+      this.log('Settings changed; restarting the daemon to apply them.');
+      await this.restart();
+      return;
+    }
+    const previous = this.settings;
+    const { settings } = readSettings(this.rawSettings());
+    this.settings = settings;
+    if (event.affectsConfiguration('wavecast.targets') && this.api) {
+      const wanted = settings.targets;
+      if (wanted.join('\n') !== this.targets.join('\n') && wanted.length > 0) {
+        await this.whenRunning(async () => {
+          this.targets = await this.api!.setTargets(wanted);
+          this.updateStatus();
+        });
+      }
+    }
+    if (previous.display !== settings.display) {
+      for (const editor of vscode.window.visibleTextEditors) {
+        this.client?.refreshInlayHints(editor.document);
+        await this.refreshEditor(editor);
+      }
+    }
+  }
+
+  async pickGpus(): Promise<void> {
+    const api = this.api!;
+    const list = await api.listGpus();
+    const items = buildGpuPickItems(list);
+    const chosen = await vscode.window.showQuickPick(items, {
+      canPickMany: true,
+      title: 'wavecast: target GPUs',
+      placeHolder: pickerPlaceholder(list),
+      matchOnDescription: true,
+      matchOnDetail: true,
+    });
+    if (!chosen) return;
+    if (chosen.length === 0) {
+      void vscode.window.showWarningMessage('wavecast needs at least one target GPU; the selection was not changed.');
+      return;
+    }
+    const ids = chosen.map((item) => item.id);
+    this.targets = await api.setTargets(ids);
+    this.updateStatus();
+    // Persisted per workspace (or per user when no folder is open).
+    const scope = vscode.workspace.workspaceFolders?.length ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
+    this.settings = { ...this.settings, targets: ids };
+    await vscode.workspace.getConfiguration('wavecast').update('targets', ids, scope);
+  }
+
+  private activePythonUri(): string | undefined {
+    const document = vscode.window.activeTextEditor?.document;
+    if (document && document.languageId === 'python' && document.uri.scheme === 'file') return document.uri.toString();
+    return undefined;
+  }
+
+  private async analyzeActive(): Promise<void> {
+    const uri = this.activePythonUri();
+    if (!uri) {
+      void vscode.window.showInformationMessage('Open a Python training script (with wavecast_model/wavecast_input/wavecast_iteration) to analyse it.');
+      return;
+    }
+    await this.analyze(uri);
+  }
+
+  async analyze(uri: string, batchSize?: number): Promise<void> {
+    const api = this.api;
+    if (!api) return;
+    this.lastAnalyzedUri = uri;
+    const name = baseName(vscode.Uri.parse(uri).fsPath);
+    const results = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `wavecast: analysing ${name}…` },
+      () => api.analyze(uri, batchSize),
+    );
+    await this.showOutcome(results, name);
+  }
+
+  private async showOutcome(results: ResultsResponse, name: string): Promise<void> {
+    this.panel.update(results);
+    await this.refreshEditorsFor(results.uri, results);
+    if (results.state === 'error' && results.error) {
+      const where = results.error.line ? ` (line ${results.error.line})` : '';
+      const hint = results.error.hint ? ` ${results.error.hint}` : '';
+      await this.offer(vscode.window.showErrorMessage(`wavecast: ${name}${where}: ${results.error.message}${hint}`, 'Show Results', 'Open Server Log'));
+      return;
+    }
+    const prediction = results.prediction;
+    if (prediction) {
+      const times = prediction.summaries.map((s) => `${s.gpu} ${formatMs(s.iteration_ms)}`).join(' · ');
+      await this.offer(vscode.window.showInformationMessage(`wavecast: ${name}, batch ${prediction.batch_size}: ${times} per iteration.`, 'Show Results'));
+    }
+  }
+
+  private async setBatchSize(uriArgument?: string): Promise<void> {
+    const uri = uriArgument ?? this.activePythonUri();
+    if (!uri) {
+      void vscode.window.showInformationMessage('Open the Python training script whose batch size you want to set.');
+      return;
+    }
+    const api = this.api!;
+    const current = (await api.results(uri)).prediction?.batch_size ?? this.settings.batchSize;
+    const input = await vscode.window.showInputBox({
+      title: 'wavecast: batch size',
+      prompt: `Batch size for ${baseName(vscode.Uri.parse(uri).fsPath)}. Leave empty to use the default.`,
+      value: current ? String(current) : '',
+      validateInput: (text) => {
+        if (text.trim() === '') return null;
+        const parsed = parseBatchSize(text);
+        return typeof parsed === 'number' ? null : parsed.error;
+      },
+    });
+    if (input === undefined) return;
+    const parsed = input.trim() === '' ? null : parseBatchSize(input);
+    if (parsed !== null && typeof parsed !== 'number') return;
+    if (parsed === null) {
+      await api.setBatchSize(uri, null);
+      await this.analyze(uri);
+    } else {
+      await this.analyze(uri, parsed);
+    }
+  }
+
+  private async showResults(uriArgument?: string): Promise<void> {
+    const uri = uriArgument ?? this.activePythonUri() ?? this.panel.uri ?? this.lastAnalyzedUri;
+    if (!uri) {
+      void vscode.window.showInformationMessage('Open a Python training script to see its wavecast results.');
+      return;
+    }
+    this.panel.show(uri);
+    this.panel.update(await this.api!.results(uri));
+  }
+
+  private async onResultsChanged(uri: string): Promise<void> {
+    const wantsPanel = this.panel.uri === uri;
+    const wantsDecorations =
+      this.settings.display === 'decorations' && vscode.window.visibleTextEditors.some((e) => e.document.uri.toString() === uri);
+    if (!this.api || (!wantsPanel && !wantsDecorations)) return;
+    try {
+      const results = await this.api.results(uri);
+      this.panel.update(results);
+      await this.refreshEditorsFor(uri, results);
+    } catch (error) {
+      this.log(`wavecast/results failed: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+
+  private async refreshEditorsFor(uri: string, results: ResultsResponse): Promise<void> {
+    for (const editor of vscode.window.visibleTextEditors) {
+      if (editor.document.uri.toString() === uri) this.decorate(editor, results);
+    }
+  }
+
+  private async refreshEditor(editor: vscode.TextEditor): Promise<void> {
+    if (editor.document.languageId !== 'python') return;
+    if (this.settings.display !== 'decorations' || !this.api) {
+      editor.setDecorations(this.decorationType, []);
+      return;
+    }
+    try {
+      this.decorate(editor, await this.api.results(editor.document.uri.toString()));
+    } catch (error) {
+      this.log(`wavecast/results failed: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+
+  private decorate(editor: vscode.TextEditor, results: ResultsResponse): void {
+    if (this.settings.display !== 'decorations' || !results.prediction) {
+      editor.setDecorations(this.decorationType, []);
+      return;
+    }
+    const document = editor.document;
+    const options: vscode.DecorationOptions[] = lineDecorations(results.prediction, document.uri.fsPath)
+      .filter((d) => d.line >= 1 && d.line <= document.lineCount)
+      .map((d) => {
+        const end = document.lineAt(d.line - 1).range.end;
+        return {
+          range: new vscode.Range(end, end),
+          hoverMessage: new vscode.MarkdownString(d.hover),
+          renderOptions: { after: { contentText: d.text } },
+        };
+      });
+    editor.setDecorations(this.decorationType, options);
+  }
+
+  private async reveal(file: string, line: number): Promise<void> {
+    const document = await vscode.workspace.openTextDocument(vscode.Uri.file(file));
+    const position = new vscode.Position(Math.max(0, line - 1), 0);
+    const editor = await vscode.window.showTextDocument(document, {
+      viewColumn: vscode.ViewColumn.One,
+      selection: new vscode.Range(position, position),
+    });
+    editor.revealRange(new vscode.Range(position, position), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+  }
+
+  /** Stops the daemon and waits for it; used on deactivation. */
+  async shutdown(): Promise<void> {
+    await this.stopClient();
+    this.dispose();
+  }
+
+  dispose(): void {
+    void this.stopClient();
+    this.subscriptions.splice(0).forEach((d) => d.dispose());
+  }
+}

@@ -1,0 +1,60 @@
+// Typed access to the daemon's custom methods over any JSON-RPC endpoint:
+// the extension's LanguageClient or a bare MessageConnection (tests).
+import type { NotificationType, RequestType } from 'vscode-languageserver-protocol';
+import {
+  AnalyzeRequest,
+  ListGpusRequest,
+  ResultsChangedNotification,
+  ResultsRequest,
+  SetBatchSizeRequest,
+  SetTargetsRequest,
+  StatusNotification,
+  type ListGpusResult,
+  type ResultsChangedParams,
+  type ResultsResponse,
+  type StatusParams,
+} from './protocol';
+
+export interface Disposable {
+  dispose(): void;
+}
+
+export interface RpcEndpoint {
+  sendRequest<P, R>(type: RequestType<P, R, void>, params: P): Promise<R>;
+  onNotification<P>(type: NotificationType<P>, handler: (params: P) => void): Disposable;
+}
+
+export class WavecastApi {
+  constructor(private readonly endpoint: RpcEndpoint) {}
+
+  listGpus(): Promise<ListGpusResult> {
+    return this.endpoint.sendRequest(ListGpusRequest, {});
+  }
+
+  /** Returns the target ids the daemon accepted. */
+  async setTargets(gpus: readonly string[]): Promise<string[]> {
+    const reply = await this.endpoint.sendRequest(SetTargetsRequest, { gpus: [...gpus] });
+    return reply.targets;
+  }
+
+  /** `null` removes the per-file override. */
+  async setBatchSize(uri: string, batchSize: number | null): Promise<void> {
+    await this.endpoint.sendRequest(SetBatchSizeRequest, { uri, batchSize });
+  }
+
+  analyze(uri: string, batchSize?: number): Promise<ResultsResponse> {
+    return this.endpoint.sendRequest(AnalyzeRequest, batchSize === undefined ? { uri } : { uri, batchSize });
+  }
+
+  results(uri: string): Promise<ResultsResponse> {
+    return this.endpoint.sendRequest(ResultsRequest, { uri });
+  }
+
+  onResultsChanged(handler: (params: ResultsChangedParams) => void): Disposable {
+    return this.endpoint.onNotification(ResultsChangedNotification, handler);
+  }
+
+  onStatus(handler: (params: StatusParams) => void): Disposable {
+    return this.endpoint.onNotification(StatusNotification, handler);
+  }
+}

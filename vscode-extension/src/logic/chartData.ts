@@ -1,0 +1,253 @@
+// Turns a results response into what the results panel draws: bar charts per
+// GPU, memory against capacity and the per-line table. Pure, so the webview
+// bundle and the unit tests share it.
+import { formatBytes, formatCount, formatMs, formatShare, formatUsd } from './format';
+import type { GpuSummary, LinePrediction, ResultsResponse } from './protocol';
+
+export interface BarSegment {
+  kind: string;
+  label: string;
+  value: number;
+  /** Width as a fraction of the chart's full scale. */
+  fraction: number;
+}
+
+// GPUs are labelled by id ("H100-SXM"), with the driver name
+// ("NVIDIA H100 80GB HBM3") as the tooltip.
+
+export interface Bar {
+  gpu: string;
+  /** Driver name, for tooltips. */
+  name: string;
+  value: number | null;
+  label: string;
+  fraction: number;
+  best: boolean;
+  segments: BarSegment[];
+}
+
+export interface BarChart {
+  id: 'iteration' | 'throughput' | 'cost';
+  title: string;
+  better: 'lower' | 'higher';
+  bars: Bar[];
+  /** Why some bars are empty, if any are. */
+  note: string | null;
+}
+
+export interface MemoryBar {
+  gpu: string;
+  name: string;
+  segments: BarSegment[];
+  peakBytes: number;
+  capacityBytes: number;
+  peakFraction: number;
+  capacityFraction: number;
+  fits: boolean;
+  label: string;
+}
+
+export interface LineCell {
+  gpu: string;
+  totalMs: number;
+  share: number;
+  label: string;
+  shareLabel: string;
+}
+
+export interface LineRow {
+  file: string;
+  /** 0 gathers ops with no line in the project; such a row links nowhere. */
+  line: number;
+  fileLabel: string;
+  ops: string;
+  opCount: number;
+  cells: LineCell[];
+  /** Largest share of the iteration over the GPUs, in [0, 1], for the heat bar. */
+  maxShare: number;
+}
+
+export interface ChartModel {
+  state: ResultsResponse['state'];
+  title: string;
+  subtitle: string;
+  errorText: string | null;
+  errorLocation: { file: string; line: number } | null;
+  hint: string | null;
+  charts: BarChart[];
+  memory: MemoryBar[];
+  gpuColumns: { gpu: string; name: string }[];
+  rows: LineRow[];
+  warnings: string[];
+}
+
+export function baseName(file: string): string {
+  const parts = file.split(/[\\/]/);
+  return parts[parts.length - 1] || file;
+}
+
+function barChart(
+  id: BarChart['id'],
+  title: string,
+  better: BarChart['better'],
+  summaries: GpuSummary[],
+  value: (s: GpuSummary) => number | null,
+  label: (v: number) => string,
+  segments: (s: GpuSummary, scale: number) => BarSegment[] = () => [],
+): BarChart {
+  const values = summaries.map(value).map((v) => (v !== null && Number.isFinite(v) ? v : null));
+  const present = values.filter((v): v is number => v !== null);
+  const scale = present.length > 0 ? Math.max(...present) : 0;
+  const bestValue = present.length > 1 ? (better === 'lower' ? Math.min(...present) : Math.max(...present)) : null;
+  const bars = summaries.map((s, i): Bar => {
+    const v = values[i];
+    return {
+      gpu: s.gpu,
+      name: s.name,
+      value: v,
+      label: v === null ? 'no price' : label(v),
+      fraction: v === null || scale <= 0 ? 0 : v / scale,
+      best: v !== null && v === bestValue,
+      segments: v === null || scale <= 0 ? [] : segments(s, scale),
+    };
+  });
+  const missing = bars.filter((b) => b.value === null).map((b) => b.gpu);
+  return {
+    id,
+    title,
+    better,
+    bars,
+    note:
+      missing.length > 0
+        ? `No rental price for ${missing.join(', ')}: add price_per_hour_usd for it in ~/.config/wavecast/gpus.json.`
+        : null,
+  };
+}
+
+const MEMORY_KINDS: [keyof GpuSummary['memory'], string][] = [
+  ['weights_bytes', 'weights'],
+  ['gradients_bytes', 'gradients'],
+  ['optimizer_state_bytes', 'optimizer state'],
+  ['activations_bytes', 'activations'],
+  ['workspace_bytes', 'workspace'],
+];
+
+function memoryBars(summaries: GpuSummary[]): MemoryBar[] {
+  const scale = Math.max(1, ...summaries.map((s) => Math.max(s.memory.peak_bytes, s.memory_capacity_bytes)));
+  return summaries.map((s) => ({
+    gpu: s.gpu,
+    name: s.name,
+    segments: MEMORY_KINDS.map(([key, label]) => ({
+      kind: label.replace(' ', '-'),
+      label,
+      value: s.memory[key],
+      fraction: s.memory[key] / scale,
+    })).filter((segment) => segment.value > 0),
+    peakBytes: s.memory.peak_bytes,
+    capacityBytes: s.memory_capacity_bytes,
+    peakFraction: s.memory.peak_bytes / scale,
+    capacityFraction: s.memory_capacity_bytes / scale,
+    fits: s.fits_in_memory,
+    label: `${formatBytes(s.memory.peak_bytes)} of ${formatBytes(s.memory_capacity_bytes)}${s.fits_in_memory ? '' : ' — out of memory'}`,
+  }));
+}
+
+function lineRows(lines: LinePrediction[], gpus: string[]): LineRow[] {
+  const unattributed = (line: LinePrediction) => line.line < 1 || line.file === '';
+  return [...lines]
+    .sort((a, b) => {
+      if (unattributed(a) !== unattributed(b)) return unattributed(a) ? 1 : -1;
+      return a.file === b.file ? a.line - b.line : a.file.localeCompare(b.file);
+    })
+    .map((line) => {
+      const cells = gpus.map((gpu): LineCell => {
+        const entry = line.per_gpu.find((p) => p.gpu === gpu);
+        const totalMs = entry?.total_ms ?? 0;
+        const share = entry?.share ?? 0;
+        return { gpu, totalMs, share, label: entry ? formatMs(totalMs) : '–', shareLabel: entry ? formatShare(share) : '' };
+      });
+      return {
+        file: line.file,
+        line: line.line,
+        fileLabel: line.line >= 1 && line.file ? `${baseName(line.file)}:${line.line}` : 'other code',
+        ops: summarizeOps(line.ops),
+        opCount: line.op_count,
+        cells,
+        maxShare: Math.max(0, ...cells.map((c) => c.share)),
+      };
+    });
+}
+
+/** "convolution ×2, relu_" from op names such as "aten::convolution". */
+export function summarizeOps(ops: readonly string[], maxShown = 4): string {
+  const counts = new Map<string, number>();
+  for (const op of ops) {
+    const name = op.replace(/^aten::/, '');
+    counts.set(name, (counts.get(name) ?? 0) + 1);
+  }
+  const parts = [...counts.entries()].map(([name, n]) => (n > 1 ? `${name} ×${n}` : name));
+  return parts.length > maxShown ? `${parts.slice(0, maxShown).join(', ')}, +${parts.length - maxShown} more` : parts.join(', ');
+}
+
+export function buildChartModel(results: ResultsResponse): ChartModel {
+  const fileTitle = baseName(decodeURIComponent(results.uri.replace(/^file:\/\//, '')));
+  const empty: ChartModel = {
+    state: results.state,
+    title: fileTitle,
+    subtitle: '',
+    errorText: null,
+    errorLocation: null,
+    hint: null,
+    charts: [],
+    memory: [],
+    gpuColumns: [],
+    rows: [],
+    warnings: [],
+  };
+  if (results.state === 'error' && results.error) {
+    const e = results.error;
+    return {
+      ...empty,
+      subtitle: 'Analysis failed',
+      errorText: `${e.kind}: ${e.message}`,
+      errorLocation: e.file && e.line ? { file: e.file, line: e.line } : null,
+      hint: e.hint,
+    };
+  }
+  const p = results.prediction;
+  if (!p) {
+    const subtitle =
+      results.state === 'analyzing'
+        ? 'Analysing…'
+        : 'No prediction yet. Save the file or run “wavecast: Analyze Now”.';
+    return { ...empty, subtitle };
+  }
+  const summaries = p.summaries;
+  const phaseSegments = (s: GpuSummary, scale: number): BarSegment[] =>
+    (
+      [
+        ['forward', 'forward', s.forward_ms],
+        ['backward', 'backward', s.backward_ms],
+        ['optimizer', 'optimizer', s.optimizer_ms],
+      ] as [string, string, number][]
+    )
+      .filter(([, , value]) => value > 0)
+      .map(([kind, label, value]) => ({ kind, label: `${label} ${formatMs(value)}`, value, fraction: value / scale }));
+  const charts = [
+    barChart('iteration', 'Iteration time', 'lower', summaries, (s) => s.iteration_ms, formatMs, phaseSegments),
+    barChart('throughput', 'Throughput (samples/s)', 'higher', summaries, (s) => s.samples_per_second, formatCount),
+    // A cost of 0 comes from an unknown price (or batch size), not a free GPU.
+    barChart('cost', 'Cost per 1,000 samples', 'lower', summaries, (s) => (s.cost_per_1k_samples_usd ? s.cost_per_1k_samples_usd : null), formatUsd),
+  ];
+  const stale = results.state === 'analyzing' ? ' · re-analysing…' : '';
+  return {
+    ...empty,
+    subtitle: `batch size ${p.batch_size} · ${summaries.length} GPU${summaries.length === 1 ? '' : 's'} · ${p.method}${stale}`,
+    charts,
+    memory: memoryBars(summaries),
+    gpuColumns: summaries.map((s) => ({ gpu: s.gpu, name: s.name })),
+    rows: lineRows(p.lines, summaries.map((s) => s.gpu)),
+    // The predictor's warnings already cover memory that does not fit.
+    warnings: p.warnings,
+  };
+}

@@ -1,0 +1,55 @@
+// Turns failures into messages that say what to do.
+import { PROTOCOL_VERSION, REQUIRED_METHODS, type ServerWavecastCapability } from './protocol';
+
+export interface CapabilityCheck {
+  ok: boolean;
+  message: string;
+  /** Which side must be updated when the versions differ. */
+  update?: 'extension' | 'daemon';
+}
+
+export function mismatchMessage(serverVersion: number, clientVersion = PROTOCOL_VERSION): CapabilityCheck {
+  const update = serverVersion > clientVersion ? 'extension' : 'daemon';
+  const what =
+    update === 'extension'
+      ? 'Update the wavecast VS Code extension (or use a daemon of the same release).'
+      : 'Update the wavecast daemon (rebuild or reinstall `wavecast`, or point wavecast.serverPath to a newer one).';
+  return {
+    ok: false,
+    update,
+    message: `wavecast protocol mismatch: the daemon speaks version ${serverVersion}, this extension version ${clientVersion}. ${what}`,
+  };
+}
+
+/** Checks `capabilities.experimental.wavecast` from the initialize result. */
+export function checkServerCapability(experimental: unknown): CapabilityCheck {
+  const wavecast = (experimental as { wavecast?: Partial<ServerWavecastCapability> } | undefined)?.wavecast;
+  if (!wavecast || typeof wavecast.protocolVersion !== 'number') {
+    return {
+      ok: false,
+      update: 'daemon',
+      message:
+        'The server did not advertise wavecast capabilities: it is not a wavecast daemon or it is too old. ' +
+        'Update the wavecast daemon or fix wavecast.serverPath / wavecast.remoteAddress.',
+    };
+  }
+  if (wavecast.protocolVersion !== PROTOCOL_VERSION) return mismatchMessage(wavecast.protocolVersion);
+  const advertised = new Set(wavecast.methods ?? []);
+  const missing = REQUIRED_METHODS.filter((method) => !advertised.has(method));
+  if (missing.length > 0) {
+    return {
+      ok: false,
+      update: 'daemon',
+      message: `The wavecast daemon lacks ${missing.join(', ')}. Update the wavecast daemon.`,
+    };
+  }
+  return { ok: true, message: `wavecast protocol ${wavecast.protocolVersion}` };
+}
+
+/**
+ * The daemon refuses initialize on a version mismatch; its message already
+ * says which side to update. Recognise it so the extension does not restart.
+ */
+export function isProtocolMismatchError(message: string): boolean {
+  return /protocol/i.test(message) && /version|mismatch|update/i.test(message);
+}

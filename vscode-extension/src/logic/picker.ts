@@ -1,0 +1,70 @@
+// Items of the GPU quick pick, built from `wavecast/listGpus`.
+import { formatGpuList, formatTflops, formatUsd } from './format';
+import type { GpuInfo, ListGpusResult } from './protocol';
+
+// Items are labelled by GPU id ("H100-SXM"): short, and what settings and
+// `wavecast predict --gpu` take; the driver name goes in the detail line.
+
+export interface GpuPickItem {
+  /** GPU id sent back to the daemon. */
+  id: string;
+  label: string;
+  description: string;
+  detail: string;
+  picked: boolean;
+}
+
+/** The GPU's highest dense peak with the precision it is reached at. */
+export function peakThroughput(gpu: GpuInfo): { tflops: number; precision: string } {
+  const candidates: [number, string][] = [
+    [gpu.bf16Tflops, 'BF16'],
+    [gpu.fp16Tflops, 'FP16'],
+    [gpu.tf32Tflops, 'TF32'],
+    [gpu.fp32Tflops, 'FP32'],
+  ];
+  let best: [number, string] = [0, 'FP32'];
+  for (const candidate of candidates) {
+    if (Number.isFinite(candidate[0]) && candidate[0] > best[0]) best = candidate;
+  }
+  return { tflops: best[0], precision: best[1] };
+}
+
+function formatPricePerHour(price: number | null): string {
+  return price === null || price === undefined || price <= 0 ? 'no price' : `${formatUsd(price)}/h`;
+}
+
+/**
+ * One item per GPU, in the daemon's order, with the current targets ticked.
+ * `targets` may hold ids or names (settings written by hand use either).
+ */
+export function buildGpuPickItems(list: ListGpusResult, targets: readonly string[] = list.targets): GpuPickItem[] {
+  const wanted = new Set(targets.map((t) => t.toLowerCase()));
+  return list.gpus.map((gpu) => {
+    const peak = peakThroughput(gpu);
+    // AMD GPUs have no CUDA compute capability; their compute units stand in for SMs.
+    const architecture = gpu.computeCapability ? [`sm_${gpu.computeCapability.replace('.', '')}`, `${gpu.smCount} SMs`] : [`${gpu.smCount} CUs`];
+    return {
+      id: gpu.id,
+      label: gpu.id,
+      description: [
+        `${gpu.memoryGiB} GiB`,
+        peak.tflops > 0 ? `${formatTflops(peak.tflops)} ${peak.precision}` : null,
+        formatPricePerHour(gpu.pricePerHourUsd),
+      ]
+        .filter((part): part is string => part !== null)
+        .join(' · '),
+      detail: [
+        gpu.name,
+        ...architecture,
+        `${Math.round(gpu.memoryBandwidthGBs).toLocaleString('en-US')} GB/s`,
+        `FP32 ${formatTflops(gpu.fp32Tflops)}`,
+      ].join(' · '),
+      picked: wanted.has(gpu.id.toLowerCase()) || wanted.has(gpu.name.toLowerCase()),
+    };
+  });
+}
+
+/** Placeholder text of the picker: what is selected now. */
+export function pickerPlaceholder(list: ListGpusResult): string {
+  return `Target GPUs (now: ${formatGpuList(list.targets, 4)}). Space toggles, Enter applies.`;
+}

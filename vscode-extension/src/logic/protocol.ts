@@ -1,0 +1,160 @@
+// Types and request definitions of wavecast's custom LSP methods
+// (docs/protocol.md). No `vscode` import: shared by the extension, the
+// webview bundle and the integration tests.
+import { NotificationType, RequestType } from 'vscode-languageserver-protocol';
+
+/** Version of the custom `wavecast/*` protocol this client speaks. */
+export const PROTOCOL_VERSION = 1;
+
+export interface GpuInfo {
+  id: string;
+  name: string;
+  computeCapability: string;
+  smCount: number;
+  memoryGiB: number;
+  memoryBandwidthGBs: number;
+  fp32Tflops: number;
+  tf32Tflops: number;
+  fp16Tflops: number;
+  bf16Tflops: number;
+  pricePerHourUsd: number | null;
+}
+
+export interface ListGpusResult {
+  gpus: GpuInfo[];
+  targets: string[];
+}
+
+export interface MemoryBreakdown {
+  weights_bytes: number;
+  gradients_bytes: number;
+  optimizer_state_bytes: number;
+  activations_bytes: number;
+  workspace_bytes: number;
+  peak_bytes: number;
+}
+
+export interface GpuSummary {
+  gpu: string;
+  name: string;
+  iteration_ms: number;
+  forward_ms: number;
+  backward_ms: number;
+  optimizer_ms: number;
+  samples_per_second: number;
+  cost_per_1k_samples_usd: number | null;
+  price_per_hour_usd: number | null;
+  memory: MemoryBreakdown;
+  memory_capacity_bytes: number;
+  fits_in_memory: boolean;
+}
+
+export interface LineGpuTime {
+  gpu: string;
+  forward_ms: number;
+  backward_ms: number;
+  optimizer_ms: number;
+  total_ms: number;
+  share: number;
+}
+
+export interface LinePrediction {
+  file: string;
+  line: number;
+  ops: string[];
+  op_count: number;
+  per_gpu: LineGpuTime[];
+}
+
+export interface OpPrediction {
+  id: number;
+  name: string;
+  phase: string;
+  file: string;
+  line: number;
+  family: string;
+  flops: number;
+  bytes: number;
+  approximate: boolean;
+  per_gpu: { gpu: string; time_ms: number; method: string }[];
+}
+
+export interface Prediction {
+  method: string;
+  batch_size: number;
+  gpus: string[];
+  summaries: GpuSummary[];
+  lines: LinePrediction[];
+  ops: OpPrediction[];
+  warnings: string[];
+}
+
+export type AnalysisState = 'none' | 'analyzing' | 'ready' | 'error';
+
+export interface AnalysisError {
+  kind: string;
+  message: string;
+  file: string | null;
+  line: number | null;
+  hint: string | null;
+}
+
+export interface ResultsResponse {
+  uri: string;
+  state: AnalysisState;
+  contentVersion: number | null;
+  prediction: Prediction | null;
+  error: AnalysisError | null;
+}
+
+export interface ResultsChangedParams {
+  uri: string;
+  state: AnalysisState;
+  summaries: GpuSummary[];
+}
+
+export type ServerState = 'idle' | 'analyzing' | 'error';
+
+export interface StatusParams {
+  state: ServerState;
+  message: string;
+  percentage?: number;
+}
+
+export type Trigger = 'onSave' | 'manual';
+
+export interface InitializationOptions {
+  protocolVersion: number;
+  targets: string[];
+  batchSize: number | null;
+  trigger: Trigger;
+  /** Null keys are ignored by the daemon (its default applies). */
+  pythonEnv: string | null;
+  /** Authenticates a TCP connection (`wavecast serve --listen`). */
+  token?: string;
+}
+
+/** What the server advertises in `capabilities.experimental.wavecast`. */
+export interface ServerWavecastCapability {
+  protocolVersion: number;
+  methods: string[];
+}
+
+export const ListGpusRequest = new RequestType<Record<string, never>, ListGpusResult, void>('wavecast/listGpus');
+export const SetTargetsRequest = new RequestType<{ gpus: string[] }, { targets: string[] }, void>('wavecast/setTargets');
+export const SetBatchSizeRequest = new RequestType<{ uri: string; batchSize: number | null }, Record<string, never>, void>(
+  'wavecast/setBatchSize',
+);
+export const AnalyzeRequest = new RequestType<{ uri: string; batchSize?: number }, ResultsResponse, void>('wavecast/analyze');
+export const ResultsRequest = new RequestType<{ uri: string }, ResultsResponse, void>('wavecast/results');
+export const ResultsChangedNotification = new NotificationType<ResultsChangedParams>('wavecast/resultsChanged');
+export const StatusNotification = new NotificationType<StatusParams>('wavecast/status');
+
+/** Methods this client calls; the server must advertise all of them. */
+export const REQUIRED_METHODS: readonly string[] = [
+  ListGpusRequest.method,
+  SetTargetsRequest.method,
+  SetBatchSizeRequest.method,
+  AnalyzeRequest.method,
+  ResultsRequest.method,
+];

@@ -1,0 +1,29 @@
+// Messages between the extension and the results panel.
+import type { ResultsResponse } from './protocol';
+
+export type ToWebview = { type: 'results'; results: ResultsResponse };
+
+export type FromWebview =
+  | { type: 'ready' }
+  | { type: 'reveal'; file: string; line: number }
+  | { type: 'analyze' }
+  | { type: 'pickGpus' };
+
+/** Validates a message from the webview; anything else is ignored. */
+export function parseFromWebview(message: unknown): FromWebview | null {
+  if (typeof message !== 'object' || message === null) return null;
+  const m = message as Record<string, unknown>;
+  switch (m.type) {
+    case 'ready':
+    case 'analyze':
+    case 'pickGpus':
+      return { type: m.type };
+    case 'reveal':
+      if (typeof m.file === 'string' && m.file !== '' && Number.isInteger(m.line) && (m.line as number) >= 1) {
+        return { type: 'reveal', file: m.file, line: m.line as number };
+      }
+      return null;
+    default:
+      return null;
+  }
+}

@@ -1,0 +1,419 @@
+// The controller (the only code that talks to `vscode`) against the mock.
+import '../mock/register';
+import { strict as assert } from 'node:assert';
+import { beforeEach, test } from 'node:test';
+import { WavecastController, type ClientSpec } from '../../src/controller';
+import { RestartPolicy } from '../../src/logic/restartPolicy';
+import { FakeTextDocument, FakeTextEditor, harness, Uri, window, ConfigurationTarget } from '../mock/vscode';
+import { GPU_LIST, loadResults } from '../fixtures';
+import { FakeClient } from './fakeClient';
+
+const FILE = '/home/ada/projects/resnet/train_resnet.py';
+const URI = `file://${FILE}`;
+
+interface Setup {
+  controller: WavecastController;
+  clients: FakeClient[];
+  context: { subscriptions: { dispose(): void }[]; extensionUri: Uri };
+}
+
+/** Builds a controller whose clients answer like a healthy daemon. */
+function setup(options: { executable?: (file: string) => boolean; prepare?: (client: FakeClient) => void; policy?: RestartPolicy } = {}): Setup {
+  const clients: FakeClient[] = [];
+  const context = { subscriptions: [] as { dispose(): void }[], extensionUri: Uri.file('/ext/wavecast') };
+  const factory = (spec: ClientSpec) => {
+    const client = new FakeClient(spec);
+    let targets = [...GPU_LIST.targets];
+    client.handlers.set('wavecast/listGpus', () => ({ ...GPU_LIST, targets }));
+    client.handlers.set('wavecast/setTargets', (p: { gpus: string[] }) => {
+      targets = p.gpus;
+      return { targets };
+    });
+    client.handlers.set('wavecast/results', () => loadResults());
+    client.handlers.set('wavecast/analyze', () => loadResults());
+    client.handlers.set('wavecast/setBatchSize', () => ({}));
+    options.prepare?.(client);
+    clients.push(client);
+    return client;
+  };
+  const controller = new WavecastController(
+    context as never,
+    factory,
+    options.executable ?? ((file) => file === '/usr/bin/wavecast'),
+    options.policy,
+  );
+  return { controller, clients, context };
+}
+
+function openEditor(lines = 60): FakeTextEditor {
+  const document = new FakeTextDocument(Uri.file(FILE), Array.from({ length: lines }, (_, i) => `line ${i + 1}`));
+  harness.documents.set(FILE, document);
+  const editor = new FakeTextEditor(document);
+  window.activeTextEditor = editor;
+  window.visibleTextEditors = [editor];
+  return editor;
+}
+
+const statusItem = () => harness.statusItems[0];
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+beforeEach(() => {
+  harness.reset();
+  process.env.PATH = '/usr/local/bin:/usr/bin';
+});
+
+test('untrusted workspace: nothing is started and the user is told why', async () => {
+  harness.trusted = false;
+  const { controller, clients } = setup();
+  await controller.activate();
+  assert.equal(clients.length, 0);
+  assert.equal(controller.currentPhase, 'untrusted');
+  assert.match(statusItem().text, /\$\(shield\)/);
+  assert.equal(harness.shown.length, 1);
+  assert.match(harness.shown[0].message, /off in this workspace because analysing a file runs it/);
+  assert.deepEqual(harness.shown[0].actions, ['Manage Workspace Trust']);
+
+  harness.answers.push({ match: 'off in this workspace', action: 'Manage Workspace Trust' });
+  await harness.commands.get('wavecast.analyzeNow')!();
+  assert.equal(clients.length, 0);
+  assert.ok(harness.executed.some((e) => e.id === 'workbench.trust.manage'));
+
+  harness.trusted = true;
+  harness.trustGranted.fire();
+  await tick();
+  assert.equal(clients.length, 1);
+  assert.equal(controller.currentPhase, 'running');
+});
+
+test('starts `wavecast serve` found on PATH with initialization options from the settings', async () => {
+  harness.config.set('targets', ['H100-SXM', 'T4']);
+  harness.config.set('batchSize', 32);
+  harness.config.set('trigger', 'manual');
+  const { controller, clients } = setup();
+  await controller.activate();
+  const client = clients[0];
+  assert.deepEqual(client.spec.transport, { kind: 'stdio', command: '/usr/bin/wavecast', args: ['serve'], env: process.env });
+  assert.deepEqual(client.spec.initializationOptions, {
+    protocolVersion: 1,
+    targets: ['H100-SXM', 'T4'],
+    batchSize: 32,
+    trigger: 'manual',
+    pythonEnv: null,
+  });
+  assert.equal(client.started, true);
+  assert.equal(controller.currentPhase, 'running');
+  assert.equal(statusItem().text, '$(pulse) H100-SXM, T4');
+  assert.equal(statusItem().command, 'wavecast.pickGpus');
+  assert.equal(statusItem().visible, true);
+  assert.deepEqual(harness.shown, []);
+});
+
+test('a missing binary is an error that says how to fix it', async () => {
+  const { controller, clients } = setup({ executable: () => false });
+  await controller.activate();
+  assert.equal(clients.length, 0);
+  assert.equal(controller.currentPhase, 'failed');
+  assert.equal(harness.shown[0].kind, 'error');
+  assert.match(harness.shown[0].message, /not found on PATH or in a build\/bin folder.*set wavecast.serverPath/);
+  assert.deepEqual(harness.shown[0].actions, ['Open Settings', 'Restart Server', 'Open Server Log']);
+  assert.equal(statusItem().backgroundColor.id, 'statusBarItem.errorBackground');
+  assert.ok(harness.outputLines.some((l) => l.includes('Searched: /usr/local/bin/wavecast, /usr/bin/wavecast')));
+});
+
+test('a protocol version mismatch names the side to update and does not offer restarts', async () => {
+  const { controller, clients } = setup({
+    prepare: (client) => {
+      client.experimental = { wavecast: { protocolVersion: 2, methods: [] } };
+    },
+  });
+  await controller.activate();
+  assert.equal(clients[0].stopped, true);
+  assert.equal(controller.currentPhase, 'failed');
+  assert.match(harness.shown[0].message, /daemon speaks version 2, this extension version 1. Update the wavecast VS Code extension/);
+  assert.deepEqual(harness.shown[0].actions, ['Open Settings', 'Open Server Log']);
+});
+
+test('the daemon refusing initialize shows its message verbatim', async () => {
+  const { controller } = setup({
+    prepare: (client) => {
+      client.startError = new Error('Initialize failed');
+      client.spec.onInitializeFailed('wavecast protocol version mismatch: the daemon speaks 1, the client 3. Update the wavecast daemon.');
+    },
+  });
+  await controller.activate();
+  assert.equal(controller.currentPhase, 'failed');
+  assert.equal(harness.shown[0].message, 'wavecast protocol version mismatch: the daemon speaks 1, the client 3. Update the wavecast daemon.');
+});
+
+test('crashes restart automatically a few times, then the user is offered a restart', async () => {
+  let now = 0;
+  const { controller, clients } = setup({ policy: new RestartPolicy(3, 180_000, () => now) });
+  await controller.activate();
+  const decisions = [1, 2, 3, 4].map(() => {
+    now += 1000;
+    return clients[0].spec.onClosed();
+  });
+  assert.deepEqual(
+    decisions.map((d) => d.restart),
+    [true, true, true, false],
+  );
+  assert.equal(controller.currentPhase, 'failed');
+  assert.equal(harness.shown.filter((s) => s.kind === 'warning' && /restarting it \(attempt \d of 3\)/.test(s.message)).length, 3);
+  const last = harness.shown.at(-1)!;
+  assert.equal(last.kind, 'error');
+  assert.match(last.message, /crashed 4 times in 3 minutes/);
+  assert.deepEqual(last.actions, ['Restart Server', 'Open Server Log']);
+
+  await harness.commands.get('wavecast.restartServer')!();
+  assert.equal(clients.length, 2);
+  assert.equal(controller.currentPhase, 'running');
+  assert.equal(clients[1].spec.onClosed().restart, true, 'a manual restart resets the budget');
+});
+
+test('after an automatic restart the status returns to running', async () => {
+  const { controller, clients } = setup();
+  await controller.activate();
+  const listGpusCalls = clients[0].requestsOf('wavecast/listGpus').length;
+  assert.equal(clients[0].spec.onClosed().restart, true);
+  assert.equal(controller.currentPhase, 'starting');
+  assert.match(statusItem().text, /loading~spin/);
+  clients[0].running();
+  await tick();
+  assert.equal(controller.currentPhase, 'running');
+  assert.equal(clients[0].requestsOf('wavecast/listGpus').length, listGpusCalls + 1);
+});
+
+test('status notifications drive the status bar', async () => {
+  const { controller, clients } = setup();
+  await controller.activate();
+  clients[0].notify('wavecast/status', { state: 'analyzing', message: 'tracing train_resnet.py', percentage: 40 });
+  assert.equal(statusItem().text, '$(sync~spin) H100-SXM, T4 40%');
+  assert.match(statusItem().tooltip, /tracing train_resnet.py/);
+  clients[0].notify('wavecast/status', { state: 'error', message: 'worker crashed; restarted' });
+  assert.equal(statusItem().text, '$(warning) H100-SXM, T4');
+  assert.equal(statusItem().backgroundColor.id, 'statusBarItem.errorBackground');
+  assert.equal(controller.currentPhase, 'running');
+});
+
+test('the GPU picker lists the daemon’s GPUs, applies and persists the choice per workspace', async () => {
+  const { controller, clients } = setup();
+  await controller.activate();
+  let offered: any[] = [];
+  harness.quickPick = (items, options) => {
+    offered = items;
+    assert.equal(options.canPickMany, true);
+    assert.match(options.placeHolder, /now: H100-SXM, T4/);
+    return items.filter((i: { id: string }) => i.id === 'A100-SXM4-40GB' || i.id === 'MI210');
+  };
+  await harness.commands.get('wavecast.pickGpus')!();
+  assert.deepEqual(
+    offered.map((i) => [i.label, i.picked]),
+    [
+      ['H100-SXM', true],
+      ['A100-SXM4-40GB', false],
+      ['T4', true],
+      ['MI210', false],
+    ],
+  );
+  assert.equal(offered[1].description, '40 GiB · 312 TFLOP/s BF16 · $1.29/h');
+  assert.deepEqual(clients[0].requestsOf('wavecast/setTargets'), [{ gpus: ['A100-SXM4-40GB', 'MI210'] }]);
+  assert.deepEqual(harness.configUpdates, [
+    { key: 'wavecast.targets', value: ['A100-SXM4-40GB', 'MI210'], target: ConfigurationTarget.Workspace },
+  ]);
+  await tick();
+  assert.equal(statusItem().text, '$(pulse) A100-SXM4-40GB, MI210');
+  assert.equal(clients[0].requestsOf('wavecast/setTargets').length, 1, 'the settings echo is not sent again');
+  assert.equal(clients.length, 1, 'changing targets does not restart the daemon');
+});
+
+test('an empty pick keeps the selection', async () => {
+  const { controller, clients } = setup();
+  await controller.activate();
+  harness.quickPick = () => [];
+  await harness.commands.get('wavecast.pickGpus')!();
+  assert.deepEqual(clients[0].requestsOf('wavecast/setTargets'), []);
+  assert.match(harness.shown.at(-1)!.message, /at least one target GPU/);
+});
+
+test('Analyze now sends the active file and reports the iteration times', async () => {
+  const { controller, clients } = setup();
+  await controller.activate();
+  openEditor();
+  await harness.commands.get('wavecast.analyzeNow')!();
+  assert.deepEqual(clients[0].requestsOf('wavecast/analyze'), [{ uri: URI }]);
+  assert.ok(harness.executed.some((e) => e.id === 'withProgress'));
+  const info = harness.shown.at(-1)!;
+  assert.equal(info.message, 'wavecast: train_resnet.py, batch 192: H100-SXM 359 ms · A100-SXM4-40GB 617 ms · L4 1.47 s · T4 3.19 s per iteration.');
+  assert.deepEqual(info.actions, ['Show Results']);
+});
+
+test('an analysis error is shown with the line and hint', async () => {
+  const { controller } = setup({
+    prepare: (client) =>
+      client.handlers.set('wavecast/analyze', () => ({
+        uri: URI,
+        state: 'error',
+        contentVersion: 2,
+        prediction: null,
+        error: { kind: 'ProviderError', message: 'wavecast_model() is missing.', file: FILE, line: 1, hint: 'Define wavecast_model().' },
+      })),
+  });
+  await controller.activate();
+  openEditor();
+  await harness.commands.get('wavecast.analyzeNow')!();
+  const shown = harness.shown.at(-1)!;
+  assert.equal(shown.kind, 'error');
+  assert.equal(shown.message, 'wavecast: train_resnet.py (line 1): wavecast_model() is missing. Define wavecast_model().');
+});
+
+test('Set batch size validates input and re-analyses with the new size', async () => {
+  const { controller, clients } = setup();
+  await controller.activate();
+  openEditor();
+  let validation: (text: string) => string | null = () => null;
+  harness.inputBox = (options) => {
+    assert.equal(options.value, '192');
+    validation = options.validateInput;
+    return '48';
+  };
+  await harness.commands.get('wavecast.setBatchSize')!();
+  assert.match(validation('abc')!, /not a whole number/);
+  assert.equal(validation(''), null);
+  assert.equal(validation('64'), null);
+  assert.deepEqual(clients[0].requestsOf('wavecast/analyze'), [{ uri: URI, batchSize: 48 }]);
+  assert.deepEqual(clients[0].requestsOf('wavecast/setBatchSize'), []);
+
+  // Empty clears the override; the code lens passes the document's URI.
+  window.activeTextEditor = undefined;
+  harness.inputBox = () => '';
+  await harness.commands.get('wavecast.setBatchSize')!(URI);
+  assert.deepEqual(clients[0].requestsOf('wavecast/setBatchSize'), [{ uri: URI, batchSize: null }]);
+  assert.deepEqual(clients[0].requestsOf('wavecast/analyze')[1], { uri: URI });
+});
+
+test('Show results opens a CSP-locked webview, feeds it and follows line clicks', async () => {
+  const { controller } = setup();
+  await controller.activate();
+  openEditor();
+  await harness.commands.get('wavecast.showResults')!();
+  assert.equal(harness.panels.length, 1);
+  const panel = harness.panels[0];
+  assert.equal(panel.title, 'wavecast: train_resnet.py');
+  assert.equal(panel.options.enableScripts, true);
+  assert.deepEqual(
+    panel.options.localResourceRoots.map((u: Uri) => u.fsPath),
+    ['/ext/wavecast/dist', '/ext/wavecast/media'],
+  );
+  const nonce = /script-src 'nonce-([A-Za-z0-9]+)'/.exec(panel.webview.html)![1];
+  assert.match(panel.webview.html, new RegExp(`<script nonce="${nonce}" src="vscode-resource:///ext/wavecast/dist/webview.js">`));
+  assert.equal(panel.webview.posted.length, 1);
+  assert.equal(panel.webview.posted[0].type, 'results');
+  assert.equal(panel.webview.posted[0].results.prediction.batch_size, 192);
+
+  panel.webview.received.fire({ type: 'ready' });
+  assert.equal(panel.webview.posted.length, 2, 'a reloaded webview gets the latest results again');
+
+  panel.webview.received.fire({ type: 'reveal', file: FILE, line: 27 });
+  await tick();
+  await tick();
+  const shown = harness.shownDocuments.at(-1)!;
+  assert.equal(shown.document.uri.fsPath, FILE);
+  assert.equal(shown.options.selection.start.line, 26);
+  assert.equal(shown.editor.revealed[0].start.line, 26);
+
+  panel.webview.received.fire({ type: 'runCommand', command: 'workbench.action.terminal.new' });
+  assert.equal(harness.shownDocuments.length, 1, 'unknown webview messages are ignored');
+});
+
+test('results change notifications refresh the open panel', async () => {
+  const { controller, clients } = setup();
+  await controller.activate();
+  openEditor();
+  await harness.commands.get('wavecast.showResults')!();
+  const before = clients[0].requestsOf('wavecast/results').length;
+  clients[0].notify('wavecast/resultsChanged', { uri: URI, state: 'ready', summaries: [] });
+  await tick();
+  await tick();
+  assert.equal(clients[0].requestsOf('wavecast/results').length, before + 1);
+  assert.equal(harness.panels[0].webview.posted.length, 2);
+  clients[0].notify('wavecast/resultsChanged', { uri: 'file:///other.py', state: 'ready', summaries: [] });
+  await tick();
+  assert.equal(clients[0].requestsOf('wavecast/results').length, before + 1, 'other files are not fetched');
+});
+
+test('decorations mode draws per-line times at the end of predicted lines', async () => {
+  harness.config.set('display', 'decorations');
+  const editor = openEditor(50);
+  const { controller, clients } = setup();
+  await controller.activate();
+  await tick();
+  assert.equal(clients[0].spec.inlayHintsEnabled(), false);
+  const options = [...editor.decorations.values()][0];
+  assert.equal(options.length, 10);
+  const line27 = options.find((o: any) => o.range.start.line === 26);
+  assert.equal(line27.range.start.character, 'line 27'.length);
+  assert.equal(line27.renderOptions.after.contentText, 'H100-SXM 124 ms · A100-SXM4-40GB 214 ms · L4 509 ms · T4 1.11 s (35%)');
+  assert.match(line27.hoverMessage.value, /\| H100-SXM \| 41.4 ms \| 82.8 ms \|/);
+
+  harness.changeSettings({ display: 'inlayHints' });
+  await tick();
+  await tick();
+  assert.equal(clients[0].spec.inlayHintsEnabled(), true);
+  assert.deepEqual([...editor.decorations.values()][0], []);
+  assert.equal(clients[0].inlayRefreshes, 1);
+  assert.equal(clients.length, 1);
+});
+
+test('analysis settings go to the running daemon; a new server path restarts it', async () => {
+  const { controller, clients } = setup({ executable: (f) => f === '/usr/bin/wavecast' || f === '/opt/wavecast' });
+  await controller.activate();
+  harness.changeSettings({ trigger: 'manual', batchSize: 16 });
+  await tick();
+  assert.equal(clients.length, 1, 'the language client forwards these through didChangeConfiguration');
+
+  harness.changeSettings({ serverPath: '/opt/wavecast', batchSize: -4 });
+  await tick();
+  await tick();
+  assert.equal(clients.length, 2);
+  assert.equal(clients[0].stopped, true);
+  assert.deepEqual(clients[1].spec.transport, { kind: 'stdio', command: '/opt/wavecast', args: ['serve'], env: process.env });
+  assert.equal(clients[1].spec.initializationOptions.trigger, 'manual');
+  assert.equal(clients[1].spec.initializationOptions.batchSize, null);
+  assert.match(harness.shown.at(-1)!.message, /wavecast.batchSize/);
+  assert.equal(controller.currentPhase, 'running');
+});
+
+test('a refused token points at the remoteToken setting', async () => {
+  harness.config.set('remoteAddress', '127.0.0.1:7325');
+  harness.config.set('remoteToken', 'wrong');
+  const { controller, clients } = setup({
+    prepare: (client) => {
+      client.startError = new Error('Initialize failed');
+      client.spec.onInitializeFailed("authentication failed: initializationOptions.token must be the daemon's token (see --token-file)");
+    },
+  });
+  await controller.activate();
+  assert.equal(clients[0].spec.initializationOptions.token, 'wrong');
+  assert.equal(controller.currentPhase, 'failed');
+  assert.match(harness.shown[0].message, /refused the connection: authentication failed.*Check wavecast.remoteToken/);
+});
+
+test('a remote address connects over TCP instead of spawning', async () => {
+  harness.config.set('remoteAddress', '127.0.0.1:7325');
+  harness.config.set('remoteToken', 'tok');
+  const { controller, clients } = setup({ executable: () => false });
+  await controller.activate();
+  assert.equal(clients[0].spec.transport.kind, 'tcp');
+  assert.equal(controller.currentPhase, 'running');
+});
+
+test('commands while the daemon is down offer a restart instead of failing silently', async () => {
+  const { controller } = setup({ executable: () => false });
+  await controller.activate();
+  openEditor();
+  await harness.commands.get('wavecast.showResults')!();
+  assert.match(harness.shown.at(-1)!.message, /daemon is not running/);
+  assert.deepEqual(harness.shown.at(-1)!.actions, ['Restart Server', 'Open Server Log']);
+  await harness.commands.get('wavecast.openServerLog')!();
+  assert.ok(harness.executed.some((e) => e.id === 'output.show'));
+});

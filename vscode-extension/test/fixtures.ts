@@ -1,0 +1,72 @@
+// Shared fixture loaders for the tests.
+import * as fs from 'fs';
+import * as path from 'path';
+import type { ListGpusResult, ResultsResponse } from '../src/logic/protocol';
+
+const fixtureDir = path.join(__dirname, '..', '..', 'test', 'fixtures');
+
+export function loadResults(): ResultsResponse {
+  return JSON.parse(fs.readFileSync(path.join(fixtureDir, 'results-resnet50.json'), 'utf8')) as ResultsResponse;
+}
+
+export function fixturePath(name: string): string {
+  return path.join(fixtureDir, name);
+}
+
+export const GPU_LIST: ListGpusResult = {
+  gpus: [
+    {
+      id: 'H100-SXM',
+      name: 'NVIDIA H100 80GB HBM3',
+      computeCapability: '9.0',
+      smCount: 132,
+      memoryGiB: 80,
+      memoryBandwidthGBs: 3350,
+      fp32Tflops: 66.9,
+      tf32Tflops: 494.7,
+      fp16Tflops: 989.4,
+      bf16Tflops: 989.4,
+      pricePerHourUsd: 2.99,
+    },
+    {
+      id: 'A100-SXM4-40GB',
+      name: 'NVIDIA A100-SXM4-40GB',
+      computeCapability: '8.0',
+      smCount: 108,
+      memoryGiB: 40,
+      memoryBandwidthGBs: 1555,
+      fp32Tflops: 19.5,
+      tf32Tflops: 156,
+      fp16Tflops: 312,
+      bf16Tflops: 312,
+      pricePerHourUsd: 1.29,
+    },
+    {
+      id: 'T4',
+      name: 'Tesla T4',
+      computeCapability: '7.5',
+      smCount: 40,
+      memoryGiB: 16,
+      memoryBandwidthGBs: 320,
+      fp32Tflops: 8.1,
+      tf32Tflops: 0,
+      fp16Tflops: 65,
+      bf16Tflops: 0,
+      pricePerHourUsd: 0.35,
+    },
+    {
+      id: 'MI210',
+      name: 'AMD Instinct MI210',
+      computeCapability: '',
+      smCount: 104,
+      memoryGiB: 64,
+      memoryBandwidthGBs: 1638.4,
+      fp32Tflops: 22.6,
+      tf32Tflops: 0,
+      fp16Tflops: 181,
+      bf16Tflops: 181,
+      pricePerHourUsd: 0,
+    },
+  ],
+  targets: ['H100-SXM', 'T4'],
+};

@@ -1,0 +1,117 @@
+import { strict as assert } from 'node:assert';
+import { test } from 'node:test';
+import { buildChartModel, summarizeOps } from '../../src/logic/chartData';
+import { loadResults } from '../fixtures';
+
+test('three bar charts with one bar per GPU, scaled to the largest value', () => {
+  const model = buildChartModel(loadResults());
+  assert.equal(model.title, 'train_resnet.py');
+  assert.equal(model.subtitle, "batch size 192 · 4 GPUs · analytic roofline (FLOPs and bytes against each GPU's spec-sheet peaks)");
+  assert.deepEqual(
+    model.charts.map((c) => c.id),
+    ['iteration', 'throughput', 'cost'],
+  );
+  const iteration = model.charts[0];
+  assert.deepEqual(
+    iteration.bars.map((b) => b.label),
+    ['359 ms', '617 ms', '1.47 s', '3.19 s'],
+  );
+  assert.equal(iteration.bars[3].fraction, 1);
+  assert.ok(Math.abs(iteration.bars[0].fraction - 358.662 / 3185.0) < 1e-9);
+  assert.equal(iteration.bars[0].name, 'NVIDIA H100 80GB HBM3');
+  assert.deepEqual(
+    iteration.bars.map((b) => b.best),
+    [true, false, false, false],
+  );
+  // Stacked forward/backward/optimizer segments add up to the bar.
+  const segments = iteration.bars[0].segments;
+  assert.deepEqual(
+    segments.map((s) => s.kind),
+    ['forward', 'backward', 'optimizer'],
+  );
+  const sum = segments.reduce((total, s) => total + s.fraction, 0);
+  assert.ok(Math.abs(sum - iteration.bars[0].fraction) < 1e-3);
+
+  const throughput = model.charts[1];
+  assert.equal(throughput.better, 'higher');
+  assert.equal(throughput.bars.find((b) => b.best)?.gpu, 'H100-SXM');
+  const cost = model.charts[2];
+  assert.equal(cost.bars.find((b) => b.best)?.gpu, 'A100-SXM4-40GB');
+  assert.equal(cost.bars[1].label, '$0.0011');
+  assert.equal(cost.note, null);
+});
+
+test('a GPU without a price (cost null or 0) gets an empty cost bar and a note', () => {
+  const results = loadResults();
+  results.prediction!.summaries[2].cost_per_1k_samples_usd = null;
+  results.prediction!.summaries[3].cost_per_1k_samples_usd = 0;
+  const cost = buildChartModel(results).charts[2];
+  assert.deepEqual(
+    cost.bars.map((b) => b.value === null),
+    [false, false, true, true],
+  );
+  assert.equal(cost.bars[2].fraction, 0);
+  assert.equal(cost.bars[3].label, 'no price');
+  assert.equal(cost.note, 'No rental price for L4, T4: add price_per_hour_usd for it in ~/.config/wavecast/gpus.json.');
+});
+
+test('memory bars compare the peak to each capacity on one scale', () => {
+  const model = buildChartModel(loadResults());
+  const [h100, , , t4] = model.memory;
+  assert.equal(h100.capacityFraction, 1);
+  assert.ok(h100.fits);
+  assert.equal(t4.fits, false);
+  assert.equal(t4.label, '16.4 GiB of 16.0 GiB — out of memory');
+  assert.ok(t4.peakFraction > t4.capacityFraction);
+  assert.deepEqual(
+    t4.segments.map((s) => s.kind),
+    ['weights', 'gradients', 'optimizer-state', 'activations', 'workspace'],
+  );
+  assert.deepEqual(model.warnings, [
+    '2 ops have no cost formula (aten::nonzero); their times are approximate (method fallback).',
+    'T4: predicted peak memory 16.4 GiB exceeds its 16.0 GiB.',
+  ]);
+});
+
+test('line rows are sorted by line with a cell per GPU column', () => {
+  const model = buildChartModel(loadResults());
+  assert.deepEqual(
+    model.gpuColumns.map((c) => c.gpu),
+    ['H100-SXM', 'A100-SXM4-40GB', 'L4', 'T4'],
+  );
+  assert.equal(model.rows.length, 11);
+  // Ops outside the project's lines (line 0) come last.
+  assert.deepEqual(
+    model.rows.map((r) => r.line),
+    [24, 25, 26, 27, 28, 29, 30, 41, 43, 45, 0],
+  );
+  assert.equal(model.rows[10].fileLabel, 'other code');
+  const row27 = model.rows[3];
+  assert.equal(row27.fileLabel, 'train_resnet.py:27');
+  assert.equal(row27.ops, 'convolution, batch_norm, relu_, add_');
+  assert.equal(row27.cells[0].label, '124 ms');
+  assert.equal(row27.cells[0].shareLabel, '35%');
+  assert.equal(row27.cells[3].label, '1.11 s');
+  assert.equal(row27.opCount, 58);
+  assert.equal(row27.maxShare, 0.3471);
+});
+
+test('errors and missing predictions produce a message instead of charts', () => {
+  const failed = buildChartModel({
+    uri: 'file:///w/train.py',
+    state: 'error',
+    contentVersion: 3,
+    prediction: null,
+    error: { kind: 'provider', message: 'wavecast_input() is missing', file: '/w/train.py', line: 12, hint: 'Define wavecast_input(batch_size=32).' },
+  });
+  assert.equal(failed.errorText, 'provider: wavecast_input() is missing');
+  assert.deepEqual(failed.errorLocation, { file: '/w/train.py', line: 12 });
+  assert.equal(failed.charts.length, 0);
+  const pending = buildChartModel({ uri: 'file:///w/train.py', state: 'analyzing', contentVersion: null, prediction: null, error: null });
+  assert.equal(pending.subtitle, 'Analysing…');
+});
+
+test('summarizeOps drops the aten:: prefix, counts repeats and truncates', () => {
+  assert.equal(summarizeOps(['aten::conv2d', 'aten::relu', 'aten::conv2d']), 'conv2d ×2, relu');
+  assert.equal(summarizeOps(['a', 'b', 'c', 'd', 'e', 'f'], 4), 'a, b, c, d, +2 more');
+});

@@ -1,0 +1,32 @@
+import { strict as assert } from 'node:assert';
+import { test } from 'node:test';
+import { checkServerCapability, isProtocolMismatchError, mismatchMessage } from '../../src/logic/errors';
+import { REQUIRED_METHODS } from '../../src/logic/protocol';
+
+test('a matching server with every method passes', () => {
+  const check = checkServerCapability({ wavecast: { protocolVersion: 1, methods: [...REQUIRED_METHODS, 'wavecast/extra'] } });
+  assert.equal(check.ok, true);
+});
+
+test('a newer daemon asks to update the extension, an older one the daemon', () => {
+  const newer = checkServerCapability({ wavecast: { protocolVersion: 2, methods: REQUIRED_METHODS } });
+  assert.equal(newer.ok, false);
+  assert.equal(newer.update, 'extension');
+  assert.match(newer.message, /daemon speaks version 2, this extension version 1/);
+  assert.match(newer.message, /Update the wavecast VS Code extension/);
+  const older = mismatchMessage(0);
+  assert.equal(older.update, 'daemon');
+  assert.match(older.message, /Update the wavecast daemon/);
+});
+
+test('a server without wavecast capabilities or with missing methods is refused', () => {
+  assert.match(checkServerCapability(undefined).message, /did not advertise wavecast capabilities/);
+  const partial = checkServerCapability({ wavecast: { protocolVersion: 1, methods: ['wavecast/listGpus'] } });
+  assert.equal(partial.ok, false);
+  assert.match(partial.message, /lacks wavecast\/setTargets, wavecast\/setBatchSize, wavecast\/analyze, wavecast\/results/);
+});
+
+test('the daemon’s own mismatch error is recognised', () => {
+  assert.equal(isProtocolMismatchError('wavecast protocol version mismatch: client 2, server 1; update the daemon'), true);
+  assert.equal(isProtocolMismatchError('spawn wavecast ENOENT'), false);
+});

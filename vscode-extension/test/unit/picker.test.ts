@@ -1,0 +1,39 @@
+import { strict as assert } from 'node:assert';
+import { test } from 'node:test';
+import { buildGpuPickItems, peakThroughput, pickerPlaceholder } from '../../src/logic/picker';
+import { GPU_LIST } from '../fixtures';
+
+test('each GPU becomes an item with memory, peak throughput and price', () => {
+  const items = buildGpuPickItems(GPU_LIST);
+  assert.deepEqual(
+    items.map((i) => i.id),
+    ['H100-SXM', 'A100-SXM4-40GB', 'T4', 'MI210'],
+  );
+  assert.equal(items[0].label, 'H100-SXM');
+  assert.equal(items[0].description, '80 GiB · 989 TFLOP/s BF16 · $2.99/h');
+  assert.equal(items[0].detail, 'NVIDIA H100 80GB HBM3 · sm_90 · 132 SMs · 3,350 GB/s · FP32 66.9 TFLOP/s');
+  assert.equal(items[2].description, '16 GiB · 65.0 TFLOP/s FP16 · $0.35/h');
+  // No CUDA compute capability (AMD) and no known price.
+  assert.equal(items[3].description, '64 GiB · 181 TFLOP/s BF16 · no price');
+  assert.equal(items[3].detail, 'AMD Instinct MI210 · 104 CUs · 1,638 GB/s · FP32 22.6 TFLOP/s');
+});
+
+test('current targets are ticked, matched by id or name, case-insensitively', () => {
+  assert.deepEqual(
+    buildGpuPickItems(GPU_LIST).map((i) => i.picked),
+    [true, false, true, false],
+  );
+  assert.deepEqual(
+    buildGpuPickItems(GPU_LIST, ['nvidia a100-sxm4-40gb', 'mi210']).map((i) => i.picked),
+    [false, true, false, true],
+  );
+});
+
+test('peak throughput falls back to FP32 when no tensor-core precision is listed', () => {
+  const gpu = { ...GPU_LIST.gpus[2], fp16Tflops: 0 };
+  assert.deepEqual(peakThroughput(gpu), { tflops: 8.1, precision: 'FP32' });
+});
+
+test('the placeholder names the current targets', () => {
+  assert.equal(pickerPlaceholder(GPU_LIST), 'Target GPUs (now: H100-SXM, T4). Space toggles, Enter applies.');
+});
