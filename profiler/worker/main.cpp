@@ -125,7 +125,14 @@ int main(int argc, char** argv) {
                              "python environment setting.");
   }
 
-  py::scoped_interpreter interpreter;
+  // Python derives its prefix (stdlib, site-packages) from the program name,
+  // found on PATH by default: a pyenv or conda python3 first on the user's
+  // PATH would hide the interpreter this worker was built against (and its
+  // torch). Name that interpreter explicitly.
+  PyConfig config;
+  PyConfig_InitPythonConfig(&config);
+  PyConfig_SetBytesString(&config, &config.program_name, WAVECAST_PYTHON_EXECUTABLE);
+  py::scoped_interpreter interpreter(&config);
   try {
     py::module_ sys = py::module_::import("sys");
     py::list path = sys.attr("path");

@@ -6,10 +6,10 @@
 namespace wavecast {
 
 struct InstallLayout {
-  std::string dataDir;       // holds gpus.json and weights/
-  std::string workerPath;    // the wavecast-worker executable
-  std::string pythonDir;     // holds the wavecast_tracer package
-  std::string userGpuFile;   // optional user additions/overrides; may not exist
+  std::string dataDir;     // holds gpus.json and weights/
+  std::string workerPath;  // the wavecast-worker executable
+  std::string pythonDir;   // holds the wavecast_tracer package
+  std::string userGpuFile; // optional user additions/overrides; may not exist
 
   std::string gpuDatabasePath() const { return dataDir + "/gpus.json"; }
 

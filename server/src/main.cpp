@@ -1,12 +1,12 @@
 // wavecast: predicts per-line GPU time of PyTorch training scripts.
+#include "cli/commands.h"
+#include "install_layout.h"
+#include "serve.h"
+
 #include <exception>
 #include <iostream>
 #include <string>
 #include <vector>
-
-#include "cli/commands.h"
-#include "install_layout.h"
-#include "serve.h"
 
 namespace {
 

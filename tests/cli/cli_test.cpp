@@ -3,8 +3,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <gtest/gtest.h>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
@@ -25,14 +25,14 @@ std::string slurp(const std::string& path) {
   return text.str();
 }
 
-CliRun wavecast(const std::string& args) {
+CliRun wavecast(const std::string& args, const std::string& environment = "") {
   char dir[] = "/tmp/wavecast-cli-XXXXXX";
   if (!mkdtemp(dir))
     return {};
   const std::string out = std::string(dir) + "/out";
   const std::string err = std::string(dir) + "/err";
-  const std::string command = std::string(WAVECAST_BINARY) + " " + args + " >" + out + " 2>" +
-                              err + " </dev/null";
+  const std::string command = environment + " " + std::string(WAVECAST_BINARY) + " " + args + " >" +
+                              out + " 2>" + err + " </dev/null";
   const int raw = std::system(command.c_str());
   CliRun run;
   run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
@@ -47,7 +47,9 @@ CliRun wavecast(const std::string& args) {
 std::string sample(const std::string& name) {
   return std::string(WAVECAST_SOURCE_ROOT) + "/samples/" + name;
 }
-std::string fixture(const std::string& name) { return std::string(CLI_FIXTURES) + "/" + name; }
+std::string fixture(const std::string& name) {
+  return std::string(CLI_FIXTURES) + "/" + name;
+}
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -86,8 +88,7 @@ TEST(CliTest, UnknownCommandAndOption) {
   expectOneLineError(wavecast("frobnicate"), "unknown command 'frobnicate'");
   expectOneLineError(wavecast("predict " + sample("small_cnn.py") + " --gpu T4 --fast"),
                      "unknown option '--fast'");
-  expectOneLineError(wavecast("predict " + sample("small_cnn.py") + " --gpu"),
-                     "needs a value");
+  expectOneLineError(wavecast("predict " + sample("small_cnn.py") + " --gpu"), "needs a value");
   expectOneLineError(wavecast("predict " + sample("small_cnn.py")), "--gpu is required");
   expectOneLineError(wavecast("predict " + sample("small_cnn.py") + " --gpu T4 --batch-size -3"),
                      "positive integer");
@@ -148,6 +149,24 @@ TEST(CliTest, PredictPrintsPerLineTableForThreeGpus) {
   EXPECT_TRUE(contains(header, "T4")) << header;
   EXPECT_TRUE(contains(run.out, "small_cnn.py:")) << run.out;
   EXPECT_TRUE(contains(run.out, "samples/s")) << run.out;
+}
+
+// A python3 of another installation first on PATH (pyenv, conda) must not
+// replace the interpreter the worker was built against: this one has the
+// standard library but none of the system's packages, so no torch.
+TEST(CliTest, AnotherPython3OnPathDoesNotHideTorch) {
+  char dir[] = "/tmp/wavecast-otherpy-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string root = dir;
+  const std::string setup = "mkdir -p " + root + "/bin " + root +
+                            "/lib && cp /usr/bin/python3.11 " + root +
+                            "/bin/python3 && ln -s /usr/lib/python3.11 " + root + "/lib/python3.11";
+  ASSERT_EQ(std::system(setup.c_str()), 0);
+  const CliRun run = wavecast("predict " + sample("small_cnn.py") + " --gpu T4 --json",
+                              "PATH=" + root + "/bin:$PATH");
+  std::system(("rm -rf " + root).c_str());
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(nlohmann::json::parse(run.out).at("gpus")[0], "T4");
 }
 
 TEST(CliTest, PredictJsonIsConsistent) {

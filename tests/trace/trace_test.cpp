@@ -1,7 +1,7 @@
+#include "wavecast/trace.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-
-#include "wavecast/trace.h"
 
 namespace wavecast {
 namespace {

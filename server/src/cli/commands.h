@@ -1,12 +1,12 @@
 // The CLI subcommands of `wavecast`.
 #pragma once
 
+#include "cli/command_line.h"
+#include "install_layout.h"
+
 #include <functional>
 #include <string>
 #include <vector>
-
-#include "cli/command_line.h"
-#include "install_layout.h"
 
 namespace wavecast::cli {
 

@@ -1,9 +1,9 @@
-#include <iostream>
-#include <nlohmann/json.hpp>
-
 #include "cli/commands.h"
 #include "cli/shared.h"
 #include "cli/terminal.h"
+
+#include <iostream>
+#include <nlohmann/json.hpp>
 
 namespace wavecast::cli {
 namespace {
@@ -27,7 +27,9 @@ nlohmann::json gpuToJson(const DeviceSpec& gpu) {
           {"source", gpu.source}};
 }
 
-std::string tflops(double value) { return value > 0 ? formatFixed(value, 1) : "-"; }
+std::string tflops(double value) {
+  return value > 0 ? formatFixed(value, 1) : "-";
+}
 
 int runGpus(const CommandLine& args, const InstallLayout& layout) {
   const auto database = loadGpuDatabase(layout, args);
@@ -49,9 +51,9 @@ int runGpus(const CommandLine& args, const InstallLayout& layout) {
                          5)
               << padLeft(std::to_string(gpu.smCount), 5)
               << padLeft(formatFixed(gpu.memoryGiB, 0) + " GB", 9)
-              << padLeft(formatFixed(gpu.memoryBandwidthGBs, 0), 7) << padLeft(tflops(gpu.fp32Tflops), 7)
-              << padLeft(tflops(gpu.tf32Tflops), 7) << padLeft(tflops(gpu.fp16Tflops), 7)
-              << padLeft(tflops(gpu.bf16Tflops), 7)
+              << padLeft(formatFixed(gpu.memoryBandwidthGBs, 0), 7)
+              << padLeft(tflops(gpu.fp32Tflops), 7) << padLeft(tflops(gpu.tf32Tflops), 7)
+              << padLeft(tflops(gpu.fp16Tflops), 7) << padLeft(tflops(gpu.bf16Tflops), 7)
               << padLeft(gpu.pricePerHourUsd > 0 ? formatFixed(gpu.pricePerHourUsd, 2) : "-", 7)
               << "\n";
   }

@@ -1,14 +1,14 @@
+#include "cli/commands.h"
+#include "cli/shared.h"
+#include "cli/terminal.h"
+#include "wavecast/predictor/predictor.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
-
-#include "cli/commands.h"
-#include "cli/shared.h"
-#include "cli/terminal.h"
-#include "wavecast/predictor/predictor.h"
 
 namespace wavecast::cli {
 namespace fs = std::filesystem;

@@ -1,12 +1,12 @@
 #include "cli/shared.h"
 
-#include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
-
 #include "cli/commands.h"
 #include "cli/terminal.h"
 #include "wavecast/profiler/profiler.h"
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 namespace wavecast::cli {
 namespace fs = std::filesystem;
@@ -35,7 +35,8 @@ Trace readSavedTrace(const std::string& path) {
     throw CommandError("cannot read '" + path + "'");
   const auto doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded())
-    throw CommandError("'" + path + "' is not valid JSON; pass a .py training script or a trace "
+    throw CommandError("'" + path +
+                       "' is not valid JSON; pass a .py training script or a trace "
                        "written by 'wavecast trace'");
   try {
     return traceFromJson(doc);
@@ -81,7 +82,8 @@ Trace obtainTrace(const InstallLayout& layout, const std::string& path,
   if (fs::path(path).extension() == ".json")
     return readSavedTrace(path);
   if (fs::path(path).extension() != ".py")
-    throw CommandError("'" + path + "' is not a Python file; pass a training script (.py) that "
+    throw CommandError("'" + path +
+                       "' is not a Python file; pass a training script (.py) that "
                        "defines wavecast_model, wavecast_input and wavecast_iteration");
   if (!fs::exists(layout.workerPath))
     throw CommandError("the profiler worker '" + layout.workerPath +

@@ -1,13 +1,13 @@
 // Steps several subcommands share: loading the GPU database, tracing a script.
 #pragma once
 
-#include <optional>
-#include <string>
-
 #include "cli/command_line.h"
 #include "install_layout.h"
 #include "wavecast/predictor/gpu_database.h"
 #include "wavecast/trace.h"
+
+#include <optional>
+#include <string>
 
 namespace wavecast::cli {
 

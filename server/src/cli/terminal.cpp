@@ -39,7 +39,8 @@ ProgressLine::ProgressLine() : enabled_(isatty(STDERR_FILENO) == 1) {}
 void ProgressLine::update(const std::string& status) {
   if (!enabled_)
     return;
-  std::cerr << "\r\033[K" << "wavecast: " << status << std::flush;
+  std::cerr << "\r\033[K"
+            << "wavecast: " << status << std::flush;
   shown_ = true;
 }
 

@@ -1,9 +1,9 @@
+#include "cli/commands.h"
+#include "cli/shared.h"
+
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
-
-#include "cli/commands.h"
-#include "cli/shared.h"
 
 namespace wavecast::cli {
 namespace {
