@@ -14,7 +14,8 @@ using wavecast::cli::Command;
 
 std::vector<Command> allCommands() {
   return {wavecast::cli::predictCommand(), wavecast::cli::gpusCommand(),
-          wavecast::cli::traceCommand(), wavecast::cli::serveCommand()};
+          wavecast::cli::traceCommand(),   wavecast::cli::serveCommand(),
+          wavecast::cli::trainCommand(),   wavecast::cli::evalCommand()};
 }
 
 void printUsage(const std::vector<Command>& commands, std::ostream& out) {
@@ -48,6 +49,8 @@ int main(int argc, char** argv) {
     if (command.spec.name != name)
       continue;
     try {
+      if (command.runWords)
+        return command.runWords(args, wavecast::InstallLayout::discover(argv[0]));
       const auto parsed = wavecast::cli::CommandLine::parse(command.spec, args);
       if (parsed.helpRequested()) {
         std::cout << wavecast::cli::formatHelp(command.spec);

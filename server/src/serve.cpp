@@ -39,7 +39,8 @@ CommandSpec serveSpec() {
        {"trigger", "WHEN", "onSave (default) or manual: when documents are analysed"},
        {"debounce-ms", "MS", "wait this long after a save before analysing (default 300)"},
        {"timeout", "SECONDS", "give up tracing after this long (default 120)"},
-       {"tf32", "", "assume float32 matmuls and convolutions may use TF32 tensor cores"}},
+       {"tf32", "", "assume float32 matmuls and convolutions may use TF32 tensor cores"},
+       {"roofline", "", "analytic model only (no learned per-op models)"}},
       0,
       0};
 }
@@ -84,7 +85,7 @@ lsp::ProfilingAnalyzerOptions analyzerOptions(const InstallLayout& layout,
   lsp::ProfilingAnalyzerOptions options;
   options.profiler.workerPath = layout.workerPath;
   options.profiler.pythonPath = layout.pythonDir;
-  options.predictor.allowTf32 = args.has("tf32");
+  options.predictor = predictorOptions(layout, args);
   options.defaultTargets = splitList(args.value("gpu").value_or("H100,A100,T4"));
   if (auto timeout = args.positiveInt("timeout"))
     options.timeout = std::chrono::seconds(*timeout);
@@ -174,14 +175,22 @@ int runServe(const CommandLine& args, const InstallLayout& layout) {
               << (args.has("token") ? "the --token value" : "the token in " + tokenFile)
               << std::endl;
   }
-  io.run();
+  for (;;) {
+    try {
+      io.run();
+      break;
+    } catch (const std::exception& error) {
+      // Handlers guard themselves; this is the last line of defence for the daemon.
+      std::cerr << "wavecast serve: internal error: " << error.what() << std::endl;
+    }
+  }
   return exitCode;
 }
 
 } // namespace
 
 Command serveCommand() {
-  return {serveSpec(), runServe};
+  return {serveSpec(), runServe, {}};
 }
 
 } // namespace wavecast::cli

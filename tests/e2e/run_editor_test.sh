@@ -20,7 +20,7 @@ nvim)
   ;;
 emacs)
   command -v emacs >/dev/null || { echo "emacs not installed (apt emacs-nox elpa-eglot)"; exit 77; }
-  exec emacs --batch -Q -l package --eval "(package-initialize)" -l "$here/emacs/hover_diagnostics.el"
+  exec emacs --batch -l "$here/emacs/hover_diagnostics.el" # site-start puts Debian's eglot on the load path
   ;;
 node)
   [ -d "$here/node/node_modules/vscode-languageserver-protocol" ] ||

@@ -39,5 +39,39 @@ TEST(ShippedWeights, MissingFolderSaysHowToTrain) {
   }
 }
 
+// The figures docs/accuracy.md's shipped-weights section rests on; retraining
+// data/weights changes them and must update these pins.
+TEST(ShippedWeights, PinnedPredictions) {
+  const LearnedModels models = LearnedModels::open(kWeights);
+  const std::vector<KernelQuery> queries = {
+      {KernelShape::linear(4096, 1024, 4096), v100()},
+      {KernelShape::bmm(128, 512, 64, 512), t4()},
+      {KernelShape::conv2d(32, 64, 64, 3, 56, 1, 1), v100()},
+      {KernelShape::layerNorm(4096, 1024), v100()},
+      {KernelShape::softmax(65536, 512), h100()},
+      {KernelShape::elementwise(ElementwiseOp::Gelu, 4096, 4096), h100()},
+  };
+  const std::vector<double> expectedMs = {2.82273, 1.35524, 0.610959, 0.105749, 0.150755, 0.050156};
+  const auto predicted = models.predictMs(queries);
+  ASSERT_EQ(predicted.size(), expectedMs.size());
+  for (size_t i = 0; i < predicted.size(); ++i) {
+    ASSERT_TRUE(predicted[i].has_value()) << queries[i].shape.describe();
+    EXPECT_NEAR(*predicted[i], expectedMs[i], 1e-3 * expectedMs[i]) << queries[i].shape.describe();
+    // Never faster than the roofline allows by more than caching could explain.
+    EXPECT_GT(*predicted[i], 0.5 * rooflineCost(queries[i].shape, queries[i].gpu).boundMs());
+  }
+}
+
+TEST(ShippedWeights, TinyTensorsAreTimedAtTheLaunchFloor) {
+  const LearnedModels models = LearnedModels::open(kWeights);
+  const auto times =
+      models.predictMs({{KernelShape::elementwise(ElementwiseOp::MulScalar, 1, 1), v100()},
+                        {KernelShape::elementwise(ElementwiseOp::MulScalar, 1, 4096), v100()},
+                        {KernelShape::elementwise(ElementwiseOp::MulScalar, 64, 1024), v100()}});
+  EXPECT_DOUBLE_EQ(*times[0], *times[1]);
+  EXPECT_GT(*times[0], 0.005); // a launch costs microseconds, not nothing
+  EXPECT_LE(*times[0], *times[2]);
+}
+
 } // namespace
 } // namespace wavecast::learned

@@ -278,6 +278,10 @@ TEST_F(ServerTest, SaveWaitsUntilNoOtherFileHasUnsavedChanges) {
   initialize();
   open("train.py", kScript);
   open("model.py", "import torch\n");
+  open("notes.md", "# notes\n");
+  notify("textDocument/didChange",
+         {{"textDocument", {{"uri", uri("notes.md")}, {"version", 2}}},
+          {"contentChanges", {{{"text", "# unsaved notes do not block analyses\n"}}}}});
   notify("textDocument/didChange", {{"textDocument", {{"uri", uri("model.py")}, {"version", 2}}},
                                     {"contentChanges", {{{"text", "import torch\nx = 1\n"}}}}});
   save("train.py");

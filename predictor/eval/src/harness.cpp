@@ -234,13 +234,13 @@ nlohmann::json toJson(const EvalReport& report) {
   out["families"] = familiesJson(report.families);
   out["gpus"] = nlohmann::json::array();
   for (const GpuResult& g : report.gpus)
-    out["gpus"].push_back({{"gpu", g.gpu},
-                           {"databaseId", report.databaseIds.count(g.gpu)
-                                              ? report.databaseIds.at(g.gpu)
-                                              : std::string()},
-                           {"summary", summaryJson(g.model)},
-                           {"roofline", summaryJson(g.baseline)},
-                           {"families", familiesJson(g.families)}});
+    out["gpus"].push_back(
+        {{"gpu", g.gpu},
+         {"databaseId",
+          report.databaseIds.count(g.gpu) ? report.databaseIds.at(g.gpu) : std::string()},
+         {"summary", summaryJson(g.model)},
+         {"roofline", summaryJson(g.baseline)},
+         {"families", familiesJson(g.families)}});
   out["labels"] = nlohmann::json::array();
   for (const LabelResult& l : report.labels)
     out["labels"].push_back({{"gpu", l.gpu},
@@ -281,8 +281,8 @@ std::string toText(const EvalReport& report) {
     out << line << familyCells(l.families, " ") << "\n";
   }
   out << "\n";
-  std::snprintf(line, sizeof line, "%-34s %6s %8s %8s %8s %14s\n", "GPU (database id)", "labels", "MAPE",
-                "median", "bias", "roofline MAPE");
+  std::snprintf(line, sizeof line, "%-34s %6s %8s %8s %8s %14s\n", "GPU (database id)", "labels",
+                "MAPE", "median", "bias", "roofline MAPE");
   out << line;
   for (const GpuResult& g : report.gpus) {
     const auto id = report.databaseIds.find(g.gpu);

@@ -57,12 +57,12 @@ void appendGpuFeatures(std::vector<float>& f, const GpuFeatures& gpu) {
   f.push_back(float(logPositive(gpu.fp32Gflops / gpu.memoryBandwidthGBs))); // ridge point
 }
 
-void appendRooflineFeatures(std::vector<float>& f, const RooflineCost& cost,
-                            const GpuFeatures& gpu) {
+// Compute-bound families see both roofline times; the L2 size is left out: the
+// training GPUs span 2-6 MiB and the A100's 40 MiB would be pure extrapolation.
+void appendRooflineFeatures(std::vector<float>& f, const RooflineCost& cost) {
   f.push_back(float(logPositive(cost.computeMs)));
   f.push_back(float(logPositive(cost.memoryMs)));
   f.push_back(float(logPositive(cost.computeMs / cost.memoryMs)));
-  f.push_back(float(logPositive(cost.bytes / (gpu.l2CacheMiB * 1024.0 * 1024.0))));
 }
 
 // Waves of `blocks` over the SMs and the fraction of the last wave that is busy.
@@ -296,14 +296,14 @@ int featureCount(KernelFamily family) {
   switch (family) {
   case KernelFamily::Linear:
   case KernelFamily::Bmm:
-    return 4 + 4 + 2 * int(kGemmTileEdges.size()) + 3;
+    return 4 + 3 + 2 * int(kGemmTileEdges.size()) + 3;
   case KernelFamily::Conv2d:
-    return 4 + 4 + 2 * int(kGemmTileEdges.size()) + 3 + 3;
+    return 4 + 3 + 2 * int(kGemmTileEdges.size()) + 3 + 3;
   case KernelFamily::Elementwise:
-    return 1 + 4 + 2 + 3 + kElementwiseOpCount;
+    return 1 + 1 + 2 + kElementwiseOpCount;
   case KernelFamily::LayerNorm:
   case KernelFamily::Softmax:
-    return 2 + 4 + 2 + 3;
+    return 2 + 1 + 2;
   }
   return 0;
 }
@@ -319,7 +319,7 @@ std::vector<float> kernelFeatures(const KernelShape& s, const GpuFeatures& gpu) 
     const GemmView g = gemmView(s);
     for (double extent : {g.batch, g.rows, g.reduce, g.cols})
       f.push_back(float(logPositive(extent)));
-    appendRooflineFeatures(f, cost, gpu);
+    appendRooflineFeatures(f, cost);
     for (int64_t edge : kGemmTileEdges) {
       const double tiles =
           g.batch * double(ceilDiv(int64_t(g.rows), edge)) * double(ceilDiv(int64_t(g.cols), edge));
@@ -336,9 +336,8 @@ std::vector<float> kernelFeatures(const KernelShape& s, const GpuFeatures& gpu) 
   case KernelFamily::Elementwise: {
     const double n = double(s.rows) * double(s.cols);
     f.push_back(float(logPositive(n)));
-    appendRooflineFeatures(f, cost, gpu);
+    f.push_back(float(logPositive(cost.memoryMs)));
     appendWaveFeatures(f, std::ceil(n / kElementsPerElementwiseBlock), gpu);
-    appendGpuFeatures(f, gpu);
     for (int i = 0; i < kElementwiseOpCount; ++i)
       f.push_back(int(s.op) == i ? 1.0f : 0.0f);
     break;
@@ -347,9 +346,8 @@ std::vector<float> kernelFeatures(const KernelShape& s, const GpuFeatures& gpu) 
   case KernelFamily::Softmax:
     f.push_back(float(logPositive(double(s.rows))));
     f.push_back(float(logPositive(double(s.cols))));
-    appendRooflineFeatures(f, cost, gpu);
+    f.push_back(float(logPositive(cost.memoryMs)));
     appendWaveFeatures(f, double(s.rows), gpu);
-    appendGpuFeatures(f, gpu);
     break;
   }
   return f;

@@ -26,6 +26,24 @@ struct FamilyModel {
   torch::nn::Sequential net{nullptr};
 };
 
+// Below a few thousand elements (eight 512-element blocks) a memory-bound kernel
+// is all launch: its time no longer shrinks. The training rows that small are
+// few and noisy and the fit there is not monotonic, so smaller tensors (scalar
+// fills, masks) are timed as 4096 elements.
+constexpr int64_t kSmallestModelledElements = 4096;
+
+KernelShape launchBoundFloor(const KernelShape& shape) {
+  const bool memoryBound = shape.family == KernelFamily::Elementwise ||
+                           shape.family == KernelFamily::LayerNorm ||
+                           shape.family == KernelFamily::Softmax;
+  if (!memoryBound || shape.rows * shape.cols >= kSmallestModelledElements)
+    return shape;
+  KernelShape floor = shape;
+  floor.rows = 1;
+  floor.cols = kSmallestModelledElements;
+  return floor;
+}
+
 } // namespace
 
 struct LearnedModels::Impl {
@@ -102,10 +120,11 @@ LearnedModels::predictMs(const std::vector<KernelQuery>& queries) const {
     rows.reserve(indices.size() * size_t(model.features));
     std::vector<double> bounds;
     for (size_t i : indices) {
-      const std::vector<float> x = kernelFeatures(queries[i].shape, queries[i].gpu);
+      const KernelShape shape = launchBoundFloor(queries[i].shape);
+      const std::vector<float> x = kernelFeatures(shape, queries[i].gpu);
       for (int j = 0; j < model.features; ++j)
         rows.push_back((x[size_t(j)] - model.mean[size_t(j)]) / model.scale[size_t(j)]);
-      bounds.push_back(rooflineCost(queries[i].shape, queries[i].gpu).boundMs());
+      bounds.push_back(rooflineCost(shape, queries[i].gpu).boundMs());
     }
     const torch::Tensor input =
         torch::from_blob(rows.data(), {int64_t(indices.size()), model.features}, torch::kFloat);

@@ -71,7 +71,8 @@ Command gpusCommand() {
             {"gpu-file", "FILE", "extra or overriding GPU definitions (docs/gpus.md)"}},
            0,
            0},
-          runGpus};
+          runGpus,
+          {}};
 }
 
 } // namespace wavecast::cli

@@ -128,9 +128,7 @@ int runPredict(const CommandLine& args, const InstallLayout& layout) {
   const std::string file = args.positional().front();
   const Trace trace = obtainTrace(layout, file, args.positiveInt("batch-size"), args);
 
-  PredictorOptions options;
-  options.allowTf32 = args.has("tf32");
-  const Prediction prediction = Predictor(options).predict(trace, gpus);
+  const Prediction prediction = Predictor(predictorOptions(layout, args)).predict(trace, gpus);
 
   if (args.has("json")) {
     auto doc = predictionToJson(prediction);
@@ -176,10 +174,12 @@ Command predictCommand() {
         {"mode", "MODE", "shape (default: no arithmetic), cpu (run for real) or cuda"},
         {"python-env", "DIR", "a virtualenv whose packages (e.g. its torch) the worker uses"},
         {"timeout", "SECONDS", "give up tracing after this long (default 120)"},
-        {"tf32", "", "assume float32 matmuls and convolutions may use TF32 tensor cores"}},
+        {"tf32", "", "assume float32 matmuls and convolutions may use TF32 tensor cores"},
+        {"roofline", "", "analytic model only (no learned per-op models)"}},
        1,
        1},
-      runPredict};
+      runPredict,
+      {}};
 }
 
 } // namespace wavecast::cli

@@ -2,6 +2,7 @@
 
 #include "cli/commands.h"
 #include "cli/terminal.h"
+#include "wavecast/learned/learned_op_time_model.h"
 #include "wavecast/profiler/profiler.h"
 
 #include <filesystem>
@@ -25,6 +26,20 @@ GpuDatabase loadGpuDatabase(const InstallLayout& layout, const CommandLine& args
   } catch (const GpuDatabaseError& e) {
     throw CommandError(e.what());
   }
+}
+
+PredictorOptions predictorOptions(const InstallLayout& layout, const CommandLine& args) {
+  PredictorOptions options;
+  options.allowTf32 = args.has("tf32");
+  if (args.has("roofline"))
+    return options;
+  try {
+    options.opTimeModel = learned::LearnedOpTimeModel::open(layout.dataDir + "/weights");
+  } catch (const std::exception& e) {
+    throw CommandError(std::string(e.what()) +
+                       "; run 'wavecast train' to fit them, or pass --roofline");
+  }
+  return options;
 }
 
 namespace {

@@ -4,6 +4,7 @@
 #include "cli/command_line.h"
 #include "install_layout.h"
 #include "wavecast/predictor/gpu_database.h"
+#include "wavecast/predictor/predictor.h"
 #include "wavecast/trace.h"
 
 #include <optional>
@@ -13,6 +14,11 @@ namespace wavecast::cli {
 
 // data/gpus.json plus the user's file (--gpu-file, else the layout's default if present).
 GpuDatabase loadGpuDatabase(const InstallLayout& layout, const CommandLine& args);
+
+// The predictor's options from --tf32 and --roofline: the learned models of
+// <data>/weights answer the ops they cover unless --roofline is given. Throws
+// CommandError when the weights cannot be read.
+PredictorOptions predictorOptions(const InstallLayout& layout, const CommandLine& args);
 
 // Traces FILE.py in a worker, or reads a saved trace when `path` ends in .json.
 // Throws CommandError with "file:line: message (hint)" for a script the worker

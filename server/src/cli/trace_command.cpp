@@ -39,7 +39,8 @@ Command traceCommand() {
             {"timeout", "SECONDS", "give up tracing after this long (default 120)"}},
            1,
            1},
-          runTrace};
+          runTrace,
+          {}};
 }
 
 } // namespace wavecast::cli

@@ -47,6 +47,11 @@ std::string_view lineOf(std::string_view text, int line) {
   return out;
 }
 
+// Only unsaved Python code can change what an analysis runs.
+bool isPythonSource(const std::string& path) {
+  return fs::path(path).extension() == ".py";
+}
+
 std::string idKey(const Json& id) {
   return id.dump();
 }
@@ -160,14 +165,19 @@ LanguageServer::LanguageServer(boost::asio::io_context& io, Analyzer& analyzer,
   scheduler_ = std::make_unique<AnalysisScheduler>(
       io_, analyzer_,
       AnalysisScheduler::Callbacks{
-          [this](const std::string& uri) { analysisStarted(uri); },
+          [this](const std::string& uri) {
+            guarded("analysis start", [&] { analysisStarted(uri); });
+          },
           [this](const std::string& uri, const std::string& message) {
-            analysisProgress(uri, message);
+            guarded("analysis progress", [&] { analysisProgress(uri, message); });
           },
           [this](const std::string& uri, const AnalysisRequest& request, AnalysisOutcome outcome) {
-            analysisFinished(uri, request, std::move(outcome));
+            guarded("analysis results",
+                    [&] { analysisFinished(uri, request, std::move(outcome)); });
           },
-          [this](const std::string& uri) { analysisCancelled(uri); }});
+          [this](const std::string& uri) {
+            guarded("analysis cancel", [&] { analysisCancelled(uri); });
+          }});
 }
 
 LanguageServer::~LanguageServer() {
@@ -233,7 +243,21 @@ void LanguageServer::framingError(ClientId client, const std::string& message) {
   send(client, encodeError(nullptr, {ErrorCode::ParseError, message, nullptr}));
 }
 
+void LanguageServer::guarded(const char* what, const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const std::exception& error) {
+    // An event that failed must not take the daemon (and every editor's session) down.
+    if (log)
+      log(std::string(what) + " failed: " + error.what());
+  }
+}
+
 void LanguageServer::receive(ClientId client, std::string_view body) {
+  guarded("message", [&] { dispatch(client, body); });
+}
+
+void LanguageServer::dispatch(ClientId client, std::string_view body) {
   if (!clients_.count(client))
     return;
   auto decoded = decodeMessage(body);
@@ -436,7 +460,7 @@ void LanguageServer::didChangeConfiguration(ClientId client, const Json& params)
 }
 
 void LanguageServer::didChangeWorkspaceFolders(ClientId, const Json& params) {
-  // Folders only scope "other project files" today; decoding validates the notification.
+  // Every open document counts whatever its folder; decoding validates the notification.
   (void)workspaceFoldersChangeFromJson(params);
 }
 
@@ -505,7 +529,7 @@ void LanguageServer::didChange(ClientId, const Json& params) {
 std::vector<std::string> LanguageServer::dirtyDocumentsOtherThan(const std::string& uri) const {
   std::vector<std::string> dirty;
   for (const auto& [other, doc] : documents_)
-    if (other != uri && doc.dirty)
+    if (other != uri && doc.dirty && isPythonSource(doc.path))
       dirty.push_back(fs::path(doc.path).filename().string());
   return dirty;
 }
@@ -566,9 +590,8 @@ void LanguageServer::didClose(ClientId client, const Json& params) {
 void LanguageServer::runAnalysesBlockedBySaves() {
   if (blockedBySaves_.empty())
     return;
-  for (const auto& [uri, doc] : documents_)
-    if (doc.dirty)
-      return;
+  if (!dirtyDocumentsOtherThan("").empty())
+    return;
   std::set<std::string> blocked;
   blocked.swap(blockedBySaves_);
   for (const auto& uri : blocked)
@@ -741,13 +764,8 @@ void LanguageServer::analysisCancelled(const std::string& uri) {
 }
 
 void LanguageServer::resultsChanged(const std::string& uri) {
-  const Entry& entry = entries_.at(uri);
-  Results current = resultsOf(uri);
-  Json reply = toJson(current);
-  for (const auto& [client, id] : entry.waiters)
-    send(client, encodeResult(id, reply));
-  entries_.at(uri).waiters.clear();
-
+  Entry& entry = entries_.at(uri);
+  // Diagnostics and notifications first, so a client answered below sees a consistent state.
   publishDiagnostics();
   bool failed = entry.state == ResultsState::Error;
   std::string name = fs::path(entry.path).filename().string();
@@ -767,6 +785,10 @@ void LanguageServer::resultsChanged(const std::string& uri) {
     if (client.capabilities.codeLensRefresh)
       sendRequest(id, "workspace/codeLens/refresh", nullptr, nullptr);
   }
+  Json reply = toJson(resultsOf(uri));
+  for (const auto& [client, id] : entry.waiters)
+    send(client, encodeResult(id, reply));
+  entry.waiters.clear();
 }
 
 // ---------------------------------------------------------------------------

@@ -119,6 +119,8 @@ private:
   using NotificationHandler = void (LanguageServer::*)(ClientId, const Json& params);
 
   // Dispatch.
+  void guarded(const char* what, const std::function<void()>& action);
+  void dispatch(ClientId client, std::string_view body);
   void handleRequest(ClientId client, const protocol::Request& request);
   void handleNotification(ClientId client, const protocol::Notification& notification);
   void handleResponse(ClientId client, const protocol::Response& response);

@@ -75,16 +75,23 @@ export async function startClient({ initializationOptions = { protocolVersion: 1
       });
     });
 
-  const initializeResult = await connection.sendRequest('initialize', {
-    processId: process.pid,
-    rootUri: null,
-    capabilities: {
-      window: { workDoneProgress: true },
-      workspace: { configuration: true, inlayHint: { refreshSupport: true } },
-      textDocument: { inlayHint: {}, hover: { contentFormat: ['markdown'] } },
-    },
-    initializationOptions,
-  });
+  let initializeResult;
+  try {
+    initializeResult = await connection.sendRequest('initialize', {
+      processId: process.pid,
+      rootUri: null,
+      capabilities: {
+        window: { workDoneProgress: true },
+        workspace: { configuration: true, inlayHint: { refreshSupport: true } },
+        textDocument: { inlayHint: {}, hover: { contentFormat: ['markdown'] } },
+      },
+      initializationOptions,
+    });
+  } catch (error) {
+    connection.dispose();
+    child.kill();
+    throw error;
+  }
   connection.sendNotification('initialized', {});
 
   const stop = async () => {

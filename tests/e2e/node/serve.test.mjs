@@ -51,8 +51,8 @@ describe('wavecast serve over stdio', () => {
 
   test('wavecast/setTargets resolves names and rejects unknown ones with suggestions', async () => {
     await assert.rejects(
-      client.connection.sendRequest('wavecast/setTargets', { gpus: ['H10'] }),
-      (error) => error.code === -32602 && /H10/.test(error.message) && Array.isArray(error.data?.suggestions),
+      client.connection.sendRequest('wavecast/setTargets', { gpus: ['Voodoo5'] }),
+      (error) => error.code === -32602 && /Voodoo5/.test(error.message) && Array.isArray(error.data?.suggestions),
     );
     const reply = await client.connection.sendRequest('wavecast/setTargets', { gpus: ['h100', 'T4'] });
     assert.equal(reply.targets.length, 2);
@@ -214,7 +214,7 @@ describe('wavecast serve --listen', () => {
     intruder.write(intruderSession.frame(initialize(1, { token: 'guess' })));
     const denied = await intruderSession.reply(1);
     assert.match(denied.error.message, /authentication failed/);
-    await new Promise((resolve) => intruder.once('close', resolve));
+    if (!intruder.closed) await new Promise((resolve) => intruder.once('close', resolve));
 
     const friend = await connect(port);
     const friendSession = rawSession({ stdout: friend, stderrText: child.stderrText });

@@ -91,8 +91,11 @@ struct RooflineCost {
 // against the GPU's peaks.
 RooflineCost rooflineCost(const KernelShape& shape, const GpuFeatures& gpu);
 
-// Model inputs: the op's extents, its roofline times, tile/wave quantisation over
-// the GPU's SMs and working set against L2. Fixed length per family.
+// Model inputs, fixed length per family. GEMMs and convolutions: the op's
+// extents, both roofline times, output tiles as waves over the SMs, SM count,
+// clock and ridge point. Memory-bound families: extents, the DRAM time and
+// blocks as waves over the SMs only, so that they extrapolate to GPUs far from
+// the training ones (whose compute peaks say nothing about a memory-bound op).
 std::vector<float> kernelFeatures(const KernelShape& shape, const GpuFeatures& gpu);
 int featureCount(KernelFamily family);
 

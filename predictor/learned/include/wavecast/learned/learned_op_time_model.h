@@ -25,7 +25,7 @@ public:
 
   std::vector<std::optional<double>>
   predictMs(const std::vector<OpTimeQuery>& queries) const override;
-  std::string name() const override { return "learned (NeuSight-trained MLPs)"; }
+  std::string name() const override { return "MLPs trained on NeuSight's GPU measurements"; }
 
 private:
   LearnedModels models_;
