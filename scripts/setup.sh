@@ -15,7 +15,24 @@ esac
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${WAVECAST_BUILD_DIR:-$root/build}
-say() { echo "[setup] $*" >&2; }
+mkdir -p "$build"
+log=$build/setup.log
+: >"$log"
+# Progress and tool output go to a terminal; otherwise (CI, pipes) they go to
+# $log, whose tail is printed only when a step fails.
+if [ -t 2 ]; then
+  say() { echo "[setup] $*" >&2; }
+  step() { "$@" >&2; }
+else
+  say() { echo "[setup] $*" >>"$log"; }
+  step() {
+    if ! "$@" >>"$log" 2>&1; then
+      echo "setup: '$*' failed; the last lines of $log:" >&2
+      tail -n 60 "$log" >&2
+      exit 1
+    fi
+  }
+fi
 
 sudo_cmd=()
 if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
@@ -38,8 +55,8 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   say "installing: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  "${sudo_cmd[@]}" apt-get update -qq
-  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  step "${sudo_cmd[@]}" apt-get update -qq
+  step "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
 # npm dependencies from lock files, re-installed only when a lock file changed.
@@ -51,7 +68,7 @@ npm_install() {
   want=$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)
   if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     say "npm ci in ${dir#$root/}"
-    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >&2)
+    step env -C "$dir" npm ci --no-audit --no-fund --loglevel=error
     echo "$want" >"$stamp"
   fi
 }
@@ -62,10 +79,10 @@ fi
 
 if [ ! -f "$build/build.ninja" ]; then
   say "configuring $build"
-  cmake -S "$root" -B "$build" -G Ninja -DPython3_EXECUTABLE=/usr/bin/python3 >&2
+  step cmake -S "$root" -B "$build" -G Ninja -DPython3_EXECUTABLE=/usr/bin/python3
 fi
 say "building (first build takes a few minutes on 2 cores)"
-cmake --build "$build" -j "$(nproc)" >&2
+step cmake --build "$build" -j "$(nproc)"
 
 case "$job" in
 demo)

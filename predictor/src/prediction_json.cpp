@@ -1,98 +1,170 @@
 #include "wavecast/predictor/prediction.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 namespace wavecast {
+namespace {
 
 using nlohmann::json;
 
+// Builds objects and arrays in place: nlohmann's initializer-list constructor copies every
+// value and inspects the list to decide object vs array, which dominated large results.
+// Keys given in ascending order are appended without a search (hint: the end); any order
+// is still correct.
+class ObjectBuilder {
+public:
+  ObjectBuilder() : value_(json::value_t::object), object_(value_.get_ref<json::object_t&>()) {}
+  ObjectBuilder(const ObjectBuilder&) = delete;
+  ObjectBuilder& operator=(const ObjectBuilder&) = delete;
+  template <class Value> ObjectBuilder& add(const char* key, Value&& value) {
+    object_.emplace_hint(object_.end(), key, std::forward<Value>(value));
+    return *this;
+  }
+  json take() { return std::move(value_); }
+
+private:
+  json value_;
+  json::object_t& object_;
+};
+
+json arrayWithCapacity(size_t size) {
+  json array(json::value_t::array);
+  array.get_ref<json::array_t&>().reserve(size);
+  return array;
+}
+
+void append(json& array, json&& value) {
+  array.get_ref<json::array_t&>().push_back(std::move(value));
+}
+
+json memoryJson(const MemoryEstimate& memory) {
+  ObjectBuilder out;
+  out.add("activations_bytes", memory.activationsBytes)
+      .add("activations_saved_bytes", memory.activationsSavedBytes)
+      .add("activations_source", toString(memory.activationsSource))
+      .add("gradients_bytes", memory.gradientsBytes)
+      .add("optimizer_state_bytes", memory.optimizerStateBytes)
+      .add("peak_bytes", memory.peakBytes())
+      .add("weights_bytes", memory.weightsBytes)
+      .add("workspace_bytes", memory.workspaceBytes);
+  if (memory.peakPhase)
+    out.add("peak_phase", toString(*memory.peakPhase));
+  if (memory.peakOpId)
+    out.add("peak_op_id", *memory.peakOpId);
+  return out.take();
+}
+
+json summariesJson(const Prediction& prediction) {
+  json summaries = arrayWithCapacity(prediction.summaries.size());
+  for (const auto& s : prediction.summaries)
+    append(summaries, ObjectBuilder()
+                          .add("gpu", s.gpuId)
+                          .add("name", s.gpuName)
+                          .add("iteration_ms", s.iterationMs)
+                          .add("forward_ms", s.forwardMs)
+                          .add("backward_ms", s.backwardMs)
+                          .add("optimizer_ms", s.optimizerMs)
+                          .add("samples_per_second", s.samplesPerSecond)
+                          .add("cost_per_1k_samples_usd", s.costPer1kSamplesUsd)
+                          .add("price_per_hour_usd", s.pricePerHourUsd)
+                          .add("memory", memoryJson(s.memory))
+                          .add("memory_capacity_bytes", s.memoryCapacityBytes)
+                          .add("fits_in_memory", s.fitsInMemory)
+                          .take());
+  return summaries;
+}
+
+json perGpuTimesJson(const std::vector<LineTimes>& times, const std::vector<json>& gpuIds) {
+  const size_t count = std::min(times.size(), gpuIds.size());
+  json perGpu = arrayWithCapacity(count);
+  for (size_t g = 0; g < count; ++g)
+    append(perGpu, ObjectBuilder()
+                       .add("backward_ms", times[g].backwardMs)
+                       .add("forward_ms", times[g].forwardMs)
+                       .add("gpu", gpuIds[g])
+                       .add("optimizer_ms", times[g].optimizerMs)
+                       .add("share", times[g].shareOfIteration)
+                       .add("total_ms", times[g].totalMs())
+                       .take());
+  return perGpu;
+}
+
+json opJson(const Prediction& prediction, size_t i, const std::vector<json>& gpuIds,
+            const json* methods) {
+  const size_t gpuCount = std::min(prediction.ops.size(), gpuIds.size());
+  const OpInfo& info = prediction.opInfo[i];
+  json perGpu = arrayWithCapacity(gpuCount);
+  for (size_t g = 0; g < gpuCount; ++g) {
+    const OpPrediction& p = prediction.ops[g][i];
+    append(perGpu, ObjectBuilder()
+                       .add("gpu", gpuIds[g])
+                       .add("method", methods[static_cast<int>(p.method)])
+                       .add("time_ms", p.timeMs)
+                       .take());
+  }
+  const OpPrediction* first = prediction.ops.empty() ? nullptr : &prediction.ops[0][i];
+  ObjectBuilder op;
+  op.add("approximate", first ? first->approximate : false)
+      .add("bytes", first ? first->bytes : 0.0)
+      .add("family", first ? first->family : std::string())
+      .add("file", info.loc.file)
+      .add("flops", first ? first->flops : 0.0)
+      .add("id", info.id)
+      .add("line", info.loc.line)
+      .add("module", info.module)
+      .add("name", info.name);
+  if (!info.note.empty())
+    op.add("note", info.note);
+  op.add("per_gpu", std::move(perGpu)).add("phase", toString(info.phase));
+  return op.take();
+}
+
+json opsJson(const Prediction& prediction, const std::vector<json>& gpuIds) {
+  // The method names as JSON strings, built once.
+  const json methods[] = {
+      toString(PredictionMethod::Roofline), toString(PredictionMethod::WaveScaling),
+      toString(PredictionMethod::Learned), toString(PredictionMethod::Fallback)};
+  json ops = arrayWithCapacity(prediction.opInfo.size());
+  for (size_t i = 0; i < prediction.opInfo.size(); ++i)
+    append(ops, opJson(prediction, i, gpuIds, methods));
+  return ops;
+}
+
+} // namespace
+
 nlohmann::json predictionToJson(const Prediction& prediction) {
-  json doc;
-  doc["method"] = prediction.method;
-  doc["batch_size"] = prediction.batchSize;
-  doc["gpus"] = prediction.gpus;
+  std::vector<json> gpuIds(prediction.gpus.begin(), prediction.gpus.end());
+  ObjectBuilder doc;
+  doc.add("method", prediction.method)
+      .add("batch_size", prediction.batchSize)
+      .add("gpus", prediction.gpus)
+      .add("summaries", summariesJson(prediction));
 
-  json summaries = json::array();
-  for (const auto& s : prediction.summaries) {
-    summaries.push_back({
-        {"gpu", s.gpuId},
-        {"name", s.gpuName},
-        {"iteration_ms", s.iterationMs},
-        {"forward_ms", s.forwardMs},
-        {"backward_ms", s.backwardMs},
-        {"optimizer_ms", s.optimizerMs},
-        {"samples_per_second", s.samplesPerSecond},
-        {"cost_per_1k_samples_usd", s.costPer1kSamplesUsd},
-        {"price_per_hour_usd", s.pricePerHourUsd},
-        {"memory",
-         {{"weights_bytes", s.memory.weightsBytes},
-          {"gradients_bytes", s.memory.gradientsBytes},
-          {"optimizer_state_bytes", s.memory.optimizerStateBytes},
-          {"activations_bytes", s.memory.activationsBytes},
-          {"workspace_bytes", s.memory.workspaceBytes},
-          {"peak_bytes", s.memory.peakBytes()}}},
-        {"memory_capacity_bytes", s.memoryCapacityBytes},
-        {"fits_in_memory", s.fitsInMemory},
-    });
-  }
-  doc["summaries"] = std::move(summaries);
-
-  const auto perGpuTimes = [&](const std::vector<LineTimes>& times) {
-    json perGpu = json::array();
-    for (size_t g = 0; g < times.size() && g < prediction.gpus.size(); ++g)
-      perGpu.push_back({{"gpu", prediction.gpus[g]},
-                        {"forward_ms", times[g].forwardMs},
-                        {"backward_ms", times[g].backwardMs},
-                        {"optimizer_ms", times[g].optimizerMs},
-                        {"total_ms", times[g].totalMs()},
-                        {"share", times[g].shareOfIteration}});
-    return perGpu;
-  };
-
-  json lines = json::array();
+  json lines = arrayWithCapacity(prediction.lines.size());
   for (const auto& line : prediction.lines)
-    lines.push_back({{"file", line.loc.file},
-                     {"line", line.loc.line},
-                     {"ops", line.opNames},
-                     {"op_count", line.opCount},
-                     {"per_gpu", perGpuTimes(line.perGpu)}});
-  doc["lines"] = std::move(lines);
+    append(lines, ObjectBuilder()
+                      .add("file", line.loc.file)
+                      .add("line", line.loc.line)
+                      .add("ops", line.opNames)
+                      .add("op_count", line.opCount)
+                      .add("activation_bytes", line.activationBytes)
+                      .add("per_gpu", perGpuTimesJson(line.perGpu, gpuIds))
+                      .take());
+  doc.add("lines", std::move(lines));
 
-  json modules = json::array();
+  json modules = arrayWithCapacity(prediction.modules.size());
   for (const auto& module : prediction.modules)
-    modules.push_back({{"module", module.module},
-                       {"op_count", module.opCount},
-                       {"per_gpu", perGpuTimes(module.perGpu)}});
-  doc["modules"] = std::move(modules);
-
-  json ops = json::array();
-  for (size_t i = 0; i < prediction.opInfo.size(); ++i) {
-    const OpInfo& info = prediction.opInfo[i];
-    json perGpu = json::array();
-    for (size_t g = 0; g < prediction.ops.size(); ++g) {
-      const OpPrediction& p = prediction.ops[g][i];
-      perGpu.push_back(
-          {{"gpu", prediction.gpus[g]}, {"time_ms", p.timeMs}, {"method", toString(p.method)}});
-    }
-    const OpPrediction* first = prediction.ops.empty() ? nullptr : &prediction.ops[0][i];
-    json op = {{"id", info.id},
-               {"name", info.name},
-               {"phase", toString(info.phase)},
-               {"file", info.loc.file},
-               {"line", info.loc.line},
-               {"module", info.module},
-               {"family", first ? first->family : std::string()},
-               {"flops", first ? first->flops : 0.0},
-               {"bytes", first ? first->bytes : 0.0},
-               {"approximate", first ? first->approximate : false},
-               {"per_gpu", std::move(perGpu)}};
-    if (!info.note.empty())
-      op["note"] = info.note;
-    ops.push_back(std::move(op));
-  }
-  doc["ops"] = std::move(ops);
-  doc["warnings"] = prediction.warnings;
-  return doc;
+    append(modules, ObjectBuilder()
+                        .add("module", module.module)
+                        .add("op_count", module.opCount)
+                        .add("per_gpu", perGpuTimesJson(module.perGpu, gpuIds))
+                        .take());
+  doc.add("modules", std::move(modules));
+  doc.add("ops", opsJson(prediction, gpuIds));
+  doc.add("warnings", prediction.warnings);
+  return doc.take();
 }
 
 } // namespace wavecast

@@ -60,6 +60,96 @@ void addTime(LineTimes& times, Phase phase, double ms) {
   }
 }
 
+int64_t tensorBytes(const std::optional<TensorMeta>& t) {
+  return t ? std::max<int64_t>(0, t->numel()) * t->elementSize() : 0;
+}
+
+// What an older trace (no `saved_bytes`) is assumed to keep for backward: every fresh
+// result of a forward op that does work (views and in-place results share storage).
+int64_t upperBoundKeptBytes(const OpRecord& op, const OpCost& cost) {
+  if (op.phase != Phase::Forward || cost.metadataOnly() || isInplace(op.name))
+    return 0;
+  int64_t bytes = 0;
+  for (const auto& t : op.outputs)
+    bytes += tensorBytes(t);
+  return bytes;
+}
+
+bool hasBackward(const Trace& trace) {
+  return std::any_of(trace.ops.begin(), trace.ops.end(),
+                     [](const OpRecord& op) { return op.phase == Phase::Backward; });
+}
+
+// The GPU-independent part of the memory estimate.
+struct TensorMemory {
+  MemoryEstimate tensors; // workspaceBytes left 0
+  int64_t largestConvOperandBytes = 0;
+};
+
+TensorMemory tensorMemory(const Trace& trace, const std::vector<OpCost>& costs) {
+  TensorMemory result;
+  MemoryEstimate& memory = result.tensors;
+  const bool training = hasBackward(trace);
+  memory.weightsBytes = trace.memory.parametersBytes;
+  memory.optimizerStateBytes = trace.memory.optimizerStateBytes;
+  memory.gradientsBytes = training ? trace.memory.gradientsBytes : 0;
+  if (training && memory.gradientsBytes == 0)
+    memory.gradientsBytes = memory.weightsBytes; // one gradient per parameter
+
+  if (trace.memory.peakLiveBytes) {
+    // The tracer's peak holds every tensor live at that moment; what is not weights,
+    // gradients or optimizer state is activations, temporaries and the batch.
+    memory.activationsSource = ActivationsSource::Traced;
+    memory.activationsBytes =
+        std::max<int64_t>(0, *trace.memory.peakLiveBytes - memory.weightsBytes -
+                                 memory.gradientsBytes - memory.optimizerStateBytes);
+    memory.activationsSavedBytes = trace.memory.activationsSavedBytes.value_or(0);
+    memory.peakPhase = trace.memory.peakPhase;
+    memory.peakOpId = trace.memory.peakOpId;
+  } else {
+    int64_t kept = 0;
+    int64_t largestStep = 0;
+    for (size_t i = 0; i < trace.ops.size(); ++i) {
+      const OpRecord& op = trace.ops[i];
+      if (op.phase != Phase::Forward || costs[i].metadataOnly())
+        continue;
+      int64_t step = 0;
+      for (const auto& t : op.inputs)
+        step += tensorBytes(t);
+      for (const auto& t : op.outputs)
+        step += tensorBytes(t);
+      largestStep = std::max(largestStep, step);
+      kept += upperBoundKeptBytes(op, costs[i]);
+    }
+    memory.activationsBytes = training ? kept : largestStep;
+    memory.activationsSavedBytes = training ? kept : 0;
+  }
+
+  for (size_t i = 0; i < trace.ops.size(); ++i) {
+    if (costs[i].family != "conv")
+      continue;
+    for (const auto& t : trace.ops[i].inputs)
+      result.largestConvOperandBytes = std::max(result.largestConvOperandBytes, tensorBytes(t));
+    for (const auto& t : trace.ops[i].outputs)
+      result.largestConvOperandBytes = std::max(result.largestConvOperandBytes, tensorBytes(t));
+  }
+  return result;
+}
+
+MemoryEstimate onGpu(const TensorMemory& tensors, const DeviceSpec& gpu,
+                     const PredictorOptions& options) {
+  MemoryEstimate memory = tensors.tensors;
+  const double tensorBytesTotal =
+      static_cast<double>(memory.weightsBytes + memory.gradientsBytes + memory.optimizerStateBytes +
+                          memory.activationsBytes);
+  const int64_t cublas = gpu.computeCapabilityMajor >= 9 ? options.cublasWorkspaceBytesSm90
+                                                         : options.cublasWorkspaceBytes;
+  const int64_t conv = std::min(tensors.largestConvOperandBytes, options.convWorkspaceLimitBytes);
+  memory.workspaceBytes = options.runtimeReserveBytes + cublas + conv +
+                          static_cast<int64_t>(tensorBytesTotal * options.allocatorOverhead);
+  return memory;
+}
+
 std::string describeApproximations(const std::map<std::string, std::pair<int, std::string>>& ops) {
   std::ostringstream out;
   out << ops.size() << " kind(s) of op have no formula of their own and were predicted "
@@ -74,6 +164,16 @@ std::string describeApproximations(const std::map<std::string, std::pair<int, st
 }
 
 } // namespace
+
+const char* toString(ActivationsSource source) {
+  switch (source) {
+  case ActivationsSource::Traced:
+    return "traced";
+  case ActivationsSource::UpperBound:
+    return "upper_bound";
+  }
+  return "unknown";
+}
 
 const char* toString(PredictionMethod method) {
   switch (method) {
@@ -93,43 +193,13 @@ Predictor::Predictor(PredictorOptions options) : options_(std::move(options)) {
   options_.roofline.allowTf32 = options_.allowTf32;
 }
 
-MemoryEstimate estimateMemory(const Trace& trace, const PredictorOptions& options) {
-  MemoryEstimate memory;
-  memory.weightsBytes = trace.memory.parametersBytes;
-  memory.optimizerStateBytes = trace.memory.optimizerStateBytes;
-  const bool training = std::any_of(trace.ops.begin(), trace.ops.end(),
-                                    [](const OpRecord& op) { return op.phase == Phase::Backward; });
-  memory.gradientsBytes = trace.memory.gradientsBytes;
-  if (training && memory.gradientsBytes == 0)
-    memory.gradientsBytes = memory.weightsBytes; // one gradient per parameter
-  double activations = 0;
-  double largestStep = 0;
-  for (const auto& op : trace.ops) {
-    if (op.phase != Phase::Forward)
-      continue;
-    const OpCost cost = estimateOpCost(op);
-    if (cost.metadataOnly())
-      continue;
-    double outputs = 0;
-    for (const auto& t : op.outputs)
-      if (t)
-        outputs += static_cast<double>(std::max<int64_t>(0, t->numel())) * t->elementSize();
-    double inputs = 0;
-    for (const auto& t : op.inputs)
-      if (t)
-        inputs += static_cast<double>(std::max<int64_t>(0, t->numel())) * t->elementSize();
-    largestStep = std::max(largestStep, inputs + outputs);
-    // Training keeps (an upper bound of) every fresh forward result alive for backward;
-    // in-place ops reuse their operand's storage.
-    if (!isInplace(op.name))
-      activations += outputs;
-  }
-  memory.activationsBytes = static_cast<int64_t>(training ? activations : largestStep);
-  const double tensors = static_cast<double>(memory.weightsBytes + memory.gradientsBytes +
-                                             memory.optimizerStateBytes + memory.activationsBytes);
-  memory.workspaceBytes =
-      options.runtimeReserveBytes + static_cast<int64_t>(tensors * options.allocatorOverhead);
-  return memory;
+MemoryEstimate estimateMemory(const Trace& trace, const DeviceSpec& gpu,
+                              const PredictorOptions& options) {
+  std::vector<OpCost> costs;
+  costs.reserve(trace.ops.size());
+  for (const auto& op : trace.ops)
+    costs.push_back(estimateOpCost(op));
+  return onGpu(tensorMemory(trace, costs), gpu, options);
 }
 
 Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>& gpus) const {
@@ -236,6 +306,8 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
     prediction.method += (p ? " + " : "") + parts[p];
 
   // 3. Aggregation per line, per module, per phase and per GPU.
+  const bool traced = trace.memory.peakLiveBytes.has_value();
+  const bool training = hasBackward(trace);
   std::map<LineKey, size_t> lineIndex;
   std::unordered_map<std::string, size_t> moduleIndex;
   std::vector<std::vector<std::string>> otherOpNames; // per line: backward/optimizer op names
@@ -254,6 +326,8 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
     LineBreakdown& line = prediction.lines[lineIt->second];
     if (newLine)
       otherOpNames.emplace_back();
+    line.activationBytes +=
+        traced ? op.savedBytes.value_or(0) : (training ? upperBoundKeptBytes(op, costs[i]) : 0);
     if (work) {
       ++line.opCount;
       auto& names = op.phase == Phase::Forward ? line.opNames : otherOpNames[lineIt->second];
@@ -281,7 +355,7 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
     if (prediction.lines[l].opNames.empty())
       prediction.lines[l].opNames = otherOpNames[l];
 
-  const MemoryEstimate memory = estimateMemory(trace, options_);
+  const TensorMemory tensors = tensorMemory(trace, costs);
   for (size_t g = 0; g < gpuCount; ++g) {
     GpuSummary summary;
     summary.gpuId = gpus[g].id;
@@ -298,7 +372,7 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
       summary.costPer1kSamplesUsd =
           summary.pricePerHourUsd / 3600.0 * (1000.0 / summary.samplesPerSecond);
     }
-    summary.memory = memory;
+    summary.memory = onGpu(tensors, gpus[g], options_);
     summary.memoryCapacityBytes = gpus[g].memoryBytes();
     summary.fitsInMemory = summary.memory.peakBytes() <= summary.memoryCapacityBytes;
     for (auto& line : prediction.lines)
@@ -311,7 +385,11 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
       prediction.warnings.push_back(
           "predicted peak memory " + std::to_string(summary.memory.peakBytes() >> 20) +
           " MiB exceeds the " + std::to_string(summary.memoryCapacityBytes >> 20) + " MiB of " +
-          gpus[g].id + ": lower the batch size or choose a larger GPU");
+          gpus[g].id + ": lower the batch size or choose a larger GPU" +
+          (summary.memory.activationsSource == ActivationsSource::UpperBound
+               ? " (activations are an upper bound for this older trace; re-trace for the "
+                 "measured figure)"
+               : ""));
     prediction.summaries.push_back(std::move(summary));
   }
 

@@ -43,7 +43,8 @@ measured (layer rows x num_layer) and compared with the .json e2e latency.
                    scaled mode (measured on the origin, predicted for --gpu)
   --logo           leave-one-GPU-out: train on all but one GPU, evaluate it,
                    for each labelled GPU (--work DIR keeps the fold weights;
-                   --epochs N, --max-rows N, --seed N, --fast as for train)
+                   --epochs N, --max-rows N, --seed N, --ensemble N, --fast
+                   as for train)
 )";
 
 std::string normalised(const std::string& text) {
@@ -134,6 +135,8 @@ int runEval(const std::vector<std::string>& args) {
         training.maxRowsPerFile = std::stoll(value());
       } else if (flag == "--seed") {
         training.seed = std::stoull(value());
+      } else if (flag == "--ensemble") {
+        training.ensembleSize = std::stoi(value());
       } else if (flag == "--fast") {
         training.epochs = 3;
         training.maxRowsPerFile = 300;

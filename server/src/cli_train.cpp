@@ -14,12 +14,13 @@ constexpr const char* kTrainUsage =
 
 Fits the learned per-op models (linear, bmm, conv2d, elementwise, layernorm,
 softmax) on NeuSight's single-kernel measurements and writes manifest.json and
-one <family>.pt per family. Seeded and deterministic.
+<family>.<member>.pt per network (--ensemble). Seeded and deterministic.
 
   --data DIR          NeuSight data folder (default ../shared/data/neusight)
   --out DIR           output folder (default data/weights)
   --seed N            random seed (default 20250)
   --epochs N          passes over the data (default 25)
+  --ensemble N        networks per family, each from its own seed (default 1)
   --max-rows N        rows per (op, GPU) file, seeded subsample; 0 = all (default 2500;
                       300 for each elementwise op)
   --family NAME       train only this family (repeatable)
@@ -64,6 +65,8 @@ int runTrain(const std::vector<std::string>& args) {
         options.seed = uint64_t(std::stoull(value()));
       } else if (flag == "--epochs") {
         options.epochs = parseInt(flag, value());
+      } else if (flag == "--ensemble") {
+        options.ensembleSize = parseInt(flag, value());
       } else if (flag == "--max-rows") {
         options.maxRowsPerFile = parseInt(flag, value());
       } else if (flag == "--threads") {
@@ -89,8 +92,8 @@ int runTrain(const std::vector<std::string>& args) {
     }
     if (!families.empty())
       options.families = families;
-    if (options.epochs <= 0 || options.threads <= 0)
-      throw std::invalid_argument("--epochs and --threads must be positive");
+    if (options.epochs <= 0 || options.threads <= 0 || options.ensembleSize <= 0)
+      throw std::invalid_argument("--epochs, --threads and --ensemble must be positive");
   } catch (const std::exception& e) {
     std::cerr << "wavecast train: " << e.what() << "\n\n" << kTrainUsage;
     return 2;

@@ -190,4 +190,25 @@ TEST(CliTest, PredictJsonIsConsistent) {
       << "per-line times add up to the iteration";
 }
 
+// Published FP32 training throughput of ResNet-50 is about 90-100 images/s on a
+// T4 and 350-450 on an A100 (no TF32): batch 32 takes roughly 330 ms and 80 ms.
+// The bounds are wide; they catch a model that extrapolates to nonsense.
+TEST(CliTest, ResNet50PredictionIsPlausible) {
+  const CliRun run =
+      wavecast("predict " + sample("resnet50.py") + " --gpu H100,A100,T4 --batch-size 32 --json");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto doc = nlohmann::json::parse(run.out);
+  const auto ms = [&](size_t i) { return doc.at("summaries")[i].at("iteration_ms").get<double>(); };
+  EXPECT_GT(ms(2), 150.0);
+  EXPECT_LT(ms(2), 900.0);
+  EXPECT_GT(ms(1), 40.0);
+  EXPECT_LT(ms(1), 300.0);
+  EXPECT_LT(ms(0), ms(1)) << "H100 faster than A100";
+  EXPECT_LT(ms(1), ms(2)) << "A100 faster than T4";
+  for (const auto& op : doc.at("ops"))
+    for (const auto& gpu : op.at("per_gpu"))
+      EXPECT_LT(gpu.at("time_ms").get<double>(), 1000.0)
+          << op.at("name") << " on " << gpu.at("gpu");
+}
+
 } // namespace

@@ -51,6 +51,21 @@ TEST(FxMapping, AddmmOfConv1dUsesTheWeightOperand) {
   EXPECT_EQ(m.forward[0].describe(), "linear m=4096 n=1280 k=5120");
 }
 
+TEST(FxMapping, WhereWithABroadcastMaskStreamsOneTensor) {
+  // GPT-2's causal mask [1, 1, s, s] stays in cache while the scores stream.
+  const MappedRow masked =
+      mapFxRow(row("call_function", "<built-in method where of type object>",
+                   {{1, 1, 1024, 1024}, {4, 20, 1024, 1024}, {1}}, {4, 20, 1024, 1024}),
+               false);
+  ASSERT_TRUE(masked.mapped);
+  ASSERT_EQ(masked.forward.size(), 1u);
+  EXPECT_EQ(masked.forward[0].op, ElementwiseOp::AddScalar);
+  const MappedRow full = mapFxRow(row("call_function", "<built-in method where of type object>",
+                                      {{4, 1024}, {4, 1024}, {4, 1024}}, {4, 1024}),
+                                  false);
+  EXPECT_EQ(full.forward[0].op, ElementwiseOp::Add);
+}
+
 TEST(FxMapping, BatchedMatmulFoldsLeadingDimensions) {
   const MappedRow m =
       mapFxRow(row("call_function", "<built-in method matmul of type object at 0x1>",

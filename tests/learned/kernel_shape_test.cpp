@@ -74,6 +74,12 @@ TEST(Features, WaveQuantisation) {
   EXPECT_NEAR(f[tile128 + 1], 0.8, 1e-6);
 }
 
+TEST(Features, SoftmaxTellsTheOneWarpRowKernelApart) {
+  // PyTorch keeps rows of up to 1024 elements in one warp; longer ones are re-read.
+  EXPECT_EQ(kernelFeatures(KernelShape::softmax(4096, 1024), v100()).back(), 1.0f);
+  EXPECT_EQ(kernelFeatures(KernelShape::softmax(4096, 1025), v100()).back(), 0.0f);
+}
+
 TEST(Shapes, InvalidShapesAreRejected) {
   EXPECT_FALSE(KernelShape::linear(0, 4, 4).valid());
   EXPECT_FALSE(KernelShape::bmm(2, -1, 4, 4).valid());

@@ -51,12 +51,13 @@ TEST(ShippedWeights, PinnedPredictions) {
       {KernelShape::softmax(65536, 512), h100()},
       {KernelShape::elementwise(ElementwiseOp::Gelu, 4096, 4096), h100()},
   };
-  const std::vector<double> expectedMs = {2.82273, 1.35524, 0.610959, 0.105749, 0.150755, 0.050156};
+  const std::vector<double> expectedMs = {2.82273, 1.35524, 0.610959, 0.105749, 0.133865, 0.050156};
   const auto predicted = models.predictMs(queries);
   ASSERT_EQ(predicted.size(), expectedMs.size());
   for (size_t i = 0; i < predicted.size(); ++i) {
     ASSERT_TRUE(predicted[i].has_value()) << queries[i].shape.describe();
-    EXPECT_NEAR(*predicted[i], expectedMs[i], 1e-3 * expectedMs[i]) << queries[i].shape.describe();
+    EXPECT_NEAR(*predicted[i], expectedMs[i], 1e-3 * expectedMs[i])
+        << queries[i].shape.describe() << " predicted " << *predicted[i];
     // Never faster than the roofline allows by more than caching could explain.
     EXPECT_GT(*predicted[i], 0.5 * rooflineCost(queries[i].shape, queries[i].gpu).boundMs());
   }

@@ -112,6 +112,40 @@ TEST_F(Training, SameSeedGivesTheSameModel) {
   EXPECT_EQ(*a[1], *b[1]);
 }
 
+// An ensemble's answer is the geometric mean of its members' answers, and its
+// first member is the network a one-network run with the same seed trains.
+TEST_F(Training, EnsembleAveragesItsMembersInLogSpace) {
+  TrainOptions options;
+  options.dataDir = kData;
+  options.families = {KernelFamily::Softmax};
+  options.epochs = 2;
+  options.maxRowsPerFile = 200;
+  const std::string ensemble = scratchDir("ensemble");
+  options.outDir = ensemble;
+  options.ensembleSize = 2;
+  trainLearnedModels(options);
+  EXPECT_TRUE(fs::exists(fs::path(ensemble) / "softmax.0.pt"));
+  ASSERT_TRUE(fs::exists(fs::path(ensemble) / "softmax.1.pt"));
+
+  const std::string single = scratchDir("ensemble-single");
+  options.outDir = single;
+  options.ensembleSize = 1;
+  trainLearnedModels(options);
+  // The second member on its own: a one-network folder holding its file.
+  const std::string second = scratchDir("ensemble-second");
+  fs::create_directories(second);
+  fs::copy_file(fs::path(ensemble) / "softmax.1.pt", fs::path(second) / "softmax.0.pt");
+  fs::copy_file(fs::path(single) / "manifest.json", fs::path(second) / "manifest.json");
+
+  const GpuFeatures gpu{80, 1380, 14130, 900, 6};
+  const std::vector<KernelQuery> queries = {{KernelShape::softmax(4096, 512), gpu}};
+  const double both = *LearnedModels::open(ensemble).predictMs(queries)[0];
+  const double first = *LearnedModels::open(single).predictMs(queries)[0];
+  const double other = *LearnedModels::open(second).predictMs(queries)[0];
+  EXPECT_NE(first, other);
+  EXPECT_NEAR(both, std::sqrt(first * other), 1e-5 * both);
+}
+
 TEST(TrainingErrors, MissingDataIsNamed) {
   TrainOptions options;
   options.dataDir = "/nonexistent/neusight";

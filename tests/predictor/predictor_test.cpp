@@ -40,7 +40,9 @@ OpRecord op(int64_t id, std::string name, Phase phase, int line,
 Trace smallTrace() {
   Trace trace;
   trace.batchSize = 32;
-  trace.memory = {1000000, 1000000, 2000000};
+  trace.memory.parametersBytes = 1000000;
+  trace.memory.gradientsBytes = 1000000;
+  trace.memory.optimizerStateBytes = 2000000;
   const auto x = tensor({32, 3, 32, 32});
   const auto w = tensor({16, 3, 3, 3});
   const auto y = tensor({32, 16, 32, 32});
@@ -203,14 +205,19 @@ TEST(Predictor, MeasuredKernelsAreWaveScaledFromTheOrigin) {
 
 TEST(Predictor, MemoryEstimateAndFit) {
   const Trace trace = smallTrace();
-  const MemoryEstimate memory = estimateMemory(trace, PredictorOptions{});
+  const MemoryEstimate memory = estimateMemory(trace, *db().find("T4"), PredictorOptions{});
   EXPECT_EQ(memory.weightsBytes, 1000000);
   EXPECT_EQ(memory.gradientsBytes, 1000000);
   EXPECT_EQ(memory.optimizerStateBytes, 2000000);
-  // Fresh forward results: conv output, relu output and the scalar sum (the view is free).
+  // An older trace (no tracer figures): fresh forward results, i.e. the conv output, the
+  // relu output and the scalar sum (the view is free).
+  EXPECT_EQ(memory.activationsSource, ActivationsSource::UpperBound);
   EXPECT_EQ(memory.activationsBytes, 2 * 2097152 + 4);
-  EXPECT_EQ(memory.workspaceBytes,
-            (int64_t{512} << 20) + static_cast<int64_t>((4000000 + 2 * 2097152 + 4) * 0.10));
+  // CUDA context + cuBLAS workspaces (CC 7.5) + cuDNN workspace of the largest conv
+  // operand (the 2 MiB output) + 10 % of the tensors.
+  EXPECT_EQ(memory.workspaceBytes, (int64_t{512} << 20) + (int64_t{9} << 20) + (128 << 10) +
+                                       2097152 +
+                                       static_cast<int64_t>((4000000 + 2 * 2097152 + 4) * 0.10));
 
   Trace huge = trace;
   huge.ops[0].outputs[0] = tensor({1024, 1024, 1024, 16}); // 64 GiB of activations

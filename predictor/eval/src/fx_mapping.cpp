@@ -228,9 +228,11 @@ MappedRow callFunction(const FxRow& row, bool training) {
     return dropoutRow(row, training);
   if (name == "embedding")
     return embeddingRow(row, training);
-  if (name == "where")
-    return kernels(OpFamily::Elementwise, "aten::where",
-                   {elementwise(ElementwiseOp::Add, row.outputShape)});
+  if (name == "where") // a broadcast mask stays in cache, like arithmetic's operands
+    return kernels(
+        OpFamily::Elementwise, "aten::where",
+        {elementwise(tensorOperands(row) >= 2 ? ElementwiseOp::Add : ElementwiseOp::AddScalar,
+                     row.outputShape)});
   if (arithmetic.count(name))
     return arithmeticRow(row, name, training);
   if (name == "ones" || name == "full" || name == "zeros" || name == "arange" || name == "tensor" ||

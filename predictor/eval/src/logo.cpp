@@ -121,9 +121,10 @@ LogoReport runLeaveOneGpuOut(const LogoOptions& options) {
 
 std::string logoMarkdown(const LogoReport& report, const learned::TrainOptions& training) {
   std::ostringstream out;
-  out << "Training per fold: seed " << training.seed << ", " << training.epochs
-      << " epochs, at most " << training.maxRowsPerFile << " rows per (op, GPU) file, "
-      << training.threads << " threads. Whole run: " << int(report.seconds + 0.5) << " s.\n\n";
+  out << "Training per fold: seed " << training.seed << ", " << training.ensembleSize
+      << " network(s) per family, " << training.epochs << " epochs, at most "
+      << training.maxRowsPerFile << " rows per (op, GPU) file, " << training.threads
+      << " threads. Whole run: " << int(report.seconds + 0.5) << " s.\n\n";
 
   out << "### End to end, leave-one-GPU-out (labels)\n\n"
          "| held-out GPU | trained on | labels | MAPE | median | bias | roofline MAPE | GEMM "

@@ -16,6 +16,9 @@ constexpr double kFloatBytes = 4.0;
 // Output tile edges of the cuBLAS/cuDNN SGEMM kernels NeuSight's data launches.
 constexpr std::array<int64_t, 3> kGemmTileEdges = {32, 64, 128};
 // Elements one block of PyTorch's vectorised elementwise kernel covers (128 threads x 4).
+// PyTorch's softmax keeps a row in one warp's registers (one read of the input)
+// up to this length; longer rows take the block kernel, which reads them again.
+constexpr int64_t kLongestWarpSoftmaxRow = 1024;
 constexpr double kElementsPerElementwiseBlock = 512.0;
 
 double logPositive(double value) {
@@ -302,8 +305,9 @@ int featureCount(KernelFamily family) {
   case KernelFamily::Elementwise:
     return 1 + 1 + 2 + kElementwiseOpCount;
   case KernelFamily::LayerNorm:
-  case KernelFamily::Softmax:
     return 2 + 1 + 2;
+  case KernelFamily::Softmax:
+    return 2 + 1 + 2 + 1;
   }
   return 0;
 }
@@ -348,6 +352,8 @@ std::vector<float> kernelFeatures(const KernelShape& s, const GpuFeatures& gpu) 
     f.push_back(float(logPositive(double(s.cols))));
     f.push_back(float(logPositive(cost.memoryMs)));
     appendWaveFeatures(f, double(s.rows), gpu);
+    if (s.family == KernelFamily::Softmax)
+      f.push_back(s.cols <= kLongestWarpSoftmaxRow ? 1.0f : 0.0f);
     break;
   }
   return f;

@@ -2,6 +2,7 @@
 
 #include "mlp.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <filesystem>
@@ -15,15 +16,22 @@ namespace fs = std::filesystem;
 namespace wavecast::learned {
 namespace {
 
+// A kernel runs at most a little faster than its spec-sheet roofline bound
+// (boost clocks above the listed one) and, for the shapes the models cover, at
+// no less than 0.1% of it: outside the training shapes the networks can
+// extrapolate to absurd times, which this bounds.
+constexpr double kMinLogRatio = -0.5;
+constexpr double kMaxLogRatio = 6.9;
+
 struct FamilyModel {
   bool present = false;
-  std::string file;
+  std::vector<std::string> files; // one network each; their log outputs are averaged
   int features = 0;
   int hidden = 0;
   std::vector<float> mean;
   std::vector<float> scale;
   std::once_flag loaded;
-  torch::nn::Sequential net{nullptr};
+  std::vector<torch::nn::Sequential> nets;
 };
 
 // Below a few thousand elements (eight 512-element blocks) a memory-bound kernel
@@ -54,9 +62,12 @@ struct LearnedModels::Impl {
   FamilyModel& loadedModel(KernelFamily family) {
     FamilyModel& model = families[size_t(family)];
     std::call_once(model.loaded, [&] {
-      model.net = makeMlp(model.features, model.hidden);
-      torch::load(model.net, (fs::path(directory) / model.file).string());
-      model.net->eval();
+      for (const std::string& file : model.files) {
+        torch::nn::Sequential net = makeMlp(model.features, model.hidden);
+        torch::load(net, (fs::path(directory) / file).string());
+        net->eval();
+        model.nets.push_back(net);
+      }
     });
     return model;
   }
@@ -84,7 +95,11 @@ LearnedModels LearnedModels::open(const std::string& weightsDir) {
       throw std::runtime_error(manifestPath.string() + ": unknown family '" + name + "'");
     FamilyModel& model = impl->families[size_t(*family)];
     model.present = true;
-    model.file = entry.at("file").get<std::string>();
+    if (!entry.contains("files") || entry.at("files").empty())
+      throw std::runtime_error(manifestPath.string() + ": the " + name +
+                               " entry lists no networks (an older format); retrain with "
+                               "`wavecast train`");
+    model.files = entry.at("files").get<std::vector<std::string>>();
     model.features = entry.at("features").get<int>();
     model.hidden = entry.at("hidden").get<int>();
     model.mean = entry.at("featureMean").get<std::vector<float>>();
@@ -128,10 +143,14 @@ LearnedModels::predictMs(const std::vector<KernelQuery>& queries) const {
     }
     const torch::Tensor input =
         torch::from_blob(rows.data(), {int64_t(indices.size()), model.features}, torch::kFloat);
-    const torch::Tensor output = model.net->forward(input).contiguous();
+    torch::Tensor sum = torch::zeros({int64_t(indices.size()), 1});
+    for (torch::nn::Sequential& net : model.nets)
+      sum = sum + net->forward(input);
+    const torch::Tensor output = (sum / double(model.nets.size())).contiguous();
     const float* logRatio = output.data_ptr<float>();
     for (size_t r = 0; r < indices.size(); ++r)
-      answers[indices[r]] = bounds[r] * std::exp(double(logRatio[r]));
+      answers[indices[r]] =
+          bounds[r] * std::exp(std::clamp(double(logRatio[r]), kMinLogRatio, kMaxLogRatio));
   }
   return answers;
 }

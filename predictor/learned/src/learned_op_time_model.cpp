@@ -73,6 +73,11 @@ std::optional<KernelShape> convOf(const OpRecord& op) {
   if (x->shape[2] != x->shape[3] || w->shape[2] != w->shape[3] || stride.empty() ||
       padding.empty() || !allEqual(stride, stride[0]) || !allEqual(padding, padding[0]))
     return std::nullopt;
+  // The training data holds only 3x3 kernels with stride 1 and padding 1; the
+  // network extrapolates wildly outside that (ResNet's 7x7/2 stem came out at
+  // 1e100 ms), so other convolutions stay with the analytic model.
+  if (w->shape[2] != 3 || stride[0] != 1 || padding[0] != 1)
+    return std::nullopt;
   return KernelShape::conv2d(x->shape[0], x->shape[1], w->shape[0], w->shape[2], x->shape[2],
                              stride[0], padding[0]);
 }

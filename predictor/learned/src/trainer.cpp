@@ -32,7 +32,8 @@ struct FamilyFit {
   torch::nn::Sequential net{nullptr};
 };
 
-FamilyFit fitFamily(KernelFamily family, const KernelDataset& data, const TrainOptions& options) {
+FamilyFit fitFamily(KernelFamily family, const KernelDataset& data, const TrainOptions& options,
+                    uint64_t seed) {
   const auto start = Clock::now();
   const int width = featureCount(family);
   std::vector<float> features;
@@ -62,11 +63,11 @@ FamilyFit fitFamily(KernelFamily family, const KernelDataset& data, const TrainO
   fit.mean.assign(mean.data_ptr<float>(), mean.data_ptr<float>() + width);
   fit.scale.assign(scale.data_ptr<float>(), scale.data_ptr<float>() + width);
 
-  torch::manual_seed(options.seed + uint64_t(family));
+  torch::manual_seed(seed + uint64_t(family));
   fit.net = makeMlp(width, options.hiddenWidth);
   torch::optim::Adam optimizer(fit.net->parameters(),
                                torch::optim::AdamOptions(options.learningRate));
-  std::mt19937_64 rng(options.seed * 31 + uint64_t(family));
+  std::mt19937_64 rng(seed * 31 + uint64_t(family));
   std::vector<int64_t> order(size_t(n), 0);
   std::iota(order.begin(), order.end(), 0);
   for (int epoch = 0; epoch < options.epochs; ++epoch) {
@@ -109,6 +110,8 @@ FamilyFit fitFamily(KernelFamily family, const KernelDataset& data, const TrainO
 
 TrainReport trainLearnedModels(const TrainOptions& options) {
   const auto start = Clock::now();
+  if (options.ensembleSize < 1)
+    throw std::invalid_argument("the ensemble needs at least one network per family");
   torch::set_num_threads(options.threads);
   KernelDatasetOptions dataOptions;
   dataOptions.families = options.families;
@@ -130,34 +133,49 @@ TrainReport trainLearnedModels(const TrainOptions& options) {
   report.trainingGpus.assign(gpus.begin(), gpus.end());
 
   nlohmann::json manifest;
-  manifest["format"] = 1;
-  manifest["target"] = "log(measured latency / FP32 roofline bound); utilisation = exp(-target)";
+  manifest["format"] = 2;
+  manifest["target"] = "log(measured latency / FP32 roofline bound); utilisation = exp(-target); "
+                       "the mean over the family's networks";
   manifest["source"] = "Fitted on the NeuSight kernel measurements (github.com/sitar-lab/NeuSight, "
                        "MIT licence, see NOTICE)";
   manifest["trainingGpus"] = report.trainingGpus;
   manifest["seed"] = options.seed;
   manifest["epochs"] = options.epochs;
+  manifest["ensembleSize"] = options.ensembleSize;
   manifest["maxRowsPerFile"] = options.maxRowsPerFile;
   manifest["maxRowsPerElementwiseFile"] = options.maxRowsPerElementwiseFile;
   manifest["families"] = nlohmann::json::object();
   for (KernelFamily family : options.families) {
-    FamilyFit fit = fitFamily(family, data, options);
-    const std::string file = std::string(toString(family)) + ".pt";
-    torch::save(fit.net, (fs::path(options.outDir) / file).string());
-    const FamilyTrainReport& r = fit.report;
-    manifest["families"][toString(family)] = {{"file", file},
+    std::vector<std::string> files;
+    std::vector<FamilyFit> fits;
+    for (int member = 0; member < options.ensembleSize; ++member) {
+      // Members differ only in their seed (initial weights and batch order).
+      fits.push_back(fitFamily(family, data, options, options.seed + 7919 * uint64_t(member)));
+      files.push_back(std::string(toString(family)) + "." + std::to_string(member) + ".pt");
+      torch::save(fits.back().net, (fs::path(options.outDir) / files.back()).string());
+    }
+    FamilyTrainReport r = fits.front().report;
+    for (size_t i = 1; i < fits.size(); ++i) {
+      r.seconds += fits[i].report.seconds;
+      r.finalLoss += fits[i].report.finalLoss;
+      r.trainMapePercent += fits[i].report.trainMapePercent;
+    }
+    r.finalLoss /= double(fits.size());
+    r.trainMapePercent /= double(fits.size());
+    manifest["families"][toString(family)] = {{"files", files},
                                               {"features", featureCount(family)},
                                               {"hidden", options.hiddenWidth},
-                                              {"featureMean", fit.mean},
-                                              {"featureScale", fit.scale},
+                                              {"featureMean", fits.front().mean},
+                                              {"featureScale", fits.front().scale},
                                               {"samples", r.samples},
                                               {"finalLoss", r.finalLoss},
                                               {"trainMapePercent", r.trainMapePercent},
                                               {"rooflineMapePercent", r.rooflineMapePercent}};
     if (options.verbose)
-      std::cerr << toString(family) << ": " << r.samples << " rows, loss " << r.firstEpochLoss
-                << " -> " << r.finalLoss << ", train MAPE " << r.trainMapePercent << "% (roofline "
-                << r.rooflineMapePercent << "%), " << r.seconds << " s\n";
+      std::cerr << toString(family) << ": " << r.samples << " rows, " << fits.size()
+                << " networks, loss " << r.firstEpochLoss << " -> " << r.finalLoss
+                << ", train MAPE " << r.trainMapePercent << "% (roofline " << r.rooflineMapePercent
+                << "%), " << r.seconds << " s\n";
     report.families.push_back(r);
   }
   std::ofstream out(fs::path(options.outDir) / "manifest.json");

@@ -155,3 +155,31 @@ def deepcopyable_fake_tensors():
             del cls.__deepcopy__
         else:
             cls.__deepcopy__ = original
+
+
+# The C methods, called with torch functions disabled (compat.no_torch_function): Tensor.storage()
+# builds a TypedStorage in Python and goes through FakeTensor's and the device mode's
+# __torch_function__, 50x slower, and it runs for every op output.
+_TensorBase = getattr(torch._C, "TensorBase", None) or torch._C._TensorBase
+_raw_storage = getattr(_TensorBase, "untyped_storage", None) or _TensorBase._storage  # 2.x, 1.13
+no_torch_function = torch._C.DisableTorchFunction
+
+
+def storage_identity(tensor):
+    """(key, bytes) of the storage under `tensor`, shared by its views; None without one.
+    Call inside no_torch_function()."""
+    try:
+        storage = _raw_storage(tensor)
+    except (RuntimeError, NotImplementedError):  # sparse, nested: no plain storage
+        return None
+    return storage._cdata, storage.nbytes()
+
+
+def saveable(tensor):
+    """What a saved-tensors pack hook may return for `tensor`. torch 1.13 under a dispatch mode
+    turns a saved Python number (a 0-dim "wrapped number" tensor) back into a float when it is
+    unpacked, and backward fails; a plain copy of the 0-dim tensor does not."""
+    if tensor.dim() == 0 and not tensor.requires_grad and not is_fake(tensor):
+        with real_execution():
+            return tensor.clone()
+    return tensor

@@ -82,6 +82,8 @@ class TraceState:
         # > 0 while a fused op (e.g. a whole LSTM) runs its parts, which are not recorded.
         self.suppressed = 0
         self.cuda_mapped = False
+        # A memory.MemoryTracker in shape and cpu mode: storages live and saved for backward.
+        self.memory = None
 
     @contextlib.contextmanager
     def suppressing(self):
@@ -188,6 +190,8 @@ class TraceState:
 
     def begin_backward(self, roots):
         self.resolve_pending_outputs()
+        if self.memory is not None:
+            self.memory.backward_started()
         self._backward_site = self.project_frames()
         seen = set()
         todo = []
@@ -378,6 +382,8 @@ class OpRecorder(compat.TorchDispatchMode):
             out = self._run_shape_only(func, args, kwargs)
         else:
             out = func(*args, **kwargs)
+        if self.recording and state.memory is not None:
+            state.memory.allocated(_flatten_outputs(out, []), len(state.ops), state.phase)
         if recorded:
             state.record(func, name, args, kwargs, out)
         return out

@@ -10,6 +10,7 @@ from . import compat, measured
 from .devices import cuda_mapped_to_cpu
 from .errors import TraceError, TraceInterrupted, deepest_project_frame, format_exception, one_line
 from .loader import find_providers, load_entry_module, purge_project_modules, user_exception
+from .memory import MemoryTracker
 from .project import Project
 from .recorder import OpRecorder, TraceState
 from .rnn import fuse_recurrent_layers
@@ -112,11 +113,16 @@ def _trace(project, batch_size, mode, progress):
                 _measure(state, project, iteration, inputs, progress)
             else:
                 stack.enter_context(fuse_recurrent_layers(state, compute_values=not shape_only))
+                state.memory = MemoryTracker()
+                state.memory.add_baseline(_baseline_tensors(model, inputs))
                 progress("tracing forward")
                 recorder.recording = True
-                with recorder:
+                with recorder, state.memory.saved_tensors_hooks():
                     _call_user(iteration, project, "during the training iteration", *inputs)
             state.finish()
+            memory = _memory(model, state.optimizers)
+            if state.memory is not None:
+                memory.update(_tracked_memory(state, model))
     except TraceInterrupted as exc:
         file, line = deepest_project_frame(exc, project)
         raise TraceError(
@@ -140,7 +146,7 @@ def _trace(project, batch_size, mode, progress):
         "providers": providers.lines(),
         "ops": state.ops,
         "fallback_ops": state.fallback_ops,
-        "memory": _memory(model, state.optimizers),
+        "memory": memory,
         "warnings": state.warnings,
     }
     if mode == "cuda":
@@ -256,14 +262,44 @@ def _tensor_bytes(t):
     return int(t.numel()) * int(t.element_size())
 
 
-def _memory(model, optimizers):
-    params = list(model.parameters())
-    state_bytes = 0
+def _optimizer_state_tensors(optimizers):
     for optimizer in optimizers:
         for per_param in optimizer.state.values():
             for value in per_param.values():
                 if isinstance(value, torch.Tensor):
-                    state_bytes += _tensor_bytes(value)
+                    yield value
+
+
+def _flat_tensors(values):
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            yield value
+        elif isinstance(value, (list, tuple)):
+            yield from _flat_tensors(value)
+        elif isinstance(value, dict):
+            yield from _flat_tensors(value.values())
+
+
+def _baseline_tensors(model, inputs):
+    """What is in GPU memory before the iteration starts: the model and the batch."""
+    yield from model.parameters()
+    yield from model.buffers()
+    yield from _flat_tensors(inputs)
+
+
+def _tracked_memory(state, model):
+    """Figures of the MemoryTracker (docs/trace-format.md), plus per-op `saved_bytes`."""
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    figures = state.memory.summary(grads + list(_optimizer_state_tensors(state.optimizers)))
+    for index, saved in state.memory.saved_bytes_by_op().items():
+        if index < len(state.ops):  # else made by an unrecorded dispatch after the last op
+            state.ops[index]["saved_bytes"] = saved
+    return figures
+
+
+def _memory(model, optimizers):
+    params = list(model.parameters())
+    state_bytes = sum(_tensor_bytes(value) for value in _optimizer_state_tensors(optimizers))
     return {
         "parameters_bytes": sum(_tensor_bytes(p) for p in params),
         "gradients_bytes": sum(_tensor_bytes(p) for p in params if p.requires_grad),

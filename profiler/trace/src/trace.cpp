@@ -143,6 +143,8 @@ OpRecord opFromJson(const json& j, size_t index) {
   if (const auto ks = j.find("kernels"); ks != j.end() && ks->is_array())
     for (const auto& k : *ks)
       op.kernels.push_back(kernelFromJson(k));
+  if (const auto saved = j.find("saved_bytes"); saved != j.end() && saved->is_number_integer())
+    op.savedBytes = saved->get<int64_t>();
   return op;
 }
 
@@ -172,6 +174,8 @@ json opToJson(const OpRecord& op) {
     for (const auto& k : op.kernels)
       j["kernels"].push_back(kernelToJson(k));
   }
+  if (op.savedBytes)
+    j["saved_bytes"] = *op.savedBytes;
   return j;
 }
 
@@ -303,6 +307,16 @@ Trace traceFromJson(const json& doc) {
     t.memory.parametersBytes = m->value("parameters_bytes", int64_t{0});
     t.memory.gradientsBytes = m->value("gradients_bytes", int64_t{0});
     t.memory.optimizerStateBytes = m->value("optimizer_state_bytes", int64_t{0});
+    const auto optionalInt = [&](const char* key) -> std::optional<int64_t> {
+      const auto v = m->find(key);
+      return v != m->end() && v->is_number_integer() ? std::optional(v->get<int64_t>())
+                                                     : std::nullopt;
+    };
+    t.memory.activationsSavedBytes = optionalInt("activations_saved_bytes");
+    t.memory.peakLiveBytes = optionalInt("peak_live_bytes");
+    t.memory.peakOpId = optionalInt("peak_op_id");
+    if (const auto phase = m->find("peak_phase"); phase != m->end() && phase->is_string())
+      t.memory.peakPhase = phaseFromString(phase->get<std::string>());
   }
   t.warnings = doc.value("warnings", std::vector<std::string>{});
   if (const auto d = doc.find("device"); d != doc.end() && d->is_string())
@@ -327,6 +341,15 @@ json traceToJson(const Trace& t) {
            {"warnings", t.warnings}};
   if (t.device)
     doc["device"] = *t.device;
+  json& memory = doc["memory"];
+  if (t.memory.activationsSavedBytes)
+    memory["activations_saved_bytes"] = *t.memory.activationsSavedBytes;
+  if (t.memory.peakLiveBytes)
+    memory["peak_live_bytes"] = *t.memory.peakLiveBytes;
+  if (t.memory.peakPhase)
+    memory["peak_phase"] = toString(*t.memory.peakPhase);
+  if (t.memory.peakOpId)
+    memory["peak_op_id"] = *t.memory.peakOpId;
   doc["ops"] = json::array();
   for (const auto& op : t.ops)
     doc["ops"].push_back(opToJson(op));

@@ -37,7 +37,7 @@ PredictorOptions predictorOptions(const InstallLayout& layout, const CommandLine
     options.opTimeModel = learned::LearnedOpTimeModel::open(layout.dataDir + "/weights");
   } catch (const std::exception& e) {
     throw CommandError(std::string(e.what()) +
-                       "; run 'wavecast train' to fit them, or pass --roofline");
+                       " (or pass --roofline to predict with the analytic model only)");
   }
   return options;
 }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,8 @@ struct LineBreakdown {
   std::vector<LineTimes> perGpu;    // same order as Prediction::gpus
   std::vector<std::string> opNames; // distinct forward op names on this line, in order
   int opCount = 0;
+  // Bytes the line's forward ops keep alive for backward (MemoryEstimate::activationsSource).
+  int64_t activationBytes = 0;
 };
 
 // Per nn.Module path (ops outside any module: empty path), per GPU.
@@ -57,12 +60,24 @@ struct ModuleBreakdown {
   int opCount = 0;
 };
 
+// Where the activation figures come from.
+enum class ActivationsSource {
+  Traced,    // the tracer followed every tensor: saved-for-backward and peak live bytes
+  UpperBound // older trace: every fresh forward output counts as kept for backward
+};
+const char* toString(ActivationsSource source);
+
 struct MemoryEstimate {
   int64_t weightsBytes = 0;
   int64_t gradientsBytes = 0;
   int64_t optimizerStateBytes = 0;
+  // Everything else live at the peak: activations kept for backward, temporaries, the batch.
   int64_t activationsBytes = 0;
-  int64_t workspaceBytes = 0;
+  int64_t workspaceBytes = 0; // CUDA context, cuBLAS/cuDNN workspaces, allocator overhead
+  ActivationsSource activationsSource = ActivationsSource::UpperBound;
+  int64_t activationsSavedBytes = 0; // kept by autograd for backward (part of activationsBytes)
+  std::optional<Phase> peakPhase;    // where the tensors peak (traced only)
+  std::optional<int64_t> peakOpId;
   int64_t peakBytes() const {
     return weightsBytes + gradientsBytes + optimizerStateBytes + activationsBytes + workspaceBytes;
   }

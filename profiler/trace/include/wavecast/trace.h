@@ -65,6 +65,9 @@ struct OpRecord {
   bool fallback = false;
   std::optional<double> measuredMs;
   std::vector<KernelRecord> kernels;
+  // Bytes of the storages this op allocated that autograd kept for backward (shape and
+  // cpu traces; absent: none or unknown).
+  std::optional<int64_t> savedBytes;
 
   // Typed argument access; nullopt when absent or of another type.
   std::optional<int64_t> intArg(const std::string& key) const;
@@ -80,6 +83,11 @@ struct TraceMemory {
   int64_t parametersBytes = 0;
   int64_t gradientsBytes = 0;
   int64_t optimizerStateBytes = 0;
+  // Measured by the tracer (shape and cpu traces); absent in older traces.
+  std::optional<int64_t> activationsSavedBytes; // kept by autograd for backward
+  std::optional<int64_t> peakLiveBytes;         // all tensors live at the iteration's peak
+  std::optional<Phase> peakPhase;
+  std::optional<int64_t> peakOpId;
 };
 
 struct Trace {

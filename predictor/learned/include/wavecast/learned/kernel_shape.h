@@ -94,7 +94,8 @@ RooflineCost rooflineCost(const KernelShape& shape, const GpuFeatures& gpu);
 // Model inputs, fixed length per family. GEMMs and convolutions: the op's
 // extents, both roofline times, output tiles as waves over the SMs, SM count,
 // clock and ridge point. Memory-bound families: extents, the DRAM time and
-// blocks as waves over the SMs only, so that they extrapolate to GPUs far from
+// blocks as waves over the SMs only (softmax also whether a row fits PyTorch's
+// one-warp kernel), so that they extrapolate to GPUs far from
 // the training ones (whose compute peaks say nothing about a memory-bound op).
 std::vector<float> kernelFeatures(const KernelShape& shape, const GpuFeatures& gpu);
 int featureCount(KernelFamily family);

@@ -11,10 +11,13 @@ namespace wavecast::learned {
 
 struct TrainOptions {
   std::string dataDir; // the NeuSight folder (kernels/, device_configs/)
-  std::string outDir;  // receives manifest.json and <family>.pt
+  std::string outDir;  // receives manifest.json and <family>.<member>.pt
   uint64_t seed = 20250;
   int epochs = 25;
   int hiddenWidth = 128;
+  // Networks per family, each from its own seed; their log outputs are averaged,
+  // which damps the seed-to-seed spread of the extrapolation to unseen GPUs.
+  int ensembleSize = 1;
   int batchSize = 512;
   double learningRate = 2e-3;
   int threads = 1; // small MLPs: a second thread costs more in sync than it gains
@@ -31,11 +34,11 @@ struct TrainOptions {
 struct FamilyTrainReport {
   KernelFamily family = KernelFamily::Linear;
   int64_t samples = 0;
-  double firstEpochLoss = 0; // mean squared error of log(time / bound)
-  double finalLoss = 0;
-  double trainMapePercent = 0;    // of the fitted model on its training rows
+  double firstEpochLoss = 0;      // mean squared error of log(time / bound)
+  double finalLoss = 0;           // mean over the family's networks
+  double trainMapePercent = 0;    // the same, of each network on its training rows
   double rooflineMapePercent = 0; // of the bare roofline bound on the same rows
-  double seconds = 0;
+  double seconds = 0;             // all networks
 };
 
 struct TrainReport {

@@ -1,0 +1,226 @@
+// Memory figures: the tracer's saved-for-backward and peak live bytes when the trace has
+// them, the upper bound otherwise, per-GPU workspace, fitsInMemory and the JSON fields.
+#include "wavecast/predictor/gpu_database.h"
+#include "wavecast/predictor/predictor.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace wavecast {
+namespace {
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+constexpr int64_t kGiB = int64_t{1} << 30;
+
+const GpuDatabase& db() {
+  static const GpuDatabase database = GpuDatabase::fromFile(WAVECAST_GPUS_JSON);
+  return database;
+}
+
+// A trace document as the tracer writes it: linear (line 5) -> relu (line 6) -> sum
+// (line 7), backward credited to those lines, an SGD step on line 9. The relu output
+// (4 GiB) is what autograd keeps; the tensors peak at 14 GiB in backward.
+nlohmann::json tracedDocument() {
+  const auto tensor = [](std::vector<int64_t> shape) {
+    return nlohmann::json{{"shape", shape}, {"dtype", "float32"}, {"contiguous", true}};
+  };
+  const auto op = [](int id, const char* name, const char* phase, int line, nlohmann::json inputs,
+                     nlohmann::json outputs) {
+    return nlohmann::json{{"id", id},
+                          {"name", name},
+                          {"phase", phase},
+                          {"inputs", std::move(inputs)},
+                          {"outputs", std::move(outputs)},
+                          {"loc", {{"file", "/p/model.py"}, {"line", line}}}};
+  };
+  const auto x = tensor({1024, 1024});
+  const auto w = tensor({1024, 1024});
+  const auto big = tensor({1024, 1024, 1024}); // 4 GiB
+  nlohmann::json ops = nlohmann::json::array();
+  ops.push_back(op(0, "aten::mm", "forward", 5, {x, w}, {big}));
+  ops.push_back(op(1, "aten::relu", "forward", 6, {big}, {big}));
+  ops.back()["saved_bytes"] = 4 * kGiB;
+  ops.push_back(op(2, "aten::sum", "forward", 7, {big}, {tensor({})}));
+  ops.push_back(op(3, "aten::threshold_backward", "backward", 6, {big, big}, {big}));
+  ops.push_back(op(4, "aten::mm", "backward", 5, {big, x}, {w}));
+  ops.push_back(op(5, "aten::add_", "optimizer", 9, {w, w}, nlohmann::json::array()));
+  return {{"format", "wavecast-trace"},
+          {"version", 1},
+          {"batch_size", 1024},
+          {"ops", ops},
+          {"memory",
+           {{"parameters_bytes", 4 * kMiB},
+            {"gradients_bytes", 4 * kMiB},
+            {"optimizer_state_bytes", 0},
+            {"activations_saved_bytes", 4 * kGiB},
+            {"peak_live_bytes", 14 * kGiB},
+            {"peak_phase", "backward"},
+            {"peak_op_id", 3}}}};
+}
+
+int64_t cublasWorkspace(const DeviceSpec& gpu, const PredictorOptions& options) {
+  return gpu.computeCapabilityMajor >= 9 ? options.cublasWorkspaceBytesSm90
+                                         : options.cublasWorkspaceBytes;
+}
+
+TEST(Memory, TraceReaderKeepsTheTracerFigures) {
+  const Trace trace = traceFromJson(tracedDocument());
+  EXPECT_EQ(trace.memory.activationsSavedBytes, 4 * kGiB);
+  EXPECT_EQ(trace.memory.peakLiveBytes, 14 * kGiB);
+  EXPECT_EQ(trace.memory.peakPhase, Phase::Backward);
+  EXPECT_EQ(trace.memory.peakOpId, 3);
+  EXPECT_EQ(trace.ops[1].savedBytes, 4 * kGiB);
+  EXPECT_FALSE(trace.ops[0].savedBytes.has_value());
+  // Written back as read.
+  const nlohmann::json again = traceToJson(trace);
+  EXPECT_EQ(again["memory"]["peak_live_bytes"], 14 * kGiB);
+  EXPECT_EQ(again["memory"]["peak_phase"], "backward");
+  EXPECT_EQ(again["ops"][1]["saved_bytes"], 4 * kGiB);
+  EXPECT_FALSE(again["ops"][0].contains("saved_bytes"));
+}
+
+TEST(Memory, TracedPeakGivesTheActivations) {
+  const Trace trace = traceFromJson(tracedDocument());
+  const PredictorOptions options;
+  const DeviceSpec& a10 = *db().find("A10");
+  const MemoryEstimate memory = estimateMemory(trace, a10, options);
+  EXPECT_EQ(memory.activationsSource, ActivationsSource::Traced);
+  EXPECT_EQ(memory.weightsBytes, 4 * kMiB);
+  EXPECT_EQ(memory.gradientsBytes, 4 * kMiB);
+  // Everything live at the peak that is not weights, gradients or optimizer state.
+  EXPECT_EQ(memory.activationsBytes, 14 * kGiB - 8 * kMiB);
+  EXPECT_EQ(memory.activationsSavedBytes, 4 * kGiB);
+  EXPECT_EQ(memory.peakPhase, Phase::Backward);
+  EXPECT_EQ(memory.peakOpId, 3);
+  // No convolution: context + cuBLAS + allocator share of the 12 GiB.
+  EXPECT_EQ(memory.workspaceBytes, options.runtimeReserveBytes + cublasWorkspace(a10, options) +
+                                       static_cast<int64_t>(14.0 * kGiB * 0.10));
+  EXPECT_EQ(memory.peakBytes(), 14 * kGiB + memory.workspaceBytes);
+}
+
+TEST(Memory, FitsInMemoryUsesTheTracedPeak) {
+  const Trace trace = traceFromJson(tracedDocument());
+  // 14 GiB of tensors + ~1.9 GiB of workspace: not on a 15 GiB T4, yes on a 24 GiB L4.
+  const Prediction p = Predictor().predict(trace, db().resolve({"T4,L4"}));
+  ASSERT_EQ(p.summaries.size(), 2u);
+  EXPECT_FALSE(p.summaries[0].fitsInMemory);
+  EXPECT_TRUE(p.summaries[1].fitsInMemory);
+  EXPECT_GT(p.summaries[0].memory.peakBytes(), 15 * kGiB);
+  EXPECT_LT(p.summaries[0].memory.peakBytes(), 16 * kGiB);
+  bool warned = false;
+  for (const auto& w : p.warnings)
+    warned |= w.find("exceeds") != std::string::npos && w.find("T4") != std::string::npos &&
+              w.find("upper bound") == std::string::npos;
+  EXPECT_TRUE(warned);
+
+  // The same ops without the tracer's figures: every forward output counts as kept
+  // (mm 4 GiB + relu 4 GiB + sum); the warning says it is an upper bound.
+  nlohmann::json older = tracedDocument();
+  older["memory"] = {{"parameters_bytes", 4 * kMiB}, {"gradients_bytes", 4 * kMiB}};
+  for (auto& op : older["ops"])
+    op.erase("saved_bytes");
+  const Prediction upper = Predictor().predict(traceFromJson(older), db().resolve({"P4"}));
+  EXPECT_EQ(upper.summaries[0].memory.activationsSource, ActivationsSource::UpperBound);
+  EXPECT_EQ(upper.summaries[0].memory.activationsBytes, 8 * kGiB + 4);
+  EXPECT_FALSE(upper.summaries[0].fitsInMemory); // 8 GiB P4
+  ASSERT_FALSE(upper.warnings.empty());
+  EXPECT_NE(upper.warnings.back().find("upper bound"), std::string::npos) << upper.warnings.back();
+}
+
+TEST(Memory, WorkspaceDependsOnTheGpu) {
+  const Trace trace = traceFromJson(tracedDocument());
+  const PredictorOptions options;
+  const MemoryEstimate t4 = estimateMemory(trace, *db().find("T4"), options);
+  const MemoryEstimate h100 = estimateMemory(trace, *db().find("H100-SXM"), options);
+  EXPECT_EQ(h100.workspaceBytes - t4.workspaceBytes,
+            options.cublasWorkspaceBytesSm90 - options.cublasWorkspaceBytes);
+  EXPECT_EQ(options.cublasWorkspaceBytesSm90, 33 * kMiB);
+
+  PredictorOptions lean;
+  lean.runtimeReserveBytes = 0;
+  lean.cublasWorkspaceBytes = 0;
+  lean.allocatorOverhead = 0;
+  EXPECT_EQ(estimateMemory(trace, *db().find("T4"), lean).workspaceBytes, 0);
+}
+
+TEST(Memory, ConvolutionWorkspaceIsBoundedByItsLargestOperand) {
+  nlohmann::json doc = tracedDocument();
+  doc["ops"][0]["name"] = "aten::convolution";
+  doc["ops"][0]["inputs"] = {{{"shape", {8, 64, 56, 56}}, {"dtype", "float32"}},
+                             {{"shape", {64, 64, 3, 3}}, {"dtype", "float32"}}};
+  doc["ops"][0]["outputs"] = {{{"shape", {8, 64, 56, 56}}, {"dtype", "float32"}}};
+  PredictorOptions options;
+  const DeviceSpec& t4 = *db().find("T4");
+  const int64_t withConv = estimateMemory(traceFromJson(doc), t4, options).workspaceBytes;
+  const int64_t without =
+      estimateMemory(traceFromJson(tracedDocument()), t4, options).workspaceBytes;
+  EXPECT_EQ(withConv - without, int64_t{8} * 64 * 56 * 56 * 4);
+  options.convWorkspaceLimitBytes = kMiB;
+  EXPECT_EQ(estimateMemory(traceFromJson(doc), t4, options).workspaceBytes - without, kMiB);
+}
+
+TEST(Memory, InferenceTraceHasNoGradients) {
+  nlohmann::json doc = tracedDocument();
+  nlohmann::json forward = nlohmann::json::array();
+  for (const auto& op : doc["ops"])
+    if (op["phase"] == "forward")
+      forward.push_back(op);
+  doc["ops"] = forward;
+  doc["memory"]["peak_live_bytes"] = 8 * kGiB;
+  doc["memory"]["peak_phase"] = "forward";
+  const MemoryEstimate memory =
+      estimateMemory(traceFromJson(doc), *db().find("A10"), PredictorOptions{});
+  EXPECT_EQ(memory.gradientsBytes, 0);
+  EXPECT_EQ(memory.activationsBytes, 8 * kGiB - 4 * kMiB);
+  EXPECT_EQ(memory.peakPhase, Phase::Forward);
+}
+
+TEST(Memory, ActivationBytesPerLine) {
+  const Prediction p = Predictor().predict(traceFromJson(tracedDocument()), db().resolve({"A10"}));
+  std::map<int, int64_t> byLine;
+  for (const auto& line : p.lines)
+    byLine[line.loc.line] = line.activationBytes;
+  EXPECT_EQ(byLine, (std::map<int, int64_t>{{5, 0}, {6, 4 * kGiB}, {7, 0}, {9, 0}}));
+
+  // Older trace: each line's fresh forward outputs.
+  nlohmann::json older = tracedDocument();
+  older["memory"] = {{"parameters_bytes", 4 * kMiB}};
+  const Prediction upper = Predictor().predict(traceFromJson(older), db().resolve({"A10"}));
+  byLine.clear();
+  for (const auto& line : upper.lines)
+    byLine[line.loc.line] = line.activationBytes;
+  EXPECT_EQ(byLine, (std::map<int, int64_t>{{5, 4 * kGiB}, {6, 4 * kGiB}, {7, 4}, {9, 0}}));
+}
+
+TEST(Memory, JsonCarriesTheMemoryFields) {
+  const auto doc =
+      predictionToJson(Predictor().predict(traceFromJson(tracedDocument()), db().resolve({"L4"})));
+  const auto& memory = doc["summaries"][0]["memory"];
+  EXPECT_EQ(memory["activations_source"], "traced");
+  EXPECT_EQ(memory["activations_saved_bytes"], 4 * kGiB);
+  EXPECT_EQ(memory["activations_bytes"], 14 * kGiB - 8 * kMiB);
+  EXPECT_EQ(memory["peak_phase"], "backward");
+  EXPECT_EQ(memory["peak_op_id"], 3);
+  EXPECT_EQ(memory["peak_bytes"].get<int64_t>(),
+            memory["weights_bytes"].get<int64_t>() + memory["gradients_bytes"].get<int64_t>() +
+                memory["optimizer_state_bytes"].get<int64_t>() +
+                memory["activations_bytes"].get<int64_t>() +
+                memory["workspace_bytes"].get<int64_t>());
+  EXPECT_EQ(doc["summaries"][0]["fits_in_memory"], true);
+  const auto& lines = doc["lines"];
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[1]["line"], 6);
+  EXPECT_EQ(lines[1]["activation_bytes"], 4 * kGiB);
+  EXPECT_EQ(lines[0]["activation_bytes"], 0);
+  // Keys of an op entry, in the documented set.
+  const auto& op = doc["ops"][1];
+  for (const char* key : {"id", "name", "phase", "file", "line", "module", "family", "flops",
+                          "bytes", "approximate", "per_gpu"})
+    EXPECT_TRUE(op.contains(key)) << key;
+  EXPECT_EQ(op["per_gpu"][0]["gpu"], "L4");
+  EXPECT_EQ(op["per_gpu"][0]["method"], "roofline");
+  EXPECT_GT(op["per_gpu"][0]["time_ms"].get<double>(), 0);
+}
+
+} // namespace
+} // namespace wavecast

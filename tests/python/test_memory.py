@@ -1,0 +1,139 @@
+"""Memory figures of the trace: bytes autograd saves for backward, and the peak of live tensors.
+
+The expected values are derived by hand from what PyTorch 1.13 saves and allocates;
+cpu mode (real tensors) must agree with shape mode (fake tensors).
+"""
+
+import os
+import tempfile
+import textwrap
+import unittest
+
+from wavecast_tracer.tracer import run_trace
+
+SAMPLES = os.environ.get(
+    "WAVECAST_SAMPLES_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "samples")
+)
+
+# Linear(32, 64) -> ReLU -> Linear(64, 10) on a batch of 16, loss = sum of the outputs.
+MLP = """
+import torch
+import torch.nn as nn
+
+
+def wavecast_model():
+    return nn.Sequential(nn.Linear(32, 64), nn.ReLU(inplace={inplace}), nn.Linear(64, 10))
+
+
+def wavecast_input(batch_size=16):
+    return (torch.randn(batch_size, 32),)
+
+
+def wavecast_iteration(model):
+    {optimizer}
+
+    def iteration(x):
+        model(x).sum().backward()
+        {step}
+
+    return iteration
+"""
+
+FLOAT = 4
+PARAMETERS = (64 * 32 + 64 + 10 * 64 + 10) * FLOAT  # 11048
+INPUT = 16 * 32 * FLOAT
+HIDDEN = 16 * 64 * FLOAT  # one (16, 64) float tensor: 4096
+
+
+def write_mlp(directory, inplace=False, momentum=False):
+    optimizer = "pass"
+    if momentum:
+        optimizer = "optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)"
+    step = "optimizer.step()" if momentum else ""
+    path = os.path.join(directory, f"mlp_{int(inplace)}{int(momentum)}.py")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(textwrap.dedent(MLP).format(inplace=inplace, optimizer=optimizer, step=step))
+    return path
+
+
+def saved_by_op(trace):
+    return {(op["id"], op["name"]): op["saved_bytes"] for op in trace["ops"] if "saved_bytes" in op}
+
+
+class SavedActivations(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.directory = tempfile.TemporaryDirectory()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.directory.cleanup()
+
+    def test_linear_relu_linear_keeps_only_the_relu_output(self):
+        # addmm #1 saves its input x (the batch, not an activation; the weight is not
+        # saved since x needs no gradient); relu saves its result; addmm #2 saves that
+        # same result (deduplicated) and the transposed weight (a parameter); sum saves
+        # only sizes.
+        path = write_mlp(self.directory.name)
+        for mode in ("shape", "cpu"):
+            with self.subTest(mode=mode):
+                trace = run_trace(path, batch_size=16, mode=mode)
+                self.assertEqual(trace["memory"]["activations_saved_bytes"], HIDDEN)
+                self.assertEqual(saved_by_op(trace), {(2, "aten::relu"): HIDDEN})
+
+    def test_inplace_relu_keeps_the_linear_output(self):
+        # relu_ saves its result, which is addmm #1's storage: credited to addmm.
+        trace = run_trace(write_mlp(self.directory.name, inplace=True), batch_size=16)
+        self.assertEqual(trace["memory"]["activations_saved_bytes"], HIDDEN)
+        self.assertEqual(saved_by_op(trace), {(1, "aten::addmm"): HIDDEN})
+
+    def test_peak_live_bytes_of_the_mlp(self):
+        # Live at the peak (threshold_backward writes the gradient of the pre-activation):
+        # parameters + their gradients (kept from one iteration to the next) + the batch
+        # + the saved relu output + the loss and its seed gradient (4 B each) + the
+        # gradient of the relu output + the new gradient of the pre-activation.
+        expected = 2 * PARAMETERS + INPUT + HIDDEN + 2 * FLOAT + HIDDEN + HIDDEN
+        for mode in ("shape", "cpu"):
+            with self.subTest(mode=mode):
+                trace = run_trace(write_mlp(self.directory.name), batch_size=16, mode=mode)
+                memory = trace["memory"]
+                self.assertEqual(memory["peak_live_bytes"], expected)
+                self.assertEqual(memory["peak_phase"], "backward")
+                self.assertEqual(trace["ops"][memory["peak_op_id"]]["name"], "aten::threshold_backward")
+
+    def test_optimizer_state_counts_from_the_start_of_the_iteration(self):
+        # SGD's momentum buffers (one per parameter) appear at the first step and stay:
+        # in every later iteration they are live during backward too.
+        trace = run_trace(write_mlp(self.directory.name, momentum=True), batch_size=16)
+        memory = trace["memory"]
+        self.assertEqual(memory["optimizer_state_bytes"], PARAMETERS)
+        self.assertEqual(memory["peak_live_bytes"],
+                         3 * PARAMETERS + INPUT + HIDDEN + 2 * FLOAT + HIDDEN + HIDDEN)
+        self.assertEqual(memory["peak_phase"], "backward")
+
+    def test_batch_size_scales_the_activations(self):
+        path = write_mlp(self.directory.name)
+        small = run_trace(path, batch_size=16)["memory"]
+        large = run_trace(path, batch_size=64)["memory"]
+        self.assertEqual(large["activations_saved_bytes"], 4 * small["activations_saved_bytes"])
+        # Everything but parameters and gradients grows with the batch.
+        self.assertEqual(large["peak_live_bytes"] - 2 * PARAMETERS,
+                         4 * (small["peak_live_bytes"] - 2 * PARAMETERS) - 3 * 2 * FLOAT)
+
+
+class ShapeModeMatchesRealExecution(unittest.TestCase):
+    def test_samples(self):
+        for name, batch in (("small_cnn.py", 4), ("small_transformer.py", 2)):
+            path = os.path.abspath(os.path.join(SAMPLES, name))
+            shape = run_trace(path, batch_size=batch, mode="shape")["memory"]
+            cpu = run_trace(path, batch_size=batch, mode="cpu")["memory"]
+            with self.subTest(sample=name):
+                self.assertEqual(shape, cpu)
+                self.assertGreater(shape["activations_saved_bytes"], 0)
+                self.assertGreater(shape["peak_live_bytes"],
+                                   shape["parameters_bytes"] + shape["gradients_bytes"]
+                                   + shape["optimizer_state_bytes"] + shape["activations_saved_bytes"])
+
+
+if __name__ == "__main__":
+    unittest.main()
