@@ -14,7 +14,7 @@ constexpr const char* kTrainUsage =
 
 Fits the learned per-op models (linear, bmm, conv2d, elementwise, layernorm,
 softmax) on NeuSight's single-kernel measurements and writes manifest.json and
-<family>.<member>.pt per network (--ensemble). Seeded and deterministic.
+<family>.<member>.json per network (--ensemble). Seeded and deterministic.
 
   --data DIR          NeuSight data folder (default ../shared/data/neusight)
   --out DIR           output folder (default data/weights)

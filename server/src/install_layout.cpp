@@ -51,6 +51,8 @@ InstallLayout InstallLayout::discover(const char* argv0) {
   if (layout.workerPath.empty())
     layout.workerPath = (exeDir / "wavecast-worker").string();
 
+  layout.learnPath = (exeDir / "wavecast-learn").string();
+
   layout.pythonDir = fromEnv("WAVECAST_PYTHON_DIR");
   if (layout.pythonDir.empty())
     layout.pythonDir =

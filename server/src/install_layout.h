@@ -8,6 +8,7 @@ namespace wavecast {
 struct InstallLayout {
   std::string dataDir;     // holds gpus.json and weights/
   std::string workerPath;  // the wavecast-worker executable
+  std::string learnPath;   // wavecast-learn: `train` and `eval` (they need LibTorch)
   std::string pythonDir;   // holds the wavecast_tracer package
   std::string userGpuFile; // optional user additions/overrides; may not exist
 

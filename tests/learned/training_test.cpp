@@ -124,8 +124,8 @@ TEST_F(Training, EnsembleAveragesItsMembersInLogSpace) {
   options.outDir = ensemble;
   options.ensembleSize = 2;
   trainLearnedModels(options);
-  EXPECT_TRUE(fs::exists(fs::path(ensemble) / "softmax.0.pt"));
-  ASSERT_TRUE(fs::exists(fs::path(ensemble) / "softmax.1.pt"));
+  EXPECT_TRUE(fs::exists(fs::path(ensemble) / "softmax.0.json"));
+  ASSERT_TRUE(fs::exists(fs::path(ensemble) / "softmax.1.json"));
 
   const std::string single = scratchDir("ensemble-single");
   options.outDir = single;
@@ -134,7 +134,7 @@ TEST_F(Training, EnsembleAveragesItsMembersInLogSpace) {
   // The second member on its own: a one-network folder holding its file.
   const std::string second = scratchDir("ensemble-second");
   fs::create_directories(second);
-  fs::copy_file(fs::path(ensemble) / "softmax.1.pt", fs::path(second) / "softmax.0.pt");
+  fs::copy_file(fs::path(ensemble) / "softmax.1.json", fs::path(second) / "softmax.0.json");
   fs::copy_file(fs::path(single) / "manifest.json", fs::path(second) / "manifest.json");
 
   const GpuFeatures gpu{80, 1380, 14130, 900, 6};

@@ -1,6 +1,6 @@
 #include "wavecast/learned/learned_models.h"
 
-#include "mlp.h"
+#include "dense_network.h"
 
 #include <algorithm>
 #include <array>
@@ -31,7 +31,7 @@ struct FamilyModel {
   std::vector<float> mean;
   std::vector<float> scale;
   std::once_flag loaded;
-  std::vector<torch::nn::Sequential> nets;
+  std::vector<DenseNetwork> nets;
 };
 
 // Below a few thousand elements (eight 512-element blocks) a memory-bound kernel
@@ -63,10 +63,11 @@ struct LearnedModels::Impl {
     FamilyModel& model = families[size_t(family)];
     std::call_once(model.loaded, [&] {
       for (const std::string& file : model.files) {
-        torch::nn::Sequential net = makeMlp(model.features, model.hidden);
-        torch::load(net, (fs::path(directory) / file).string());
-        net->eval();
-        model.nets.push_back(net);
+        DenseNetwork net = DenseNetwork::fromFile((fs::path(directory) / file).string());
+        if (net.inputs() != model.features)
+          throw std::runtime_error(file + " does not match its manifest entry; retrain with "
+                                          "`wavecast train`");
+        model.nets.push_back(std::move(net));
       }
     });
     return model;
@@ -125,7 +126,6 @@ LearnedModels::predictMs(const std::vector<KernelQuery>& queries) const {
     if (covers(queries[i].shape.family) && queries[i].shape.valid() && queries[i].gpu.valid())
       byFamily[size_t(queries[i].shape.family)].push_back(i);
 
-  torch::NoGradGuard noGrad;
   for (int f = 0; f < kKernelFamilyCount; ++f) {
     const std::vector<size_t>& indices = byFamily[size_t(f)];
     if (indices.empty())
@@ -141,13 +141,12 @@ LearnedModels::predictMs(const std::vector<KernelQuery>& queries) const {
         rows.push_back((x[size_t(j)] - model.mean[size_t(j)]) / model.scale[size_t(j)]);
       bounds.push_back(rooflineCost(shape, queries[i].gpu).boundMs());
     }
-    const torch::Tensor input =
-        torch::from_blob(rows.data(), {int64_t(indices.size()), model.features}, torch::kFloat);
-    torch::Tensor sum = torch::zeros({int64_t(indices.size()), 1});
-    for (torch::nn::Sequential& net : model.nets)
-      sum = sum + net->forward(input);
-    const torch::Tensor output = (sum / double(model.nets.size())).contiguous();
-    const float* logRatio = output.data_ptr<float>();
+    std::vector<float> logRatio(indices.size(), 0.0f);
+    for (const DenseNetwork& net : model.nets) {
+      const std::vector<float> out = net.forward(rows, indices.size());
+      for (size_t r = 0; r < indices.size(); ++r)
+        logRatio[r] += out[r] / float(model.nets.size());
+    }
     for (size_t r = 0; r < indices.size(); ++r)
       answers[indices[r]] =
           bounds[r] * std::exp(std::clamp(double(logRatio[r]), kMinLogRatio, kMaxLogRatio));

@@ -1,5 +1,6 @@
 #include "wavecast/learned/trainer.h"
 
+#include "dense_network.h"
 #include "mlp.h"
 #include "wavecast/learned/kernel_dataset.h"
 
@@ -18,6 +19,29 @@ namespace fs = std::filesystem;
 
 namespace wavecast::learned {
 namespace {
+
+// Saves the fitted network in the plain format predicting reads (dense_network.h),
+// so nothing but training needs LibTorch.
+void writeDenseNetwork(torch::nn::Sequential& net, const std::string& path) {
+  std::vector<DenseLayer> layers;
+  for (const auto& module : net->children()) {
+    const auto* linear = module->as<torch::nn::LinearImpl>();
+    if (!linear)
+      continue; // ReLU: implied between dense layers
+    const torch::Tensor weight = linear->weight.detach().contiguous().to(torch::kFloat);
+    const torch::Tensor bias = linear->bias.detach().contiguous().to(torch::kFloat);
+    DenseLayer layer;
+    layer.outputs = int(weight.size(0));
+    layer.inputs = int(weight.size(1));
+    layer.weight.assign(weight.data_ptr<float>(), weight.data_ptr<float>() + weight.numel());
+    layer.bias.assign(bias.data_ptr<float>(), bias.data_ptr<float>() + bias.numel());
+    layers.push_back(std::move(layer));
+  }
+  std::ofstream out(path);
+  out << denseLayersToJson(layers).dump();
+  if (!out)
+    throw std::runtime_error("cannot write " + path);
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -151,8 +175,8 @@ TrainReport trainLearnedModels(const TrainOptions& options) {
     for (int member = 0; member < options.ensembleSize; ++member) {
       // Members differ only in their seed (initial weights and batch order).
       fits.push_back(fitFamily(family, data, options, options.seed + 7919 * uint64_t(member)));
-      files.push_back(std::string(toString(family)) + "." + std::to_string(member) + ".pt");
-      torch::save(fits.back().net, (fs::path(options.outDir) / files.back()).string());
+      files.push_back(std::string(toString(family)) + "." + std::to_string(member) + ".json");
+      writeDenseNetwork(fits.back().net, (fs::path(options.outDir) / files.back()).string());
     }
     FamilyTrainReport r = fits.front().report;
     for (size_t i = 1; i < fits.size(); ++i) {

@@ -1,12 +1,14 @@
-// `wavecast train` and `wavecast eval` parse their own options (cli_train.cpp,
-// cli_eval.cpp); this gives them the installation's data paths as defaults so
-// they work from any directory.
+// `wavecast train` and `wavecast eval` run in the sibling executable
+// wavecast-learn (they need LibTorch, which the CLI and daemon do not load).
+// They parse their own options (cli_train.cpp, cli_eval.cpp); this gives them
+// the installation's data paths as defaults so they work from any directory.
 #include "cli/commands.h"
-#include "cli_eval.h"
-#include "cli_train.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <unistd.h>
 
 namespace wavecast::cli {
 namespace {
@@ -33,6 +35,21 @@ fs::path neusightData(const InstallLayout& layout) {
   return fs::path(layout.dataDir) / "../../shared/data/neusight";
 }
 
+// Replaces this process with wavecast-learn; returns only when that fails.
+int runLearn(const InstallLayout& layout, const std::string& command,
+             const std::vector<std::string>& words) {
+  const std::string& learn = layout.learnPath;
+  std::vector<std::string> all{learn, command};
+  all.insert(all.end(), words.begin(), words.end());
+  std::vector<char*> argv;
+  for (auto& word : all)
+    argv.push_back(word.data());
+  argv.push_back(nullptr);
+  execv(learn.c_str(), argv.data());
+  throw CommandError("cannot run " + learn + " (" + std::strerror(errno) +
+                     "); rebuild wavecast (scripts/setup.sh build)");
+}
+
 } // namespace
 
 Command trainCommand() {
@@ -46,7 +63,7 @@ Command trainCommand() {
   command.runWords = [](std::vector<std::string> words, const InstallLayout& layout) {
     addDefault(words, "--data", neusightData(layout), true);
     addDefault(words, "--out", fs::path(layout.dataDir) / "weights", false);
-    return runTrain(words);
+    return runLearn(layout, "train", words);
   };
   return command;
 }
@@ -63,7 +80,7 @@ Command evalCommand() {
     addDefault(words, "--data", neusightData(layout), true);
     addDefault(words, "--weights", fs::path(layout.dataDir) / "weights", false);
     addDefault(words, "--gpus", layout.gpuDatabasePath(), false);
-    return runEval(words);
+    return runLearn(layout, "eval", words);
   };
   return command;
 }

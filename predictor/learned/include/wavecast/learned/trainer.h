@@ -11,7 +11,7 @@ namespace wavecast::learned {
 
 struct TrainOptions {
   std::string dataDir; // the NeuSight folder (kernels/, device_configs/)
-  std::string outDir;  // receives manifest.json and <family>.<member>.pt
+  std::string outDir;  // receives manifest.json and <family>.<member>.json
   uint64_t seed = 20250;
   int epochs = 25;
   int hiddenWidth = 128;
