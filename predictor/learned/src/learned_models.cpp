@@ -27,7 +27,6 @@ struct FamilyModel {
   bool present = false;
   std::vector<std::string> files; // one network each; their log outputs are averaged
   int features = 0;
-  int hidden = 0;
   std::vector<float> mean;
   std::vector<float> scale;
   std::once_flag loaded;
@@ -102,7 +101,6 @@ LearnedModels LearnedModels::open(const std::string& weightsDir) {
                                "`wavecast train`");
     model.files = entry.at("files").get<std::vector<std::string>>();
     model.features = entry.at("features").get<int>();
-    model.hidden = entry.at("hidden").get<int>();
     model.mean = entry.at("featureMean").get<std::vector<float>>();
     model.scale = entry.at("featureScale").get<std::vector<float>>();
     if (model.features != featureCount(*family) || int(model.mean.size()) != model.features ||

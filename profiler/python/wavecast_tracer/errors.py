@@ -35,6 +35,41 @@ def deepest_project_frame(exc, project):
     return found
 
 
+def error_at(kind, message, exc, project, hint, fallback_file=""):
+    """A TraceError located at the innermost project frame of `exc`'s traceback."""
+    file, line = deepest_project_frame(exc, project)
+    return TraceError(
+        kind,
+        message,
+        file=file or fallback_file or project.entry_file,
+        line=line,
+        hint=hint,
+        traceback=format_exception(exc),
+    )
+
+
+def timeout_error(exc, project):
+    """The script was interrupted for taking too long: point at the line it was running."""
+    return error_at(
+        "timeout",
+        "the trace took too long and was stopped",
+        exc,
+        project,
+        "The script was still running the line shown; check for an endless loop, "
+        "or raise the time-out.",
+    )
+
+
+def out_of_memory_error(exc, project):
+    return error_at(
+        "out_of_memory",
+        f"out of memory: {one_line(exc)}",
+        exc,
+        project,
+        "Use a smaller batch size or model, or trace in shape mode, which allocates no tensor memory.",
+    )
+
+
 _TRACEBACK_LIMIT = 20000
 
 

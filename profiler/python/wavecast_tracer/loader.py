@@ -7,7 +7,7 @@ import os
 import sys
 import types
 
-from .errors import TraceError, TraceInterrupted, deepest_project_frame, format_exception, one_line
+from .errors import TraceError, TraceInterrupted, error_at, format_exception, one_line
 
 ENTRY_MODULE_NAME = "__wavecast_entry__"
 
@@ -104,15 +104,14 @@ def load_entry_module(project):
             traceback=format_exception(exc),
         ) from None
     except ImportError as exc:
-        file, line = deepest_project_frame(exc, project)
-        raise TraceError(
+        raise error_at(
             "import_error",
             one_line(exc),
-            file=file or path,
-            line=line,
-            hint="Install the missing package in the Python environment wavecast uses, "
+            exc,
+            project,
+            "Install the missing package in the Python environment wavecast uses, "
             "or select a virtual environment that has it.",
-            traceback=format_exception(exc),
+            fallback_file=path,
         ) from None
     except TraceInterrupted:
         raise
@@ -124,14 +123,12 @@ def load_entry_module(project):
 
 
 def user_exception(exc, project, during):
-    file, line = deepest_project_frame(exc, project)
-    return TraceError(
+    return error_at(
         "user_exception",
         f"{one_line(exc)} ({during})",
-        file=file or project.entry_file,
-        line=line,
-        hint="Fix the exception raised in your script at the line shown.",
-        traceback=format_exception(exc),
+        exc,
+        project,
+        "Fix the exception raised in your script at the line shown.",
     )
 
 

@@ -8,7 +8,7 @@ import torch
 
 from . import compat, measured
 from .devices import cuda_mapped_to_cpu
-from .errors import TraceError, TraceInterrupted, deepest_project_frame, format_exception, one_line
+from .errors import TraceError, TraceInterrupted, error_at, one_line, out_of_memory_error, timeout_error
 from .loader import find_providers, load_entry_module, purge_project_modules, user_exception
 from .memory import MemoryTracker
 from .project import Project
@@ -124,16 +124,7 @@ def _trace(project, batch_size, mode, progress):
             if state.memory is not None:
                 memory.update(_tracked_memory(state, model))
     except TraceInterrupted as exc:
-        file, line = deepest_project_frame(exc, project)
-        raise TraceError(
-            "timeout",
-            "the trace took too long and was stopped",
-            file=file or project.entry_file,
-            line=line,
-            hint="The script was still running the line shown; check for an endless loop, "
-            "or raise the time-out.",
-            traceback=format_exception(exc),
-        ) from None
+        raise timeout_error(exc, project) from None
 
     document = {
         "format": "wavecast-trace",
@@ -182,35 +173,21 @@ def _call_user(fn, project, during, *args, **kwargs):
     except (TraceError, TraceInterrupted):
         raise
     except MemoryError as exc:
-        raise _out_of_memory(exc, project) from None
+        raise out_of_memory_error(exc, project) from None
     except Exception as exc:  # noqa: B902 - any failure of user code is reported
         if isinstance(exc, RuntimeError) and any(m in str(exc) for m in _OOM_MARKERS):
-            raise _out_of_memory(exc, project) from None
+            raise out_of_memory_error(exc, project) from None
         if type(exc).__name__ in ("DataDependentOutputException", "DynamicOutputShapeException"):
-            file, line = deepest_project_frame(exc, project)
-            raise TraceError(
+            raise error_at(
                 "unsupported_operation",
                 f"{one_line(exc)}: its result depends on tensor values, which shape-only tracing does not compute",
-                file=file or project.entry_file,
-                line=line,
-                hint="Shape-only tracing knows the values of small integer/bool tensors (labels, "
+                exc,
+                project,
+                "Shape-only tracing knows the values of small integer/bool tensors (labels, "
                 "ids, masks) only; avoid value-dependent operations (.item(), nonzero, boolean "
                 "masks) on computed float tensors in the iteration, or trace in cpu mode.",
-                traceback=format_exception(exc),
             ) from None
         raise user_exception(exc, project, during) from None
-
-
-def _out_of_memory(exc, project):
-    file, line = deepest_project_frame(exc, project)
-    return TraceError(
-        "out_of_memory",
-        f"out of memory: {one_line(exc)}",
-        file=file or project.entry_file,
-        line=line,
-        hint="Use a smaller batch size or model, or trace in shape mode, which allocates no tensor memory.",
-        traceback=format_exception(exc),
-    )
 
 
 def _bad_return(fn, project, expected, value):

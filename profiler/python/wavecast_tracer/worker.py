@@ -11,7 +11,7 @@ import os
 import signal
 import sys
 
-from .errors import TraceError, TraceInterrupted, deepest_project_frame, format_exception, one_line
+from .errors import TraceError, TraceInterrupted, error_at, format_exception, one_line, out_of_memory_error, timeout_error
 from .project import Project
 
 
@@ -115,29 +115,15 @@ def _trace_response(request_id, params, run_trace, channel, interrupts):
         return {"id": request_id, "error": body}
     except TraceInterrupted as exc:
         interrupts.tracing = False
-        where, line = deepest_project_frame(exc, Project(file))
-        return {"id": request_id, "error": {
-            "kind": "timeout", "message": "the trace took too long and was stopped",
-            "file": where or file, "line": line,
-            "hint": "The script was still running the line shown; check for an endless loop, "
-                    "or raise the time-out.",
-            "traceback": format_exception(exc)}}
+        return {"id": request_id, "error": timeout_error(exc, Project(file)).to_json()}
     except MemoryError as exc:
         interrupts.tracing = False
-        where, line = deepest_project_frame(exc, Project(file))
-        return {"id": request_id, "error": {
-            "kind": "out_of_memory", "message": f"out of memory: {one_line(exc)}",
-            "file": where or file, "line": line,
-            "hint": "Use a smaller batch size or model, or trace in shape mode.",
-            "traceback": format_exception(exc)}}
+        return {"id": request_id, "error": out_of_memory_error(exc, Project(file)).to_json()}
     except BaseException as exc:  # noqa: B902 - a tracer bug must not kill the worker
         interrupts.tracing = False
-        where, line = deepest_project_frame(exc, Project(file))
-        return {"id": request_id, "error": {
-            "kind": "internal", "message": f"wavecast's tracer failed: {one_line(exc)}",
-            "file": where or file, "line": line,
-            "hint": "This is a wavecast bug; please report it with the traceback.",
-            "traceback": format_exception(exc)}}
+        error = error_at("internal", f"wavecast's tracer failed: {one_line(exc)}", exc,
+                         Project(file), "This is a wavecast bug; please report it with the traceback.")
+        return {"id": request_id, "error": error.to_json()}
 
 
 def _bad_request(message):
