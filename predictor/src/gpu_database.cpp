@@ -145,6 +145,32 @@ std::vector<std::string> keysOf(const DeviceSpec& gpu) {
   return keys;
 }
 
+// Runs of consecutive words of the GPU's names ("geforce", "rtx", "4090",
+// "rtx4090", ...), each a string a query word can match.
+std::vector<std::string> wordRunsOf(const DeviceSpec& gpu) {
+  std::vector<std::string> runs;
+  std::vector<std::string> names{gpu.id, gpu.name};
+  names.insert(names.end(), gpu.aliases.begin(), gpu.aliases.end());
+  for (const auto& name : names) {
+    const auto words = tokens(name);
+    for (size_t first = 0; first < words.size(); ++first) {
+      std::string run;
+      for (size_t last = first; last < words.size(); ++last)
+        runs.push_back(run += words[last]);
+    }
+  }
+  return runs;
+}
+
+// A query word matches a run it equals or begins, except that a number is never
+// the start of a longer number: "sxm" finds "sxm4", but "h10" does not find "h100".
+bool wordMatches(const std::string& word, const std::string& run) {
+  if (run.compare(0, word.size(), word) != 0)
+    return false;
+  return run.size() == word.size() || !std::isdigit(static_cast<unsigned char>(word.back())) ||
+         !std::isdigit(static_cast<unsigned char>(run[word.size()]));
+}
+
 size_t editDistance(const std::string& a, const std::string& b) {
   std::vector<size_t> row(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j)
@@ -245,6 +271,8 @@ void applyEntry(const json& entry, DeviceSpec& gpu, const LimitsByCc& tables, co
     gpu.memoryBandwidthGBs = numberField(entry, "memory_bandwidth_gbs", ctx, 0.001);
   if (has("l2_cache_mib"))
     gpu.l2CacheMiB = numberField(entry, "l2_cache_mib", ctx, 0);
+  if (has("board_power_w"))
+    gpu.boardPowerW = numberField(entry, "board_power_w", ctx, 1);
   if (has("peak_tflops")) {
     const auto it = entry.find("peak_tflops");
     if (it == entry.end())
@@ -358,9 +386,9 @@ const DeviceSpec* GpuDatabase::find(const std::string& name) const {
     for (const auto& key : keysOf(gpu))
       if (key == wanted)
         return &gpu;
-  // 2. Every word of the query appears in one of the GPU's names; a "NNgb" word
-  // selects by memory size. Among several, file order wins: each family lists its
-  // default variant first (docs/gpus.md).
+  // 2. Every word of the query begins a word (or run of words) of the GPU's
+  // names; a "NNgb" word selects by memory size. Among several, file order wins:
+  // each family lists its default variant first (docs/gpus.md).
   std::vector<std::string> words;
   std::optional<double> memory;
   for (const auto& token : tokens(name)) {
@@ -374,11 +402,10 @@ const DeviceSpec* GpuDatabase::find(const std::string& name) const {
   for (const auto& gpu : devices_) {
     if (memory && std::abs(gpu.memoryGiB - *memory) > 0.5)
       continue;
-    const auto keys = keysOf(gpu);
+    const auto runs = wordRunsOf(gpu);
     const bool allWords = std::all_of(words.begin(), words.end(), [&](const std::string& word) {
-      return std::any_of(keys.begin(), keys.end(), [&](const std::string& key) {
-        return key.find(word) != std::string::npos;
-      });
+      return std::any_of(runs.begin(), runs.end(),
+                         [&](const std::string& run) { return wordMatches(word, run); });
     });
     if (allWords)
       return &gpu;

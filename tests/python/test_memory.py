@@ -121,6 +121,48 @@ class SavedActivations(unittest.TestCase):
                          4 * (small["peak_live_bytes"] - 2 * PARAMETERS) - 3 * 2 * FLOAT)
 
 
+# Linear(32, 64) -> Dropout(0.1) -> Linear(64, 10), trained: dropout as CUDA runs it.
+DROPOUT = """
+import torch
+import torch.nn as nn
+
+
+def wavecast_model():
+    return nn.Sequential(nn.Linear(32, 64), nn.Dropout(0.1), nn.Linear(64, 10))
+
+
+def wavecast_input(batch_size=16):
+    return (torch.randn(batch_size, 32),)
+
+
+def wavecast_iteration(model):
+    def iteration(x):
+        model(x).sum().backward()
+
+    return iteration
+"""
+
+
+class Dropout(unittest.TestCase):
+    def test_training_dropout_is_one_fused_op_with_a_byte_mask(self):
+        # CUDA: native_dropout (output + bool mask) forward, native_dropout_backward;
+        # not the CPU composite bernoulli_/div_/mul with a float mask.
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "dropout.py")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(DROPOUT)
+            for mode in ("shape", "cpu"):
+                with self.subTest(mode=mode):
+                    trace = run_trace(path, batch_size=16, mode=mode)
+                    names = [op["name"] for op in trace["ops"]]
+                    self.assertEqual(names.count("aten::native_dropout"), 1, names)
+                    self.assertEqual(names.count("aten::native_dropout_backward"), 1, names)
+                    self.assertNotIn("aten::bernoulli_", names)
+                    # Saved for backward: the 1-byte mask and the dropout output (the
+                    # second Linear's input), not a float mask.
+                    self.assertEqual(trace["memory"]["activations_saved_bytes"], HIDDEN + HIDDEN // FLOAT)
+
+
 class ShapeModeMatchesRealExecution(unittest.TestCase):
     def test_samples(self):
         for name, batch in (("small_cnn.py", 4), ("small_transformer.py", 2)):

@@ -239,6 +239,46 @@ TEST_F(ServerTest, SaveAnalysesAfterTheDebounceAndServesHintsHoverAndLenses) {
   EXPECT_FALSE(sent("workspace/codeLens/refresh").empty());
 }
 
+TEST_F(ServerTest, HintsAndHoverFollowTheirLinesThroughUnsavedEdits) {
+  initialize();
+  open("train.py", kScript);
+  analyzeTrain();
+  auto hintLines = [&] {
+    std::vector<int> lines;
+    const Json hints = request("textDocument/inlayHint",
+                               {{"textDocument", {{"uri", uri("train.py")}}},
+                                {"range",
+                                 {{"start", {{"line", 0}, {"character", 0}}},
+                                  {"end", {{"line", 20}, {"character", 0}}}}}})["result"];
+    for (const auto& hint : hints)
+      lines.push_back(hint["position"]["line"].get<int>());
+    return lines;
+  };
+  ASSERT_EQ(hintLines(), (std::vector<int>{2, 4}));
+
+  // Two lines typed at the top, not saved: both hints move down with their lines.
+  auto edit = [&](int version, int line, int from, int to, const std::string& text) {
+    Json range = {{"start", {{"line", line}, {"character", from}}},
+                  {"end", {{"line", line}, {"character", to}}}};
+    Json change = {{"range", range}, {"text", text}};
+    notify("textDocument/didChange",
+           {{"textDocument", {{"uri", uri("train.py")}, {"version", version}}},
+            {"contentChanges", Json::array({change})}});
+  };
+  edit(2, 0, 0, 0, "import torch\nimport math\n");
+  EXPECT_EQ(hintLines(), (std::vector<int>{4, 6}));
+  EXPECT_TRUE(hoverAt(2)["result"].is_null());
+  EXPECT_NE(hoverAt(4)["result"]["contents"]["value"].get<std::string>().find("| T4 | 4.0ms"),
+            std::string::npos);
+
+  // Editing the conv line itself: its figures no longer describe it.
+  edit(3, 4, 8, 12, "conv2");
+  EXPECT_EQ(hintLines(), (std::vector<int>{6}));
+  EXPECT_TRUE(hoverAt(4)["result"].is_null());
+  Json lenses = request("textDocument/codeLens", {{"textDocument", {{"uri", uri("train.py")}}}});
+  EXPECT_EQ(lenses["result"][0]["range"]["start"]["line"], 10); // the iteration provider, moved
+}
+
 TEST_F(ServerTest, ProgressIsReportedOnceTheClientCreatedTheToken) {
   initialize();
   open("train.py", kScript);

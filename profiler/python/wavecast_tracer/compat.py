@@ -1,6 +1,7 @@
 """Every torch-version difference the tracer depends on (1.13 and 2.x)."""
 
 import contextlib
+import functools
 
 import torch
 from torch._subclasses import fake_tensor as _fake_tensor
@@ -100,6 +101,37 @@ def track_optimizers(on_new):
         yield
     finally:
         cls.__init__ = original
+
+
+@contextlib.contextmanager
+def fused_dropout():
+    """Training dropout as CUDA runs it: one aten::native_dropout kernel with a 1-byte
+    mask and one native_dropout_backward. Off the GPU, torch takes a composite path
+    instead (bernoulli_ into a float mask, div_, mul): three more ops and a mask four
+    times the size, which would overstate both time and memory."""
+    functional = torch.nn.functional
+    original_functional, original_torch = functional.dropout, torch.dropout
+
+    def fusable(input, p, training):
+        return training and 0.0 < p < 1.0 and isinstance(input, torch.Tensor) and input.is_floating_point()
+
+    @functools.wraps(original_functional)
+    def dropout(input, p=0.5, training=True, inplace=False):
+        if fusable(input, p, training) and not inplace:
+            return torch.native_dropout(input, p, True)[0]
+        return original_functional(input, p, training, inplace)
+
+    @functools.wraps(original_torch)
+    def torch_dropout(input, p, train):
+        if fusable(input, p, train):
+            return torch.native_dropout(input, p, True)[0]
+        return original_torch(input, p, train)
+
+    functional.dropout, torch.dropout = dropout, torch_dropout
+    try:
+        yield
+    finally:
+        functional.dropout, torch.dropout = original_functional, original_torch
 
 
 def real_execution():

@@ -87,6 +87,7 @@ def _trace(project, batch_size, mode, progress):
             stack.enter_context(_backward_hooks(state))
             if mode != "cuda":
                 stack.enter_context(cuda_mapped_to_cpu(state.on_cuda_mapped))
+                stack.enter_context(compat.fused_dropout())
 
             # In shape mode the recorder also follows the providers' small integer tensors
             # (labels, ids, masks) for value-dependent ops; it records only the iteration.

@@ -472,6 +472,22 @@ const LanguageServer::Document* LanguageServer::document(const std::string& uri)
   return it == documents_.end() ? nullptr : &it->second;
 }
 
+std::shared_ptr<const LineMap> LanguageServer::lineMapFor(const std::string& uri,
+                                                          const IndexedResult& result) const {
+  const Document* doc = document(uri);
+  if (!doc)
+    return nullptr;
+  if (doc->lineMap && doc->lineMap->sequence == result.sequence &&
+      doc->lineMap->version == doc->version)
+    return doc->lineMap->map;
+  std::shared_ptr<const LineMap> map;
+  auto analysed = result.analysedText.find(doc->path);
+  if (analysed != result.analysedText.end() && analysed->second != doc->text)
+    map = std::make_shared<LineMap>(LineMap::between(analysed->second, doc->text));
+  doc->lineMap = Document::CachedLineMap{result.sequence, doc->version, map};
+  return map;
+}
+
 std::string LanguageServer::requirePath(const std::string& uri) const {
   if (const Document* doc = document(uri))
     return doc->path;
@@ -726,6 +742,9 @@ void LanguageServer::analysisFinished(const std::string& uri, const AnalysisRequ
         found = canonical.emplace(loc.file, canonicalPath(loc.file)).first;
       indexed->linesByFile[found->second][loc.line] = i;
     }
+    for (const auto& [path, lines] : indexed->linesByFile)
+      if (auto text = readFile(path))
+        indexed->analysedText[path] = std::move(*text);
     for (auto& file : indexed->output.sourceFiles)
       file = canonicalPath(file);
     entry.result = indexed;
@@ -919,7 +938,14 @@ std::optional<Json> LanguageServer::hover(ClientId, const Json&, const Json& par
   auto lines = result->linesByFile.find(path);
   if (lines == result->linesByFile.end())
     return Json(nullptr);
-  auto line = lines->second.find(at.position.line + 1);
+  int analysedLine = at.position.line;
+  if (auto map = lineMapFor(at.uri, *result)) {
+    auto before = map->toBefore(at.position.line);
+    if (!before)
+      return Json(nullptr); // an edited line: its old figures would mislead
+    analysedLine = *before;
+  }
+  auto line = lines->second.find(analysedLine + 1);
   if (line == lines->second.end())
     return Json(nullptr);
   const Prediction& prediction = result->output.prediction;
@@ -942,12 +968,13 @@ std::optional<Json> LanguageServer::inlayHint(ClientId, const Json&, const Json&
   const Document* doc = document(at.uri);
   std::string text = doc ? doc->text : readFile(path).value_or("");
   const Prediction& prediction = result->output.prediction;
-  auto begin = lines->second.lower_bound(at.range.start.line + 1);
-  auto end = lines->second.upper_bound(at.range.end.line + 1);
-  for (auto it = begin; it != end; ++it) {
-    int line = it->first - 1;
-    hints.push_back(toJson(InlayHint{{line, utf16Length(lineOf(text, line))},
-                                     lineLabel(prediction, prediction.lines[it->second]),
+  const auto map = lineMapFor(at.uri, *result);
+  for (const auto& [analysedLine, index] : lines->second) {
+    const std::optional<int> line = map ? map->toAfter(analysedLine - 1) : analysedLine - 1;
+    if (!line || *line < at.range.start.line || *line > at.range.end.line)
+      continue; // edited since the analysis, or outside the range asked for
+    hints.push_back(toJson(InlayHint{{*line, utf16Length(lineOf(text, *line))},
+                                     lineLabel(prediction, prediction.lines[index]),
                                      "",
                                      true}));
   }
@@ -962,9 +989,12 @@ std::optional<Json> LanguageServer::codeLens(ClientId client, const Json&, const
   Json arguments = Json::array({at.uri});
   if (entry != entries_.end() && entry->second.result) {
     const AnalysisOutput& output = entry->second.result->output;
+    const auto map = lineMapFor(at.uri, *entry->second.result);
     auto providerLine = [&](const char* name) {
       auto it = output.providerLines.find(name);
-      return it == output.providerLines.end() ? 0 : std::max(0, it->second - 1);
+      const int line = it == output.providerLines.end() ? 0 : std::max(0, it->second - 1);
+      // An edited def line keeps its old number: the lens has to sit somewhere.
+      return map ? map->toAfter(line).value_or(line) : line;
     };
     int iteration = providerLine("iteration");
     for (const auto& summary : output.prediction.summaries)
@@ -979,12 +1009,16 @@ std::optional<Json> LanguageServer::codeLens(ClientId client, const Json&, const
   if (lineCodeLensFor(client)) {
     if (auto result = resultFor(path)) {
       auto lines = result->linesByFile.find(path);
+      const auto map = lineMapFor(at.uri, *result);
       if (lines != result->linesByFile.end())
-        for (const auto& [line, index] : lines->second)
-          lenses.push_back(toJson(CodeLens{
-              {{line - 1, 0}, {line - 1, 0}},
-              {lineLabel(result->output.prediction, result->output.prediction.lines[index]),
-               "wavecast.showResults", arguments}}));
+        for (const auto& [analysedLine, index] : lines->second) {
+          const std::optional<int> line = map ? map->toAfter(analysedLine - 1) : analysedLine - 1;
+          if (line)
+            lenses.push_back(toJson(CodeLens{
+                {{*line, 0}, {*line, 0}},
+                {lineLabel(result->output.prediction, result->output.prediction.lines[index]),
+                 "wavecast.showResults", arguments}}));
+        }
     }
   }
   return lenses;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "lsp/analyzer.h"
+#include "lsp/line_map.h"
 #include "lsp/scheduler.h"
 #include "wavecast/protocol/jsonrpc.h"
 #include "wavecast/protocol/lsp.h"
@@ -85,17 +86,25 @@ private:
     std::optional<Progress> progress;
     std::set<std::string> openDocuments;
   };
+  // Lines of one result, per canonical file, for O(log n) lookups.
+  struct IndexedResult {
+    AnalysisOutput output;
+    std::map<std::string, std::map<int, size_t>> linesByFile; // path -> line -> index
+    std::map<std::string, std::string> analysedText;          // path -> the text those lines number
+    uint64_t sequence = 0; // completion order, to prefer the newest result
+  };
   struct Document {
     std::string path; // canonical
     std::string text;
     int64_t version = 0;
     bool dirty = false;
-  };
-  // Lines of one result, per canonical file, for O(log n) lookups.
-  struct IndexedResult {
-    AnalysisOutput output;
-    std::map<std::string, std::map<int, size_t>> linesByFile; // path -> line -> index
-    uint64_t sequence = 0; // completion order, to prefer the newest result
+    // The analysed text's lines in `text`, for the result `sequence` at `version`.
+    struct CachedLineMap {
+      uint64_t sequence = 0;
+      int64_t version = 0;
+      std::shared_ptr<const LineMap> map; // null: the texts are the same
+    };
+    mutable std::optional<CachedLineMap> lineMap;
   };
   struct Entry { // a document the daemon analyses (it defines the providers)
     std::string path;
@@ -175,6 +184,10 @@ private:
   void publishDiagnostics();
   bool lineCodeLensFor(ClientId client) const;
   const Document* document(const std::string& uri) const;
+  // How `result`'s lines for the document `uri` moved under unsaved edits; null
+  // when they did not (or the document is not open).
+  std::shared_ptr<const LineMap> lineMapFor(const std::string& uri,
+                                            const IndexedResult& result) const;
   std::string requirePath(const std::string& uri) const;
 
   boost::asio::io_context& io_;
