@@ -271,8 +271,6 @@ void applyEntry(const json& entry, DeviceSpec& gpu, const LimitsByCc& tables, co
     gpu.memoryBandwidthGBs = numberField(entry, "memory_bandwidth_gbs", ctx, 0.001);
   if (has("l2_cache_mib"))
     gpu.l2CacheMiB = numberField(entry, "l2_cache_mib", ctx, 0);
-  if (has("board_power_w"))
-    gpu.boardPowerW = numberField(entry, "board_power_w", ctx, 1);
   if (has("peak_tflops")) {
     const auto it = entry.find("peak_tflops");
     if (it == entry.end())

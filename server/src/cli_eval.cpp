@@ -33,8 +33,8 @@ measured (layer rows x num_layer) and compared with the .json e2e latency.
   --weights DIR    learned weights (default data/weights)
   --data DIR       NeuSight data folder for GPU specs and kernels
                    (default ../shared/data/neusight)
-  --gpus FILE      GPU database the folder names are matched against
-                   (default data/gpus.json; GPUs it lacks keep their folder name)
+  --gpus FILE      GPU database the folder names are matched against and the
+                   spec sheets come from (default data/gpus.json)
   --roofline       predict with the bare roofline instead of the learned models
   --rows           also print every mapped row: measured vs predicted
   --json           machine-readable output on stdout
@@ -155,7 +155,7 @@ int runEval(const std::vector<std::string>& args) {
   }
 
   try {
-    const auto gpus = learned::loadNeuSightGpus(data);
+    const auto gpus = learned::loadSpecSheets(data, gpuDatabase);
     std::vector<std::string> known;
     for (const auto& [stem, spec] : gpus)
       known.push_back(stem);
@@ -167,6 +167,7 @@ int runEval(const std::vector<std::string>& args) {
       options.workDir = work;
       options.training = training;
       options.training.dataDir = data;
+      options.training.gpuDatabase = gpuDatabase;
       options.onlyGpus = selected;
       const eval::LogoReport report = eval::runLeaveOneGpuOut(options);
       const std::string text = eval::logoMarkdown(report, options.training);
@@ -183,6 +184,7 @@ int runEval(const std::vector<std::string>& args) {
     if (kernels) {
       eval::KernelEvalOptions options;
       options.dataDir = data;
+      options.gpuDatabase = gpuDatabase;
       options.targetGpus = selected.empty() ? models.trainingGpus() : selected;
       options.originGpus = resolveGpus(originNames, known);
       const eval::KernelEvalReport report = eval::evaluateKernels(models, options);
@@ -198,7 +200,7 @@ int runEval(const std::vector<std::string>& args) {
     const eval::KernelTimer& model =
         roofline ? static_cast<const eval::KernelTimer&>(rooflineTimer) : learnedTimer;
     eval::EvalReport report = eval::evaluateLabels(listing, gpus, model, rooflineTimer);
-    if (std::ifstream(gpuDatabase).good()) {
+    {
       const GpuDatabase database = GpuDatabase::fromFile(gpuDatabase);
       for (const eval::GpuResult& g : report.gpus)
         if (const DeviceSpec* spec = database.find(g.gpu))

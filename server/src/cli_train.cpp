@@ -18,6 +18,8 @@ softmax) on NeuSight's single-kernel measurements and writes manifest.json and
 
   --data DIR          NeuSight data folder (default ../shared/data/neusight)
   --out DIR           output folder (default data/weights)
+  --gpus FILE         GPU database the spec sheets come from, as when predicting
+                      (default data/gpus.json)
   --seed N            random seed (default 20250)
   --epochs N          passes over the data (default 25)
   --ensemble N        networks per family, each from its own seed (default 1)
@@ -44,6 +46,7 @@ int runTrain(const std::vector<std::string>& args) {
   learned::TrainOptions options;
   options.dataDir = "../shared/data/neusight";
   options.outDir = "data/weights";
+  options.gpuDatabase = "data/gpus.json";
   options.verbose = true;
   std::vector<learned::KernelFamily> families;
   try {
@@ -61,6 +64,8 @@ int runTrain(const std::vector<std::string>& args) {
         options.dataDir = value();
       } else if (flag == "--out") {
         options.outDir = value();
+      } else if (flag == "--gpus") {
+        options.gpuDatabase = value();
       } else if (flag == "--seed") {
         options.seed = uint64_t(std::stoull(value()));
       } else if (flag == "--epochs") {

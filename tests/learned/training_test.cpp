@@ -12,6 +12,7 @@ namespace wavecast::learned {
 namespace {
 
 const std::string kData = WAVECAST_SOURCE_ROOT_DIR "/../shared/data/neusight";
+const std::string kGpus = WAVECAST_SOURCE_ROOT_DIR "/data/gpus.json";
 
 std::string scratchDir(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("wavecast-learned-test-" + name);
@@ -37,6 +38,7 @@ protected:
 TEST_F(Training, ReducedRunLearnsAndBeatsAConstantUtilisation) {
   TrainOptions options;
   options.dataDir = kData;
+  options.gpuDatabase = kGpus;
   options.outDir = scratchDir("reduced");
   options.families = {KernelFamily::Linear, KernelFamily::LayerNorm};
   options.epochs = 8;
@@ -56,6 +58,7 @@ TEST_F(Training, ReducedRunLearnsAndBeatsAConstantUtilisation) {
   trainRows.excludeGpus = options.excludeGpus;
   trainRows.maxRowsPerFile = options.maxRowsPerFile;
   trainRows.seed = options.seed;
+  trainRows.gpuDatabase = kGpus;
   const KernelDataset train = loadKernelDataset(kData, trainRows);
   std::map<KernelFamily, std::pair<double, int>> logRatio;
   for (const KernelSample& s : train.samples) {
@@ -67,6 +70,7 @@ TEST_F(Training, ReducedRunLearnsAndBeatsAConstantUtilisation) {
   // Judged on the GPU the run never saw.
   KernelDatasetOptions heldOut;
   heldOut.families = options.families;
+  heldOut.gpuDatabase = kGpus;
   heldOut.onlyGpus = {"Tesla_T4"};
   heldOut.maxRowsPerFile = 500;
   const KernelDataset test = loadKernelDataset(kData, heldOut);
@@ -88,6 +92,7 @@ TEST_F(Training, ReducedRunLearnsAndBeatsAConstantUtilisation) {
 TEST_F(Training, SameSeedGivesTheSameModel) {
   TrainOptions options;
   options.dataDir = kData;
+  options.gpuDatabase = kGpus;
   options.families = {KernelFamily::Softmax};
   options.epochs = 2;
   options.maxRowsPerFile = 200;
@@ -117,6 +122,7 @@ TEST_F(Training, SameSeedGivesTheSameModel) {
 TEST_F(Training, EnsembleAveragesItsMembersInLogSpace) {
   TrainOptions options;
   options.dataDir = kData;
+  options.gpuDatabase = kGpus;
   options.families = {KernelFamily::Softmax};
   options.epochs = 2;
   options.maxRowsPerFile = 200;

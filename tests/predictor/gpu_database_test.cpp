@@ -173,7 +173,7 @@ TEST(GpuDatabase, UnknownNameSuggestsCloseOnes) {
 
 TEST(GpuDatabase, MissingFieldNamesFileGpuAndField) {
   TempFile file(R"({"gpus": [{"id": "X1", "name": "X One", "compute_capability": "8.0",
-    "boost_clock_mhz": 1000, "memory_gib": 16, "memory_bandwidth_gbs": 500, "l2_cache_mib": 4, "board_power_w": 200,
+    "boost_clock_mhz": 1000, "memory_gib": 16, "memory_bandwidth_gbs": 500, "l2_cache_mib": 4,
     "peak_tflops": {"fp32": 10, "tf32": 0, "fp16": 0, "bf16": 0}, "price_per_hour_usd": 1}]})");
   try {
     GpuDatabase::fromFile(file.path());
@@ -207,7 +207,7 @@ TEST(GpuDatabase, UserFileOverridesAndAdds) {
     {"id": "T4", "price_per_hour_usd": 0.11},
     {"id": "MyCard", "name": "Lab A100 clone", "aliases": ["labcard"], "compute_capability": "8.0",
      "sms": 100, "boost_clock_mhz": 1400, "memory_gib": 48, "memory_bandwidth_gbs": 1800,
-     "l2_cache_mib": 40, "board_power_w": 300, "peak_tflops": {"fp32": 18, "tf32": 140, "fp16": 280, "bf16": 280},
+     "l2_cache_mib": 40, "peak_tflops": {"fp32": 18, "tf32": 140, "fp16": 280, "bf16": 280},
      "price_per_hour_usd": 0.9}]})");
   GpuDatabase db = shipped();
   db.mergeFile(user.path());
@@ -226,7 +226,7 @@ TEST(GpuDatabase, UserFileOverridesAndAdds) {
 TEST(GpuDatabase, NewGpuOfUnknownArchitectureNeedsLimits) {
   TempFile user(R"({"gpus": [{"id": "B200", "name": "NVIDIA B200", "compute_capability": "10.0",
      "sms": 148, "boost_clock_mhz": 1965, "memory_gib": 180, "memory_bandwidth_gbs": 8000,
-     "l2_cache_mib": 126, "board_power_w": 1000, "peak_tflops": {"fp32": 80, "tf32": 1100, "fp16": 2250, "bf16": 2250},
+     "l2_cache_mib": 126, "peak_tflops": {"fp32": 80, "tf32": 1100, "fp16": 2250, "bf16": 2250},
      "price_per_hour_usd": 6}]})");
   GpuDatabase db = shipped();
   try {

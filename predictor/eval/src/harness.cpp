@@ -190,7 +190,7 @@ EvalReport evaluateLabels(const LabelListing& listing,
     const auto spec = gpus.find(file.gpu);
     if (spec == gpus.end())
       throw std::runtime_error("no spec sheet for GPU folder '" + file.gpu +
-                               "': add device_configs/" + file.gpu + ".json to the data folder");
+                               "': add the GPU to data/gpus.json (docs/gpus.md)");
     const LabelRun run = readLabelRun(file.gpu, file.csvPath);
     report.labels.push_back(evaluateLabel(run, spec->second, model, baseline, &report.unmapped));
   }

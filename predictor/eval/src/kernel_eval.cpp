@@ -76,6 +76,7 @@ KernelEvalReport evaluateKernels(const learned::LearnedModels& models,
   learned::KernelDatasetOptions dataOptions;
   dataOptions.families = options.families;
   dataOptions.onlyGpus = options.targetGpus;
+  dataOptions.gpuDatabase = options.gpuDatabase;
   for (const std::string& g : options.originGpus)
     dataOptions.onlyGpus.push_back(g);
   const learned::KernelDataset data = learned::loadKernelDataset(options.dataDir, dataOptions);

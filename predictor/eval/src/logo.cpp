@@ -70,7 +70,7 @@ std::vector<std::string> sameChipStems(const std::string& stem,
 LogoReport runLeaveOneGpuOut(const LogoOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   const std::vector<std::string> stems = kernelGpuStems(options.training.dataDir);
-  const auto gpus = learned::loadNeuSightGpus(options.training.dataDir);
+  const auto gpus = learned::loadSpecSheets(options.training.dataDir, options.training.gpuDatabase);
   const LabelListing all = listLabels(options.labelsDir, options.onlyGpus);
   std::vector<std::string> labelGpus;
   for (const LabelFile& f : all.runs)
@@ -99,6 +99,7 @@ LogoReport runLeaveOneGpuOut(const LogoOptions& options) {
 
     KernelEvalOptions kernelOptions;
     kernelOptions.dataDir = options.training.dataDir;
+    kernelOptions.gpuDatabase = options.training.gpuDatabase;
     kernelOptions.targetGpus = fold.excluded;
     kernelOptions.originGpus = fold.trainedOn;
     kernelOptions.families = options.training.families;

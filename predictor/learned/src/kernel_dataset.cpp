@@ -1,6 +1,7 @@
 #include "wavecast/learned/kernel_dataset.h"
 
 #include "wavecast/learned/csv_table.h"
+#include "wavecast/predictor/gpu_database.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -59,21 +60,26 @@ KernelShape shapeOfRow(const std::string& folder, const CsvTable& table,
 
 } // namespace
 
-std::map<std::string, GpuFeatures> loadNeuSightGpus(const std::string& dataDir) {
+std::map<std::string, GpuFeatures> loadSpecSheets(const std::string& dataDir,
+                                                  const std::string& gpuDatabase) {
   const fs::path dir = fs::path(dataDir) / "device_configs";
   if (!fs::is_directory(dir))
     throw std::runtime_error(dir.string() +
                              " not found: pass the NeuSight data folder (--data DIR)");
+  if (gpuDatabase.empty())
+    throw std::invalid_argument("no GPU database given: pass data/gpus.json (--gpus FILE)");
+  const GpuDatabase database = GpuDatabase::fromFile(gpuDatabase);
   std::map<std::string, GpuFeatures> gpus;
   for (const auto& entry : fs::directory_iterator(dir))
     if (entry.path().extension() == ".json")
-      gpus[entry.path().stem().string()] = GpuFeatures::fromNeuSightConfig(entry.path().string());
+      if (const DeviceSpec* spec = database.find(entry.path().stem().string()))
+        gpus[entry.path().stem().string()] = GpuFeatures::fromDeviceSpec(*spec);
   return gpus;
 }
 
 KernelDataset loadKernelDataset(const std::string& dataDir, const KernelDatasetOptions& options) {
   KernelDataset data;
-  data.gpus = loadNeuSightGpus(dataDir);
+  data.gpus = loadSpecSheets(dataDir, options.gpuDatabase);
   std::mt19937_64 rng(options.seed);
   for (KernelFamily family : options.families) {
     for (const std::string& folder : folderNames(family)) {
@@ -92,7 +98,8 @@ KernelDataset loadKernelDataset(const std::string& dataDir, const KernelDatasetO
             (!options.onlyGpus.empty() && !contains(options.onlyGpus, gpu)))
           continue;
         if (!data.gpus.count(gpu))
-          throw std::runtime_error(file.string() + ": no device_configs/" + gpu + ".json");
+          throw std::runtime_error(file.string() + ": GPU '" + gpu + "' is not in " +
+                                   options.gpuDatabase + "; add it (docs/gpus.md)");
         const CsvTable table = CsvTable::readFile(file.string());
         const size_t latency = table.requireColumn("Latency");
         std::vector<size_t> order(table.rows().size());

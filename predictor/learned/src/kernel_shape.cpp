@@ -4,8 +4,6 @@
 
 #include <array>
 #include <cmath>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 
@@ -227,27 +225,6 @@ GpuFeatures GpuFeatures::fromDeviceSpec(const DeviceSpec& spec) {
   g.fp32Gflops = spec.fp32Tflops * 1000.0;
   g.memoryBandwidthGBs = spec.memoryBandwidthGBs;
   g.l2CacheMiB = spec.l2CacheMiB;
-  return g;
-}
-
-GpuFeatures GpuFeatures::fromNeuSightConfig(const std::string& path) {
-  std::ifstream in(path);
-  if (!in)
-    throw std::runtime_error("cannot read GPU config " + path +
-                             ": pass the NeuSight data folder with --data");
-  const nlohmann::json doc = nlohmann::json::parse(in);
-  GpuFeatures g;
-  try {
-    g.smCount = doc.at("Num_Sm").get<int>();
-    g.clockMHz = doc.at("Freq").get<double>();
-    // AMD entries give vector and matrix-core rates; the vector one is the FP32 peak.
-    g.fp32Gflops = doc.contains("SingleFLOPs") ? doc.at("SingleFLOPs").get<double>()
-                                               : doc.at("SingleFLOPsVEC").get<double>();
-    g.memoryBandwidthGBs = doc.at("Mem_Bw").get<double>();
-    g.l2CacheMiB = doc.at("L2Cache").get<double>();
-  } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error("GPU config " + path + " lacks a field: " + e.what());
-  }
   return g;
 }
 

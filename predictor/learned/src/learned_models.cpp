@@ -29,6 +29,8 @@ struct FamilyModel {
   int features = 0;
   std::vector<float> mean;
   std::vector<float> scale;
+  std::vector<float> lowest; // the training range of each feature
+  std::vector<float> highest;
   std::once_flag loaded;
   std::vector<DenseNetwork> nets;
 };
@@ -103,8 +105,15 @@ LearnedModels LearnedModels::open(const std::string& weightsDir) {
     model.features = entry.at("features").get<int>();
     model.mean = entry.at("featureMean").get<std::vector<float>>();
     model.scale = entry.at("featureScale").get<std::vector<float>>();
+    if (!entry.contains("featureMin") || !entry.contains("featureMax"))
+      throw std::runtime_error(manifestPath.string() + ": the " + name +
+                               " entry lacks the training ranges (an older format); retrain "
+                               "with `wavecast train`");
+    model.lowest = entry.at("featureMin").get<std::vector<float>>();
+    model.highest = entry.at("featureMax").get<std::vector<float>>();
     if (model.features != featureCount(*family) || int(model.mean.size()) != model.features ||
-        int(model.scale.size()) != model.features)
+        int(model.scale.size()) != model.features || int(model.lowest.size()) != model.features ||
+        int(model.highest.size()) != model.features)
       throw std::runtime_error(manifestPath.string() + ": the " + name +
                                " model was trained on other features; retrain with "
                                "`wavecast train`");
@@ -135,8 +144,12 @@ LearnedModels::predictMs(const std::vector<KernelQuery>& queries) const {
     for (size_t i : indices) {
       const KernelShape shape = launchBoundFloor(queries[i].shape);
       const std::vector<float> x = kernelFeatures(shape, queries[i].gpu);
-      for (int j = 0; j < model.features; ++j)
-        rows.push_back((x[size_t(j)] - model.mean[size_t(j)]) / model.scale[size_t(j)]);
+      // Inputs are held to the range training saw: a ReLU network extrapolates
+      // linearly, so a GPU or shape beyond it (H100's 132 SMs, a 7x7 stem) would
+      // otherwise get an unbounded answer rather than that of its nearest kin.
+      for (size_t j = 0; j < size_t(model.features); ++j)
+        rows.push_back((std::clamp(x[j], model.lowest[j], model.highest[j]) - model.mean[j]) /
+                       model.scale[j]);
       bounds.push_back(rooflineCost(shape, queries[i].gpu).boundMs());
     }
     std::vector<float> logRatio(indices.size(), 0.0f);

@@ -53,6 +53,8 @@ struct FamilyFit {
   FamilyTrainReport report;
   std::vector<float> mean;
   std::vector<float> scale;
+  std::vector<float> lowest; // each feature's range over the training rows
+  std::vector<float> highest;
   torch::nn::Sequential net{nullptr};
 };
 
@@ -79,6 +81,8 @@ FamilyFit fitFamily(KernelFamily family, const KernelDataset& data, const TrainO
   const torch::Tensor y = torch::from_blob(targets.data(), {n, 1}, torch::kFloat).clone();
   const torch::Tensor mean = x.mean(0);
   const torch::Tensor scale = x.std(0).clamp_min(1e-3);
+  const torch::Tensor lowest = std::get<0>(x.min(0));
+  const torch::Tensor highest = std::get<0>(x.max(0));
   x = (x - mean) / scale;
 
   FamilyFit fit;
@@ -86,6 +90,8 @@ FamilyFit fitFamily(KernelFamily family, const KernelDataset& data, const TrainO
   fit.report.samples = n;
   fit.mean.assign(mean.data_ptr<float>(), mean.data_ptr<float>() + width);
   fit.scale.assign(scale.data_ptr<float>(), scale.data_ptr<float>() + width);
+  fit.lowest.assign(lowest.data_ptr<float>(), lowest.data_ptr<float>() + width);
+  fit.highest.assign(highest.data_ptr<float>(), highest.data_ptr<float>() + width);
 
   torch::manual_seed(seed + uint64_t(family));
   fit.net = makeMlp(width, options.hiddenWidth);
@@ -143,6 +149,7 @@ TrainReport trainLearnedModels(const TrainOptions& options) {
   dataOptions.maxRowsPerFile = options.maxRowsPerFile;
   dataOptions.maxRowsPerElementwiseFile = options.maxRowsPerElementwiseFile;
   dataOptions.seed = options.seed;
+  dataOptions.gpuDatabase = options.gpuDatabase;
   const KernelDataset data = loadKernelDataset(options.dataDir, dataOptions);
 
   std::error_code error;
@@ -163,6 +170,7 @@ TrainReport trainLearnedModels(const TrainOptions& options) {
   manifest["source"] = "Fitted on the NeuSight kernel measurements (github.com/sitar-lab/NeuSight, "
                        "MIT licence, see NOTICE)";
   manifest["trainingGpus"] = report.trainingGpus;
+  manifest["specSheets"] = "wavecast GPU database (data/gpus.json)";
   manifest["seed"] = options.seed;
   manifest["epochs"] = options.epochs;
   manifest["ensembleSize"] = options.ensembleSize;
@@ -191,6 +199,8 @@ TrainReport trainLearnedModels(const TrainOptions& options) {
                                               {"hidden", options.hiddenWidth},
                                               {"featureMean", fits.front().mean},
                                               {"featureScale", fits.front().scale},
+                                              {"featureMin", fits.front().lowest},
+                                              {"featureMax", fits.front().highest},
                                               {"samples", r.samples},
                                               {"finalLoss", r.finalLoss},
                                               {"trainMapePercent", r.trainMapePercent},

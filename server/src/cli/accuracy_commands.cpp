@@ -63,6 +63,7 @@ Command trainCommand() {
   command.runWords = [](std::vector<std::string> words, const InstallLayout& layout) {
     addDefault(words, "--data", neusightData(layout), true);
     addDefault(words, "--out", fs::path(layout.dataDir) / "weights", false);
+    addDefault(words, "--gpus", layout.gpuDatabasePath(), false);
     return runLearn(layout, "train", words);
   };
   return command;

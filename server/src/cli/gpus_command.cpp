@@ -19,7 +19,6 @@ nlohmann::json gpuToJson(const DeviceSpec& gpu) {
           {"memory_gib", gpu.memoryGiB},
           {"memory_bandwidth_gbs", gpu.memoryBandwidthGBs},
           {"l2_cache_mib", gpu.l2CacheMiB},
-          {"board_power_w", gpu.boardPowerW},
           {"fp32_tflops", gpu.fp32Tflops},
           {"tf32_tflops", gpu.tf32Tflops},
           {"fp16_tflops", gpu.fp16Tflops},

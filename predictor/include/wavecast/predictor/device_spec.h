@@ -39,7 +39,6 @@ struct DeviceSpec {
   double memoryGiB = 0;
   double memoryBandwidthGBs = 0;
   double l2CacheMiB = 0;
-  double boardPowerW = 0; // maximum board power of the spec sheet
   // Dense peaks in TFLOP/s; 0 when the GPU has no such unit.
   double fp32Tflops = 0;
   double tf32Tflops = 0;

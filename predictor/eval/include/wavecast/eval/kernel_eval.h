@@ -45,6 +45,7 @@ struct KernelEvalReport {
 
 struct KernelEvalOptions {
   std::string dataDir;
+  std::string gpuDatabase;             // spec sheets, as learned::KernelDatasetOptions::gpuDatabase
   std::vector<std::string> targetGpus; // device_configs stems evaluated
   std::vector<std::string> originGpus; // for the scaled mode; empty = none
   std::vector<learned::KernelFamily> families = learned::allKernelFamilies();

@@ -25,6 +25,9 @@ struct KernelDatasetOptions {
   int64_t maxRowsPerFile = 0;
   int64_t maxRowsPerElementwiseFile = 0; // the same for the elementwise files
   uint64_t seed = 1;
+  // wavecast's GPU database (data/gpus.json): every GPU's spec sheet comes from
+  // there, so training sees the specs predicting will use.
+  std::string gpuDatabase;
 };
 
 struct KernelDataset {
@@ -35,6 +38,11 @@ struct KernelDataset {
 // Throws std::runtime_error naming the folder or file when the data is missing
 // or malformed.
 KernelDataset loadKernelDataset(const std::string& dataDir, const KernelDatasetOptions& options);
-std::map<std::string, GpuFeatures> loadNeuSightGpus(const std::string& dataDir);
+// Spec sheets per device_configs stem (NeuSight's GPU folder names), from the GPU
+// database at `gpuDatabase`: the specs predicting uses. NeuSight's own configs are
+// not used: their Tesla P4, for one, counts 40 SMs of 64 lanes where the chip has
+// 20 of 128. Stems the database does not know are left out.
+std::map<std::string, GpuFeatures> loadSpecSheets(const std::string& dataDir,
+                                                  const std::string& gpuDatabase);
 
 } // namespace wavecast::learned

@@ -74,8 +74,6 @@ struct GpuFeatures {
   double l2CacheMiB = 0;
 
   static GpuFeatures fromDeviceSpec(const DeviceSpec& spec);
-  // A NeuSight device_configs/*.json file (Num_Sm, Freq, SingleFLOPs, Mem_Bw, L2Cache).
-  static GpuFeatures fromNeuSightConfig(const std::string& path);
   bool valid() const;
 };
 

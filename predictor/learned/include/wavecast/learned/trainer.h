@@ -10,8 +10,9 @@
 namespace wavecast::learned {
 
 struct TrainOptions {
-  std::string dataDir; // the NeuSight folder (kernels/, device_configs/)
-  std::string outDir;  // receives manifest.json and <family>.<member>.json
+  std::string dataDir;     // the NeuSight folder (kernels/, device_configs/)
+  std::string outDir;      // receives manifest.json and <family>.<member>.json
+  std::string gpuDatabase; // spec sheets (KernelDatasetOptions::gpuDatabase)
   uint64_t seed = 20250;
   int epochs = 25;
   int hiddenWidth = 128;
