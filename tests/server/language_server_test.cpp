@@ -20,8 +20,10 @@ class RecordingSink : public ClientSink {
 public:
   void send(std::string body) override { messages.push_back(Json::parse(body)); }
   void close() override { closed = true; }
+  void authenticated() override { wasAuthenticated = true; }
   std::vector<Json> messages;
   bool closed = false;
+  bool wasAuthenticated = false;
 };
 
 const char* kScript = "def wavecast_model():\n"
@@ -334,6 +336,39 @@ TEST_F(ServerTest, SaveWaitsUntilNoOtherFileHasUnsavedChanges) {
   analyzer_.release();
 }
 
+TEST_F(ServerTest, UnsavedFilesOfAnotherWorkspaceFolderDoNotHoldAnAnalysisBack) {
+  initialize(); // rootUri: the test folder
+  fs::create_directories(dir_ / "other");
+  writeFile("other/lib.py", "x = 1\n");
+  notify(
+      "workspace/didChangeWorkspaceFolders",
+      {{"event",
+        {{"added", {{{"uri", protocol::pathToUri((dir_ / "other").string())}, {"name", "other"}}}},
+         {"removed", Json::array()}}}});
+  open("train.py", kScript);
+  open("other/lib.py", "x = 1\n");
+  notify("textDocument/didChange",
+         {{"textDocument", {{"uri", uri("other/lib.py")}, {"version", 2}}},
+          {"contentChanges", {{{"text", "x = 2\n"}}}}});
+  save("train.py");
+  EXPECT_TRUE(waitStarted(1)) << "other/lib.py is another project's file";
+  analyzer_.release();
+
+  // Once that folder is no longer part of the workspace, the same file counts.
+  notify("workspace/didChangeWorkspaceFolders",
+         {{"event",
+           {{"added", Json::array()},
+            {"removed",
+             {{{"uri", protocol::pathToUri((dir_ / "other").string())}, {"name", "other"}}}}}}});
+  save("train.py");
+  runUntil([] { return false; }, 150ms);
+  EXPECT_EQ(analyzer_.started(), 1);
+  bool told = false;
+  for (const auto& status : sent("wavecast/status"))
+    told |= status["params"]["message"].get<std::string>().find("lib.py") != std::string::npos;
+  EXPECT_TRUE(told);
+}
+
 TEST_F(ServerTest, ProfileErrorsBecomeDiagnosticsAtTheirLine) {
   initialize();
   open("train.py", kScript);
@@ -476,7 +511,16 @@ TEST_F(ServerTest, TcpClientsMustAuthenticate) {
       send(friendlyId, *friendly, "initialize",
            {{"capabilities", Json::object()}, {"initializationOptions", {{"token", "secret"}}}});
   EXPECT_TRUE(accepted.contains("result"));
+  EXPECT_TRUE(friendly->wasAuthenticated); // the transport lifts its size limit
+  EXPECT_FALSE(wrong->wasAuthenticated);
   EXPECT_TRUE(send(friendlyId, *friendly, "wavecast/listGpus", nullptr).contains("result"));
+
+  // A stranger whose bytes do not even frame is cut off; a known client is not.
+  auto garbled = std::make_shared<RecordingSink>();
+  server_->framingError(server_->addClient(garbled, true), "Content-Length 9999999 exceeds");
+  EXPECT_TRUE(garbled->closed);
+  server_->framingError(friendlyId, "Content-Length 9999999 exceeds");
+  EXPECT_FALSE(friendly->closed);
 }
 
 TEST_F(ServerTest, ShutdownThenExit) {

@@ -241,6 +241,9 @@ void LanguageServer::framingError(ClientId client, const std::string& message) {
   if (log)
     log("client " + std::to_string(client) + ": " + message);
   send(client, encodeError(nullptr, {ErrorCode::ParseError, message, nullptr}));
+  auto it = clients_.find(client);
+  if (it != clients_.end() && it->second.needsToken)
+    it->second.sink->close(); // a stranger that cannot even frame a message: no retries
 }
 
 void LanguageServer::guarded(const char* what, const std::function<void()>& action) {
@@ -372,9 +375,15 @@ std::optional<Json> LanguageServer::initialize(ClientId client, const Json& id,
       throw *mismatch;
   }
   applySettings(options.settings, "params.initializationOptions");
+  if (state.needsToken)
+    state.sink->authenticated();
   state.needsToken = false;
   state.initialized = true;
   state.capabilities = init.capabilities;
+  for (const auto& folder : init.workspaceFolders)
+    addWorkspaceFolder(folder.uri);
+  if (init.workspaceFolders.empty() && init.rootUri)
+    addWorkspaceFolder(*init.rootUri);
   Json capabilities = {
       {"positionEncoding", "utf-16"},
       {"textDocumentSync",
@@ -460,8 +469,30 @@ void LanguageServer::didChangeConfiguration(ClientId client, const Json& params)
 }
 
 void LanguageServer::didChangeWorkspaceFolders(ClientId, const Json& params) {
-  // Every open document counts whatever its folder; decoding validates the notification.
-  (void)workspaceFoldersChangeFromJson(params);
+  const WorkspaceFoldersChange change = workspaceFoldersChangeFromJson(params);
+  for (const auto& folder : change.removed)
+    if (auto path = uriToPath(folder.uri))
+      workspaceFolders_.erase(canonicalPath(*path));
+  for (const auto& folder : change.added)
+    addWorkspaceFolder(folder.uri);
+  runAnalysesBlockedBySaves(); // a folder gone may unblock an entry
+}
+
+void LanguageServer::addWorkspaceFolder(const std::string& uri) {
+  if (auto path = uriToPath(uri))
+    workspaceFolders_.insert(canonicalPath(*path));
+}
+
+std::string LanguageServer::workspaceFolderOf(const std::string& path) const {
+  std::string best;
+  for (const auto& folder : workspaceFolders_) {
+    const bool inside = path.size() > folder.size() &&
+                        path.compare(0, folder.size(), folder) == 0 &&
+                        (folder.back() == '/' || path[folder.size()] == '/');
+    if (inside && folder.size() > best.size())
+      best = folder;
+  }
+  return best;
 }
 
 // ---------------------------------------------------------------------------
@@ -542,11 +573,17 @@ void LanguageServer::didChange(ClientId, const Json& params) {
   it->second.dirty = true;
 }
 
-std::vector<std::string> LanguageServer::dirtyDocumentsOtherThan(const std::string& uri) const {
+std::vector<std::string> LanguageServer::unsavedFilesBlocking(const std::string& uri) const {
+  const Document* entry = document(uri);
+  const auto entryPath = entry ? std::optional<std::string>(entry->path) : uriToPath(uri);
+  const std::string folder = entryPath ? workspaceFolderOf(canonicalPath(*entryPath)) : "";
   std::vector<std::string> dirty;
-  for (const auto& [other, doc] : documents_)
-    if (other != uri && doc.dirty && isPythonSource(doc.path))
+  for (const auto& open : documents_) {
+    const Document& doc = open.second;
+    if (doc.dirty && isPythonSource(doc.path) &&
+        (folder.empty() || workspaceFolderOf(doc.path) == folder))
       dirty.push_back(fs::path(doc.path).filename().string());
+  }
   return dirty;
 }
 
@@ -576,18 +613,22 @@ void LanguageServer::didSave(ClientId, const Json& params) {
     runAnalysesBlockedBySaves();
     return;
   }
-  std::vector<std::string> dirty = dirtyDocumentsOtherThan(save.uri);
-  if (!dirty.empty()) {
-    blockedBySaves_.insert(toAnalyze.begin(), toAnalyze.end());
-    std::string names;
-    for (const auto& name : dirty)
-      names += (names.empty() ? "" : ", ") + name;
-    sendStatus("idle", "analysis waits until these files are saved: " + names);
-    return;
-  }
+  std::set<std::string> waiting; // unsaved files that hold an analysis back
   for (const auto& uri : toAnalyze) {
+    const std::vector<std::string> dirty = unsavedFilesBlocking(uri);
+    if (!dirty.empty()) {
+      blockedBySaves_.insert(uri);
+      waiting.insert(dirty.begin(), dirty.end());
+      continue;
+    }
     blockedBySaves_.erase(uri);
     startAnalysis(uri, std::chrono::milliseconds(settings_.debounceMs));
+  }
+  if (!waiting.empty()) {
+    std::string names;
+    for (const auto& name : waiting)
+      names += (names.empty() ? "" : ", ") + name;
+    sendStatus("idle", "analysis waits until these files are saved: " + names);
   }
   runAnalysesBlockedBySaves();
 }
@@ -606,12 +647,14 @@ void LanguageServer::didClose(ClientId client, const Json& params) {
 void LanguageServer::runAnalysesBlockedBySaves() {
   if (blockedBySaves_.empty())
     return;
-  if (!dirtyDocumentsOtherThan("").empty())
-    return;
-  std::set<std::string> blocked;
-  blocked.swap(blockedBySaves_);
-  for (const auto& uri : blocked)
+  std::set<std::string> ready;
+  for (const auto& uri : blockedBySaves_)
+    if (unsavedFilesBlocking(uri).empty())
+      ready.insert(uri);
+  for (const auto& uri : ready) {
+    blockedBySaves_.erase(uri);
     startAnalysis(uri, std::chrono::milliseconds(settings_.debounceMs));
+  }
 }
 
 // ---------------------------------------------------------------------------

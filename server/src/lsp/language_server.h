@@ -35,6 +35,8 @@ public:
   virtual void send(std::string body) = 0;
   // Stop reading from and close this client once queued output is written.
   virtual void close() = 0;
+  // The client presented the server's token: lift the limits kept on strangers.
+  virtual void authenticated() {}
 };
 
 struct ServerOptions {
@@ -167,7 +169,13 @@ private:
   void startAnalysis(const std::string& uri, std::chrono::milliseconds delay);
   void reanalyzeEntriesWithResults();
   void runAnalysesBlockedBySaves();
-  std::vector<std::string> dirtyDocumentsOtherThan(const std::string& uri) const;
+  // Python documents with unsaved edits that the analysis of `uri` would read
+  // stale from disk (the entry's own included): those in the entry's workspace
+  // folder, or every one when the entry is in no known folder.
+  std::vector<std::string> unsavedFilesBlocking(const std::string& uri) const;
+  // The deepest known workspace folder holding `path`; empty when none does.
+  std::string workspaceFolderOf(const std::string& path) const;
+  void addWorkspaceFolder(const std::string& uri);
   void analysisStarted(const std::string& uri);
   void analysisProgress(const std::string& uri, const std::string& message);
   void analysisFinished(const std::string& uri, const AnalysisRequest& request,
@@ -200,6 +208,7 @@ private:
   std::map<std::string, Document> documents_; // by uri
   std::map<std::string, Entry> entries_;      // by uri
   std::set<std::string> blockedBySaves_;      // entries waiting for other files to be saved
+  std::set<std::string> workspaceFolders_;    // canonical paths, from every client
   std::map<std::string, CacheEntry> cache_;
   std::deque<std::string> cacheOrder_;
   std::set<std::string> diagnosedUris_; // uris with non-empty diagnostics published

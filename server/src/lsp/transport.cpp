@@ -15,6 +15,10 @@ using protocol::FramingError;
 
 namespace {
 
+// Until a TCP client presents the token, its messages may be only as large as an
+// initialize request needs: a stranger must not make the daemon buffer 64 MiB.
+constexpr size_t kUnauthenticatedMaxContentLength = 64 * 1024;
+
 // One client on a stream (or on an input/output pair of streams, for stdio).
 template <class Stream>
 class Connection : public ClientSink, public std::enable_shared_from_this<Connection<Stream>> {
@@ -25,9 +29,16 @@ public:
         onClosed_(std::move(onClosed)) {}
 
   void start(bool needsToken) {
+    if (needsToken) {
+      protocol::FramingLimits limits;
+      limits.maxContentLength = kUnauthenticatedMaxContentLength;
+      decoder_.setLimits(limits);
+    }
     id_ = server_.addClient(this->shared_from_this(), needsToken);
     read();
   }
+
+  void authenticated() override { decoder_.setLimits({}); }
 
   void send(std::string body) override {
     if (closed_)

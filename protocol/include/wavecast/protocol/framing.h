@@ -26,6 +26,8 @@ using FrameOrError = std::variant<std::string, FramingError>;
 class FrameDecoder {
 public:
   explicit FrameDecoder(FramingLimits limits = {}) : limits_(limits) {}
+  // Takes effect from the next message header on.
+  void setLimits(FramingLimits limits) { limits_ = limits; }
 
   void feed(std::string_view bytes);
   // The next complete message body or framing error; nullopt until more bytes arrive.
