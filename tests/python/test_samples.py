@@ -229,6 +229,15 @@ class Errors(unittest.TestCase):
         self.assertEqual(count(trace, "aten::nll_loss_forward", "forward"), 1)
         self.assertFalse(any(op["fallback"] for op in trace["ops"] if op["name"] == "aten::addmm"))
 
+    def test_label_smoothing_masks_with_the_labels(self):
+        # index_put_ writes the loss, not the mask it indexes with: the mask keeps its
+        # values and masked_select gets the real count (16 samples, 4 ignored).
+        trace = run_trace(os.path.join(FIXTURES, "label_smoothing.py"), batch_size=16)
+        selected = [op for op in trace["ops"] if op["name"] == "aten::masked_select"]
+        self.assertEqual(len(selected), 1)
+        self.assertEqual(selected[0]["outputs"][0]["shape"], [12])
+        self.assertEqual(count(trace, "aten::nll_loss_backward", "backward"), 1)
+
     def test_mask_from_activations_is_unsupported(self):
         path = os.path.join(FIXTURES, "mask_from_activations.py")
         with self.assertRaises(TraceError) as caught:

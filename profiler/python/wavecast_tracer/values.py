@@ -79,15 +79,13 @@ class Shadows:
         """After a fake op ran: computes the real values of its small integer/bool outputs."""
         fakes = _flatten(out, [])
         if not fakes or not all(_shadowable(t) for t in fakes):
-            for t in _flatten(args, []):  # an in-place op the shadows cannot follow
-                if func._schema.is_mutable:
-                    self.forget(t)
+            for t in _written(func, args, kwargs):  # an in-place op the shadows cannot follow
+                self.forget(t)
             return
         result = self._real_call(func, args, kwargs, zeros_for_missing=False)
         if result is None:
-            if func._schema.is_mutable:
-                for t in _flatten(args, []):
-                    self.forget(t)
+            for t in _written(func, args, kwargs):
+                self.forget(t)
             return
         for fake, real in zip(fakes, _flatten(result[0], [])):
             self.remember(fake, real)
@@ -104,6 +102,18 @@ class Shadows:
         for f, r in zip(_flatten(fake, []), _flatten(real, [])):
             self.remember(f, r)
         return fake
+
+
+def _written(func, args, kwargs):
+    """The tensors an op writes into (`x.index_put_(indices, v)` writes x, not the
+    indices), by its schema's alias annotations."""
+    written = []
+    for index, argument in enumerate(func._schema.arguments):
+        if argument.alias_info is None or not argument.alias_info.is_write:
+            continue
+        value = args[index] if index < len(args) else kwargs.get(argument.name)
+        _flatten(value, written)
+    return written
 
 
 def _wrap(real, fake_mode):
