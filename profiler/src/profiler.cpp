@@ -288,9 +288,7 @@ std::optional<ProfileError> Profiler::start(std::chrono::milliseconds timeout) {
   return ensureWorker(Clock::now() + timeout);
 }
 
-std::optional<ProfileError> Profiler::ensureWorker(Clock::time_point deadline) {
-  if (worker_)
-    return std::nullopt;
+std::optional<ProfileError> Profiler::spawnWorker() {
   namespace fs = std::filesystem;
   if (::access(options_.workerPath.c_str(), X_OK) != 0)
     return makeError("environment_error", "cannot run the profiler worker " + options_.workerPath,
@@ -299,8 +297,6 @@ std::optional<ProfileError> Profiler::ensureWorker(Clock::time_point deadline) {
     return makeError("environment_error",
                      "the tracer package is missing from " + options_.pythonPath,
                      "Point the profiler at wavecast's profiler/python directory.");
-  if (options_.progress)
-    options_.progress("starting worker");
   const uint64_t limit =
       options_.memoryLimitBytes ? *options_.memoryLimitBytes : defaultMemoryLimit();
   try {
@@ -309,13 +305,27 @@ std::optional<ProfileError> Profiler::ensureWorker(Clock::time_point deadline) {
     return makeError("environment_error", std::string("cannot start the worker: ") + e.what(),
                      "Check the system's process and file limits.");
   }
+  workerReady_ = false;
+  return std::nullopt;
+}
+
+std::optional<ProfileError> Profiler::ensureWorker(Clock::time_point deadline) {
+  if (worker_ && workerReady_)
+    return std::nullopt;
+  if (options_.progress)
+    options_.progress("starting worker");
+  if (!worker_)
+    if (auto error = spawnWorker())
+      return error;
   std::string line;
   const auto status = worker_->readLine(deadline, &cancelled_, line);
   if (status == Worker::ReadStatus::Line) {
     const json ready = json::parse(line, nullptr, false);
     if (!ready.is_discarded() && ready.value("event", std::string()) == "ready") {
-      if (!ready.contains("error"))
+      if (!ready.contains("error")) {
+        workerReady_ = true;
         return std::nullopt;
+      }
       ProfileError error = errorFromJson(ready["error"]);
       worker_->reap(std::chrono::seconds(2));
       worker_.reset();
@@ -365,6 +375,7 @@ TraceResult Profiler::trace(const TraceRequest& request) {
     if (status == Worker::ReadStatus::Cancelled) {
       worker_->kill(SIGKILL);
       worker_.reset();
+      spawnWorker(); // warms up while the caller moves on; a failure shows on the next trace
       return makeError("cancelled", "the trace was cancelled", "", file);
     }
     if (status == Worker::ReadStatus::Timeout) {

@@ -3,6 +3,7 @@
 #include "wavecast/profiler/profiler.h"
 
 #include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
@@ -198,6 +199,7 @@ TEST(Profiler, AddressSpaceLimitTurnsLargeAllocationsIntoOutOfMemory) {
 TEST(Profiler, CancelStopsARunningTrace) {
   Profiler profiler(options());
   ASSERT_FALSE(profiler.start().has_value());
+  const int busy = profiler.workerPid();
   std::thread canceller([&] {
     std::this_thread::sleep_for(1s);
     profiler.cancel();
@@ -207,6 +209,10 @@ TEST(Profiler, CancelStopsARunningTrace) {
   canceller.join();
   EXPECT_EQ(e.kind, "cancelled");
   EXPECT_LT(std::chrono::steady_clock::now() - started, 10s);
+  // The stuck worker is gone and its replacement is already starting.
+  EXPECT_NE(profiler.workerPid(), 0);
+  EXPECT_NE(profiler.workerPid(), busy);
+  EXPECT_NE(::kill(busy, 0), 0);
   expectNextTraceWorks(profiler);
 }
 

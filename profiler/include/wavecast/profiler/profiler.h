@@ -58,7 +58,9 @@ public:
 
   // Blocks until the trace is done, failed, timed out or was cancelled.
   TraceResult trace(const TraceRequest& request);
-  // Thread-safe: aborts a running trace (the worker is killed and restarted lazily).
+  // Thread-safe: aborts a running trace. The worker is killed and a replacement
+  // starts at once, so the next trace (usually moments away: the edit that
+  // made this one stale) does not wait for the interpreter and torch to load.
   void cancel();
   // Starts the worker ahead of the first trace (importing torch takes seconds);
   // returns the error when it cannot start. trace() starts it when needed.
@@ -69,8 +71,11 @@ public:
 private:
   class Worker;
   std::optional<ProfileError> ensureWorker(std::chrono::steady_clock::time_point deadline);
+  // Starts a worker process without waiting for it to be ready.
+  std::optional<ProfileError> spawnWorker();
   ProfilerOptions options_;
   std::unique_ptr<Worker> worker_;
+  bool workerReady_ = false; // worker_ has announced that it is ready
   std::atomic<bool> cancelled_{false};
   std::mutex traceMutex_; // one trace at a time per worker
   int64_t nextRequestId_ = 1;
