@@ -74,6 +74,17 @@ TEST_F(SchedulerTest, ANewerRequestCancelsTheRunningAnalysis) {
   EXPECT_FALSE(has("cancelled a"));              // a newer analysis replaced it
 }
 
+TEST_F(SchedulerTest, ANewerRequestCancelsAtOnceNotAfterItsDebounce) {
+  scheduler_.schedule("a", request(1), 0ms);
+  ASSERT_TRUE(waitStarted(1));
+  scheduler_.schedule("a", request(2), 10s);
+  ASSERT_TRUE(runUntil([&] { return analyzer_.cancelled() == 1; }));
+  ASSERT_TRUE(runUntil([&] { return scheduler_.running() == std::nullopt; }));
+  EXPECT_EQ(analyzer_.started(), 1);
+  EXPECT_TRUE(scheduler_.pending("a")); // still debouncing the newer request
+  EXPECT_FALSE(has("cancelled a"));
+}
+
 TEST_F(SchedulerTest, OtherDocumentsQueueBehindTheRunningOne) {
   scheduler_.schedule("a", request(1), 0ms);
   ASSERT_TRUE(waitStarted(1));

@@ -41,6 +41,13 @@ void AnalysisScheduler::schedule(const std::string& uri, AnalysisRequest request
     debouncing_.erase(it);
     enqueue({uri, std::move(request)});
   });
+  // The running analysis read what is now stale: stop it at once rather than
+  // after the debounce, so the worker's replacement warms up meanwhile.
+  std::lock_guard<std::mutex> lock(shared_.mutex);
+  if (shared_.running == uri && !shared_.runningCancelled) {
+    shared_.runningCancelled = true;
+    analyzer_.cancel();
+  }
 }
 
 void AnalysisScheduler::enqueue(Job job) {

@@ -39,7 +39,8 @@ public:
   AnalysisScheduler& operator=(const AnalysisScheduler&) = delete;
 
   // Queues an analysis of `uri` after `delay`; another schedule() for the same
-  // uri within the delay replaces it. A running analysis of `uri` is cancelled.
+  // uri within the delay replaces it. A running analysis of `uri` is cancelled
+  // at once, not when the delay ends.
   void schedule(const std::string& uri, AnalysisRequest request, std::chrono::milliseconds delay);
   // Drops a debounced, queued or running analysis of `uri`.
   void cancel(const std::string& uri);
