@@ -289,6 +289,15 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
       usedRoofline = true;
     }
   }
+  std::string unmeasured;
+  for (size_t g = 0; usedLearned && g < gpuCount; ++g)
+    if (!options_.opTimeModel->measuredOn(gpus[g]))
+      unmeasured += (unmeasured.empty() ? "" : ", ") + gpus[g].id;
+  if (!unmeasured.empty())
+    prediction.warnings.push_back(
+        unmeasured +
+        ": not among the GPUs whose measurements trained the learned models; predicted from "
+        "the spec sheet alone (docs/accuracy.md gives the error on a GPU left out of training)");
   for (const auto& [problem, count] : waveProblems)
     prediction.warnings.push_back(
         problem + (count > 1 ? " (" + std::to_string(count) + " times)" : std::string()));

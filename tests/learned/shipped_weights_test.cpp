@@ -1,4 +1,5 @@
 #include "wavecast/learned/learned_models.h"
+#include "wavecast/learned/learned_op_time_model.h"
 #include "wavecast/predictor/gpu_database.h"
 
 #include <cmath>
@@ -38,6 +39,15 @@ TEST(ShippedWeights, CoverEveryFamilyAndTrainedOnTheFiveGpus) {
             (std::vector<std::string>{"NVIDIA_A100-PCIE-40GB", "NVIDIA_A100_80GB_PCIe",
                                       "Tesla_P100-PCIE-16GB", "Tesla_P4", "Tesla_T4",
                                       "Tesla_V100-PCIE-32GB"}));
+}
+
+TEST(ShippedWeights, KnowWhichGpusTheyWereMeasuredOn) {
+  const auto model = LearnedOpTimeModel::open(kWeights);
+  const GpuDatabase database = GpuDatabase::fromFile(WAVECAST_SOURCE_ROOT_DIR "/data/gpus.json");
+  for (const char* id : {"T4", "P4", "V100-PCIE-32GB", "A100-PCIE-40GB", "A100-PCIE-80GB"})
+    EXPECT_TRUE(model->measuredOn(*database.find(id))) << id;
+  for (const char* id : {"H100-SXM", "L4", "V100-SXM2-16GB", "A100-SXM4-40GB"})
+    EXPECT_FALSE(model->measuredOn(*database.find(id))) << id;
 }
 
 TEST(ShippedWeights, MissingFolderSaysHowToTrain) {

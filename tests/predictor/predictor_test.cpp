@@ -158,6 +158,7 @@ public:
     return answers;
   }
   std::string name() const override { return "counting"; }
+  bool measuredOn(const DeviceSpec& gpu) const override { return gpu.id == "T4"; }
 };
 
 TEST(Predictor, PluggedModelIsAskedOnceAndFallsBackToRoofline) {
@@ -174,6 +175,10 @@ TEST(Predictor, PluggedModelIsAskedOnceAndFallsBackToRoofline) {
     EXPECT_EQ(p.ops[g][2].method, PredictionMethod::Roofline);
   }
   EXPECT_NE(p.method.find("learned per-op model (counting)"), std::string::npos) << p.method;
+  // The L4 was never measured: the user is told its figures rest on its spec sheet.
+  ASSERT_EQ(p.warnings.size(), 1u);
+  EXPECT_EQ(p.warnings[0].rfind("L4: not among the GPUs whose measurements trained", 0), 0u)
+      << p.warnings[0];
 }
 
 TEST(Predictor, MeasuredKernelsAreWaveScaledFromTheOrigin) {

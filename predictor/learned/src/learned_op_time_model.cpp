@@ -1,5 +1,6 @@
 #include "wavecast/learned/learned_op_time_model.h"
 
+#include <algorithm>
 #include <memory>
 
 namespace wavecast::learned {
@@ -130,6 +131,15 @@ std::optional<KernelShape> kernelShapeOf(const OpRecord& op) {
   if (shape && !shape->valid())
     return std::nullopt;
   return shape;
+}
+
+bool LearnedOpTimeModel::measuredOn(const DeviceSpec& gpu) const {
+  const std::vector<std::string> trained = models_.trainingGpus();
+  auto listed = [&](const std::string& name) {
+    return std::find(trained.begin(), trained.end(), name) != trained.end();
+  };
+  return listed(gpu.id) || listed(gpu.name) ||
+         std::any_of(gpu.aliases.begin(), gpu.aliases.end(), listed);
 }
 
 std::shared_ptr<LearnedOpTimeModel> LearnedOpTimeModel::open(const std::string& weightsDir) {

@@ -23,6 +23,9 @@ public:
   virtual std::vector<std::optional<double>>
   predictMs(const std::vector<OpTimeQuery>& queries) const = 0;
   virtual std::string name() const = 0;
+  // Whether measurements of `gpu` itself went into the model; when not, its
+  // answers for that GPU rest on the spec sheet alone and users are told so.
+  virtual bool measuredOn(const DeviceSpec&) const { return true; }
 };
 
 } // namespace wavecast

@@ -26,6 +26,9 @@ public:
   std::vector<std::optional<double>>
   predictMs(const std::vector<OpTimeQuery>& queries) const override;
   std::string name() const override { return "MLPs trained on NeuSight's GPU measurements"; }
+  // The training GPUs are NeuSight folder names, which the GPU database lists as
+  // aliases ("Tesla_T4").
+  bool measuredOn(const DeviceSpec& gpu) const override;
 
 private:
   LearnedModels models_;
