@@ -251,6 +251,7 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
 
   // 2. Per op and GPU: learned, else wave scaling of measured kernels, else roofline.
   bool usedLearned = false, usedWaveScaling = false, usedRoofline = false;
+  std::vector<bool> learnedOn(gpuCount, false);
   std::map<std::string, int> waveProblems;
   prediction.ops.assign(gpuCount, std::vector<OpPrediction>(opCount));
   for (size_t g = 0; g < gpuCount; ++g) {
@@ -270,6 +271,7 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
         out.method = PredictionMethod::Learned;
         out.timeMs = *ms;
         usedLearned = true;
+        learnedOn[g] = true;
         continue;
       }
       if (options_.originGpu) {
@@ -290,8 +292,8 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
     }
   }
   std::string unmeasured;
-  for (size_t g = 0; usedLearned && g < gpuCount; ++g)
-    if (!options_.opTimeModel->measuredOn(gpus[g]))
+  for (size_t g = 0; g < gpuCount; ++g)
+    if (learnedOn[g] && !options_.opTimeModel->measuredOn(gpus[g]))
       unmeasured += (unmeasured.empty() ? "" : ", ") + gpus[g].id;
   if (!unmeasured.empty())
     prediction.warnings.push_back(

@@ -268,7 +268,7 @@ private:
 Profiler::Profiler(ProfilerOptions options) : options_(std::move(options)) {}
 
 Profiler::~Profiler() {
-  if (worker_) {
+  if (worker_ && workerReady_) { // one still starting is simply killed
     worker_->send("{\"id\":0,\"method\":\"shutdown\"}\n");
     worker_->reap(std::chrono::milliseconds(500));
   }
@@ -332,10 +332,11 @@ std::optional<ProfileError> Profiler::ensureWorker(Clock::time_point deadline) {
       return error;
     }
   }
-  worker_->kill(SIGKILL);
-  worker_.reset();
+  // A worker cancelled while it starts holds nothing stale: keep it warming up.
   if (status == Worker::ReadStatus::Cancelled)
     return makeError("cancelled", "the trace was cancelled", "");
+  worker_->kill(SIGKILL);
+  worker_.reset();
   if (status == Worker::ReadStatus::Timeout)
     return makeError("timeout", "the profiler worker did not start in time",
                      "The machine may be overloaded; try again or raise the time-out.");

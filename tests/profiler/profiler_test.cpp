@@ -213,6 +213,17 @@ TEST(Profiler, CancelStopsARunningTrace) {
   EXPECT_NE(profiler.workerPid(), 0);
   EXPECT_NE(profiler.workerPid(), busy);
   EXPECT_NE(::kill(busy, 0), 0);
+  // Cancelled again while that replacement starts: it holds nothing stale, so it stays.
+  const int replacement = profiler.workerPid();
+  std::thread again([&] {
+    std::this_thread::sleep_for(100ms);
+    profiler.cancel();
+  });
+  const auto waited = profiler.start();
+  again.join();
+  ASSERT_TRUE(waited.has_value());
+  EXPECT_EQ(waited->kind, "cancelled");
+  EXPECT_EQ(profiler.workerPid(), replacement);
   expectNextTraceWorks(profiler);
 }
 

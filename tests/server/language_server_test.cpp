@@ -515,7 +515,11 @@ TEST_F(ServerTest, TcpClientsMustAuthenticate) {
   EXPECT_FALSE(wrong->wasAuthenticated);
   EXPECT_TRUE(send(friendlyId, *friendly, "wavecast/listGpus", nullptr).contains("result"));
 
-  // A stranger whose bytes do not even frame is cut off; a known client is not.
+  // A stranger sending what is not JSON-RPC is cut off, as is one whose bytes do
+  // not even frame; a known client is not.
+  auto babbler = std::make_shared<RecordingSink>();
+  server_->receive(server_->addClient(babbler, true), "{not json");
+  EXPECT_TRUE(babbler->closed);
   auto garbled = std::make_shared<RecordingSink>();
   server_->framingError(server_->addClient(garbled, true), "Content-Length 9999999 exceeds");
   EXPECT_TRUE(garbled->closed);

@@ -1,6 +1,7 @@
 #include "wavecast/learned/learned_op_time_model.h"
 
 #include <algorithm>
+#include <cctype>
 #include <memory>
 
 namespace wavecast::learned {
@@ -134,9 +135,19 @@ std::optional<KernelShape> kernelShapeOf(const OpRecord& op) {
 }
 
 bool LearnedOpTimeModel::measuredOn(const DeviceSpec& gpu) const {
-  const std::vector<std::string> trained = models_.trainingGpus();
+  // Compared ignoring case and punctuation, as GPU names are everywhere.
+  auto normalised = [](const std::string& name) {
+    std::string out;
+    for (char c : name)
+      if (std::isalnum(static_cast<unsigned char>(c)))
+        out += char(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  std::vector<std::string> trained;
+  for (const std::string& stem : models_.trainingGpus())
+    trained.push_back(normalised(stem));
   auto listed = [&](const std::string& name) {
-    return std::find(trained.begin(), trained.end(), name) != trained.end();
+    return std::find(trained.begin(), trained.end(), normalised(name)) != trained.end();
   };
   return listed(gpu.id) || listed(gpu.name) ||
          std::any_of(gpu.aliases.begin(), gpu.aliases.end(), listed);

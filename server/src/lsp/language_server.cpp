@@ -268,6 +268,8 @@ void LanguageServer::dispatch(ClientId client, std::string_view body) {
     if (log)
       log("client " + std::to_string(client) + ": " + error->error.message);
     send(client, encodeError(error->id, error->error));
+    if (clients_.at(client).needsToken)
+      clients_.at(client).sink->close(); // a stranger gets no second try at garbage
     return;
   }
   Message& message = std::get<Message>(decoded);
@@ -535,6 +537,7 @@ void LanguageServer::didOpen(ClientId client, const Json& params) {
   Document& doc = documents_[uri];
   doc.path = path;
   doc.text = open.textDocument.text;
+  doc.lineMap.reset();
   doc.version = open.textDocument.version;
   doc.dirty = false;
   clients_.at(client).openDocuments.insert(uri);
@@ -595,6 +598,7 @@ void LanguageServer::didSave(ClientId, const Json& params) {
     it->second.dirty = false;
     if (save.text)
       it->second.text = *save.text;
+    it->second.lineMap.reset();
   }
   if (settings_.trigger == AnalysisTrigger::Manual)
     return;
