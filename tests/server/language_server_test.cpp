@@ -298,6 +298,25 @@ TEST_F(ServerTest, ProgressIsReportedOnceTheClientCreatedTheToken) {
   EXPECT_EQ(sent("$/progress").back()["params"]["value"]["kind"], "end");
 }
 
+TEST_F(ServerTest, ASupersededAnalysisEndsItsProgress) {
+  initialize();
+  open("train.py", kScript);
+  save("train.py");
+  ASSERT_TRUE(waitStarted(1));
+  ASSERT_TRUE(runUntil([&] { return !sent("window/workDoneProgress/create").empty(); }));
+  Json first = sent("window/workDoneProgress/create")[0];
+  server_->receive(client_, encodeResult(first["id"], nullptr));
+  writeFile("train.py", std::string(kScript) + "# edited\n");
+  save("train.py"); // cancels the running analysis; a new one starts after the debounce
+  ASSERT_TRUE(waitStarted(2));
+  ASSERT_TRUE(runUntil([&] { return sent("window/workDoneProgress/create").size() >= 2; }));
+  auto progress = sent("$/progress");
+  ASSERT_EQ(progress.size(), 2u);
+  EXPECT_EQ(progress[1]["params"]["token"], first["params"]["token"]);
+  EXPECT_EQ(progress[1]["params"]["value"]["kind"], "end");
+  analyzer_.release();
+}
+
 TEST_F(ServerTest, HoverAnswersFromTheLastResultsWhileAnAnalysisRuns) {
   initialize();
   open("train.py", kScript);

@@ -723,6 +723,7 @@ void LanguageServer::reanalyzeEntriesWithResults() {
 void LanguageServer::analysisStarted(const std::string& uri) {
   std::string name = fs::path(requirePath(uri)).filename().string();
   sendStatus("analyzing", "analysing " + name);
+  endProgress("superseded"); // a cancelled run's bar must not spin forever
   for (auto& [id, client] : clients_) {
     if (!client.initialized || !client.capabilities.workDoneProgress)
       continue;
