@@ -298,6 +298,25 @@ TEST_F(ServerTest, ProgressIsReportedOnceTheClientCreatedTheToken) {
   EXPECT_EQ(sent("$/progress").back()["params"]["value"]["kind"], "end");
 }
 
+TEST_F(ServerTest, ResultLinesNumberTheTextTheAnalysisWasRequestedWith) {
+  initialize();
+  open("train.py", kScript);
+  save("train.py");
+  ASSERT_TRUE(waitStarted(1));
+  writeFile("train.py", std::string("# changed on disk meanwhile\n") + kScript);
+  analyzer_.release();
+  ASSERT_TRUE(runUntil([&] { return resultsReady("train.py"); }));
+  // The buffer still holds the analysed text: the hints stay where the result put them.
+  const Json hints =
+      request("textDocument/inlayHint", {{"textDocument", {{"uri", uri("train.py")}}},
+                                         {"range",
+                                          {{"start", {{"line", 0}, {"character", 0}}},
+                                           {"end", {{"line", 20}, {"character", 0}}}}}})["result"];
+  ASSERT_EQ(hints.size(), 2u);
+  EXPECT_EQ(hints[0]["position"]["line"], 2);
+  EXPECT_EQ(hints[1]["position"]["line"], 4);
+}
+
 TEST_F(ServerTest, ASupersededAnalysisEndsItsProgress) {
   initialize();
   open("train.py", kScript);

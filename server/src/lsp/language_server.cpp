@@ -682,6 +682,7 @@ void LanguageServer::startAnalysis(const std::string& uri, std::chrono::millisec
   const Document* doc = document(uri);
   entry.versionAtRequest = doc ? std::optional<int64_t>(doc->version) : std::nullopt;
   entry.contentHashAtRequest = key;
+  entry.textAtRequest = *content;
 
   auto cached = cache_.find(key);
   if (cached != cache_.end()) {
@@ -790,8 +791,12 @@ void LanguageServer::analysisFinished(const std::string& uri, const AnalysisRequ
         found = canonical.emplace(loc.file, canonicalPath(loc.file)).first;
       indexed->linesByFile[found->second][loc.line] = i;
     }
+    // The entry's lines number the text it was requested with (a save since then
+    // is being analysed anew); imported modules are read now.
     for (const auto& [path, lines] : indexed->linesByFile)
-      if (auto text = readFile(path))
+      if (path == entry.path)
+        indexed->analysedText[path] = entry.textAtRequest;
+      else if (auto text = readFile(path))
         indexed->analysedText[path] = std::move(*text);
     for (auto& file : indexed->output.sourceFiles)
       file = canonicalPath(file);
@@ -804,7 +809,9 @@ void LanguageServer::analysisFinished(const std::string& uri, const AnalysisRequ
                                   indexed->output.sourceFiles.end());
     sources.insert(request.file);
     for (const auto& source : sources)
-      if (auto content = readFile(source))
+      if (source == entry.path)
+        cached.sourceHashes[source] = contentHash(entry.textAtRequest);
+      else if (auto content = readFile(source))
         cached.sourceHashes[source] = contentHash(*content);
     if (!cache_.count(entry.contentHashAtRequest))
       cacheOrder_.push_back(entry.contentHashAtRequest);

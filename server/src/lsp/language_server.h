@@ -117,6 +117,7 @@ private:
     std::optional<int64_t> batchSizeOverride;
     std::optional<int64_t> versionAtRequest;
     std::string contentHashAtRequest;
+    std::string textAtRequest;                      // the entry file as the analysis was requested
     std::vector<std::pair<ClientId, Json>> waiters; // wavecast/analyze requests
   };
   struct CacheEntry {
