@@ -104,14 +104,6 @@ void applySmLimits(const json& obj, SmLimits& limits, const Context& ctx, bool r
     limits.source = obj["source"].get<std::string>();
 }
 
-std::string normalized(const std::string& name) {
-  std::string out;
-  for (const char c : name)
-    if (std::isalnum(static_cast<unsigned char>(c)))
-      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 std::vector<std::string> tokens(const std::string& name) {
   std::vector<std::string> out;
   std::string current;
@@ -139,9 +131,9 @@ std::optional<double> memoryToken(const std::string& token) {
 }
 
 std::vector<std::string> keysOf(const DeviceSpec& gpu) {
-  std::vector<std::string> keys{normalized(gpu.id), normalized(gpu.name)};
+  std::vector<std::string> keys{normalizedGpuName(gpu.id), normalizedGpuName(gpu.name)};
   for (const auto& alias : gpu.aliases)
-    keys.push_back(normalized(alias));
+    keys.push_back(normalizedGpuName(alias));
   return keys;
 }
 
@@ -357,10 +349,10 @@ void GpuDatabase::mergeFile(const std::string& path) {
       ctx.fail("", "must be an object");
     const std::string id = stringField(entry, "id", ctx);
     ctx.gpu = id;
-    if (!seenInFile.insert(normalized(id)).second)
+    if (!seenInFile.insert(normalizedGpuName(id)).second)
       ctx.fail("id", "appears twice in this file");
     auto existing = std::find_if(merged.begin(), merged.end(), [&](const DeviceSpec& gpu) {
-      return normalized(gpu.id) == normalized(id);
+      return normalizedGpuName(gpu.id) == normalizedGpuName(id);
     });
     if (existing != merged.end()) {
       applyEntry(entry, *existing, tables, ctx, true);
@@ -375,8 +367,16 @@ void GpuDatabase::mergeFile(const std::string& path) {
   limitTables_ = std::move(tables);
 }
 
+std::string normalizedGpuName(const std::string& name) {
+  std::string out;
+  for (const char c : name)
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
 const DeviceSpec* GpuDatabase::find(const std::string& name) const {
-  const std::string wanted = normalized(name);
+  const std::string wanted = normalizedGpuName(name);
   if (wanted.empty())
     return nullptr;
   // 1. Exact id, marketing name or alias.
@@ -412,7 +412,7 @@ const DeviceSpec* GpuDatabase::find(const std::string& name) const {
 }
 
 std::vector<std::string> GpuDatabase::suggestions(const std::string& name, size_t limit) const {
-  const std::string wanted = normalized(name);
+  const std::string wanted = normalizedGpuName(name);
   std::vector<std::pair<size_t, std::string>> scored;
   for (const auto& gpu : devices_) {
     size_t best = std::string::npos;

@@ -8,7 +8,6 @@
 #include "wavecast/predictor/gpu_database.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -47,14 +46,6 @@ measured (layer rows x num_layer) and compared with the .json e2e latency.
                    as for train)
 )";
 
-std::string normalised(const std::string& text) {
-  std::string out;
-  for (char c : text)
-    if (std::isalnum(static_cast<unsigned char>(c)))
-      out += char(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 // Resolves user GPU names against the known folder names (device_configs stems).
 std::vector<std::string> resolveGpus(const std::vector<std::string>& names,
                                      const std::vector<std::string>& known) {
@@ -62,11 +53,11 @@ std::vector<std::string> resolveGpus(const std::vector<std::string>& names,
   for (const std::string& name : names) {
     std::vector<std::string> matches;
     for (const std::string& k : known)
-      if (normalised(k) == normalised(name))
+      if (normalizedGpuName(k) == normalizedGpuName(name))
         matches = {k};
     if (matches.empty())
       for (const std::string& k : known)
-        if (normalised(k).find(normalised(name)) != std::string::npos)
+        if (normalizedGpuName(k).find(normalizedGpuName(name)) != std::string::npos)
           matches.push_back(k);
     if (matches.empty()) {
       std::string list;

@@ -1,7 +1,8 @@
 #include "wavecast/learned/learned_op_time_model.h"
 
+#include "wavecast/predictor/gpu_database.h"
+
 #include <algorithm>
-#include <cctype>
 #include <memory>
 
 namespace wavecast::learned {
@@ -134,20 +135,14 @@ std::optional<KernelShape> kernelShapeOf(const OpRecord& op) {
   return shape;
 }
 
-bool LearnedOpTimeModel::measuredOn(const DeviceSpec& gpu) const {
-  // Compared ignoring case and punctuation, as GPU names are everywhere.
-  auto normalised = [](const std::string& name) {
-    std::string out;
-    for (char c : name)
-      if (std::isalnum(static_cast<unsigned char>(c)))
-        out += char(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-  };
-  std::vector<std::string> trained;
+LearnedOpTimeModel::LearnedOpTimeModel(LearnedModels models) : models_(std::move(models)) {
   for (const std::string& stem : models_.trainingGpus())
-    trained.push_back(normalised(stem));
+    measuredGpus_.insert(normalizedGpuName(stem));
+}
+
+bool LearnedOpTimeModel::measuredOn(const DeviceSpec& gpu) const {
   auto listed = [&](const std::string& name) {
-    return std::find(trained.begin(), trained.end(), normalised(name)) != trained.end();
+    return measuredGpus_.count(normalizedGpuName(name)) > 0;
   };
   return listed(gpu.id) || listed(gpu.name) ||
          std::any_of(gpu.aliases.begin(), gpu.aliases.end(), listed);

@@ -791,28 +791,29 @@ void LanguageServer::analysisFinished(const std::string& uri, const AnalysisRequ
         found = canonical.emplace(loc.file, canonicalPath(loc.file)).first;
       indexed->linesByFile[found->second][loc.line] = i;
     }
-    // The entry's lines number the text it was requested with (a save since then
-    // is being analysed anew); imported modules are read now.
-    for (const auto& [path, lines] : indexed->linesByFile)
-      if (path == entry.path)
-        indexed->analysedText[path] = entry.textAtRequest;
-      else if (auto text = readFile(path))
-        indexed->analysedText[path] = std::move(*text);
     for (auto& file : indexed->output.sourceFiles)
       file = canonicalPath(file);
+    // Every file the result depends on, read once: the entry as it was requested
+    // (a save since then is being analysed anew), imported modules as they are now.
+    std::set<std::string> sources(indexed->output.sourceFiles.begin(),
+                                  indexed->output.sourceFiles.end());
+    sources.insert(request.file);
+    std::map<std::string, std::string> texts;
+    for (const auto& source : sources)
+      if (source == entry.path)
+        texts[source] = entry.textAtRequest;
+      else if (auto text = readFile(source))
+        texts[source] = std::move(*text);
+    for (const auto& [path, lines] : indexed->linesByFile)
+      if (auto text = texts.find(path); text != texts.end())
+        indexed->analysedText[path] = text->second;
     entry.result = indexed;
     entry.error.reset();
     entry.state = ResultsState::Ready;
 
     CacheEntry cached{indexed, {}};
-    std::set<std::string> sources(indexed->output.sourceFiles.begin(),
-                                  indexed->output.sourceFiles.end());
-    sources.insert(request.file);
-    for (const auto& source : sources)
-      if (source == entry.path)
-        cached.sourceHashes[source] = contentHash(entry.textAtRequest);
-      else if (auto content = readFile(source))
-        cached.sourceHashes[source] = contentHash(*content);
+    for (const auto& [source, text] : texts)
+      cached.sourceHashes[source] = contentHash(text);
     if (!cache_.count(entry.contentHashAtRequest))
       cacheOrder_.push_back(entry.contentHashAtRequest);
     cache_[entry.contentHashAtRequest] = std::move(cached);

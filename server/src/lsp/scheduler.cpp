@@ -44,6 +44,10 @@ void AnalysisScheduler::schedule(const std::string& uri, AnalysisRequest request
   // The running analysis read what is now stale: stop it at once rather than
   // after the debounce, so the worker's replacement warms up meanwhile.
   std::lock_guard<std::mutex> lock(shared_.mutex);
+  cancelRunningLocked(uri);
+}
+
+void AnalysisScheduler::cancelRunningLocked(const std::string& uri) {
   if (shared_.running == uri && !shared_.runningCancelled) {
     shared_.runningCancelled = true;
     analyzer_.cancel();
@@ -53,10 +57,7 @@ void AnalysisScheduler::schedule(const std::string& uri, AnalysisRequest request
 void AnalysisScheduler::enqueue(Job job) {
   {
     std::lock_guard<std::mutex> lock(shared_.mutex);
-    if (shared_.running == job.uri && !shared_.runningCancelled) {
-      shared_.runningCancelled = true;
-      analyzer_.cancel();
-    }
+    cancelRunningLocked(job.uri);
     bool replaced = false;
     for (Job& queued : shared_.queue) {
       if (queued.uri == job.uri) {
@@ -75,10 +76,7 @@ void AnalysisScheduler::cancel(const std::string& uri) {
   std::lock_guard<std::mutex> lock(shared_.mutex);
   for (auto it = shared_.queue.begin(); it != shared_.queue.end();)
     it = it->uri == uri ? shared_.queue.erase(it) : it + 1;
-  if (shared_.running == uri && !shared_.runningCancelled) {
-    shared_.runningCancelled = true;
-    analyzer_.cancel();
-  }
+  cancelRunningLocked(uri);
 }
 
 bool AnalysisScheduler::pending(const std::string& uri) const {

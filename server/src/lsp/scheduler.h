@@ -64,6 +64,8 @@ private:
   };
 
   void enqueue(Job job);
+  // Cancels the analysis of `uri` if it is the running one; holds shared_.mutex.
+  void cancelRunningLocked(const std::string& uri);
   void run();
 
   boost::asio::io_context& io_;

@@ -12,6 +12,10 @@
 
 namespace wavecast {
 
+// A GPU name as names are compared everywhere: lower case, letters and digits only
+// ("Tesla_T4" and "tesla t4" are both "teslat4").
+std::string normalizedGpuName(const std::string& name);
+
 class GpuDatabaseError : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;
@@ -28,8 +32,9 @@ public:
 
   const std::vector<DeviceSpec>& all() const { return devices_; }
   // Forgiving lookup: "h100", "H100-SXM", "NVIDIA H100 80GB HBM3" all match (case, spaces,
-  // dashes and underscores ignored; then every word of the name must appear in one of a
-  // GPU's names, "80GB" selects by memory, and the first match in file order wins).
+  // dashes and underscores ignored; then every word of the name must begin a word of one
+  // of a GPU's names, a number never the start of a longer one, "80GB" selects by memory,
+  // and the first match in file order wins; docs/gpus.md).
   const DeviceSpec* find(const std::string& name) const;
   // Up to `limit` known ids closest to `name`, for "did you mean" messages.
   std::vector<std::string> suggestions(const std::string& name, size_t limit = 3) const;

@@ -10,6 +10,7 @@
 #include "wavecast/predictor/op_time_model.h"
 
 #include <optional>
+#include <set>
 #include <string>
 
 namespace wavecast::learned {
@@ -19,7 +20,7 @@ std::optional<KernelShape> kernelShapeOf(const OpRecord& op);
 
 class LearnedOpTimeModel : public OpTimeModel {
 public:
-  explicit LearnedOpTimeModel(LearnedModels models) : models_(std::move(models)) {}
+  explicit LearnedOpTimeModel(LearnedModels models);
   // Opens `weightsDir` (see LearnedModels::open).
   static std::shared_ptr<LearnedOpTimeModel> open(const std::string& weightsDir);
 
@@ -32,6 +33,7 @@ public:
 
 private:
   LearnedModels models_;
+  std::set<std::string> measuredGpus_; // training GPUs, normalizedGpuName
 };
 
 } // namespace wavecast::learned
