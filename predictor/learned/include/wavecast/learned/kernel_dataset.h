@@ -1,5 +1,5 @@
-// NeuSight's single-kernel measurements (kernels/<op>/<GPU>.csv) and spec
-// sheets (device_configs/<GPU>.json), as training and evaluation samples.
+// NeuSight's single-kernel measurements (kernels/<op>/<GPU>.csv) as training
+// and evaluation samples, with each GPU's spec sheet from the GPU database.
 #pragma once
 
 #include "wavecast/learned/kernel_shape.h"
@@ -32,7 +32,7 @@ struct KernelDatasetOptions {
 
 struct KernelDataset {
   std::vector<KernelSample> samples;
-  std::map<std::string, GpuFeatures> gpus; // every device_configs stem
+  std::map<std::string, GpuFeatures> gpus; // every device_configs stem the database knows
 };
 
 // Throws std::runtime_error naming the folder or file when the data is missing
