@@ -3,7 +3,7 @@
 #   scripts/setup.sh demo   -> headless prediction for a sample on three GPUs
 #   scripts/setup.sh test   -> every test suite (ctest)
 #   scripts/setup.sh build  -> only install and build
-# Quick when nothing is missing: apt and npm run only when something changed.
+# Quick when nothing is missing: apt, npm and pip run only when something changed.
 set -euo pipefail
 
 job=${1:-build}
@@ -38,7 +38,7 @@ sudo_cmd=()
 if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
 
 packages=(build-essential cmake ninja-build ccache pkg-config git
-  python3 python3-dev python3-torch python3-torchvision libtorch-dev
+  python3 python3-dev python3-venv python3-torch python3-torchvision libtorch-dev
   pybind11-dev libboost-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev)
 if [ "$job" = test ]; then
   # Real editors and a browser drive the end-to-end tests; clang builds the fuzzer.
@@ -77,9 +77,37 @@ if [ "$job" != demo ]; then
   npm_install "$root/tests/e2e/node"
 fi
 
+# The worker's default Python environment: PyPI's torch 2.x (what users run)
+# from a lock file with hashes, in a venv of the interpreter the worker embeds.
+# The test lock is the runtime lock plus the model libraries tests/realworld
+# builds from, so an environment made for tests also serves the demo.
+python_env=$build/python-env
+python_env_changed=0
+python_env_install() {
+  local lock=$root/scripts/python-env/$1.lock
+  local stamp=$python_env/.wavecast-lock
+  local want have
+  want="$1 $(sha256sum "$lock" | cut -d' ' -f1)"
+  have=$(cat "$stamp" 2>/dev/null || true)
+  if [ "$have" = "$want" ]; then return 0; fi
+  if [ "$1" = runtime ] && [ "$have" = "test $(sha256sum "$root/scripts/python-env/test.lock" | cut -d' ' -f1)" ]; then
+    return 0
+  fi
+  say "installing torch 2.x and its lock ($1.lock) into ${python_env#$root/} (first time: ~3 GB download)"
+  [ -x "$python_env/bin/python" ] || step /usr/bin/python3 -m venv "$python_env"
+  step "$python_env/bin/python" -m pip install --quiet --disable-pip-version-check \
+    --require-hashes --no-deps -r "$lock"
+  echo "$want" >"$stamp"
+  python_env_changed=1
+}
+if [ "$job" = test ]; then python_env_install test; else python_env_install runtime; fi
+
 if [ ! -f "$build/build.ninja" ]; then
   say "configuring $build"
   step cmake -S "$root" -B "$build" -G Ninja -DPython3_EXECUTABLE=/usr/bin/python3
+elif [ "$python_env_changed" = 1 ]; then
+  # CMake looks for CUPTI in the environment's nvidia-cuda-cupti wheel.
+  step cmake "$build"
 fi
 say "building (first build takes a few minutes on 2 cores)"
 step cmake --build "$build" -j "$(nproc)"

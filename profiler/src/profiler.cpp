@@ -190,9 +190,13 @@ private:
         options.workerPath,          "--request-fd", std::to_string(kRequestFd), "--response-fd",
         std::to_string(kResponseFd), "--crash-fd",   std::to_string(kCrashFd),   "--python-path",
         options.pythonPath};
-    if (!options.pythonEnv.empty()) {
+    const std::string env =
+        options.pythonEnv.empty()
+            ? options.defaultPythonEnv
+            : (options.pythonEnv == kSystemPythonEnv ? std::string() : options.pythonEnv);
+    if (!env.empty()) {
       argStrings.push_back("--python-env");
-      argStrings.push_back(options.pythonEnv);
+      argStrings.push_back(env);
     }
     std::vector<char*> argv;
     for (auto& s : argStrings)

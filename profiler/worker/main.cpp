@@ -106,6 +106,26 @@ std::string venvSitePackages(const fs::path& env, std::string& error) {
   return {};
 }
 
+// Whether the venv was made with --system-site-packages (pyvenv.cfg says so):
+// only then may the system's packages (e.g. Debian's torch 1.13) show through.
+bool venvSeesSystemPackages(const fs::path& env) {
+  std::ifstream cfg(env / "pyvenv.cfg");
+  std::string line;
+  while (std::getline(cfg, line)) {
+    const auto equals = line.find('=');
+    if (equals == std::string::npos)
+      continue;
+    auto trim = [](std::string text) {
+      const auto first = text.find_first_not_of(" \t\r");
+      const auto last = text.find_last_not_of(" \t\r");
+      return first == std::string::npos ? std::string() : text.substr(first, last - first + 1);
+    };
+    if (trim(line.substr(0, equals)) == "include-system-site-packages")
+      return trim(line.substr(equals + 1)) == "true";
+  }
+  return false;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -114,15 +134,23 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, stderr);
     return 64;
   }
+  const std::string python = "python3." + std::to_string(PY_MINOR_VERSION);
   std::string envSite;
+  bool systemPackages = true;
   if (!args.pythonEnv.empty()) {
     std::string error;
     envSite = venvSitePackages(args.pythonEnv, error);
     if (envSite.empty())
       return failStartup(args.responseFd, error,
-                         "Create the venv with python3." + std::to_string(PY_MINOR_VERSION) +
-                             " (python3 -m venv --system-site-packages DIR) or clear the "
-                             "python environment setting.");
+                         "Create the venv with " + python + " (" + python +
+                             " -m venv DIR && DIR/bin/pip install torch) or clear the Python "
+                             "environment setting.");
+    systemPackages = venvSeesSystemPackages(args.pythonEnv);
+    if (!systemPackages && !fs::exists(fs::path(envSite) / "torch"))
+      return failStartup(args.responseFd,
+                         "the Python environment " + args.pythonEnv + " has no torch",
+                         "Install it there (" + args.pythonEnv +
+                             "/bin/pip install torch) or choose another Python environment.");
   }
 
   // Python derives its prefix (stdlib, site-packages) from the program name,
@@ -137,6 +165,16 @@ int main(int argc, char** argv) {
     py::module_ sys = py::module_::import("sys");
     py::list path = sys.attr("path");
     path.insert(0, args.pythonPath);
+    if (!systemPackages) {
+      // A venv made without --system-site-packages sees only its own packages,
+      // as its own python would.
+      py::module_ site = py::module_::import("site");
+      py::list systemSites = site.attr("getsitepackages")();
+      systemSites.append(site.attr("getusersitepackages")());
+      for (const auto& dir : systemSites)
+        while (path.contains(dir))
+          path.attr("remove")(dir);
+    }
     if (!envSite.empty()) {
       // site.addsitedir also processes the venv's .pth files; its entries must
       // win over the system's dist-packages, so they move to the front.

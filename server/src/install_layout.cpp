@@ -60,6 +60,18 @@ InstallLayout InstallLayout::discover(const char* argv0) {
                       sourceRoot / "profiler/python"},
                      "wavecast_tracer");
 
+  // scripts/setup.sh creates build/python-env beside build/bin; an installed
+  // package keeps one in lib/wavecast/. Without either the worker uses the
+  // system interpreter's packages.
+  layout.pythonEnv = fromEnv("WAVECAST_PYTHON_ENV");
+  if (layout.pythonEnv.empty()) {
+    const std::string found = firstHolding(
+        {exeDir / "../python-env", exeDir / "../lib/wavecast/python-env"}, "pyvenv.cfg");
+    std::error_code ec;
+    if (fs::exists(fs::path(found) / "pyvenv.cfg", ec))
+      layout.pythonEnv = found;
+  }
+
   layout.userGpuFile = fromEnv("WAVECAST_GPU_FILE");
   if (layout.userGpuFile.empty()) {
     const std::string config = fromEnv("XDG_CONFIG_HOME");

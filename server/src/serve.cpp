@@ -35,7 +35,7 @@ CommandSpec serveSpec() {
        {"gpu", "NAME[,NAME...]", "default target GPUs (default: H100,A100,T4)"},
        {"gpu-file", "FILE", "extra or overriding GPU definitions (docs/gpus.md)"},
        {"batch-size", "N", "default batch size (default: the input provider's own)"},
-       {"python-env", "DIR", "a virtualenv whose packages the worker uses"},
+       pythonEnvOption(),
        {"trigger", "WHEN", "onSave (default) or manual: when documents are analysed"},
        {"debounce-ms", "MS", "wait this long after a save before analysing (default 300)"},
        {"timeout", "SECONDS", "give up tracing after this long (default 120)"},
@@ -85,6 +85,7 @@ lsp::ProfilingAnalyzerOptions analyzerOptions(const InstallLayout& layout,
   lsp::ProfilingAnalyzerOptions options;
   options.profiler.workerPath = layout.workerPath;
   options.profiler.pythonPath = layout.pythonDir;
+  options.profiler.defaultPythonEnv = layout.pythonEnv;
   options.predictor = predictorOptions(layout, args);
   options.defaultTargets = splitList(args.value("gpu").value_or("H100,A100,T4"));
   if (auto timeout = args.positiveInt("timeout"))

@@ -284,12 +284,65 @@ TEST(Profiler, VenvWithAnotherPythonIsRefused) {
   fs::remove_all(env);
 }
 
+// A fake venv of the worker's Python version; `systemPackages` is what its
+// pyvenv.cfg says about seeing the system's packages (Debian's torch here).
+fs::path makeVenv(const std::string& name, bool systemPackages) {
+  const fs::path env = fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()));
+  fs::create_directories(env / "lib" / ("python" WAVECAST_PYTHON_VERSION) / "site-packages");
+  std::ofstream(env / "pyvenv.cfg") << "home = /usr/bin\ninclude-system-site-packages = "
+                                    << (systemPackages ? "true" : "false") << "\n";
+  return env;
+}
+
+fs::path sitePackages(const fs::path& env) {
+  return env / "lib" / ("python" WAVECAST_PYTHON_VERSION) / "site-packages";
+}
+
+TEST(Profiler, VenvWithoutTorchSaysSo) {
+  const fs::path env = makeVenv("wavecast-venv-empty", false);
+  ProfilerOptions o = options();
+  o.pythonEnv = env.string();
+  Profiler profiler(o);
+  const ProfileError e = expectError(profiler.trace(request(fixture("prints.py"))));
+  EXPECT_EQ(e.kind, "environment_error");
+  EXPECT_EQ(e.message, "the Python environment " + env.string() + " has no torch");
+  EXPECT_NE(e.hint.find(env.string() + "/bin/pip install torch"), std::string::npos);
+  fs::remove_all(env);
+}
+
+TEST(Profiler, IsolatedVenvSeesOnlyItsOwnTorch) {
+  // The venv's own (too old) torch must be the one imported, not the system's.
+  const fs::path env = makeVenv("wavecast-venv-old-torch", false);
+  fs::create_directories(sitePackages(env) / "torch");
+  std::ofstream(sitePackages(env) / "torch" / "__init__.py") << "__version__ = '1.12.1'\n";
+  ProfilerOptions o = options();
+  o.pythonEnv = env.string();
+  Profiler profiler(o);
+  const ProfileError e = expectError(profiler.trace(request(fixture("prints.py"))));
+  EXPECT_EQ(e.kind, "environment_error");
+  EXPECT_EQ(e.message, "torch 1.12.1 in " + sitePackages(env).string() +
+                           " is older than 1.13, the oldest wavecast traces with");
+  fs::remove_all(env);
+}
+
+TEST(Profiler, DefaultEnvironmentAndTheSystemKeyword) {
+  ProfilerOptions o = options();
+  o.defaultPythonEnv = "/nonexistent/python-env";
+  {
+    Profiler profiler(o); // no setting: the default environment
+    const ProfileError e = expectError(profiler.trace(request(fixture("prints.py"))));
+    EXPECT_EQ(e.kind, "environment_error");
+    EXPECT_NE(e.message.find("/nonexistent/python-env"), std::string::npos);
+  }
+  o.pythonEnv = kSystemPythonEnv; // the interpreter's own packages
+  Profiler profiler(o);
+  expectTrace(profiler.trace(request(fixture("prints.py"))));
+}
+
 TEST(Profiler, VenvSitePackagesComeFirst) {
   // A venv of the same Python version whose site-packages shadows a module the script imports.
-  const fs::path env =
-      fs::temp_directory_path() / ("wavecast-venv-ok-" + std::to_string(::getpid()));
-  const fs::path site = env / "lib" / "python3.11" / "site-packages";
-  fs::create_directories(site);
+  const fs::path env = makeVenv("wavecast-venv-ok", true);
+  const fs::path site = sitePackages(env);
   std::ofstream(site / "wavecast_venv_probe.py") << "WIDTH = 24\n";
   const fs::path project = env / "project";
   fs::create_directories(project);

@@ -8,6 +8,7 @@ cannot corrupt it. See docs/worker-protocol.md.
 import faulthandler
 import json
 import os
+import re
 import signal
 import sys
 
@@ -54,19 +55,24 @@ def serve(request_fd, response_fd, crash_fd):
     faulthandler.enable(file=crash_file, all_threads=False)
     channel = _Channel(request_fd, response_fd)
     try:
-        import torch  # noqa: F401 - imported once here, so traces start warm
-
+        import torch  # imported once here, so traces start warm
+    except BaseException as exc:  # noqa: B902
+        return _not_ready(channel, f"cannot import torch in the worker ({sys.prefix}): {one_line(exc)}",
+                          "Install PyTorch in the Python environment wavecast uses "
+                          "(scripts/setup.sh makes one), or select a venv that has it.", exc)
+    oldest = (1, 13)
+    if _release(getattr(torch, "__version__", "")) < oldest:
+        return _not_ready(channel, f"torch {getattr(torch, '__version__', '(no version)')} in "
+                                   f"{os.path.dirname(os.path.dirname(os.path.abspath(torch.__file__)))} "
+                                   f"is older than {oldest[0]}.{oldest[1]}, the oldest wavecast traces with",
+                          "Upgrade torch in that environment, or select another Python environment.")
+    try:
         from . import compat
         from .tracer import run_trace
     except BaseException as exc:  # noqa: B902
-        channel.send({"event": "ready", "error": {
-            "kind": "environment_error",
-            "message": f"cannot import torch in the worker: {one_line(exc)}",
-            "hint": "Install PyTorch in the Python environment wavecast uses "
-                    "(Debian: apt-get install python3-torch), or select a venv that has it.",
-            "traceback": format_exception(exc),
-        }})
-        return 1
+        return _not_ready(channel, f"cannot load wavecast's tracer with torch {torch.__version__}: "
+                                   f"{one_line(exc)}",
+                          "Check that the Python environment's torch is complete.", exc)
     interrupts = _Interrupts()
     channel.send(dict(compat.versions(), event="ready", pid=os.getpid(),
                       executable=sys.executable))
@@ -91,6 +97,20 @@ def serve(request_fd, response_fd, crash_fd):
             continue
         channel.send(_trace_response(request_id, params, run_trace, channel, interrupts))
     return 0
+
+
+def _not_ready(channel, message, hint, exc=None):
+    channel.send({"event": "ready", "error": {
+        "kind": "environment_error", "message": message, "hint": hint,
+        "traceback": format_exception(exc) if exc is not None else "",
+    }})
+    return 1
+
+
+def _release(version):
+    """(major, minor) of a torch version string such as "2.11.0+cu130" or "1.13.0a0"."""
+    match = re.match(r"(\d+)\.(\d+)", version)
+    return (int(match.group(1)), int(match.group(2))) if match else (0, 0)
 
 
 def _trace_response(request_id, params, run_trace, channel, interrupts):

@@ -172,7 +172,7 @@ Command predictCommand() {
         {"json", "", "print everything as JSON (docs/results-json.md)"},
         {"gpu-file", "FILE", "extra or overriding GPU definitions (docs/gpus.md)"},
         {"mode", "MODE", "shape (default: no arithmetic), cpu (run for real) or cuda"},
-        {"python-env", "DIR", "a virtualenv whose packages (e.g. its torch) the worker uses"},
+        pythonEnvOption(),
         {"timeout", "SECONDS", "give up tracing after this long (default 120)"},
         {"tf32", "", "assume float32 matmuls and convolutions may use TF32 tensor cores"},
         {"roofline", "", "analytic model only (no learned per-op models)"}},

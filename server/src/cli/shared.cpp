@@ -12,6 +12,12 @@
 namespace wavecast::cli {
 namespace fs = std::filesystem;
 
+OptionSpec pythonEnvOption() {
+  return {"python-env", "DIR",
+          "a virtualenv whose torch the worker uses (default: the one scripts/setup.sh "
+          "made; 'system': the system Python's)"};
+}
+
 GpuDatabase loadGpuDatabase(const InstallLayout& layout, const CommandLine& args) {
   try {
     auto database = GpuDatabase::fromFile(layout.gpuDatabasePath());
@@ -110,6 +116,7 @@ Trace obtainTrace(const InstallLayout& layout, const std::string& path,
   options.workerPath = layout.workerPath;
   options.pythonPath = layout.pythonDir;
   options.pythonEnv = args.value("python-env").value_or("");
+  options.defaultPythonEnv = layout.pythonEnv;
   options.progress = [&progress](const std::string& status) { progress.update(status); };
   Profiler profiler(std::move(options));
 

@@ -12,6 +12,9 @@
 
 namespace wavecast::cli {
 
+// --python-env, which trace, predict and serve share.
+OptionSpec pythonEnvOption();
+
 // data/gpus.json plus the user's file (--gpu-file, else the layout's default if present).
 GpuDatabase loadGpuDatabase(const InstallLayout& layout, const CommandLine& args);
 

@@ -35,7 +35,7 @@ Command traceCommand() {
             {"out", "FILE", "write the trace to FILE instead of standard output"},
             {"compact", "", "no indentation"},
             {"mode", "MODE", "shape (default), cpu or cuda"},
-            {"python-env", "DIR", "a virtualenv whose packages the worker uses"},
+            pythonEnvOption(),
             {"timeout", "SECONDS", "give up tracing after this long (default 120)"}},
            1,
            1},

@@ -37,10 +37,17 @@ struct ProfileError {
 
 using TraceResult = std::variant<Trace, ProfileError>;
 
+// The `pythonEnv` setting that selects the interpreter's own packages.
+inline constexpr const char* kSystemPythonEnv = "system";
+
 struct ProfilerOptions {
   std::string workerPath;                           // the wavecast-worker executable
   std::string pythonPath;                           // directory holding the wavecast_tracer package
-  std::string pythonEnv;                            // optional venv whose site-packages to use
+  // The venv whose packages (torch first) the worker imports: empty picks
+  // defaultPythonEnv; kSystemPythonEnv picks the embedded interpreter's own
+  // site-packages (e.g. Debian's python3-torch).
+  std::string pythonEnv;
+  std::string defaultPythonEnv; // the installation's environment; empty: the system's
   std::function<void(const std::string&)> progress; // status lines; may be empty
   // Address-space limit of the worker (RLIMIT_AS): nullopt picks 3/4 of the
   // machine's memory, 0 means unlimited. Beyond it the trace fails with

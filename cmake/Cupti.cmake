@@ -1,0 +1,62 @@
+# Finds CUPTI for measured mode and defines the target wavecast::cupti and
+# WAVECAST_HAVE_CUPTI. Two places users have it: a CUDA toolkit, or the
+# nvidia-cuda-cupti wheel that PyPI's CUDA torch brings into a Python
+# environment (nvidia/cu13/ in CUDA 13 wheels, nvidia/cuda_cupti/ in CUDA 12
+# ones), so measured mode builds where only `pip install torch` was run.
+set(WAVECAST_PYTHON_ENV "${CMAKE_BINARY_DIR}/python-env"
+    CACHE PATH "The worker's default Python environment (scripts/setup.sh creates it)")
+
+find_package(CUDAToolkit QUIET)
+if(CUDAToolkit_FOUND AND TARGET CUDA::cupti)
+  add_library(wavecast::cupti INTERFACE IMPORTED)
+  target_link_libraries(wavecast::cupti INTERFACE CUDA::cupti)
+  set(WAVECAST_HAVE_CUPTI ON)
+  message(STATUS "wavecast: CUPTI from the CUDA toolkit ${CUDAToolkit_VERSION}")
+  return()
+endif()
+
+file(GLOB _wavecast_cupti_headers
+     "${WAVECAST_PYTHON_ENV}/lib/python3*/site-packages/nvidia/*/include/cupti.h")
+set(WAVECAST_HAVE_CUPTI OFF)
+foreach(_header IN LISTS _wavecast_cupti_headers)
+  get_filename_component(_include "${_header}" DIRECTORY)
+  get_filename_component(_package "${_include}" DIRECTORY)
+  file(GLOB _library "${_package}/lib/libcupti.so.*")
+  if(NOT _library)
+    continue()
+  endif()
+  list(GET _library 0 _library)
+  # cupti.h includes cuda.h: in the same folder (CUDA 13) or the runtime wheel's (CUDA 12).
+  file(GLOB _cuda_headers "${_package}/../*/include/cuda.h")
+  set(_includes "${_include}")
+  foreach(_cuda IN LISTS _cuda_headers)
+    get_filename_component(_dir "${_cuda}" DIRECTORY)
+    list(APPEND _includes "${_dir}")
+  endforeach()
+  # cuda.h's headers include crt/host_defines.h, which only the CUDA compiler's
+  # wheel has; torch's triton dependency carries a copy, searched last.
+  if(NOT EXISTS "${_include}/crt/host_defines.h")
+    file(GLOB _crt "${_package}/../*/include/crt/host_defines.h"
+         "${_package}/../../triton/backends/nvidia/include/crt/host_defines.h")
+    if(NOT _crt)
+      message(STATUS "wavecast: the nvidia-cuda-cupti wheel in ${WAVECAST_PYTHON_ENV} lacks "
+                     "crt/host_defines.h (from nvidia-cuda-crt or triton); measured mode disabled")
+      break()
+    endif()
+    list(GET _crt 0 _crt)
+    get_filename_component(_crt "${_crt}" DIRECTORY)
+    get_filename_component(_crt "${_crt}" DIRECTORY)
+    list(APPEND _includes "${_crt}")
+  endif()
+  list(REMOVE_DUPLICATES _includes)
+  add_library(wavecast::cupti SHARED IMPORTED)
+  set_target_properties(wavecast::cupti PROPERTIES IMPORTED_LOCATION "${_library}"
+                                                   INTERFACE_INCLUDE_DIRECTORIES "${_includes}")
+  set(WAVECAST_HAVE_CUPTI ON)
+  message(STATUS "wavecast: CUPTI from the nvidia-cuda-cupti wheel (${_library})")
+  break()
+endforeach()
+if(NOT WAVECAST_HAVE_CUPTI)
+  message(STATUS "wavecast: no CUPTI (neither a CUDA toolkit nor the nvidia-cuda-cupti wheel in "
+                 "${WAVECAST_PYTHON_ENV}); measured mode disabled")
+endif()
