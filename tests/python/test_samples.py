@@ -12,6 +12,8 @@ from wavecast_tracer.tracer import run_trace
 SAMPLES = os.environ.get(
     "WAVECAST_SAMPLES_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "samples")
 )
+# torch 2.x runs attention as F.scaled_dot_product_attention (1.13 has none: bmm + softmax + bmm).
+HAS_SDPA = hasattr(torch.nn.functional, "scaled_dot_product_attention")
 FIXTURES = os.path.abspath(os.environ.get(
     "WAVECAST_FIXTURES_DIR", os.path.join(os.path.dirname(__file__), "..", "profiler", "fixtures")
 ))
@@ -41,10 +43,10 @@ class SampleTraces(unittest.TestCase):
     def trace(self, name, batch_size=2):
         return run_trace(sample(name), batch_size=batch_size)
 
-    def assert_common(self, trace, path):
-        """Every backward op credited to a forward op on that op's line; no fallbacks."""
+    def assert_common(self, trace, path, fallback_ops=()):
+        """Every backward op credited to a forward op on that op's line; no other fallbacks."""
         ops = trace["ops"]
-        self.assertEqual(trace["fallback_ops"], [])
+        self.assertEqual(trace["fallback_ops"], list(fallback_ops))
         for op in ops:
             if op["phase"] == "backward":
                 self.assertIsNotNone(op.get("forward_id"), op)
@@ -113,16 +115,29 @@ class SampleTraces(unittest.TestCase):
     def test_transformer(self):
         path = sample("transformer.py")
         trace = self.trace("transformer.py")
-        step_lines = self.assert_common(trace, path)
+        # torch 2.x's nn.Transformer reads the mask's values to see whether it is causal
+        # (one .item(), a device-to-host sync on a GPU too); shape mode knows them.
+        step_lines = self.assert_common(trace, path, ["aten::_local_scalar_dense"] if HAS_SDPA else [])
         self.assertEqual(step_lines, {line_of(path, "optimizer.step()")})
         # 6 encoder layers x 2 norms, 6 decoder layers x 3, plus both final norms.
         self.assertEqual(count(trace, "aten::native_layer_norm", "forward"), 32)
-        # 6 encoder self-attentions, 6 decoder self- and 6 cross-attentions.
-        self.assertEqual(count(trace, "aten::_softmax", "forward"), 18)
         self.assertEqual(count(trace, "aten::embedding", "forward"), 2)
         transformer_line = line_of(path, "self.transformer(src, tgt, tgt_mask=causal)")
-        softmaxes = [op for op in trace["ops"] if op["name"] == "aten::_softmax"]
-        self.assertEqual({op["loc"]["line"] for op in softmaxes}, {transformer_line})
+        # 6 encoder self-attentions, 6 decoder self- and 6 cross-attentions.
+        attention = "aten::_scaled_dot_product_efficient_attention" if HAS_SDPA else "aten::_softmax"
+        self.assertEqual(count(trace, "aten::_softmax", "forward"), 0 if HAS_SDPA else 18)
+        attentions = [op for op in trace["ops"] if op["name"] == attention]
+        self.assertEqual(len(attentions), 18)
+        self.assertEqual({op["loc"]["line"] for op in attentions}, {transformer_line})
+        if HAS_SDPA:
+            # fp32 goes to the memory-efficient kernel; the decoder's self-attention is causal
+            # (the mask was recognised, so no mask tensor reaches the kernel).
+            self.assertEqual(count(trace, attention + "_backward", "backward"), 18)
+            causal = [op["module"] for op in attentions if op["args"]["is_causal"]]
+            self.assertEqual(causal, [f"transformer.decoder.layers.{i}.self_attn" for i in range(6)])
+            self.assertEqual({op["args"]["backend"] for op in attentions}, {"efficient"})
+            self.assertEqual(attentions[0]["inputs"][0]["shape"], [2, 8, 50, 64])
+            self.assertIsNone(attentions[0]["inputs"][3])
 
     def test_gnmt(self):
         path = sample("gnmt.py")
@@ -178,7 +193,19 @@ class SampleTraces(unittest.TestCase):
         trace = self.trace("small_transformer.py")
         step_lines = self.assert_common(trace, path)
         self.assertEqual(step_lines, {line_of(path, "optimizer.step()")})
-        self.assertEqual(count(trace, "aten::_softmax", "forward"), 2)
+        if not HAS_SDPA:
+            self.assertEqual(count(trace, "aten::_softmax", "forward"), 2)
+            return
+        # TransformerEncoderLayer calls SDPA (need_weights=False): fp32 -> memory-efficient.
+        self.assertEqual(count(trace, "aten::_softmax", "forward"), 0)
+        forward = [op for op in trace["ops"] if op["name"] == "aten::_scaled_dot_product_efficient_attention"]
+        backward = [op for op in trace["ops"] if op["name"] == "aten::_scaled_dot_product_efficient_attention_backward"]
+        self.assertEqual([op["module"] for op in forward], ["encoder.layers.0.self_attn", "encoder.layers.1.self_attn"])
+        self.assertEqual(sorted(op["forward_id"] for op in backward), [op["id"] for op in forward])
+        # (batch, heads, seq, head_dim) = (2, 4, 64, 128 / 4); the backward takes grad_out first.
+        self.assertEqual([i["shape"] for i in forward[0]["inputs"][:3]], [[2, 4, 64, 32]] * 3)
+        self.assertEqual(backward[0]["inputs"][0]["shape"], [2, 4, 64, 32])
+        self.assertEqual(backward[0]["args"]["backend"], "efficient")
 
 
 class Errors(unittest.TestCase):
@@ -233,6 +260,13 @@ class Errors(unittest.TestCase):
         # index_put_ writes the loss, not the mask it indexes with: the mask keeps its
         # values and masked_select gets the real count (16 samples, 4 ignored).
         trace = run_trace(os.path.join(FIXTURES, "label_smoothing.py"), batch_size=16)
+        if HAS_SDPA:  # torch 2.x zeroes the ignored samples with masked_fill_: nothing value-dependent
+            self.assertEqual(trace["fallback_ops"], [])
+            self.assertEqual(count(trace, "aten::masked_select", "forward"), 0)
+            fills = [op for op in trace["ops"] if op["name"] == "aten::masked_fill_"]
+            self.assertEqual([op["inputs"][1]["shape"] for op in fills], [[16]])
+            self.assertEqual(count(trace, "aten::nll_loss_backward", "backward"), 1)
+            return
         selected = [op for op in trace["ops"] if op["name"] == "aten::masked_select"]
         self.assertEqual(len(selected), 1)
         self.assertEqual(selected[0]["outputs"][0]["shape"], [12])

@@ -189,6 +189,32 @@ def deepcopyable_fake_tensors():
             cls.__deepcopy__ = original
 
 
+@contextlib.contextmanager
+def convertible_fake_parameters():
+    """torch 2.x's Module._apply (model.cuda(), model.to(memory_format=...)) swaps a fake
+    parameter with its converted copy, and torch.utils.swap_tensors refuses: the fake mode
+    holds a weakref to every fake tensor. Setting .data instead is what _apply does for real
+    tensors, and keeps the Parameter object the optimizer holds. 1.13 never swaps."""
+    utils = torch.utils
+    original = getattr(utils, "swap_tensors", None)
+    if original is None:
+        yield
+        return
+
+    def swap_tensors(t1, t2):
+        if not (is_fake(t1) and is_fake(t2)):
+            return original(t1, t2)
+        with torch.no_grad():
+            t1.data = t2
+        return None
+
+    utils.swap_tensors = swap_tensors
+    try:
+        yield
+    finally:
+        utils.swap_tensors = original
+
+
 # The C methods, called with torch functions disabled (compat.no_torch_function): Tensor.storage()
 # builds a TypedStorage in Python and goes through FakeTensor's and the device mode's
 # __torch_function__, 50x slower, and it runs for every op output.

@@ -51,6 +51,8 @@ _CUDA_STANDINS = {
     "set_device": lambda device: None,
     "synchronize": lambda device=None: None,
     "empty_cache": lambda: None,
+    # torch 2.x optimizers ask before each step (CUDA-graph capture check).
+    "is_current_stream_capturing": lambda: False,
 }
 
 

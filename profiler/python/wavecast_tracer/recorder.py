@@ -8,6 +8,7 @@ import sys
 import torch
 
 from . import compat
+from .attention import BACKEND_OF_OP
 from .values import Shadows
 
 # Ops that only query or relabel metadata and never launch work. Views (view,
@@ -287,6 +288,8 @@ class TraceState:
                 continue
             if argument.name == "bias":
                 op_args["bias"] = True
+        if name in BACKEND_OF_OP:
+            op_args["backend"] = BACKEND_OF_OP[name]
 
         self.append_op(name, inputs, _flatten_outputs(out, []), op_args)
 

@@ -7,6 +7,7 @@ import time
 import torch
 
 from . import compat, measured
+from .attention import cuda_attention
 from .devices import cuda_mapped_to_cpu
 from .errors import TraceError, TraceInterrupted, error_at, one_line, out_of_memory_error, timeout_error
 from .loader import find_providers, load_entry_module, purge_project_modules, user_exception
@@ -81,6 +82,8 @@ def _trace(project, batch_size, mode, progress):
             stack.enter_context(fake_mode)
             if shape_only:
                 stack.enter_context(compat.deepcopyable_fake_tensors())
+                stack.enter_context(compat.convertible_fake_parameters())
+                stack.enter_context(cuda_attention())
             stack.enter_context(compat.track_optimizers(state.optimizers.append))
             stack.enter_context(compat.spy_on_fallbacks(state.on_fallback))
             stack.enter_context(compat.replace_record_function(state.record_function_factory()))

@@ -3,8 +3,11 @@
 Shape-only tracing computes no values, so ops whose output shape depends on
 them (nonzero, masked_select, boolean-mask indexing, .item()) cannot run on
 fake tensors. Such values nearly always come from labels, token ids and masks:
-small integer/bool tensors. Those are also computed for real on the CPU
-("shadows"), and a value-dependent op whose value-carrying inputs have shadows
+small integer/bool tensors, or from small float constants such as a causal
+mask (`nn.Transformer.generate_square_subsequent_mask`, which torch 2.x's
+nn.Transformer checks value by value). Those are also computed for real on the
+CPU ("shadows"; a float one only when made without randomness from other
+shadows, so parameters and activations never get one), and a value-dependent op whose value-carrying inputs have shadows
 runs for real on them (float inputs, whose values do not decide the shape,
 become zeros); its output becomes a fake tensor of the real shape. Where a
 needed value has no shadow (e.g. a mask computed from activations), the op
@@ -33,6 +36,17 @@ def _shadowable(t):
     return t.dtype in _SHADOWED_DTYPES and t.numel() <= SHADOW_LIMIT
 
 
+def _constant_float(func, t):
+    """A small float output of an op that neither draws random numbers nor leaves
+    memory uninitialised: its value follows from its (shadowed) inputs alone."""
+    return (
+        t.dtype.is_floating_point
+        and t.numel() <= SHADOW_LIMIT
+        and torch.Tag.nondeterministic_seeded not in func.tags
+        and "empty" not in func.__name__
+    )
+
+
 class Shadows:
     """fake tensor -> real CPU tensor with the values it would have."""
 
@@ -45,8 +59,8 @@ class Shadows:
         entry = self._real.get(fake._cdata)
         return entry[1] if entry is not None else None
 
-    def remember(self, fake, real):
-        if _shadowable(fake):
+    def remember(self, fake, real, func=None):
+        if _shadowable(fake) or (func is not None and _constant_float(func, fake)):
             self._real[fake._cdata] = (fake, real)
 
     def forget(self, fake):
@@ -78,7 +92,7 @@ class Shadows:
     def follow(self, func, args, kwargs, out):
         """After a fake op ran: computes the real values of its small integer/bool outputs."""
         fakes = _flatten(out, [])
-        if not fakes or not all(_shadowable(t) for t in fakes):
+        if not fakes or not all(_shadowable(t) or _constant_float(func, t) for t in fakes):
             for t in _written(func, args, kwargs):  # an in-place op the shadows cannot follow
                 self.forget(t)
             return
@@ -88,7 +102,7 @@ class Shadows:
                 self.forget(t)
             return
         for fake, real in zip(fakes, _flatten(result[0], [])):
-            self.remember(fake, real)
+            self.remember(fake, real, func)
 
     def fallback(self, func, args, kwargs, fake_mode):
         """Runs a value-dependent op for real; returns its fake-wrapped output, or None."""
