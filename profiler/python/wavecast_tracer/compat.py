@@ -2,6 +2,7 @@
 
 import contextlib
 import functools
+import warnings
 
 import torch
 from torch._subclasses import fake_tensor as _fake_tensor
@@ -132,6 +133,50 @@ def fused_dropout():
         yield
     finally:
         functional.dropout, torch.dropout = original_functional, original_torch
+
+
+def cuda_autocast_dtype():
+    """The dtype of the CUDA autocast region in effect, or None outside one."""
+    if hasattr(torch, "get_autocast_dtype"):  # torch >= 2.4
+        enabled = torch.is_autocast_enabled("cuda")
+        return torch.get_autocast_dtype("cuda") if enabled else None
+    return torch.get_autocast_gpu_dtype() if torch.is_autocast_enabled() else None
+
+
+# torch's defaults (since 1.12): full-FP32 matmuls, TF32 convolutions.
+_DEFAULT_PRECISION = {"matmul_tf32": False, "cudnn_tf32": True, "float32_matmul_precision": "highest"}
+
+
+def tf32_settings():
+    """Whether CUDA would run float32 matmuls and convolutions in TF32, as the script set it."""
+    with warnings.catch_warnings():  # 2.9+ warns that allow_tf32 will be deprecated
+        warnings.simplefilter("ignore")
+        matmul_precision = torch.get_float32_matmul_precision()
+        return {
+            "matmul_tf32": bool(torch.backends.cuda.matmul.allow_tf32) or matmul_precision != "highest",
+            "cudnn_tf32": bool(torch.backends.cudnn.allow_tf32),
+            "float32_matmul_precision": matmul_precision,
+        }
+
+
+@contextlib.contextmanager
+def default_precision():
+    """Each trace starts from torch's TF32 defaults, whatever an earlier trace in this
+    worker set, and leaves the worker's settings as they were."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
+                 torch.get_float32_matmul_precision())
+        torch.set_float32_matmul_precision(_DEFAULT_PRECISION["float32_matmul_precision"])
+        torch.backends.cuda.matmul.allow_tf32 = _DEFAULT_PRECISION["matmul_tf32"]
+        torch.backends.cudnn.allow_tf32 = _DEFAULT_PRECISION["cudnn_tf32"]
+    try:
+        yield
+    finally:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.set_float32_matmul_precision(saved[2])
+            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved[:2]
 
 
 def real_execution():

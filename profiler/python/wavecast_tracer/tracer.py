@@ -8,6 +8,7 @@ import torch
 
 from . import compat, measured
 from .attention import cuda_attention
+from .autocast import cuda_autocast, precision
 from .devices import cuda_mapped_to_cpu
 from .errors import TraceError, TraceInterrupted, error_at, one_line, out_of_memory_error, timeout_error
 from .loader import find_providers, load_entry_module, purge_project_modules, user_exception
@@ -88,9 +89,12 @@ def _trace(project, batch_size, mode, progress):
             stack.enter_context(compat.spy_on_fallbacks(state.on_fallback))
             stack.enter_context(compat.replace_record_function(state.record_function_factory()))
             stack.enter_context(_backward_hooks(state))
+            stack.enter_context(compat.default_precision())
+            autocast = None
             if mode != "cuda":
                 stack.enter_context(cuda_mapped_to_cpu(state.on_cuda_mapped))
                 stack.enter_context(compat.fused_dropout())
+                autocast = stack.enter_context(cuda_autocast())  # after cuda_attention: wraps it
 
             # In shape mode the recorder also follows the providers' small integer tensors
             # (labels, ids, masks) for value-dependent ops; it records only the iteration.
@@ -124,6 +128,7 @@ def _trace(project, batch_size, mode, progress):
                 with recorder, state.memory.saved_tensors_hooks():
                     _call_user(iteration, project, "during the training iteration", *inputs)
             state.finish()
+            precision_settings = precision(autocast)
             memory = _memory(model, state.optimizers)
             if state.memory is not None:
                 memory.update(_tracked_memory(state, model))
@@ -142,6 +147,7 @@ def _trace(project, batch_size, mode, progress):
         "ops": state.ops,
         "fallback_ops": state.fallback_ops,
         "memory": memory,
+        "precision": precision_settings,
         "warnings": state.warnings,
     }
     if mode == "cuda":

@@ -1,0 +1,191 @@
+"""CUDA autocast without a GPU: each op gets the dtype CUDA autocast would give it.
+
+`torch.autocast("cuda")` only casts CUDA tensors, and the tracer maps CUDA to
+the CPU, so under it every op would stay float32 (and CPU autocast uses other
+lists). The script's autocast regions still set torch's CUDA autocast state
+(torch.cuda.is_available() answers True while tracing), so the tracer reads that
+state and applies CUDA's op lists (aten/src/ATen/autocast_mode.cpp,
+../shared/reference/torch2-cuda-behaviour.md) itself, at the Python entry
+points of the listed ops, above autograd as the real autocast is: the casts
+(`aten::_to_copy`), the forward ops and their backward all get CUDA's dtypes.
+Inner calls of a listed op are not cast again (autocast runs a listed op with
+itself switched off). C++ composites are cast at their entry: `cross_entropy`
+in float32, as its log_softmax and nll_loss would be.
+"""
+
+import contextlib
+import functools
+
+import torch
+
+from . import compat
+
+_F = torch.nn.functional
+_ABSENT = object()
+
+# Cast floating inputs (not float64) to the autocast dtype.
+_LOWER = {
+    torch: ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+            "conv_tbc", "convolution", "_convolution", "prelu", "mm", "bmm", "addmm", "addmv", "addr",
+            "baddbmm", "addbmm", "matmul", "einsum", "mv", "chain_matmul", "lstm_cell", "gru_cell",
+            "rnn_tanh_cell", "rnn_relu_cell"),
+    _F: ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+         "conv_transpose3d", "prelu", "scaled_dot_product_attention"),
+    torch.Tensor: ("matmul", "__matmul__", "__rmatmul__", "mm", "bmm", "addmm", "addmv", "addr",
+                   "baddbmm", "addbmm", "mv"),
+}
+# Cast floating inputs to float32.
+_FP32 = {
+    torch: ("acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2", "log1p", "reciprocal",
+            "rsqrt", "sinh", "tan", "pow", "layer_norm", "group_norm", "norm", "frobenius_norm",
+            "nuclear_norm", "cosine_similarity", "cdist", "pdist", "dist", "renorm", "logsumexp",
+            "poisson_nll_loss", "cosine_embedding_loss", "margin_ranking_loss", "hinge_embedding_loss",
+            "kl_div", "triplet_margin_loss"),
+    _F: ("softplus", "layer_norm", "group_norm", "cosine_similarity", "nll_loss", "mse_loss", "l1_loss",
+         "smooth_l1_loss", "huber_loss", "kl_div", "binary_cross_entropy_with_logits", "margin_ranking_loss",
+         "hinge_embedding_loss", "multilabel_margin_loss", "soft_margin_loss", "triplet_margin_loss",
+         "multi_margin_loss", "poisson_nll_loss", "cosine_embedding_loss", "multilabel_soft_margin_loss",
+         "cross_entropy", "pdist"),
+    torch.Tensor: ("acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2", "log1p",
+                   "reciprocal", "rsqrt", "sinh", "tan", "pow", "__pow__", "norm", "renorm", "dist",
+                   "logsumexp"),
+}
+# Run in float32 when the caller set no dtype: the output is float32 (`dtype=torch.float32`).
+_FP32_OUTPUT = {
+    torch: ("softmax", "log_softmax", "sum", "prod", "cumsum", "cumprod"),
+    _F: ("softmax", "log_softmax"),
+    torch.Tensor: ("softmax", "log_softmax", "sum", "prod", "cumsum", "cumprod"),
+}
+# Cast floating inputs to the widest floating dtype among them.
+_PROMOTE = {
+    torch: ("addcmul", "addcdiv", "atan2", "bilinear", "cross", "dot", "grid_sampler", "index_put",
+            "tensordot", "scatter_add"),
+    _F: ("bilinear", "grid_sample"),
+    torch.Tensor: ("addcmul", "addcdiv", "atan2", "cross", "dot", "index_put", "scatter_add"),
+}
+
+
+def _eligible(value):
+    return isinstance(value, torch.Tensor) and value.is_floating_point() and value.dtype != torch.float64
+
+
+class CudaAutocast:
+    """The patched entry points and the state they share while tracing."""
+
+    def __init__(self):
+        self.inside = False  # running a listed op: its inner calls are not cast again
+        self.cache = {}  # id(leaf weight) -> (weight, its low-precision copy), per autocast region
+        self.dtypes = []  # autocast dtypes the iteration used, in order of first use
+
+    def dtype(self):
+        """The CUDA autocast dtype in effect, or None."""
+        if self.inside:
+            return None
+        return compat.cuda_autocast_dtype()
+
+    def _note(self, dtype):
+        if dtype not in self.dtypes:
+            self.dtypes.append(dtype)
+
+    def cast(self, value, dtype):
+        if not _eligible(value) or value.dtype == dtype:
+            return value
+        cacheable = dtype != torch.float32 and value.is_leaf and value.requires_grad and torch.is_autocast_cache_enabled()
+        if cacheable and id(value) in self.cache:
+            return self.cache[id(value)][1]
+        cast = value.to(dtype)
+        if cacheable:
+            self.cache[id(value)] = (value, cast)
+        return cast
+
+    def cast_all(self, values, dtype):
+        if isinstance(values, (list, tuple)):
+            return type(values)(self.cast_all(v, dtype) for v in values)
+        return self.cast(values, dtype)
+
+    def wrap(self, original, policy):
+        autocast = self
+
+        @functools.wraps(original)
+        def autocast_op(*args, **kwargs):
+            dtype = autocast.dtype()
+            if dtype is None:
+                return original(*args, **kwargs)
+            autocast._note(dtype)
+            target = policy(dtype, args, kwargs)
+            if target is not None:
+                args = autocast.cast_all(args, target)
+                kwargs = {k: autocast.cast_all(v, target) for k, v in kwargs.items()}
+            autocast.inside = True
+            try:
+                return original(*args, **kwargs)
+            finally:
+                autocast.inside = False
+
+        return autocast_op
+
+
+def _lower(dtype, _args, _kwargs):
+    return dtype
+
+
+def _fp32(_dtype, _args, _kwargs):
+    return torch.float32
+
+
+def _fp32_output(_dtype, args, kwargs):
+    first = args[0] if args else None
+    if kwargs.get("dtype") is None and _eligible(first) and first.dtype != torch.float32:
+        kwargs["dtype"] = torch.float32
+    return None
+
+
+def _promote(_dtype, args, kwargs):
+    floats = [v for v in list(args) + list(kwargs.values()) if _eligible(v)]
+    if not floats:
+        return None
+    widest = floats[0].dtype
+    for value in floats[1:]:
+        widest = torch.promote_types(widest, value.dtype)
+    return widest
+
+
+_POLICIES = ((_LOWER, _lower), (_FP32, _fp32), (_FP32_OUTPUT, _fp32_output), (_PROMOTE, _promote))
+
+
+@contextlib.contextmanager
+def cuda_autocast():
+    """While active, the script's CUDA autocast regions cast as on a GPU; yields the
+    CudaAutocast (its `dtypes` are the autocast dtypes the trace used)."""
+    autocast = CudaAutocast()
+    saved = []
+    for table, policy in _POLICIES:
+        for owner, names in table.items():
+            for name in names:
+                original = getattr(owner, name, None)
+                if original is None:
+                    continue
+                saved.append((owner, name, owner.__dict__.get(name, _ABSENT)))
+                setattr(owner, name, autocast.wrap(original, policy))
+    clear = torch.clear_autocast_cache
+
+    def clear_autocast_cache():  # autocast.__exit__ of the outermost region
+        autocast.cache.clear()
+        clear()
+
+    torch.clear_autocast_cache = clear_autocast_cache
+    try:
+        yield autocast
+    finally:
+        torch.clear_autocast_cache = clear
+        for owner, name, original in reversed(saved):
+            if original is _ABSENT:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, original)
+
+
+def precision(autocast):
+    """The script's precision settings as CUDA would apply them (read at trace end)."""
+    dtypes = [str(d).replace("torch.", "") for d in autocast.dtypes] if autocast is not None else []
+    return dict(compat.tf32_settings(), autocast=dtypes[0] if dtypes else None)

@@ -1,0 +1,136 @@
+"""CUDA autocast and the precision settings, traced without a GPU."""
+
+import os
+import tempfile
+import textwrap
+import unittest
+
+import torch
+
+from wavecast_tracer.tracer import run_trace
+
+SAMPLES = os.environ.get(
+    "WAVECAST_SAMPLES_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "samples")
+)
+# torch 1.13's GradScaler asserts that the loss is a CUDA tensor; 2.x's takes any device.
+HAS_AMP_GRAD_SCALER = hasattr(torch.amp, "GradScaler")
+
+# The shared Linear runs twice in the autocast region: its weight is cast once (cached).
+AMP = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.shared = nn.Linear(32, 32)
+        self.norm = nn.LayerNorm(32)
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        x = self.shared(self.shared(x).relu())
+        return self.head(self.norm(x).softmax(dim=-1))
+
+
+def wavecast_model():
+    return Net().cuda()
+
+
+def wavecast_input(batch_size=16):
+    return torch.randn(batch_size, 32, device="cuda"), torch.randint(0, 10, (batch_size,), device="cuda")
+
+
+def wavecast_iteration(model):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    {setup}
+
+    def iteration(x, y):
+        optimizer.zero_grad()
+        with {autocast}:
+            loss = F.cross_entropy(model(x), y)
+        {step}
+
+    return iteration
+"""
+
+
+def write(directory, name, autocast, setup="", step="loss.backward(); optimizer.step()"):
+    path = os.path.join(directory, name)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(textwrap.dedent(AMP).format(autocast=autocast, setup=setup, step=step))
+    return path
+
+
+def forward_ops(trace, name):
+    return [op for op in trace["ops"] if op["name"] == name and op["phase"] == "forward"]
+
+
+def dtypes(op):
+    return [i["dtype"] if i else None for i in op["inputs"]]
+
+
+class CudaAutocast(unittest.TestCase):
+    def setUp(self):
+        self.directory = tempfile.mkdtemp()
+
+    def test_bf16_region_casts_as_cuda(self):
+        path = write(self.directory, "bf16.py", 'torch.autocast("cuda", dtype=torch.bfloat16)')
+        trace = run_trace(path, batch_size=16)
+        # Matmuls in bf16 (bias, input, weight), forward and backward.
+        self.assertEqual([dtypes(op) for op in forward_ops(trace, "aten::addmm")], [["bfloat16"] * 3] * 3)
+        self.assertEqual({i["dtype"] for op in trace["ops"] if op["name"] == "aten::mm" for i in op["inputs"]},
+                         {"bfloat16"})
+        # layer_norm, softmax, log_softmax and the loss in float32; relu follows its input.
+        self.assertEqual(dtypes(forward_ops(trace, "aten::native_layer_norm")[0]), ["float32"] * 3)
+        self.assertEqual(dtypes(forward_ops(trace, "aten::relu")[0]), ["bfloat16"])
+        self.assertEqual(forward_ops(trace, "aten::_softmax")[0]["outputs"][0]["dtype"], "float32")
+        self.assertEqual(dtypes(forward_ops(trace, "aten::_log_softmax")[0]), ["float32"])
+        self.assertEqual(dtypes(forward_ops(trace, "aten::nll_loss_forward")[0]), ["float32", "int64", None])
+        # Down: the shared weight and bias once, the head's two, the input and the softmax
+        # output entering the head. Up: layer_norm's input and the logits for the loss.
+        casts = [(dtypes(op)[0], op["outputs"][0]["dtype"]) for op in forward_ops(trace, "aten::_to_copy")]
+        self.assertEqual(casts.count(("float32", "bfloat16")), 4 + 2)
+        self.assertEqual(casts.count(("bfloat16", "float32")), 2)
+        self.assertEqual(trace["precision"], {"matmul_tf32": False, "cudnn_tf32": True,
+                                              "float32_matmul_precision": "highest", "autocast": "bfloat16"})
+        # The optimizer updates the float32 parameters.
+        self.assertEqual({i["dtype"] for op in trace["ops"] if op["phase"] == "optimizer" for i in op["inputs"]
+                          if i}, {"float32"})
+
+    def test_cuda_amp_autocast_defaults_to_fp16(self):
+        path = write(self.directory, "fp16.py", "torch.cuda.amp.autocast()")
+        trace = run_trace(path, batch_size=16)
+        self.assertEqual(dtypes(forward_ops(trace, "aten::addmm")[0]), ["float16"] * 3)
+        self.assertEqual(trace["precision"]["autocast"], "float16")
+
+    @unittest.skipUnless(HAS_AMP_GRAD_SCALER, "torch 1.13's GradScaler needs CUDA tensors")
+    def test_grad_scaler(self):
+        path = write(self.directory, "scaler.py", 'torch.autocast("cuda", dtype=torch.float16)',
+                     setup='scaler = torch.amp.GradScaler("cuda")',
+                     step="scaler.scale(loss).backward(); scaler.step(optimizer); scaler.update()")
+        trace = run_trace(path, batch_size=16)
+        unscale = [op for op in trace["ops"] if op["name"] == "aten::_amp_foreach_non_finite_check_and_unscale_"]
+        self.assertEqual(len(unscale), 1)
+        self.assertEqual(unscale[0]["args"]["num_tensors"], 6)  # the gradients of 6 parameters
+        self.assertEqual(len([op for op in trace["ops"] if op["name"] == "aten::_amp_update_scale_"]), 1)
+        # step() reads found_inf (a sync on a GPU too); gradients are taken to be finite, so it steps.
+        self.assertEqual(trace["fallback_ops"], ["aten::_local_scalar_dense"])
+        self.assertTrue(any(op["phase"] == "optimizer" for op in trace["ops"]))
+        self.assertEqual(trace["precision"]["autocast"], "float16")
+
+    def test_precision_settings_are_the_scripts_and_do_not_leak(self):
+        path = write(self.directory, "tf32.py", "torch.autocast('cuda', enabled=False)",
+                     setup='torch.set_float32_matmul_precision("high"); torch.backends.cudnn.allow_tf32 = False')
+        trace = run_trace(path, batch_size=16)
+        self.assertEqual(trace["precision"], {"matmul_tf32": True, "cudnn_tf32": False,
+                                              "float32_matmul_precision": "high", "autocast": None})
+        self.assertEqual(dtypes(forward_ops(trace, "aten::addmm")[0]), ["float32"] * 3)
+        cnn = run_trace(os.path.abspath(os.path.join(SAMPLES, "small_cnn.py")), batch_size=2)
+        self.assertEqual(cnn["precision"], {"matmul_tf32": False, "cudnn_tf32": True,
+                                            "float32_matmul_precision": "highest", "autocast": None})
+
+
+if __name__ == "__main__":
+    unittest.main()
