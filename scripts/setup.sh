@@ -93,10 +93,15 @@ python_env_install() {
   if [ "$1" = runtime ] && [ "$have" = "test $(sha256sum "$root/scripts/python-env/test.lock" | cut -d' ' -f1)" ]; then
     return 0
   fi
-  say "installing torch 2.x and its lock ($1.lock) into ${python_env#$root/} (first time: ~3 GB download)"
+  # Wheels are kept in a cache outside the build (2.6 GB the first time), so a
+  # clean clone or a new build folder installs without downloading again.
+  local wheels=${WAVECAST_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/wavecast/wheels}
+  say "installing torch 2.x ($1.lock) into ${python_env#$root/}, wheels cached in $wheels"
   [ -x "$python_env/bin/python" ] || step /usr/bin/python3 -m venv "$python_env"
+  step "$python_env/bin/python" -m pip download --quiet --disable-pip-version-check \
+    --require-hashes --no-deps -r "$lock" -d "$wheels"
   step "$python_env/bin/python" -m pip install --quiet --disable-pip-version-check \
-    --require-hashes --no-deps -r "$lock"
+    --no-index --find-links "$wheels" --require-hashes --no-deps -r "$lock"
   echo "$want" >"$stamp"
   python_env_changed=1
 }
