@@ -28,11 +28,20 @@ def _dtype_name(dtype):
 
 
 def tensor_meta(t):
-    return {
+    meta = {
         "shape": [int(d) for d in t.shape],
         "dtype": _dtype_name(t.dtype),
         "contiguous": bool(t.is_contiguous()),
     }
+    if not meta["contiguous"]:
+        layout = _CHANNELS_LAST.get(t.dim())
+        if layout is not None and t.is_contiguous(memory_format=layout[0]):
+            meta["memory_format"] = layout[1]
+    return meta
+
+
+# NHWC / NDHWC layouts (model.to(memory_format=torch.channels_last)): cuDNN picks other kernels.
+_CHANNELS_LAST = {4: (torch.channels_last, "channels_last"), 5: (torch.channels_last_3d, "channels_last_3d")}
 
 
 def _arg_value(value):
@@ -79,6 +88,8 @@ class TraceState:
         self._unattributed = []
         self._regions = []
         self._backward_site = None
+        # > 1 while a backward runs inside a backward (reentrant torch.utils.checkpoint).
+        self._backward_depth = 0
         self._stack_json = {}
         # > 0 while a fused op (e.g. a whole LSTM) runs its parts, which are not recorded.
         self.suppressed = 0
@@ -190,6 +201,12 @@ class TraceState:
         self._pending_outputs = still_pending
 
     def begin_backward(self, roots):
+        self._backward_depth += 1
+        if self._backward_depth > 1:
+            # A reentrant checkpoint recomputes its forward and runs its backward inside its
+            # own autograd node: those ops stay unattributed until that node finishes, so
+            # they are credited to the checkpointed call's line.
+            return
         self.resolve_pending_outputs()
         if self.memory is not None:
             self.memory.backward_started()
@@ -224,6 +241,9 @@ class TraceState:
         self._unattributed.clear()
 
     def end_backward(self):
+        self._backward_depth -= 1
+        if self._backward_depth > 0:
+            return
         for index in self._unattributed:
             self._credit_backward(self.ops[index], None)
         self._unattributed.clear()
@@ -246,6 +266,14 @@ class TraceState:
             self.cuda_mapped = True
             self.warnings.append("the script's CUDA tensors were traced on the CPU (no GPU is used "
                                  "in shape or cpu mode; shapes are the same)")
+
+    def on_compile(self):
+        frames = self.project_frames()
+        site = f"{frames[-1][0]}:{frames[-1][1]}" if frames else "the script"
+        warning = (f"torch.compile at {site}: the eager graph was traced (TorchDynamo and Inductor do not "
+                   "run in the tracer; fused kernels are predicted as the separate ops they replace)")
+        if warning not in self.warnings:
+            self.warnings.append(warning)
 
     def on_fallback(self, _func):
         self.fallback_hit = True
@@ -320,7 +348,9 @@ class TraceState:
             else:
                 op["loc"] = self.loc_json(frames)
                 op["forward_id"] = index
-                if out_tensors and torch.is_grad_enabled():
+                # Also under no_grad: a custom autograd Function (torch.utils.checkpoint) runs its
+                # forward without grad and then makes its backward node the grad_fn of the output.
+                if out_tensors:
                     self._pending_outputs.append((index, out_tensors, _GRAD_FN_CHECKS))
             op["stack"] = self.stack_json(frames)
         self.ops.append(op)

@@ -9,6 +9,8 @@ import torch
 from . import compat, measured
 from .attention import cuda_attention
 from .autocast import cuda_autocast, precision
+from .compiled import eager_compile
+from .optimizers import cuda_optimizer_defaults
 from .devices import cuda_mapped_to_cpu
 from .errors import TraceError, TraceInterrupted, error_at, one_line, out_of_memory_error, timeout_error
 from .loader import find_providers, load_entry_module, purge_project_modules, user_exception
@@ -90,10 +92,12 @@ def _trace(project, batch_size, mode, progress):
             stack.enter_context(compat.replace_record_function(state.record_function_factory()))
             stack.enter_context(_backward_hooks(state))
             stack.enter_context(compat.default_precision())
+            stack.enter_context(eager_compile(state.on_compile))
             autocast = None
             if mode != "cuda":
                 stack.enter_context(cuda_mapped_to_cpu(state.on_cuda_mapped))
                 stack.enter_context(compat.fused_dropout())
+                stack.enter_context(cuda_optimizer_defaults())
                 autocast = stack.enter_context(cuda_autocast())  # after cuda_attention: wraps it
 
             # In shape mode the recorder also follows the providers' small integer tensors

@@ -1,0 +1,155 @@
+"""What training scripts written for torch 2.x use: foreach and fused optimizers,
+channels_last, torch.compile, activation checkpointing, gradient accumulation."""
+
+import os
+import tempfile
+import textwrap
+import unittest
+from unittest import mock
+
+import torch
+from torch.optim import optimizer as optimizer_module
+
+from wavecast_tracer.tracer import run_trace
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "fixtures")
+# torch 2.x optimizers default to the multi-tensor kernels on CUDA; 1.13's loop per parameter.
+FOREACH_DEFAULT = hasattr(optimizer_module, "_default_to_fused_or_foreach")
+HAS_COMPILE = hasattr(torch, "compile")
+
+# Linear(32, 64) -> ReLU -> Linear(64, 10): 4 parameters, 2762 floats.
+MLP = """
+import torch
+import torch.nn as nn
+
+
+def wavecast_model():
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10)).cuda()
+    {model}
+    return model
+
+
+def wavecast_input(batch_size=16):
+    return (torch.randn(batch_size, 32, device="cuda"),)
+
+
+def wavecast_iteration(model):
+    optimizer = {optimizer}
+
+    def iteration(x):
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+
+    return iteration
+"""
+PARAMETERS = 64 * 32 + 64 + 10 * 64 + 10
+
+
+def trace_mlp(optimizer, model=""):
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "mlp.py")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(textwrap.dedent(MLP).format(optimizer=optimizer, model=model))
+        return run_trace(path, batch_size=16)
+
+
+def step_ops(trace):
+    return [(op["name"], op["args"].get("num_tensors")) for op in trace["ops"] if op["phase"] == "optimizer"
+            and not op["name"].startswith(("aten::zeros", "aten::_local_scalar_dense", "aten::clone"))]
+
+
+class Optimizers(unittest.TestCase):
+    @unittest.skipUnless(FOREACH_DEFAULT, "torch 1.13 has no foreach default")
+    def test_adamw_defaults_to_foreach(self):
+        trace = trace_mlp("torch.optim.AdamW(model.parameters(), lr=1e-3)")
+        # One multi-tensor op per step of the algorithm over the 4 parameters; the
+        # step counters' += 1 too (they live on the CPU on a GPU as well).
+        self.assertEqual(step_ops(trace), [
+            ("aten::_foreach_add_", 4), ("aten::_foreach_mul_", 4), ("aten::_foreach_lerp_", 4),
+            ("aten::_foreach_mul_", 4), ("aten::_foreach_addcmul_", 4), ("aten::_foreach_sqrt", 4),
+            ("aten::_foreach_div_", 4), ("aten::_foreach_add_", 4), ("aten::_foreach_addcdiv_", 4)])
+        # exp_avg and exp_avg_sq per parameter, plus a float32 step counter each.
+        self.assertEqual(trace["memory"]["optimizer_state_bytes"], 2 * 4 * PARAMETERS + 4 * 4)
+
+    @unittest.skipUnless(FOREACH_DEFAULT, "torch 1.13 has no fused AdamW")
+    def test_fused_adamw_is_one_op_per_dtype(self):
+        trace = trace_mlp("torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)")
+        self.assertEqual(step_ops(trace), [("aten::_foreach_add_", 4), ("aten::_fused_adamw_", 4)])
+        self.assertEqual(trace["memory"]["optimizer_state_bytes"], 2 * 4 * PARAMETERS + 4 * 4)
+
+    def test_explicit_foreach_false_is_honoured(self):
+        trace = trace_mlp("torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, foreach=False)")
+        names = [name for name, _ in step_ops(trace)]
+        self.assertFalse(any(name.startswith("aten::_foreach") for name in names), names)
+        self.assertEqual(names.count("aten::add_"), 4)
+        self.assertEqual(trace["memory"]["optimizer_state_bytes"], 4 * PARAMETERS)
+
+    @unittest.skipUnless(FOREACH_DEFAULT, "torch 1.13 has no foreach default")
+    def test_sgd_momentum_defaults_to_foreach(self):
+        # First step: the momentum buffers are cloned one by one, then the update.
+        trace = trace_mlp("torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)")
+        self.assertEqual(step_ops(trace), [("aten::_foreach_add_", 4)])
+        clones = [op for op in trace["ops"] if op["phase"] == "optimizer" and op["name"] == "aten::clone"]
+        self.assertEqual(len(clones), 4)
+
+
+class ChannelsLast(unittest.TestCase):
+    def test_model_and_batch_in_channels_last(self):
+        trace = run_trace(os.path.join(FIXTURES, "channels_last.py"), batch_size=8)
+        conv = next(op for op in trace["ops"] if op["name"] == "aten::convolution")
+        nhwc = {"dtype": "float32", "contiguous": False, "memory_format": "channels_last"}
+        self.assertEqual(conv["inputs"][0], dict(nhwc, shape=[8, 3, 32, 32]))
+        self.assertEqual(conv["inputs"][1], dict(nhwc, shape=[16, 3, 3, 3]))
+        self.assertEqual(conv["outputs"][0], dict(nhwc, shape=[8, 16, 32, 32]))
+        self.assertEqual(trace["memory"]["parameters_bytes"], 4 * (16 * 27 + 16 + 2 * 16 + 16 * 10 + 10))
+
+
+@unittest.skipUnless(HAS_COMPILE, "torch 1.13 has no torch.compile")
+class Compile(unittest.TestCase):
+    def test_compiled_model_traces_eagerly_with_a_warning(self):
+        trace = trace_mlp("torch.optim.SGD(model.parameters(), lr=0.1)", model="model = torch.compile(model)")
+        self.assertEqual([op["outputs"][0]["shape"] for op in trace["ops"] if op["name"] == "aten::addmm"
+                          and op["phase"] == "forward"], [[16, 64], [16, 10]])
+        warnings = [w for w in trace["warnings"] if w.startswith("torch.compile at ")]
+        self.assertEqual(len(warnings), 1)
+        self.assertIn("mlp.py:8: the eager graph was traced", warnings[0])  # the torch.compile line
+
+
+class Checkpointing(unittest.TestCase):
+    """fixtures/checkpointed.py: Linear(64, 256) -> ReLU -> Linear(256, 64) checkpointed,
+    then Linear(64, 10); two micro-batches of 8 before one step."""
+
+    def trace(self, reentrant):
+        with mock.patch.dict(os.environ, {"WAVECAST_REENTRANT": "1" if reentrant else "0"}):
+            return run_trace(os.path.join(FIXTURES, "checkpointed.py"), batch_size=16)
+
+    def test_recompute_in_backward_on_the_checkpoint_line(self):
+        path = os.path.join(FIXTURES, "checkpointed.py")
+        checkpoint_line = 1 + open(path, encoding="utf-8").read().split("\n").index(
+            "        x = checkpoint(self.block, x, use_reentrant=REENTRANT)")
+        for reentrant in (False, True):
+            with self.subTest(reentrant=reentrant):
+                trace = self.trace(reentrant)
+                first = [op for op in trace["ops"] if op["name"] == "aten::addmm"
+                         and op["outputs"][0]["shape"] == [8, 256]]
+                # Per micro-batch: the forward, then its recomputation in backward.
+                self.assertEqual([op["phase"] for op in first], ["forward", "backward"] * 2)
+                self.assertEqual({op["loc"]["line"] for op in first}, {checkpoint_line})
+                relu_grads = [op for op in trace["ops"] if op["name"] == "aten::threshold_backward"]
+                self.assertEqual(len(relu_grads), 2)
+                # Kept for backward: the block's output (8 x 64 floats) only, not the ReLU's.
+                self.assertEqual(trace["memory"]["activations_saved_bytes"], 8 * 64 * 4)
+
+    def test_gradient_accumulation_records_every_micro_batch(self):
+        trace = self.trace(False)
+        heads = [op for op in trace["ops"] if op["name"] == "aten::addmm" and op["outputs"][0]["shape"] == [8, 10]]
+        self.assertEqual([op["phase"] for op in heads], ["forward", "forward"])
+        self.assertEqual(len([op for op in trace["ops"] if op["name"] == "aten::sum"
+                              and op["phase"] == "forward"]), 2)
+        self.assertEqual(len({op["loc"]["line"] for op in trace["ops"] if op["phase"] == "optimizer"}), 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
