@@ -72,8 +72,8 @@ def wavecast_iteration(model):
     loss_fn = nn.BCELoss()
 
     def iteration(real, noise):
-        ones = torch.ones(real.shape[0])
-        zeros = torch.zeros(real.shape[0])
+        ones = torch.ones(real.shape[0], device=real.device)
+        zeros = torch.zeros(real.shape[0], device=real.device)
         d_optimizer.zero_grad()
         fake = model.generator(noise)
         d_loss = loss_fn(model.discriminator(real).view(-1), ones)

@@ -67,7 +67,7 @@ class GPT2(nn.Module):
         self.head.weight = self.token.weight  # tied, as in GPT-2
 
     def forward(self, tokens):
-        positions = torch.arange(tokens.shape[1])
+        positions = torch.arange(tokens.shape[1], device=tokens.device)
         x = self.token(tokens) + self.position(positions)
         for block in self.blocks:
             x = block(x)

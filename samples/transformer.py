@@ -36,7 +36,7 @@ class TranslationTransformer(nn.Module):
     def forward(self, source, target):
         src = self.embed(source) * math.sqrt(D_MODEL) + self.positions
         tgt = self.embed(target) * math.sqrt(D_MODEL) + self.positions
-        causal = self.transformer.generate_square_subsequent_mask(target.shape[1])
+        causal = self.transformer.generate_square_subsequent_mask(target.shape[1]).to(target.device)
         out = self.transformer(src, tgt, tgt_mask=causal)
         return self.generator(out)
 
