@@ -101,17 +101,6 @@ RpcError unknownGpuError(const UnknownGpuError& error) {
 
 } // namespace
 
-std::string contentHash(std::string_view bytes) {
-  uint64_t hash = 1469598103934665603ull;
-  for (unsigned char c : bytes) {
-    hash ^= c;
-    hash *= 1099511628211ull;
-  }
-  char out[17];
-  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(hash));
-  return out;
-}
-
 bool definesProviders(std::string_view text) {
   static const std::set<std::string_view> providers = {
       "wavecast_model",          "wavecast_input",          "wavecast_iteration",
@@ -136,7 +125,8 @@ bool definesProviders(std::string_view text) {
 
 LanguageServer::LanguageServer(boost::asio::io_context& io, Analyzer& analyzer,
                                ServerOptions options)
-    : io_(io), analyzer_(analyzer), options_(std::move(options)), settings_(options_.defaults) {
+    : io_(io), analyzer_(analyzer), options_(std::move(options)), settings_(options_.defaults),
+      cache_(options_.cacheEntries) {
   requestHandlers_ = {
       {"initialize", &LanguageServer::initialize},
       {"shutdown", &LanguageServer::shutdown},
@@ -547,16 +537,11 @@ void LanguageServer::didOpen(ClientId client, const Json& params) {
   if (!hasResults && definesProviders(doc.text)) {
     auto content = readFile(doc.path);
     if (content) {
-      std::optional<int64_t> batch = settings_.batchSize;
-      std::string key = contentHash(*content);
-      for (const auto& target : targets_)
-        key += "|" + target;
-      key += "|" + (batch ? std::to_string(*batch) : "default") + "|" + settings_.pythonEnv;
-      auto cached = cache_.find(key);
-      if (cached != cache_.end()) {
+      const AnalysisRequest request{doc.path, settings_.batchSize, targets_, settings_.pythonEnv};
+      if (auto cached = cache_.peek(cacheKey(*content, request))) {
         Entry& created = entries_[uri];
         created.path = doc.path;
-        created.result = cached->second.result;
+        created.result = cached;
         created.state = ResultsState::Ready;
         created.contentVersion = doc.version;
         resultsChanged(uri);
@@ -674,33 +659,19 @@ void LanguageServer::startAnalysis(const std::string& uri, std::chrono::millisec
   AnalysisRequest request{path,
                           entry.batchSizeOverride ? entry.batchSizeOverride : settings_.batchSize,
                           targets_, settings_.pythonEnv};
-  std::string key = contentHash(*content);
-  for (const auto& target : request.targets)
-    key += "|" + target;
-  key += "|" + (request.batchSize ? std::to_string(*request.batchSize) : "default") + "|" +
-         request.pythonEnv;
   const Document* doc = document(uri);
   entry.versionAtRequest = doc ? std::optional<int64_t>(doc->version) : std::nullopt;
-  entry.contentHashAtRequest = key;
+  entry.cacheKeyAtRequest = cacheKey(*content, request);
   entry.textAtRequest = *content;
 
-  auto cached = cache_.find(key);
-  if (cached != cache_.end()) {
-    bool fresh = std::all_of(cached->second.sourceHashes.begin(), cached->second.sourceHashes.end(),
-                             [](const auto& source) {
-                               auto current = readFile(source.first);
-                               return current && contentHash(*current) == source.second;
-                             });
-    if (fresh) {
-      scheduler_->cancel(uri);
-      entry.result = cached->second.result;
-      entry.error.reset();
-      entry.state = ResultsState::Ready;
-      entry.contentVersion = entry.versionAtRequest;
-      resultsChanged(uri);
-      return;
-    }
-    cache_.erase(cached);
+  if (auto cached = cache_.fresh(entry.cacheKeyAtRequest)) {
+    scheduler_->cancel(uri);
+    entry.result = cached;
+    entry.error.reset();
+    entry.state = ResultsState::Ready;
+    entry.contentVersion = entry.versionAtRequest;
+    resultsChanged(uri);
+    return;
   }
   entry.state = ResultsState::Analyzing;
   scheduler_->schedule(uri, std::move(request), delay);
@@ -811,16 +782,10 @@ void LanguageServer::analysisFinished(const std::string& uri, const AnalysisRequ
     entry.error.reset();
     entry.state = ResultsState::Ready;
 
-    CacheEntry cached{indexed, {}};
+    std::map<std::string, std::string> sourceHashes;
     for (const auto& [source, text] : texts)
-      cached.sourceHashes[source] = contentHash(text);
-    if (!cache_.count(entry.contentHashAtRequest))
-      cacheOrder_.push_back(entry.contentHashAtRequest);
-    cache_[entry.contentHashAtRequest] = std::move(cached);
-    while (cache_.size() > options_.cacheEntries && !cacheOrder_.empty()) {
-      cache_.erase(cacheOrder_.front());
-      cacheOrder_.pop_front();
-    }
+      sourceHashes[source] = contentHash(text);
+    cache_.insert(entry.cacheKeyAtRequest, indexed, std::move(sourceHashes));
   } else {
     entry.error = std::get<ProfileError>(std::move(outcome));
     entry.state = ResultsState::Error;
@@ -869,8 +834,7 @@ void LanguageServer::resultsChanged(const std::string& uri) {
 // ---------------------------------------------------------------------------
 // Views of the results
 
-std::shared_ptr<const LanguageServer::IndexedResult>
-LanguageServer::resultFor(const std::string& path) const {
+std::shared_ptr<const IndexedResult> LanguageServer::resultFor(const std::string& path) const {
   std::shared_ptr<const IndexedResult> best;
   for (const auto& [uri, entry] : entries_) {
     if (!entry.result)

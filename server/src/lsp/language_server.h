@@ -5,7 +5,9 @@
 #pragma once
 
 #include "lsp/analyzer.h"
+#include "lsp/indexed_result.h"
 #include "lsp/line_map.h"
+#include "lsp/result_cache.h"
 #include "lsp/scheduler.h"
 #include "wavecast/protocol/jsonrpc.h"
 #include "wavecast/protocol/lsp.h"
@@ -14,7 +16,6 @@
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -88,13 +89,6 @@ private:
     std::optional<Progress> progress;
     std::set<std::string> openDocuments;
   };
-  // Lines of one result, per canonical file, for O(log n) lookups.
-  struct IndexedResult {
-    AnalysisOutput output;
-    std::map<std::string, std::map<int, size_t>> linesByFile; // path -> line -> index
-    std::map<std::string, std::string> analysedText;          // path -> the text those lines number
-    uint64_t sequence = 0; // completion order, to prefer the newest result
-  };
   struct Document {
     std::string path; // canonical
     std::string text;
@@ -116,13 +110,9 @@ private:
     std::optional<ProfileError> error;           // the last analysis failed
     std::optional<int64_t> batchSizeOverride;
     std::optional<int64_t> versionAtRequest;
-    std::string contentHashAtRequest;
+    std::string cacheKeyAtRequest;
     std::string textAtRequest;                      // the entry file as the analysis was requested
     std::vector<std::pair<ClientId, Json>> waiters; // wavecast/analyze requests
-  };
-  struct CacheEntry {
-    std::shared_ptr<const IndexedResult> result;
-    std::map<std::string, std::string> sourceHashes; // every file the result depends on
   };
 
   // nullopt: the handler answers later (or already did).
@@ -210,8 +200,7 @@ private:
   std::map<std::string, Entry> entries_;      // by uri
   std::set<std::string> blockedBySaves_;      // entries waiting for other files to be saved
   std::set<std::string> workspaceFolders_;    // canonical paths, from every client
-  std::map<std::string, CacheEntry> cache_;
-  std::deque<std::string> cacheOrder_;
+  ResultCache cache_;
   std::set<std::string> diagnosedUris_; // uris with non-empty diagnostics published
   uint64_t resultSequence_ = 0;
   uint64_t progressSequence_ = 0;
@@ -220,8 +209,6 @@ private:
   std::unique_ptr<AnalysisScheduler> scheduler_; // last: its thread calls back into this
 };
 
-// Hex FNV-1a of `bytes`: the content part of cache keys.
-std::string contentHash(std::string_view bytes);
 // True when `text` defines a provider function (wavecast_model, deepview_*_provider, ...).
 bool definesProviders(std::string_view text);
 

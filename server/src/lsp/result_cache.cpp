@@ -1,0 +1,77 @@
+#include "lsp/result_cache.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace wavecast::lsp {
+
+std::string contentHash(std::string_view bytes) {
+  uint64_t hash = 1469598103934665603ull;
+  for (unsigned char c : bytes) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  char out[17];
+  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(hash));
+  return out;
+}
+
+std::string cacheKey(std::string_view entryText, const AnalysisRequest& request) {
+  std::string key = contentHash(entryText);
+  for (const auto& target : request.targets)
+    key += "|" + target;
+  key += "|" + (request.batchSize ? std::to_string(*request.batchSize) : "default") + "|" +
+         request.pythonEnv;
+  return key;
+}
+
+std::optional<std::string> ResultCache::hashFileOnDisk(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return std::nullopt;
+  std::ostringstream content;
+  content << in.rdbuf();
+  return contentHash(content.str());
+}
+
+ResultCache::ResultCache(size_t capacity, FileHasher hashFile)
+    : capacity_(capacity), hashFile_(std::move(hashFile)) {}
+
+std::shared_ptr<const IndexedResult> ResultCache::fresh(const std::string& key) {
+  auto it = entries_.find(key);
+  if (it == entries_.end())
+    return nullptr;
+  const auto& hashes = it->second.sourceHashes;
+  const bool unchanged = std::all_of(hashes.begin(), hashes.end(), [&](const auto& source) {
+    return hashFile_(source.first) == source.second;
+  });
+  if (unchanged)
+    return it->second.result;
+  erase(key);
+  return nullptr;
+}
+
+std::shared_ptr<const IndexedResult> ResultCache::peek(const std::string& key) const {
+  auto it = entries_.find(key);
+  return it == entries_.end() ? nullptr : it->second.result;
+}
+
+void ResultCache::insert(const std::string& key, std::shared_ptr<const IndexedResult> result,
+                         std::map<std::string, std::string> sourceHashes) {
+  if (!entries_.count(key))
+    order_.push_back(key);
+  entries_[key] = Entry{std::move(result), std::move(sourceHashes)};
+  while (entries_.size() > capacity_ && !order_.empty())
+    erase(order_.front());
+}
+
+void ResultCache::erase(const std::string& key) {
+  entries_.erase(key);
+  // The key leaves the order with its entry: a key left behind would be
+  // evicted later in place of the fresh entry inserted under it again.
+  order_.erase(std::remove(order_.begin(), order_.end(), key), order_.end());
+}
+
+} // namespace wavecast::lsp
