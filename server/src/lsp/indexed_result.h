@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 
 namespace wavecast::lsp {
@@ -16,5 +17,10 @@ struct IndexedResult {
   std::map<std::string, std::string> analysedText;          // path -> the text those lines number
   uint64_t sequence = 0; // completion order, to prefer the newest result
 };
+
+// Indexes `output`'s lines by canonical file and makes its source files
+// canonical; `analysedText` is left for the caller, who knows which texts the
+// analysis read.
+std::shared_ptr<IndexedResult> indexResult(AnalysisOutput output, uint64_t sequence);
 
 } // namespace wavecast::lsp

@@ -1,56 +1,16 @@
 #include "lsp/language_server.h"
 
-#include "lsp/presentation.h"
+#include "lsp/files.h"
+#include "lsp/views.h"
 #include "wavecast/protocol/json_read.h"
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 namespace wavecast::lsp {
 
-namespace fs = std::filesystem;
 using namespace protocol;
 
 namespace {
-
-std::string canonicalPath(const std::string& path) {
-  std::error_code ec;
-  fs::path canonical = fs::weakly_canonical(path, ec);
-  return ec ? fs::path(path).lexically_normal().string() : canonical.string();
-}
-
-std::optional<std::string> readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return std::nullopt;
-  std::ostringstream content;
-  content << in.rdbuf();
-  return content.str();
-}
-
-// The 0-based `line` of `text`, without its line break.
-std::string_view lineOf(std::string_view text, int line) {
-  size_t start = 0;
-  for (int i = 0; i < line; ++i) {
-    size_t eol = text.find('\n', start);
-    if (eol == std::string_view::npos)
-      return {};
-    start = eol + 1;
-  }
-  size_t eol = text.find('\n', start);
-  std::string_view out =
-      text.substr(start, eol == std::string_view::npos ? text.npos : eol - start);
-  if (!out.empty() && out.back() == '\r')
-    out.remove_suffix(1);
-  return out;
-}
-
-// Only unsaved Python code can change what an analysis runs.
-bool isPythonSource(const std::string& path) {
-  return fs::path(path).extension() == ".py";
-}
 
 std::string idKey(const Json& id) {
   return id.dump();
@@ -64,64 +24,12 @@ bool tokensEqual(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
-ErrorInfo errorInfo(const ProfileError& error) {
-  return {error.kind, error.message, error.file, error.line, error.hint};
-}
-
-GpuInfo gpuInfo(const DeviceSpec& spec) {
-  return {spec.id,
-          spec.name,
-          std::to_string(spec.computeCapabilityMajor) + "." +
-              std::to_string(spec.computeCapabilityMinor),
-          spec.smCount,
-          spec.memoryGiB,
-          spec.memoryBandwidthGBs,
-          spec.fp32Tflops,
-          spec.tf32Tflops,
-          spec.fp16Tflops,
-          spec.bf16Tflops,
-          spec.pricePerHourUsd};
-}
-
-Json summariesJson(const Prediction& prediction) {
-  Json out = Json::array();
-  for (const auto& summary : prediction.summaries)
-    out.push_back({{"gpu", summary.gpuId},
-                   {"iteration_ms", summary.iterationMs},
-                   {"samples_per_second", summary.samplesPerSecond},
-                   {"cost_per_1k_samples_usd", summary.costPer1kSamplesUsd},
-                   {"fits_in_memory", summary.fitsInMemory}});
-  return out;
-}
-
 RpcError unknownGpuError(const UnknownGpuError& error) {
   return RpcError(ErrorCode::InvalidParams, error.what(),
                   Json{{"suggestions", error.suggestions()}});
 }
 
 } // namespace
-
-bool definesProviders(std::string_view text) {
-  static const std::set<std::string_view> providers = {
-      "wavecast_model",          "wavecast_input",          "wavecast_iteration",
-      "deepview_model_provider", "deepview_input_provider", "deepview_iteration_provider",
-      "skyline_model_provider",  "skyline_input_provider",  "skyline_iteration_provider"};
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t eol = text.find('\n', start);
-    std::string_view line = text.substr(start, eol == text.npos ? text.npos : eol - start);
-    start = eol == text.npos ? text.size() : eol + 1;
-    line.remove_prefix(std::min(line.size(), line.find_first_not_of(" \t")));
-    if (line.substr(0, 4) != "def ")
-      continue;
-    line.remove_prefix(4);
-    line.remove_prefix(std::min(line.size(), line.find_first_not_of(" \t")));
-    std::string_view name = line.substr(0, line.find_first_of(" \t("));
-    if (providers.count(name))
-      return true;
-  }
-  return false;
-}
 
 LanguageServer::LanguageServer(boost::asio::io_context& io, Analyzer& analyzer,
                                ServerOptions options)
@@ -195,7 +103,7 @@ void LanguageServer::removeClient(ClientId client) {
       return other.second.openDocuments.count(uri) > 0;
     });
     if (!stillOpen)
-      documents_.erase(uri);
+      documents_.close(uri);
   }
   for (auto& [uri, entry] : entries_)
     entry.waiters.erase(std::remove_if(entry.waiters.begin(), entry.waiters.end(),
@@ -490,29 +398,8 @@ std::string LanguageServer::workspaceFolderOf(const std::string& path) const {
 // ---------------------------------------------------------------------------
 // Documents
 
-const LanguageServer::Document* LanguageServer::document(const std::string& uri) const {
-  auto it = documents_.find(uri);
-  return it == documents_.end() ? nullptr : &it->second;
-}
-
-std::shared_ptr<const LineMap> LanguageServer::lineMapFor(const std::string& uri,
-                                                          const IndexedResult& result) const {
-  const Document* doc = document(uri);
-  if (!doc)
-    return nullptr;
-  if (doc->lineMap && doc->lineMap->sequence == result.sequence &&
-      doc->lineMap->version == doc->version)
-    return doc->lineMap->map;
-  std::shared_ptr<const LineMap> map;
-  auto analysed = result.analysedText.find(doc->path);
-  if (analysed != result.analysedText.end() && analysed->second != doc->text)
-    map = std::make_shared<LineMap>(LineMap::between(analysed->second, doc->text));
-  doc->lineMap = Document::CachedLineMap{result.sequence, doc->version, map};
-  return map;
-}
-
 std::string LanguageServer::requirePath(const std::string& uri) const {
-  if (const Document* doc = document(uri))
+  if (const Document* doc = documents_.find(uri))
     return doc->path;
   auto path = uriToPath(uri);
   if (!path)
@@ -523,13 +410,8 @@ std::string LanguageServer::requirePath(const std::string& uri) const {
 void LanguageServer::didOpen(ClientId client, const Json& params) {
   DidOpenParams open = didOpenFromJson(params);
   const std::string& uri = open.textDocument.uri;
-  std::string path = requirePath(uri);
-  Document& doc = documents_[uri];
-  doc.path = path;
-  doc.text = open.textDocument.text;
-  doc.lineMap.reset();
-  doc.version = open.textDocument.version;
-  doc.dirty = false;
+  documents_.open(uri, requirePath(uri), open.textDocument.text, open.textDocument.version);
+  const Document& doc = *documents_.find(uri);
   clients_.at(client).openDocuments.insert(uri);
   // Results cached for this exact content are shown at once; nothing is run.
   auto entry = entries_.find(uri);
@@ -551,44 +433,18 @@ void LanguageServer::didOpen(ClientId client, const Json& params) {
 }
 
 void LanguageServer::didChange(ClientId, const Json& params) {
-  DidChangeParams change = didChangeFromJson(params);
-  auto it = documents_.find(change.uri);
-  if (it == documents_.end())
-    throwInvalidParams("didChange for a document that is not open: " + change.uri);
-  for (const auto& item : change.contentChanges)
-    applyChange(it->second.text, item);
-  it->second.version = change.version;
-  it->second.dirty = true;
-}
-
-std::vector<std::string> LanguageServer::unsavedFilesBlocking(const std::string& uri) const {
-  const Document* entry = document(uri);
-  const auto entryPath = entry ? std::optional<std::string>(entry->path) : uriToPath(uri);
-  const std::string folder = entryPath ? workspaceFolderOf(canonicalPath(*entryPath)) : "";
-  std::vector<std::string> dirty;
-  for (const auto& open : documents_) {
-    const Document& doc = open.second;
-    if (doc.dirty && isPythonSource(doc.path) &&
-        (folder.empty() || workspaceFolderOf(doc.path) == folder))
-      dirty.push_back(fs::path(doc.path).filename().string());
-  }
-  return dirty;
+  documents_.change(didChangeFromJson(params));
 }
 
 void LanguageServer::didSave(ClientId, const Json& params) {
   DidSaveParams save = didSaveFromJson(params);
   std::string path = requirePath(save.uri);
-  auto it = documents_.find(save.uri);
-  if (it != documents_.end()) {
-    it->second.dirty = false;
-    if (save.text)
-      it->second.text = *save.text;
-    it->second.lineMap.reset();
-  }
+  documents_.saved(save.uri, save.text);
   if (settings_.trigger == AnalysisTrigger::Manual)
     return;
   std::vector<std::string> toAnalyze;
-  std::string text = it != documents_.end() ? it->second.text : readFile(path).value_or("");
+  const Document* saved = documents_.find(save.uri);
+  std::string text = saved ? saved->text : readFile(path).value_or("");
   if (definesProviders(text))
     toAnalyze.push_back(save.uri);
   for (const auto& [uri, entry] : entries_) {
@@ -629,319 +485,12 @@ void LanguageServer::didClose(ClientId client, const Json& params) {
     return other.second.openDocuments.count(close.uri) > 0;
   });
   if (!stillOpen)
-    documents_.erase(close.uri); // closing without saving drops the unsaved edits
+    documents_.close(close.uri); // closing without saving drops the unsaved edits
   runAnalysesBlockedBySaves();
-}
-
-void LanguageServer::runAnalysesBlockedBySaves() {
-  if (blockedBySaves_.empty())
-    return;
-  std::set<std::string> ready;
-  for (const auto& uri : blockedBySaves_)
-    if (unsavedFilesBlocking(uri).empty())
-      ready.insert(uri);
-  for (const auto& uri : ready) {
-    blockedBySaves_.erase(uri);
-    startAnalysis(uri, std::chrono::milliseconds(settings_.debounceMs));
-  }
-}
-
-// ---------------------------------------------------------------------------
-// Analysis
-
-void LanguageServer::startAnalysis(const std::string& uri, std::chrono::milliseconds delay) {
-  std::string path = requirePath(uri);
-  auto content = readFile(path);
-  if (!content)
-    throwInvalidParams("cannot read " + path + ": the file must exist on disk");
-  Entry& entry = entries_[uri];
-  entry.path = path;
-  AnalysisRequest request{path,
-                          entry.batchSizeOverride ? entry.batchSizeOverride : settings_.batchSize,
-                          targets_, settings_.pythonEnv};
-  const Document* doc = document(uri);
-  entry.versionAtRequest = doc ? std::optional<int64_t>(doc->version) : std::nullopt;
-  entry.cacheKeyAtRequest = cacheKey(*content, request);
-  entry.textAtRequest = *content;
-
-  if (auto cached = cache_.fresh(entry.cacheKeyAtRequest)) {
-    scheduler_->cancel(uri);
-    entry.result = cached;
-    entry.error.reset();
-    entry.state = ResultsState::Ready;
-    entry.contentVersion = entry.versionAtRequest;
-    resultsChanged(uri);
-    return;
-  }
-  entry.state = ResultsState::Analyzing;
-  scheduler_->schedule(uri, std::move(request), delay);
-  sendToAll(methods::kResultsChanged,
-            {{"uri", uri}, {"state", toString(entry.state)}, {"summaries", Json::array()}});
-}
-
-void LanguageServer::reanalyzeEntriesWithResults() {
-  for (const auto& [uri, entry] : entries_) {
-    if (!entry.result && !entry.error)
-      continue;
-    try {
-      startAnalysis(uri, std::chrono::milliseconds(0));
-    } catch (const RpcError& error) {
-      if (log)
-        log(std::string("re-analysis skipped: ") + error.what());
-    }
-  }
-}
-
-void LanguageServer::analysisStarted(const std::string& uri) {
-  std::string name = fs::path(requirePath(uri)).filename().string();
-  sendStatus("analyzing", "analysing " + name);
-  endProgress("superseded"); // a cancelled run's bar must not spin forever
-  for (auto& [id, client] : clients_) {
-    if (!client.initialized || !client.capabilities.workDoneProgress)
-      continue;
-    std::string token = "wavecast/analysis/" + std::to_string(++progressSequence_);
-    client.progress = Progress{token};
-    ClientId clientId = id;
-    sendRequest(
-        id, "window/workDoneProgress/create", {{"token", token}},
-        [this, clientId, token, name](const Response& response) {
-          auto it = clients_.find(clientId);
-          if (it == clients_.end() || !it->second.progress || it->second.progress->token != token ||
-              it->second.progress->ended || std::holds_alternative<ResponseError>(response.outcome))
-            return;
-          it->second.progress->created = true;
-          send(clientId, encodeNotification("$/progress", {{"token", token},
-                                                           {"value",
-                                                            {{"kind", "begin"},
-                                                             {"title", "wavecast"},
-                                                             {"message", "analysing " + name},
-                                                             {"cancellable", false}}}}));
-        });
-  }
-}
-
-void LanguageServer::analysisProgress(const std::string&, const std::string& message) {
-  sendStatus("analyzing", message);
-  for (auto& [id, client] : clients_) {
-    if (client.progress && client.progress->created && !client.progress->ended)
-      send(id, encodeNotification("$/progress",
-                                  {{"token", client.progress->token},
-                                   {"value", {{"kind", "report"}, {"message", message}}}}));
-  }
-}
-
-void LanguageServer::endProgress(const std::string& message) {
-  for (auto& [id, client] : clients_) {
-    if (!client.progress || client.progress->ended)
-      continue;
-    if (client.progress->created)
-      send(id,
-           encodeNotification("$/progress", {{"token", client.progress->token},
-                                             {"value", {{"kind", "end"}, {"message", message}}}}));
-    client.progress->ended = true;
-  }
-}
-
-void LanguageServer::sendStatus(const std::string& state, const std::string& message) {
-  sendToAll(methods::kStatus, toJson(Status{state, message, std::nullopt}));
-}
-
-void LanguageServer::analysisFinished(const std::string& uri, const AnalysisRequest& request,
-                                      AnalysisOutcome outcome) {
-  Entry& entry = entries_[uri];
-  entry.contentVersion = entry.versionAtRequest;
-  if (auto* output = std::get_if<AnalysisOutput>(&outcome)) {
-    auto indexed = std::make_shared<IndexedResult>();
-    indexed->output = std::move(*output);
-    indexed->sequence = ++resultSequence_;
-    std::map<std::string, std::string> canonical;
-    for (size_t i = 0; i < indexed->output.prediction.lines.size(); ++i) {
-      const SourceLocation& loc = indexed->output.prediction.lines[i].loc;
-      auto found = canonical.find(loc.file);
-      if (found == canonical.end())
-        found = canonical.emplace(loc.file, canonicalPath(loc.file)).first;
-      indexed->linesByFile[found->second][loc.line] = i;
-    }
-    for (auto& file : indexed->output.sourceFiles)
-      file = canonicalPath(file);
-    // Every file the result depends on, read once: the entry as it was requested
-    // (a save since then is being analysed anew), imported modules as they are now.
-    std::set<std::string> sources(indexed->output.sourceFiles.begin(),
-                                  indexed->output.sourceFiles.end());
-    sources.insert(request.file);
-    std::map<std::string, std::string> texts;
-    for (const auto& source : sources)
-      if (source == entry.path)
-        texts[source] = entry.textAtRequest;
-      else if (auto text = readFile(source))
-        texts[source] = std::move(*text);
-    for (const auto& [path, lines] : indexed->linesByFile)
-      if (auto text = texts.find(path); text != texts.end())
-        indexed->analysedText[path] = text->second;
-    entry.result = indexed;
-    entry.error.reset();
-    entry.state = ResultsState::Ready;
-
-    std::map<std::string, std::string> sourceHashes;
-    for (const auto& [source, text] : texts)
-      sourceHashes[source] = contentHash(text);
-    cache_.insert(entry.cacheKeyAtRequest, indexed, std::move(sourceHashes));
-  } else {
-    entry.error = std::get<ProfileError>(std::move(outcome));
-    entry.state = ResultsState::Error;
-  }
-  resultsChanged(uri);
-}
-
-void LanguageServer::analysisCancelled(const std::string& uri) {
-  auto it = entries_.find(uri);
-  if (it == entries_.end())
-    return;
-  it->second.state = it->second.error    ? ResultsState::Error
-                     : it->second.result ? ResultsState::Ready
-                                         : ResultsState::None;
-  resultsChanged(uri);
-}
-
-void LanguageServer::resultsChanged(const std::string& uri) {
-  Entry& entry = entries_.at(uri);
-  // Diagnostics and notifications first, so a client answered below sees a consistent state.
-  publishDiagnostics();
-  bool failed = entry.state == ResultsState::Error;
-  std::string name = fs::path(entry.path).filename().string();
-  std::string message = failed ? name + ": " + entry.error->message : name + ": results ready";
-  endProgress(message);
-  sendStatus(failed ? "error" : "idle", message);
-  sendToAll(methods::kResultsChanged,
-            {{"uri", uri},
-             {"state", toString(entry.state)},
-             {"summaries",
-              entry.result ? summariesJson(entry.result->output.prediction) : Json::array()}});
-  for (auto& [id, client] : clients_) {
-    if (!client.initialized)
-      continue;
-    if (client.capabilities.inlayHintRefresh)
-      sendRequest(id, "workspace/inlayHint/refresh", nullptr, nullptr);
-    if (client.capabilities.codeLensRefresh)
-      sendRequest(id, "workspace/codeLens/refresh", nullptr, nullptr);
-  }
-  Json reply = toJson(resultsOf(uri));
-  for (const auto& [client, id] : entry.waiters)
-    send(client, encodeResult(id, reply));
-  entry.waiters.clear();
 }
 
 // ---------------------------------------------------------------------------
 // Views of the results
-
-std::shared_ptr<const IndexedResult> LanguageServer::resultFor(const std::string& path) const {
-  std::shared_ptr<const IndexedResult> best;
-  for (const auto& [uri, entry] : entries_) {
-    if (!entry.result)
-      continue;
-    if (entry.path == path)
-      return entry.result; // the file's own analysis wins
-    if (entry.result->linesByFile.count(path) && (!best || entry.result->sequence > best->sequence))
-      best = entry.result;
-  }
-  return best;
-}
-
-Results LanguageServer::resultsOf(const std::string& uri) const {
-  Results out;
-  out.uri = uri;
-  auto it = entries_.find(uri);
-  if (it == entries_.end())
-    return out;
-  const Entry& entry = it->second;
-  out.state = entry.state;
-  out.contentVersion = entry.contentVersion;
-  if (entry.result)
-    out.prediction = entry.result->output.predictionJson;
-  if (entry.error)
-    out.error = errorInfo(*entry.error);
-  return out;
-}
-
-std::vector<Diagnostic> LanguageServer::diagnosticsFor(const std::string& path) const {
-  std::vector<Diagnostic> out;
-  std::optional<std::string> text;
-  auto lineRange = [&](int line) { // 1-based line -> its whole range
-    if (!text) {
-      text = "";
-      for (const auto& [uri, doc] : documents_)
-        if (doc.path == path)
-          text = doc.text;
-      if (text->empty())
-        text = readFile(path).value_or("");
-    }
-    int index = std::max(0, line - 1);
-    return Range{{index, 0}, {index, utf16Length(lineOf(*text, index))}};
-  };
-  for (const auto& [uri, entry] : entries_) {
-    if (entry.error) {
-      std::string errorPath =
-          entry.error->file.empty() ? entry.path : canonicalPath(entry.error->file);
-      if (errorPath == path)
-        out.push_back({lineRange(entry.error->line), DiagnosticSeverity::Error, entry.error->kind,
-                       errorMessage(*entry.error)});
-    }
-    if (entry.result && entry.path == path && entry.state != ResultsState::Error) {
-      const Prediction& prediction = entry.result->output.prediction;
-      std::string oom = outOfMemoryMessage(prediction);
-      if (!oom.empty()) {
-        auto input = entry.result->output.providerLines.find("input");
-        int line = input == entry.result->output.providerLines.end() ? 1 : input->second;
-        out.push_back({lineRange(line), DiagnosticSeverity::Warning, "out_of_memory", oom});
-      }
-    }
-  }
-  if (settings_.lineDiagnostics) {
-    if (auto result = resultFor(path)) {
-      auto lines = result->linesByFile.find(path);
-      if (lines != result->linesByFile.end())
-        for (const auto& [line, index] : lines->second)
-          out.push_back(
-              {lineRange(line), DiagnosticSeverity::Information, "prediction",
-               lineLabel(result->output.prediction, result->output.prediction.lines[index])});
-    }
-  }
-  return out;
-}
-
-void LanguageServer::publishDiagnostics() {
-  std::set<std::string> paths;
-  for (const auto& [uri, entry] : entries_) {
-    paths.insert(entry.path);
-    if (entry.error && !entry.error->file.empty())
-      paths.insert(canonicalPath(entry.error->file));
-    if (settings_.lineDiagnostics && entry.result)
-      for (const auto& [file, lines] : entry.result->linesByFile)
-        paths.insert(file);
-  }
-  std::map<std::string, std::string> uriOfPath;
-  for (const auto& [uri, doc] : documents_)
-    uriOfPath[doc.path] = uri;
-  for (const auto& [uri, entry] : entries_)
-    uriOfPath.emplace(entry.path, uri);
-  std::set<std::string> published;
-  for (const auto& uri : diagnosedUris_) {
-    auto path = uriToPath(uri);
-    if (path)
-      paths.insert(canonicalPath(*path));
-  }
-  for (const auto& path : paths) {
-    auto known = uriOfPath.find(path);
-    std::string uri = known != uriOfPath.end() ? known->second : pathToUri(path);
-    PublishDiagnosticsParams params{uri, std::nullopt, diagnosticsFor(path)};
-    if (params.diagnostics.empty() && !diagnosedUris_.count(uri))
-      continue;
-    if (!params.diagnostics.empty())
-      published.insert(uri);
-    sendToAll("textDocument/publishDiagnostics", toJson(params));
-  }
-  diagnosedUris_ = std::move(published);
-}
 
 bool LanguageServer::lineCodeLensFor(ClientId client) const {
   if (settings_.lineCodeLens)
@@ -952,96 +501,52 @@ bool LanguageServer::lineCodeLensFor(ClientId client) const {
 std::optional<Json> LanguageServer::hover(ClientId, const Json&, const Json& params) {
   TextDocumentPositionParams at = positionParamsFromJson(params);
   std::string path = requirePath(at.uri);
-  auto result = resultFor(path);
+  auto result = resultFor(entries_, path);
   if (!result)
     return Json(nullptr);
-  auto lines = result->linesByFile.find(path);
-  if (lines == result->linesByFile.end())
-    return Json(nullptr);
-  int analysedLine = at.position.line;
-  if (auto map = lineMapFor(at.uri, *result)) {
-    auto before = map->toBefore(at.position.line);
-    if (!before)
-      return Json(nullptr); // an edited line: its old figures would mislead
-    analysedLine = *before;
-  }
-  auto line = lines->second.find(analysedLine + 1);
-  if (line == lines->second.end())
-    return Json(nullptr);
-  const Prediction& prediction = result->output.prediction;
-  const Document* doc = document(at.uri);
-  int length = doc ? utf16Length(lineOf(doc->text, at.position.line)) : 0;
-  return toJson(Hover{lineHover(prediction, prediction.lines[line->second]),
-                      Range{{at.position.line, 0}, {at.position.line, length}}});
+  const Document* doc = documents_.find(at.uri);
+  const auto moved = documents_.lineMapFor(at.uri, *result);
+  auto hover =
+      hoverAt(*result, path, {doc ? doc->text : std::string_view(), moved.get()}, at.position.line);
+  return hover ? toJson(*hover) : Json(nullptr);
 }
 
 std::optional<Json> LanguageServer::inlayHint(ClientId, const Json&, const Json& params) {
   InlayHintParams at = inlayHintParamsFromJson(params);
   std::string path = requirePath(at.uri);
   Json hints = Json::array();
-  auto result = resultFor(path);
-  if (!result)
+  auto result = resultFor(entries_, path);
+  if (!result || !result->linesByFile.count(path))
     return hints;
-  auto lines = result->linesByFile.find(path);
-  if (lines == result->linesByFile.end())
-    return hints;
-  const Document* doc = document(at.uri);
-  std::string text = doc ? doc->text : readFile(path).value_or("");
-  const Prediction& prediction = result->output.prediction;
-  const auto map = lineMapFor(at.uri, *result);
-  for (const auto& [analysedLine, index] : lines->second) {
-    const std::optional<int> line = map ? map->toAfter(analysedLine - 1) : analysedLine - 1;
-    if (!line || *line < at.range.start.line || *line > at.range.end.line)
-      continue; // edited since the analysis, or outside the range asked for
-    hints.push_back(toJson(InlayHint{{*line, utf16Length(lineOf(text, *line))},
-                                     lineLabel(prediction, prediction.lines[index]),
-                                     "",
-                                     true}));
-  }
+  const Document* doc = documents_.find(at.uri);
+  const std::string text = doc ? doc->text : readFile(path).value_or("");
+  const auto moved = documents_.lineMapFor(at.uri, *result);
+  for (const auto& hint : inlayHints(*result, path, {text, moved.get()}, at.range))
+    hints.push_back(toJson(hint));
   return hints;
 }
 
 std::optional<Json> LanguageServer::codeLens(ClientId client, const Json&, const Json& params) {
   DocumentParams at = documentParamsFromJson(params);
   std::string path = requirePath(at.uri);
-  Json lenses = Json::array();
+  std::vector<CodeLens> lenses;
+  const Json arguments = Json::array({at.uri});
   auto entry = entries_.find(at.uri);
-  Json arguments = Json::array({at.uri});
   if (entry != entries_.end() && entry->second.result) {
-    const AnalysisOutput& output = entry->second.result->output;
-    const auto map = lineMapFor(at.uri, *entry->second.result);
-    auto providerLine = [&](const char* name) {
-      auto it = output.providerLines.find(name);
-      const int line = it == output.providerLines.end() ? 0 : std::max(0, it->second - 1);
-      // An edited def line keeps its old number: the lens has to sit somewhere.
-      return map ? map->toAfter(line).value_or(line) : line;
-    };
-    int iteration = providerLine("iteration");
-    for (const auto& summary : output.prediction.summaries)
-      lenses.push_back(
-          toJson(CodeLens{{{iteration, 0}, {iteration, 0}},
-                          {summaryTitle(summary), "wavecast.showResults", arguments}}));
-    int input = providerLine("input");
-    lenses.push_back(
-        toJson(CodeLens{{{input, 0}, {input, 0}},
-                        {memoryTitle(output.prediction), "wavecast.setBatchSize", arguments}}));
+    const auto moved = documents_.lineMapFor(at.uri, *entry->second.result);
+    lenses = summaryLenses(entry->second.result->output, moved.get(), arguments);
   }
   if (lineCodeLensFor(client)) {
-    if (auto result = resultFor(path)) {
-      auto lines = result->linesByFile.find(path);
-      const auto map = lineMapFor(at.uri, *result);
-      if (lines != result->linesByFile.end())
-        for (const auto& [analysedLine, index] : lines->second) {
-          const std::optional<int> line = map ? map->toAfter(analysedLine - 1) : analysedLine - 1;
-          if (line)
-            lenses.push_back(toJson(CodeLens{
-                {{*line, 0}, {*line, 0}},
-                {lineLabel(result->output.prediction, result->output.prediction.lines[index]),
-                 "wavecast.showResults", arguments}}));
-        }
+    if (auto result = resultFor(entries_, path)) {
+      const auto moved = documents_.lineMapFor(at.uri, *result);
+      for (auto& lens : lineLenses(*result, path, moved.get(), arguments))
+        lenses.push_back(std::move(lens));
     }
   }
-  return lenses;
+  Json out = Json::array();
+  for (const auto& lens : lenses)
+    out.push_back(toJson(lens));
+  return out;
 }
 
 // ---------------------------------------------------------------------------
@@ -1086,13 +591,13 @@ std::optional<Json> LanguageServer::analyze(ClientId client, const Json& id, con
   startAnalysis(request.uri, std::chrono::milliseconds(0));
   Entry& entry = entries_.at(request.uri);
   if (entry.state != ResultsState::Analyzing)
-    return toJson(resultsOf(request.uri)); // served from the cache
+    return toJson(resultsOf(entries_, request.uri)); // served from the cache
   entry.waiters.emplace_back(client, id);
   return std::nullopt;
 }
 
 std::optional<Json> LanguageServer::results(ClientId, const Json&, const Json& params) {
-  return toJson(resultsOf(resultsParamsFromJson(params).uri));
+  return toJson(resultsOf(entries_, resultsParamsFromJson(params).uri));
 }
 
 void LanguageServer::cancelRequest(ClientId client, const Json& params) {

@@ -2,11 +2,13 @@
 // (clients, documents, results, settings). Every event — a message, a finished
 // analysis, a timer — runs on the io_context's thread, so nothing here locks.
 // Transports hand it message bodies and give it a sink per client.
+// language_server.cpp holds dispatch, lifecycle and the handlers;
+// language_server_analysis.cpp the way from a save to results on every client.
 #pragma once
 
 #include "lsp/analyzer.h"
-#include "lsp/indexed_result.h"
-#include "lsp/line_map.h"
+#include "lsp/document_store.h"
+#include "lsp/entries.h"
 #include "lsp/result_cache.h"
 #include "lsp/scheduler.h"
 #include "wavecast/protocol/jsonrpc.h"
@@ -48,8 +50,6 @@ struct ServerOptions {
   size_t cacheEntries = 64;
 };
 
-using ClientId = int;
-
 class LanguageServer {
 public:
   LanguageServer(boost::asio::io_context& io, Analyzer& analyzer, ServerOptions options);
@@ -89,32 +89,6 @@ private:
     std::optional<Progress> progress;
     std::set<std::string> openDocuments;
   };
-  struct Document {
-    std::string path; // canonical
-    std::string text;
-    int64_t version = 0;
-    bool dirty = false;
-    // The analysed text's lines in `text`, for the result `sequence` at `version`.
-    struct CachedLineMap {
-      uint64_t sequence = 0;
-      int64_t version = 0;
-      std::shared_ptr<const LineMap> map; // null: the texts are the same
-    };
-    mutable std::optional<CachedLineMap> lineMap;
-  };
-  struct Entry { // a document the daemon analyses (it defines the providers)
-    std::string path;
-    protocol::ResultsState state = protocol::ResultsState::None;
-    std::optional<int64_t> contentVersion;
-    std::shared_ptr<const IndexedResult> result; // the last successful analysis
-    std::optional<ProfileError> error;           // the last analysis failed
-    std::optional<int64_t> batchSizeOverride;
-    std::optional<int64_t> versionAtRequest;
-    std::string cacheKeyAtRequest;
-    std::string textAtRequest;                      // the entry file as the analysis was requested
-    std::vector<std::pair<ClientId, Json>> waiters; // wavecast/analyze requests
-  };
-
   // nullopt: the handler answers later (or already did).
   using RequestHandler = std::optional<Json> (LanguageServer::*)(ClientId, const Json& id,
                                                                  const Json& params);
@@ -176,17 +150,9 @@ private:
   void endProgress(const std::string& message);
   void sendStatus(const std::string& state, const std::string& message);
 
-  // Views of the results.
-  std::shared_ptr<const IndexedResult> resultFor(const std::string& path) const;
-  protocol::Results resultsOf(const std::string& uri) const;
-  std::vector<protocol::Diagnostic> diagnosticsFor(const std::string& path) const;
+  // Views of the results (views.h makes them; these find their inputs).
   void publishDiagnostics();
   bool lineCodeLensFor(ClientId client) const;
-  const Document* document(const std::string& uri) const;
-  // How `result`'s lines for the document `uri` moved under unsaved edits; null
-  // when they did not (or the document is not open).
-  std::shared_ptr<const LineMap> lineMapFor(const std::string& uri,
-                                            const IndexedResult& result) const;
   std::string requirePath(const std::string& uri) const;
 
   boost::asio::io_context& io_;
@@ -196,10 +162,10 @@ private:
   std::vector<std::string> targets_; // canonical ids
   std::map<ClientId, Client> clients_;
   ClientId nextClientId_ = 1;
-  std::map<std::string, Document> documents_; // by uri
-  std::map<std::string, Entry> entries_;      // by uri
-  std::set<std::string> blockedBySaves_;      // entries waiting for other files to be saved
-  std::set<std::string> workspaceFolders_;    // canonical paths, from every client
+  DocumentStore documents_;
+  Entries entries_;
+  std::set<std::string> blockedBySaves_;   // entries waiting for other files to be saved
+  std::set<std::string> workspaceFolders_; // canonical paths, from every client
   ResultCache cache_;
   std::set<std::string> diagnosedUris_; // uris with non-empty diagnostics published
   uint64_t resultSequence_ = 0;
@@ -208,8 +174,5 @@ private:
   std::map<std::string, NotificationHandler> notificationHandlers_;
   std::unique_ptr<AnalysisScheduler> scheduler_; // last: its thread calls back into this
 };
-
-// True when `text` defines a provider function (wavecast_model, deepview_*_provider, ...).
-bool definesProviders(std::string_view text);
 
 } // namespace wavecast::lsp

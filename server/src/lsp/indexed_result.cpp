@@ -1,0 +1,25 @@
+#include "lsp/indexed_result.h"
+
+#include "lsp/files.h"
+
+namespace wavecast::lsp {
+
+std::shared_ptr<IndexedResult> indexResult(AnalysisOutput output, uint64_t sequence) {
+  auto indexed = std::make_shared<IndexedResult>();
+  indexed->output = std::move(output);
+  indexed->sequence = sequence;
+  std::map<std::string, std::string> canonical; // a prediction has many lines per file
+  const auto& lines = indexed->output.prediction.lines;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const SourceLocation& loc = lines[i].loc;
+    auto found = canonical.find(loc.file);
+    if (found == canonical.end())
+      found = canonical.emplace(loc.file, canonicalPath(loc.file)).first;
+    indexed->linesByFile[found->second][loc.line] = i;
+  }
+  for (auto& file : indexed->output.sourceFiles)
+    file = canonicalPath(file);
+  return indexed;
+}
+
+} // namespace wavecast::lsp

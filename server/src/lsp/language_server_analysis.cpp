@@ -1,0 +1,249 @@
+// The language server's analysis side: from a save (or a setting that changes
+// what is predicted) to a scheduled analysis, and from its results back to
+// every client: status, progress, diagnostics, refresh requests and the
+// answers to waiting wavecast/analyze requests. Like the rest of the server it
+// runs on the io_context's thread; the scheduler's callbacks arrive there.
+#include "lsp/files.h"
+#include "lsp/language_server.h"
+#include "lsp/views.h"
+#include "wavecast/protocol/json_read.h"
+
+#include <algorithm>
+#include <filesystem>
+
+namespace wavecast::lsp {
+
+namespace fs = std::filesystem;
+using namespace protocol;
+
+std::vector<std::string> LanguageServer::unsavedFilesBlocking(const std::string& uri) const {
+  const Document* entry = documents_.find(uri);
+  const auto entryPath = entry ? std::optional<std::string>(entry->path) : uriToPath(uri);
+  const std::string folder = entryPath ? workspaceFolderOf(canonicalPath(*entryPath)) : "";
+  return documents_.unsavedPythonFiles(
+      [&](const std::string& path) { return folder.empty() || workspaceFolderOf(path) == folder; });
+}
+
+void LanguageServer::runAnalysesBlockedBySaves() {
+  if (blockedBySaves_.empty())
+    return;
+  std::set<std::string> ready;
+  for (const auto& uri : blockedBySaves_)
+    if (unsavedFilesBlocking(uri).empty())
+      ready.insert(uri);
+  for (const auto& uri : ready) {
+    blockedBySaves_.erase(uri);
+    startAnalysis(uri, std::chrono::milliseconds(settings_.debounceMs));
+  }
+}
+
+void LanguageServer::startAnalysis(const std::string& uri, std::chrono::milliseconds delay) {
+  std::string path = requirePath(uri);
+  auto content = readFile(path);
+  if (!content)
+    throwInvalidParams("cannot read " + path + ": the file must exist on disk");
+  Entry& entry = entries_[uri];
+  entry.path = path;
+  AnalysisRequest request{path,
+                          entry.batchSizeOverride ? entry.batchSizeOverride : settings_.batchSize,
+                          targets_, settings_.pythonEnv};
+  const Document* doc = documents_.find(uri);
+  entry.versionAtRequest = doc ? std::optional<int64_t>(doc->version) : std::nullopt;
+  entry.cacheKeyAtRequest = cacheKey(*content, request);
+  entry.textAtRequest = *content;
+
+  if (auto cached = cache_.fresh(entry.cacheKeyAtRequest)) {
+    scheduler_->cancel(uri);
+    entry.result = cached;
+    entry.error.reset();
+    entry.state = ResultsState::Ready;
+    entry.contentVersion = entry.versionAtRequest;
+    resultsChanged(uri);
+    return;
+  }
+  entry.state = ResultsState::Analyzing;
+  scheduler_->schedule(uri, std::move(request), delay);
+  sendToAll(methods::kResultsChanged,
+            {{"uri", uri}, {"state", toString(entry.state)}, {"summaries", Json::array()}});
+}
+
+void LanguageServer::reanalyzeEntriesWithResults() {
+  for (const auto& [uri, entry] : entries_) {
+    if (!entry.result && !entry.error)
+      continue;
+    try {
+      startAnalysis(uri, std::chrono::milliseconds(0));
+    } catch (const RpcError& error) {
+      if (log)
+        log(std::string("re-analysis skipped: ") + error.what());
+    }
+  }
+}
+
+void LanguageServer::analysisStarted(const std::string& uri) {
+  std::string name = fs::path(requirePath(uri)).filename().string();
+  sendStatus("analyzing", "analysing " + name);
+  endProgress("superseded"); // a cancelled run's bar must not spin forever
+  for (auto& [id, client] : clients_) {
+    if (!client.initialized || !client.capabilities.workDoneProgress)
+      continue;
+    std::string token = "wavecast/analysis/" + std::to_string(++progressSequence_);
+    client.progress = Progress{token};
+    ClientId clientId = id;
+    sendRequest(
+        id, "window/workDoneProgress/create", {{"token", token}},
+        [this, clientId, token, name](const Response& response) {
+          auto it = clients_.find(clientId);
+          if (it == clients_.end() || !it->second.progress || it->second.progress->token != token ||
+              it->second.progress->ended || std::holds_alternative<ResponseError>(response.outcome))
+            return;
+          it->second.progress->created = true;
+          send(clientId, encodeNotification("$/progress", {{"token", token},
+                                                           {"value",
+                                                            {{"kind", "begin"},
+                                                             {"title", "wavecast"},
+                                                             {"message", "analysing " + name},
+                                                             {"cancellable", false}}}}));
+        });
+  }
+}
+
+void LanguageServer::analysisProgress(const std::string&, const std::string& message) {
+  sendStatus("analyzing", message);
+  for (auto& [id, client] : clients_) {
+    if (client.progress && client.progress->created && !client.progress->ended)
+      send(id, encodeNotification("$/progress",
+                                  {{"token", client.progress->token},
+                                   {"value", {{"kind", "report"}, {"message", message}}}}));
+  }
+}
+
+void LanguageServer::endProgress(const std::string& message) {
+  for (auto& [id, client] : clients_) {
+    if (!client.progress || client.progress->ended)
+      continue;
+    if (client.progress->created)
+      send(id,
+           encodeNotification("$/progress", {{"token", client.progress->token},
+                                             {"value", {{"kind", "end"}, {"message", message}}}}));
+    client.progress->ended = true;
+  }
+}
+
+void LanguageServer::sendStatus(const std::string& state, const std::string& message) {
+  sendToAll(methods::kStatus, toJson(Status{state, message, std::nullopt}));
+}
+
+void LanguageServer::analysisFinished(const std::string& uri, const AnalysisRequest& request,
+                                      AnalysisOutcome outcome) {
+  Entry& entry = entries_[uri];
+  entry.contentVersion = entry.versionAtRequest;
+  if (auto* output = std::get_if<AnalysisOutput>(&outcome)) {
+    auto indexed = indexResult(std::move(*output), ++resultSequence_);
+    // Every file the result depends on, read once: the entry as it was requested
+    // (a save since then is being analysed anew), imported modules as they are now.
+    std::set<std::string> sources(indexed->output.sourceFiles.begin(),
+                                  indexed->output.sourceFiles.end());
+    sources.insert(request.file);
+    std::map<std::string, std::string> texts;
+    for (const auto& source : sources)
+      if (source == entry.path)
+        texts[source] = entry.textAtRequest;
+      else if (auto text = readFile(source))
+        texts[source] = std::move(*text);
+    for (const auto& [path, lines] : indexed->linesByFile)
+      if (auto text = texts.find(path); text != texts.end())
+        indexed->analysedText[path] = text->second;
+    entry.result = indexed;
+    entry.error.reset();
+    entry.state = ResultsState::Ready;
+
+    std::map<std::string, std::string> sourceHashes;
+    for (const auto& [source, text] : texts)
+      sourceHashes[source] = contentHash(text);
+    cache_.insert(entry.cacheKeyAtRequest, indexed, std::move(sourceHashes));
+  } else {
+    entry.error = std::get<ProfileError>(std::move(outcome));
+    entry.state = ResultsState::Error;
+  }
+  resultsChanged(uri);
+}
+
+void LanguageServer::analysisCancelled(const std::string& uri) {
+  auto it = entries_.find(uri);
+  if (it == entries_.end())
+    return;
+  it->second.state = it->second.error    ? ResultsState::Error
+                     : it->second.result ? ResultsState::Ready
+                                         : ResultsState::None;
+  resultsChanged(uri);
+}
+
+void LanguageServer::resultsChanged(const std::string& uri) {
+  Entry& entry = entries_.at(uri);
+  // Diagnostics and notifications first, so a client answered below sees a consistent state.
+  publishDiagnostics();
+  bool failed = entry.state == ResultsState::Error;
+  std::string name = fs::path(entry.path).filename().string();
+  std::string message = failed ? name + ": " + entry.error->message : name + ": results ready";
+  endProgress(message);
+  sendStatus(failed ? "error" : "idle", message);
+  sendToAll(methods::kResultsChanged,
+            {{"uri", uri},
+             {"state", toString(entry.state)},
+             {"summaries",
+              entry.result ? summariesJson(entry.result->output.prediction) : Json::array()}});
+  for (auto& [id, client] : clients_) {
+    if (!client.initialized)
+      continue;
+    if (client.capabilities.inlayHintRefresh)
+      sendRequest(id, "workspace/inlayHint/refresh", nullptr, nullptr);
+    if (client.capabilities.codeLensRefresh)
+      sendRequest(id, "workspace/codeLens/refresh", nullptr, nullptr);
+  }
+  Json reply = toJson(resultsOf(entries_, uri));
+  for (const auto& [client, id] : entry.waiters)
+    send(client, encodeResult(id, reply));
+  entry.waiters.clear();
+}
+
+void LanguageServer::publishDiagnostics() {
+  std::set<std::string> paths;
+  for (const auto& [uri, entry] : entries_) {
+    paths.insert(entry.path);
+    if (entry.error && !entry.error->file.empty())
+      paths.insert(canonicalPath(entry.error->file));
+    if (settings_.lineDiagnostics && entry.result)
+      for (const auto& [file, lines] : entry.result->linesByFile)
+        paths.insert(file);
+  }
+  std::map<std::string, std::string> uriOfPath;
+  for (const auto& [uri, doc] : documents_.all())
+    uriOfPath[doc.path] = uri;
+  for (const auto& [uri, entry] : entries_)
+    uriOfPath.emplace(entry.path, uri);
+  std::set<std::string> published;
+  for (const auto& uri : diagnosedUris_) {
+    auto path = uriToPath(uri);
+    if (path)
+      paths.insert(canonicalPath(*path));
+  }
+  for (const auto& path : paths) {
+    auto known = uriOfPath.find(path);
+    std::string uri = known != uriOfPath.end() ? known->second : pathToUri(path);
+    auto text = [&] {
+      const Document* doc = documents_.findByPath(path);
+      return doc && !doc->text.empty() ? doc->text : readFile(path).value_or("");
+    };
+    PublishDiagnosticsParams params{
+        uri, std::nullopt, diagnosticsFor(entries_, path, settings_.lineDiagnostics, text)};
+    if (params.diagnostics.empty() && !diagnosedUris_.count(uri))
+      continue;
+    if (!params.diagnostics.empty())
+      published.insert(uri);
+    sendToAll("textDocument/publishDiagnostics", toJson(params));
+  }
+  diagnosedUris_ = std::move(published);
+}
+
+} // namespace wavecast::lsp
