@@ -97,8 +97,7 @@ public:
     return true;
   }
 
-  ReadStatus readLine(Clock::time_point deadline, const std::atomic<bool>* cancelled,
-                      std::string& line) {
+  ReadStatus readLine(Clock::time_point deadline, const CancelToken* cancel, std::string& line) {
     for (;;) {
       if (const auto nl = buffer_.find('\n'); nl != std::string::npos) {
         line.assign(buffer_, 0, nl);
@@ -107,7 +106,7 @@ public:
       }
       if (responseFd_ < 0)
         return ReadStatus::Eof;
-      if (cancelled && cancelled->load())
+      if (cancel && cancel->cancelled())
         return ReadStatus::Cancelled;
       const auto now = Clock::now();
       if (now >= deadline)
@@ -279,7 +278,13 @@ Profiler::~Profiler() {
 }
 
 void Profiler::cancel() {
-  cancelled_ = true;
+  std::lock_guard<std::mutex> lock(currentMutex_);
+  current_.cancel();
+}
+
+void Profiler::setCurrent(const CancelToken& cancel) {
+  std::lock_guard<std::mutex> lock(currentMutex_);
+  current_ = cancel;
 }
 
 int Profiler::workerPid() const {
@@ -288,8 +293,9 @@ int Profiler::workerPid() const {
 
 std::optional<ProfileError> Profiler::start(std::chrono::milliseconds timeout) {
   std::lock_guard<std::mutex> lock(traceMutex_);
-  cancelled_ = false;
-  return ensureWorker(Clock::now() + timeout);
+  const CancelToken cancel;
+  setCurrent(cancel);
+  return ensureWorker(Clock::now() + timeout, cancel);
 }
 
 std::optional<ProfileError> Profiler::spawnWorker() {
@@ -313,7 +319,8 @@ std::optional<ProfileError> Profiler::spawnWorker() {
   return std::nullopt;
 }
 
-std::optional<ProfileError> Profiler::ensureWorker(Clock::time_point deadline) {
+std::optional<ProfileError> Profiler::ensureWorker(Clock::time_point deadline,
+                                                   const CancelToken& cancel) {
   if (worker_ && workerReady_)
     return std::nullopt;
   if (options_.progress)
@@ -322,7 +329,7 @@ std::optional<ProfileError> Profiler::ensureWorker(Clock::time_point deadline) {
     if (auto error = spawnWorker())
       return error;
   std::string line;
-  const auto status = worker_->readLine(deadline, &cancelled_, line);
+  const auto status = worker_->readLine(deadline, &cancel, line);
   if (status == Worker::ReadStatus::Line) {
     const json ready = json::parse(line, nullptr, false);
     if (!ready.is_discarded() && ready.value("event", std::string()) == "ready") {
@@ -349,12 +356,15 @@ std::optional<ProfileError> Profiler::ensureWorker(Clock::time_point deadline) {
                    "Run it by hand to see why, or rebuild wavecast.");
 }
 
-TraceResult Profiler::trace(const TraceRequest& request) {
+TraceResult Profiler::trace(const TraceRequest& request, const CancelToken& cancel) {
   std::lock_guard<std::mutex> lock(traceMutex_);
-  cancelled_ = false;
+  setCurrent(cancel);
   const auto deadline = Clock::now() + request.timeout;
   const std::string file = std::filesystem::absolute(request.file).lexically_normal().string();
-  if (auto error = ensureWorker(deadline))
+  // Cancelled before it started: the worker holds nothing stale, so it stays.
+  if (cancel.cancelled())
+    return makeError("cancelled", "the trace was cancelled", "", file);
+  if (auto error = ensureWorker(deadline, cancel))
     return *error;
 
   const int64_t id = nextRequestId_++;
@@ -374,7 +384,7 @@ TraceResult Profiler::trace(const TraceRequest& request) {
 
   std::string line;
   for (;;) {
-    const auto status = worker_->readLine(deadline, &cancelled_, line);
+    const auto status = worker_->readLine(deadline, &cancel, line);
     if (status == Worker::ReadStatus::Eof)
       return workerDied();
     if (status == Worker::ReadStatus::Cancelled) {

@@ -227,6 +227,22 @@ TEST(Profiler, CancelStopsARunningTrace) {
   expectNextTraceWorks(profiler);
 }
 
+// A job's token cancelled before its trace begins: nothing is sent to the
+// worker, which stays (it holds nothing stale), and the next trace works.
+TEST(Profiler, ATokenCancelledBeforeTheTraceBeginsIsNotLost) {
+  Profiler profiler(options());
+  ASSERT_FALSE(profiler.start().has_value());
+  const int worker = profiler.workerPid();
+  CancelToken cancel;
+  cancel.cancel();
+  const auto started = std::chrono::steady_clock::now();
+  const ProfileError e = expectError(profiler.trace(request(fixture("endless_loop.py")), cancel));
+  EXPECT_EQ(e.kind, "cancelled");
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 1s);
+  EXPECT_EQ(profiler.workerPid(), worker);
+  expectNextTraceWorks(profiler);
+}
+
 TEST(Profiler, UserPrintsDoNotCorruptTheChannel) {
   Profiler profiler(options());
   const Trace trace = expectTrace(profiler.trace(request(fixture("prints.py"))));

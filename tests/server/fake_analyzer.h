@@ -67,16 +67,23 @@ public:
     gpus_ = {h100, t4};
   }
 
-  AnalysisOutcome analyze(const AnalysisRequest& request,
-                          const ProgressCallback& progress) override {
+  AnalysisOutcome analyze(const AnalysisRequest& request, const ProgressCallback& progress,
+                          const CancelToken& cancel) override {
     std::unique_lock<std::mutex> lock(mutex_);
+    ++entered_;
+    changed_.notify_all();
+    // Held here, the job is running in the scheduler's eyes but has not begun:
+    // where the profiler used to reset its cancel flag.
+    changed_.wait(lock, [&] { return !holdAtEntry_; });
     requests_.push_back(request);
     ++started_;
     changed_.notify_all();
     progress("tracing " + request.file);
-    changed_.wait(lock, [&] { return releases_ > 0 || cancelPending_; });
-    if (cancelPending_) {
-      cancelPending_ = false;
+    // The token has no way to wake us: look at it often.
+    while (!changed_.wait_for(lock, std::chrono::milliseconds(1),
+                              [&] { return releases_ > 0 || cancel.cancelled(); })) {
+    }
+    if (cancel.cancelled()) {
       ++cancelled_;
       changed_.notify_all();
       ProfileError error;
@@ -96,13 +103,6 @@ public:
     if (!fits_)
       output.prediction.summaries[1].fitsInMemory = false;
     return output;
-  }
-
-  void cancel() override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (started_ > finished_ + cancelled_)
-      cancelPending_ = true;
-    changed_.notify_all();
   }
 
   const std::vector<DeviceSpec>& gpus() const override { return gpus_; }
@@ -135,6 +135,20 @@ public:
     std::lock_guard<std::mutex> lock(mutex_);
     fits_ = fits;
   }
+  // Analyses stop on entry, before they start, until letEnter().
+  void holdAtEntry() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    holdAtEntry_ = true;
+  }
+  void letEnter() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    holdAtEntry_ = false;
+    changed_.notify_all();
+  }
+  bool waitEntered(int count, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return changed_.wait_for(lock, timeout, [&] { return entered_ >= count; });
+  }
   bool waitStarted(int count, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
     std::unique_lock<std::mutex> lock(mutex_);
     return changed_.wait_for(lock, timeout, [&] { return started_ >= count; });
@@ -157,11 +171,12 @@ private:
   std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<AnalysisRequest> requests_;
+  int entered_ = 0;
   int started_ = 0;
   int finished_ = 0;
   int cancelled_ = 0;
   int releases_ = 0;
-  bool cancelPending_ = false;
+  bool holdAtEntry_ = false;
   bool fits_ = true;
   std::optional<ProfileError> nextError_;
 };

@@ -110,5 +110,33 @@ TEST_F(SchedulerTest, CancelDropsQueuedAndRunningWork) {
   EXPECT_EQ(analyzer_.started(), 1);
 }
 
+// The cancel lands after the scheduler marked the job running and before the
+// analyzer began (where the profiler used to reset its cancel flag): the job's
+// own token still carries it, so the analysis stops without being released.
+TEST_F(SchedulerTest, ACancelBeforeTheAnalyzerBeginsIsNotLost) {
+  analyzer_.holdAtEntry();
+  scheduler_.schedule("a", request(1), 0ms);
+  ASSERT_TRUE(runUntil([&] { return scheduler_.running() == "a"; }));
+  ASSERT_TRUE(analyzer_.waitEntered(1));
+  scheduler_.cancel("a");
+  analyzer_.letEnter();
+  ASSERT_TRUE(runUntil([&] { return has("cancelled a"); }));
+  EXPECT_EQ(analyzer_.started(), 1);
+  EXPECT_EQ(analyzer_.cancelled(), 1);
+  EXPECT_FALSE(has("finished a batch 1 ok"));
+}
+
+// A token belongs to one job: cancelling a finished one does not reach the next.
+TEST_F(SchedulerTest, ACancelDoesNotReachTheNextJob) {
+  scheduler_.schedule("a", request(1), 0ms);
+  ASSERT_TRUE(waitStarted(1));
+  scheduler_.cancel("a");
+  ASSERT_TRUE(runUntil([&] { return has("cancelled a"); }));
+  analyzer_.release();
+  scheduler_.schedule("b", request(2), 0ms);
+  ASSERT_TRUE(runUntil([&] { return has("finished b batch 2 ok"); }));
+  EXPECT_EQ(analyzer_.cancelled(), 1);
+}
+
 } // namespace
 } // namespace wavecast::lsp

@@ -51,10 +51,10 @@ class Analyzer {
 public:
   virtual ~Analyzer() = default;
   // Blocks the calling (analysis) thread; `progress` may be called from it.
-  virtual AnalysisOutcome analyze(const AnalysisRequest& request,
-                                  const ProgressCallback& progress) = 0;
-  // Thread-safe: makes a running analyze() return a "cancelled" error soon.
-  virtual void cancel() = 0;
+  // Once `cancel` is cancelled, from any thread and even before this call
+  // begins, it returns a "cancelled" error soon.
+  virtual AnalysisOutcome analyze(const AnalysisRequest& request, const ProgressCallback& progress,
+                                  const CancelToken& cancel) = 0;
   virtual const std::vector<DeviceSpec>& gpus() const = 0;
   // Canonical ids for user-given names; throws UnknownGpuError.
   virtual std::vector<std::string> resolveTargets(const std::vector<std::string>& names) const = 0;

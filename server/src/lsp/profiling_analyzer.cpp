@@ -35,7 +35,8 @@ ProfilingAnalyzer::resolveTargets(const std::vector<std::string>& names) const {
 }
 
 AnalysisOutcome ProfilingAnalyzer::analyze(const AnalysisRequest& request,
-                                           const ProgressCallback& progress) {
+                                           const ProgressCallback& progress,
+                                           const CancelToken& cancel) {
   std::shared_ptr<Profiler> profiler;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -54,7 +55,7 @@ AnalysisOutcome ProfilingAnalyzer::analyze(const AnalysisRequest& request,
     profiler = profiler_;
   }
   TraceResult traced = profiler->trace(
-      TraceRequest{request.file, request.batchSize, options_.mode, options_.timeout});
+      TraceRequest{request.file, request.batchSize, options_.mode, options_.timeout}, cancel);
   if (auto* error = std::get_if<ProfileError>(&traced))
     return *error;
   const Trace& trace = std::get<Trace>(traced);
@@ -89,16 +90,6 @@ AnalysisOutcome ProfilingAnalyzer::analyze(const AnalysisRequest& request,
     failure.hint = "This is a wavecast bug; please report it with the script.";
     return failure;
   }
-}
-
-void ProfilingAnalyzer::cancel() {
-  std::shared_ptr<Profiler> profiler;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    profiler = profiler_;
-  }
-  if (profiler)
-    profiler->cancel();
 }
 
 } // namespace wavecast::lsp

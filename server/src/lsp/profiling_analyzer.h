@@ -23,9 +23,8 @@ class ProfilingAnalyzer : public Analyzer {
 public:
   ProfilingAnalyzer(GpuDatabase database, ProfilingAnalyzerOptions options);
 
-  AnalysisOutcome analyze(const AnalysisRequest& request,
-                          const ProgressCallback& progress) override;
-  void cancel() override;
+  AnalysisOutcome analyze(const AnalysisRequest& request, const ProgressCallback& progress,
+                          const CancelToken& cancel) override;
   const std::vector<DeviceSpec>& gpus() const override { return database_.all(); }
   std::vector<std::string> resolveTargets(const std::vector<std::string>& names) const override;
   std::vector<std::string> defaultTargets() const override { return defaultTargets_; }

@@ -17,7 +17,7 @@ AnalysisScheduler::~AnalysisScheduler() {
     shared_.stopping = true;
     shared_.queue.clear();
     if (shared_.running)
-      analyzer_.cancel();
+      shared_.runningCancel.cancel();
   }
   shared_.wake.notify_all();
   thread_.join();
@@ -48,10 +48,8 @@ void AnalysisScheduler::schedule(const std::string& uri, AnalysisRequest request
 }
 
 void AnalysisScheduler::cancelRunningLocked(const std::string& uri) {
-  if (shared_.running == uri && !shared_.runningCancelled) {
-    shared_.runningCancelled = true;
-    analyzer_.cancel();
-  }
+  if (shared_.running == uri)
+    shared_.runningCancel.cancel();
 }
 
 void AnalysisScheduler::enqueue(Job job) {
@@ -84,7 +82,7 @@ bool AnalysisScheduler::pending(const std::string& uri) const {
     return true;
   const Shared& shared = shared_;
   std::lock_guard<std::mutex> lock(shared.mutex);
-  if (shared.running == uri && !shared.runningCancelled)
+  if (shared.running == uri && !shared.runningCancel.cancelled())
     return true;
   for (const Job& job : shared.queue)
     if (job.uri == uri)
@@ -109,6 +107,7 @@ void AnalysisScheduler::run() {
   };
   for (;;) {
     Job job;
+    CancelToken cancel;
     {
       std::unique_lock<std::mutex> lock(shared_.mutex);
       shared_.wake.wait(lock, [&] { return shared_.stopping || !shared_.queue.empty(); });
@@ -117,16 +116,21 @@ void AnalysisScheduler::run() {
       job = std::move(shared_.queue.front());
       shared_.queue.pop_front();
       shared_.running = job.uri;
-      shared_.runningCancelled = false;
+      // From here a cancel reaches this job through its token, whenever the
+      // analyzer gets to look at it.
+      shared_.runningCancel = cancel;
     }
     post([this, uri = job.uri] { callbacks_.started(uri); });
-    AnalysisOutcome outcome = analyzer_.analyze(job.request, [&](const std::string& message) {
-      post([this, uri = job.uri, message] { callbacks_.progress(uri, message); });
-    });
+    AnalysisOutcome outcome = analyzer_.analyze(
+        job.request,
+        [&](const std::string& message) {
+          post([this, uri = job.uri, message] { callbacks_.progress(uri, message); });
+        },
+        cancel);
     bool cancelled;
     {
       std::lock_guard<std::mutex> lock(shared_.mutex);
-      cancelled = shared_.runningCancelled;
+      cancelled = cancel.cancelled(); // with `running` reset, so no cancel falls in between
       shared_.running.reset();
       if (shared_.stopping)
         return;

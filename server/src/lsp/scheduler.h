@@ -59,7 +59,7 @@ private:
     std::condition_variable wake;
     std::deque<Job> queue;
     std::optional<std::string> running;
-    bool runningCancelled = false;
+    CancelToken runningCancel; // the running job's: a fresh one per job
     bool stopping = false;
   };
 

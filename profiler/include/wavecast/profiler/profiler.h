@@ -17,6 +17,19 @@
 
 namespace wavecast {
 
+// Cancels one job from another thread. Copies share one flag: whoever may
+// cancel keeps a copy, the job polls another. A token per job means a cancel
+// cannot be cleared by the job's own start, nor reach a later job.
+class CancelToken {
+public:
+  CancelToken() : flag_(std::make_shared<std::atomic<bool>>(false)) {}
+  void cancel() const { flag_->store(true); }
+  bool cancelled() const { return flag_->load(); }
+
+private:
+  std::shared_ptr<std::atomic<bool>> flag_;
+};
+
 struct TraceRequest {
   std::string file;                 // the user's training script
   std::optional<int64_t> batchSize; // nullopt: the provider's default
@@ -63,11 +76,13 @@ public:
   Profiler(const Profiler&) = delete;
   Profiler& operator=(const Profiler&) = delete;
 
-  // Blocks until the trace is done, failed, timed out or was cancelled.
-  TraceResult trace(const TraceRequest& request);
-  // Thread-safe: aborts a running trace. The worker is killed and a replacement
+  // Blocks until the trace is done, failed, timed out or was cancelled. A
+  // trace whose `cancel` is cancelled, before it starts or while it runs, ends
+  // with a "cancelled" error. The worker is then killed and a replacement
   // starts at once, so the next trace (usually moments away: the edit that
   // made this one stale) does not wait for the interpreter and torch to load.
+  TraceResult trace(const TraceRequest& request, const CancelToken& cancel = CancelToken());
+  // Thread-safe: cancels the running trace or start(), if any.
   void cancel();
   // Starts the worker ahead of the first trace (importing torch takes seconds);
   // returns the error when it cannot start. trace() starts it when needed.
@@ -77,13 +92,17 @@ public:
 
 private:
   class Worker;
-  std::optional<ProfileError> ensureWorker(std::chrono::steady_clock::time_point deadline);
+  std::optional<ProfileError> ensureWorker(std::chrono::steady_clock::time_point deadline,
+                                           const CancelToken& cancel);
+  // Makes `cancel` the token cancel() reaches.
+  void setCurrent(const CancelToken& cancel);
   // Starts a worker process without waiting for it to be ready.
   std::optional<ProfileError> spawnWorker();
   ProfilerOptions options_;
   std::unique_ptr<Worker> worker_;
   bool workerReady_ = false; // worker_ has announced that it is ready
-  std::atomic<bool> cancelled_{false};
+  std::mutex currentMutex_;
+  CancelToken current_;   // the running trace's or start()'s; guarded by currentMutex_
   std::mutex traceMutex_; // one trace at a time per worker
   int64_t nextRequestId_ = 1;
 };
