@@ -15,21 +15,16 @@ std::vector<std::string>
 ProfilingAnalyzer::resolveTargets(const std::vector<std::string>& names) const {
   std::vector<std::string> ids;
   for (const auto& name : names) {
-    const DeviceSpec* spec = database_.find(name);
-    if (!spec) {
-      auto suggestions = database_.suggestions(name);
-      std::string message = "unknown GPU '" + name + "'";
-      if (!suggestions.empty()) {
-        message += "; did you mean ";
-        for (size_t i = 0; i < suggestions.size(); ++i)
-          message += (i ? ", " : "") + suggestions[i];
-        message += "?";
-      }
-      message += " (wavecast/listGpus lists every known GPU)";
-      throw UnknownGpuError(message, suggestions);
+    std::vector<DeviceSpec> specs;
+    try {
+      specs = database_.resolve({name});
+    } catch (const GpuDatabaseError& error) {
+      // The database's message; the suggestions again as data, for clients to offer.
+      throw UnknownGpuError(error.what(), database_.suggestions(name));
     }
-    if (std::find(ids.begin(), ids.end(), spec->id) == ids.end())
-      ids.push_back(spec->id);
+    for (const auto& spec : specs)
+      if (std::find(ids.begin(), ids.end(), spec.id) == ids.end())
+        ids.push_back(spec.id);
   }
   return ids;
 }
