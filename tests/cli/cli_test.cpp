@@ -146,6 +146,7 @@ TEST(CliTest, PredictPrintsPerLineTableForThreeGpus) {
   ASSERT_NE(start, std::string::npos) << run.out;
   const std::string header = run.out.substr(start + 1, run.out.find('\n', start + 1) - start - 1);
   EXPECT_TRUE(contains(header, "H100")) << header;
+  EXPECT_TRUE(contains(header, "A100")) << header;
   EXPECT_TRUE(contains(header, "T4")) << header;
   EXPECT_TRUE(contains(run.out, "small_cnn.py:")) << run.out;
   EXPECT_TRUE(contains(run.out, "samples/s")) << run.out;
@@ -158,9 +159,10 @@ TEST(CliTest, AnotherPython3OnPathDoesNotHideTorch) {
   char dir[] = "/tmp/wavecast-otherpy-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
   const std::string root = dir;
-  const std::string setup = "mkdir -p " + root + "/bin " + root +
-                            "/lib && cp /usr/bin/python3.11 " + root +
-                            "/bin/python3 && ln -s /usr/lib/python3.11 " + root + "/lib/python3.11";
+  const std::string python = std::string("python") + WAVECAST_PYTHON_VERSION;
+  const std::string setup = "mkdir -p " + root + "/bin " + root + "/lib && cp /usr/bin/" + python +
+                            " " + root + "/bin/python3 && ln -s /usr/lib/" + python + " " + root +
+                            "/lib/" + python;
   ASSERT_EQ(std::system(setup.c_str()), 0);
   const CliRun run = wavecast("predict " + sample("small_cnn.py") + " --gpu T4 --json",
                               "PATH=" + root + "/bin:$PATH");
