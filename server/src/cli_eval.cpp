@@ -1,5 +1,6 @@
 #include "cli_eval.h"
 
+#include "cli/command_line.h"
 #include "wavecast/eval/harness.h"
 #include "wavecast/eval/kernel_eval.h"
 #include "wavecast/eval/logo.h"
@@ -17,34 +18,43 @@
 namespace wavecast::cli {
 namespace {
 
-constexpr const char* kEvalUsage =
-    R"(usage: wavecast eval LABEL_DIR [--gpu NAME...] [--json] [--markdown FILE]
-       wavecast eval --kernels [--gpu NAME...] [--origin NAME...] [--json]
-       wavecast eval --logo [--markdown FILE] [--work DIR] [training options]
-
-Compares wavecast's predictions with real measurements (NeuSight's data).
-LABEL_DIR is NeuSight's labels/ folder or one GPU folder in it: every
-<model>-<mode>-<seq>-<batch>.csv row is mapped to wavecast's ops, predicted
-(forward, and backward for training labels), summed the way the label was
-measured (layer rows x num_layer) and compared with the .json e2e latency.
-
-  --gpu NAME       only these GPUs (folder names; forgiving: "t4", "a100")
-  --weights DIR    learned weights (default data/weights)
-  --data DIR       NeuSight data folder for GPU specs and kernels
-                   (default ../shared/data/neusight)
-  --gpus FILE      GPU database the folder names are matched against and the
-                   spec sheets come from (default data/gpus.json)
-  --roofline       predict with the bare roofline instead of the learned models
-  --rows           also print every mapped row: measured vs predicted
-  --json           machine-readable output on stdout
-  --markdown FILE  also write the report as Markdown
-  --kernels        single-kernel accuracy on DATA/kernels; --origin adds the
-                   scaled mode (measured on the origin, predicted for --gpu)
-  --logo           leave-one-GPU-out: train on all but one GPU, evaluate it,
-                   for each labelled GPU (--work DIR keeps the fold weights;
-                   --epochs N, --max-rows N, --seed N, --ensemble N, --fast
-                   as for train)
-)";
+CommandSpec evalSpec() {
+  return {
+      "eval",
+      "LABEL_DIR [--gpu NAME...] [--json] [--markdown FILE]\n"
+      "       wavecast eval --kernels [--gpu NAME...] [--origin NAME...] [--json]\n"
+      "       wavecast eval --logo [--markdown FILE] [--work DIR] [training options]",
+      "Compares wavecast's predictions with real measurements (NeuSight's data).\n"
+      "LABEL_DIR is NeuSight's labels/ folder or one GPU folder in it: every\n"
+      "<model>-<mode>-<seq>-<batch>.csv row is mapped to wavecast's ops, predicted\n"
+      "(forward, and backward for training labels), summed the way the label was\n"
+      "measured (layer rows x num_layer) and compared with the .json e2e latency.",
+      {{"gpu", "NAME", "only these GPUs (folder names; forgiving: \"t4\", \"a100\"; repeatable)"},
+       {"weights", "DIR", "learned weights (default data/weights)"},
+       {"data", "DIR",
+        "NeuSight data folder for GPU specs and kernels (default ../shared/data/neusight)"},
+       {"gpus", "FILE",
+        "GPU database the folder names are matched against and the spec sheets come from "
+        "(default data/gpus.json)"},
+       {"roofline", "", "predict with the bare roofline instead of the learned models"},
+       {"rows", "", "also print every mapped row: measured vs predicted"},
+       {"json", "", "machine-readable output on stdout"},
+       {"markdown", "FILE", "also write the report as Markdown"},
+       {"kernels", "",
+        "single-kernel accuracy on DATA/kernels; --origin adds the scaled mode (measured on "
+        "the origin, predicted for --gpu)"},
+       {"origin", "NAME", "origin GPU for --kernels (repeatable)"},
+       {"logo", "",
+        "leave-one-GPU-out: train on all but one GPU, evaluate it, for each labelled GPU"},
+       {"work", "DIR", "where --logo keeps the fold weights (default build/logo-weights)"},
+       {"epochs", "N", "as for train (--logo)"},
+       {"max-rows", "N", "as for train (--logo)"},
+       {"seed", "N", "as for train (--logo)"},
+       {"ensemble", "N", "as for train (--logo)"},
+       {"fast", "", "as for train (--logo)"}},
+      0,
+      1};
+}
 
 // Resolves user GPU names against the known folder names (device_configs stems).
 std::vector<std::string> resolveGpus(const std::vector<std::string>& names,
@@ -78,72 +88,44 @@ bool writeFile(const std::string& path, const std::string& text) {
 
 } // namespace
 
-int runEval(const std::vector<std::string>& args) {
-  std::string labelDir, weights = "data/weights", data = "../shared/data/neusight";
-  std::string markdown, work = "build/logo-weights", gpuDatabase = "data/gpus.json";
-  std::vector<std::string> gpuNames, originNames;
-  bool json = false, kernels = false, logo = false, roofline = false, rows = false;
+int runEval(const std::vector<std::string>& words) {
+  const CommandSpec spec = evalSpec();
+  const CommandLine args = CommandLine::parse(spec, words);
+  if (args.helpRequested()) {
+    std::cout << formatHelp(spec);
+    return 0;
+  }
+  const std::string labelDir = args.positional().empty() ? "" : args.positional().front();
+  const std::string weights = args.value("weights").value_or("data/weights");
+  const std::string data = args.value("data").value_or("../shared/data/neusight");
+  const std::string markdown = args.value("markdown").value_or("");
+  const std::string work = args.value("work").value_or("build/logo-weights");
+  const std::string gpuDatabase = args.value("gpus").value_or("data/gpus.json");
+  const std::vector<std::string> gpuNames = args.values("gpu");
+  const std::vector<std::string> originNames = args.values("origin");
+  const bool json = args.has("json"), kernels = args.has("kernels"), logo = args.has("logo"),
+             roofline = args.has("roofline"), rows = args.has("rows");
   learned::TrainOptions training;
   training.verbose = false;
-  try {
-    for (size_t i = 0; i < args.size(); ++i) {
-      const std::string& flag = args[i];
-      auto value = [&]() -> const std::string& {
-        if (i + 1 >= args.size())
-          throw std::invalid_argument(flag + " needs a value");
-        return args[++i];
-      };
-      if (flag == "--help" || flag == "-h") {
-        std::cout << kEvalUsage;
-        return 0;
-      } else if (flag == "--gpu") {
-        gpuNames.push_back(value());
-      } else if (flag == "--origin") {
-        originNames.push_back(value());
-      } else if (flag == "--weights") {
-        weights = value();
-      } else if (flag == "--data") {
-        data = value();
-      } else if (flag == "--gpus") {
-        gpuDatabase = value();
-      } else if (flag == "--markdown") {
-        markdown = value();
-      } else if (flag == "--work") {
-        work = value();
-      } else if (flag == "--json") {
-        json = true;
-      } else if (flag == "--kernels") {
-        kernels = true;
-      } else if (flag == "--logo") {
-        logo = true;
-      } else if (flag == "--rows") {
-        rows = true;
-      } else if (flag == "--roofline") {
-        roofline = true;
-      } else if (flag == "--epochs") {
-        training.epochs = std::stoi(value());
-      } else if (flag == "--max-rows") {
-        training.maxRowsPerFile = std::stoll(value());
-      } else if (flag == "--seed") {
-        training.seed = std::stoull(value());
-      } else if (flag == "--ensemble") {
-        training.ensembleSize = std::stoi(value());
-      } else if (flag == "--fast") {
-        training.epochs = 3;
-        training.maxRowsPerFile = 300;
-        training.maxRowsPerElementwiseFile = 100;
-      } else if (!flag.empty() && flag[0] != '-' && labelDir.empty()) {
-        labelDir = flag;
-      } else {
-        throw std::invalid_argument("unknown option '" + flag + "'");
-      }
-    }
-    if (!kernels && !logo && labelDir.empty())
-      throw std::invalid_argument("give LABEL_DIR, --kernels or --logo");
-  } catch (const std::exception& e) {
-    std::cerr << "wavecast eval: " << e.what() << "\n\n" << kEvalUsage;
-    return 2;
+  if (args.has("fast")) {
+    training.epochs = 3;
+    training.maxRowsPerFile = 300;
+    training.maxRowsPerElementwiseFile = 100;
   }
+  try {
+    if (const auto epochs = args.value("epochs"))
+      training.epochs = std::stoi(*epochs);
+    if (const auto maxRows = args.value("max-rows"))
+      training.maxRowsPerFile = std::stoll(*maxRows);
+    if (const auto seed = args.value("seed"))
+      training.seed = std::stoull(*seed);
+    if (const auto ensemble = args.value("ensemble"))
+      training.ensembleSize = std::stoi(*ensemble);
+  } catch (const std::exception&) {
+    throw UsageError("--epochs, --max-rows, --seed and --ensemble expect numbers");
+  }
+  if (!kernels && !logo && labelDir.empty())
+    throw UsageError("give LABEL_DIR, --kernels or --logo; run 'wavecast eval --help' for usage");
 
   try {
     const auto gpus = learned::loadSpecSheets(data, gpuDatabase);

@@ -1,5 +1,6 @@
 // wavecast-learn: `wavecast train` and `wavecast eval`, run by `wavecast` as a
 // separate executable so that only they load LibTorch.
+#include "cli/command_line.h"
 #include "cli_eval.h"
 #include "cli_train.h"
 
@@ -18,6 +19,9 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   try {
     return command == "train" ? wavecast::cli::runTrain(args) : wavecast::cli::runEval(args);
+  } catch (const wavecast::cli::UsageError& e) {
+    std::cerr << "wavecast: " << e.what() << "\n";
+    return 2;
   } catch (const std::exception& e) {
     std::cerr << "wavecast: error: " << e.what() << "\n";
     return 1;

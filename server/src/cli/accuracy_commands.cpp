@@ -1,6 +1,7 @@
 // `wavecast train` and `wavecast eval` run in the sibling executable
 // wavecast-learn (they need LibTorch, which the CLI and daemon do not load).
-// They parse their own options (cli_train.cpp, cli_eval.cpp); this gives them
+// wavecast-learn parses their options with command_line.h like every other
+// command (cli_train.cpp, cli_eval.cpp); this gives them
 // the installation's data paths as defaults so they work from any directory.
 #include "cli/commands.h"
 

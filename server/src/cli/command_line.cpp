@@ -50,7 +50,7 @@ CommandLine CommandLine::parse(const CommandSpec& spec, const std::vector<std::s
     if (option->valueName.empty()) {
       if (inlineValue)
         throw UsageError("option '--" + name + "' takes no value" + helpHint(spec));
-      result.values_[name] = "";
+      result.values_[name].push_back("");
       continue;
     }
     if (!inlineValue) {
@@ -59,7 +59,7 @@ CommandLine CommandLine::parse(const CommandSpec& spec, const std::vector<std::s
                          helpHint(spec));
       inlineValue = args[++i];
     }
-    result.values_[name] = *inlineValue;
+    result.values_[name].push_back(*inlineValue);
   }
   if (result.help_)
     return result;
@@ -75,7 +75,12 @@ std::optional<std::string> CommandLine::value(const std::string& name) const {
   const auto it = values_.find(name);
   if (it == values_.end())
     return std::nullopt;
-  return it->second;
+  return it->second.back();
+}
+
+std::vector<std::string> CommandLine::values(const std::string& name) const {
+  const auto it = values_.find(name);
+  return it == values_.end() ? std::vector<std::string>() : it->second;
 }
 
 std::optional<long long> CommandLine::positiveInt(const std::string& name) const {

@@ -39,14 +39,17 @@ public:
 
   bool helpRequested() const { return help_; }
   bool has(const std::string& name) const { return values_.count(name) > 0; }
+  // The last value given for `name`.
   std::optional<std::string> value(const std::string& name) const;
+  // Every value given for a repeatable option, in order.
+  std::vector<std::string> values(const std::string& name) const;
   // The value as a positive integer; UsageError naming the option otherwise.
   std::optional<long long> positiveInt(const std::string& name) const;
   const std::vector<std::string>& positional() const { return positional_; }
 
 private:
   bool help_ = false;
-  std::map<std::string, std::string> values_;
+  std::map<std::string, std::vector<std::string>> values_;
   std::vector<std::string> positional_;
 };
 
