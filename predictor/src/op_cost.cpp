@@ -1153,3 +1153,16 @@ OpCost estimateOpCost(const OpRecord& op) {
 }
 
 } // namespace wavecast
+
+namespace wavecast {
+
+bool runsInTf32(const OpCost& cost, const FloatPrecision& precision) {
+  if (cost.unit != ComputeUnit::Matrix || cost.dtype != "float32")
+    return false;
+  const bool cudnn = cost.family == "conv" || cost.family == "rnn";
+  return cudnn ? precision.cudnnTf32 : precision.matmulTf32;
+}
+
+std::string mathPrecision(const OpCost& cost) { return cost.tf32 ? "tf32" : cost.dtype; }
+
+} // namespace wavecast

@@ -137,7 +137,11 @@ json opsJson(const Prediction& prediction, const std::vector<json>& gpuIds) {
 nlohmann::json predictionToJson(const Prediction& prediction) {
   std::vector<json> gpuIds(prediction.gpus.begin(), prediction.gpus.end());
   ObjectBuilder doc;
+  json precision = json::object();
+  for (const auto& entry : prediction.precisions)
+    precision[entry.family] = entry.precision;
   doc.add("method", prediction.method)
+      .add("precision", std::move(precision))
       .add("batch_size", prediction.batchSize)
       .add("gpus", prediction.gpus)
       .add("summaries", summariesJson(prediction));

@@ -19,13 +19,13 @@ bool isInplace(const std::string& name) {
 // op carries no kernels.
 std::optional<double> waveScaledOpMs(const OpRecord& op, const OpCost& cost,
                                      const DeviceSpec& origin, const DeviceSpec& gpu,
-                                     const RooflineOptions& roofline, std::string& problem) {
+                                     std::string& problem) {
   if (op.kernels.empty())
     return std::nullopt;
   // Eq. 3 needs the kernel's arithmetic intensity; without hardware counters the
   // op's analytic FLOPs/bytes stand in for every kernel of the op.
   const double intensity = cost.bytes > 0 ? cost.flops / cost.bytes : -1;
-  const double ridge = peakTflops(gpu, cost.unit, cost.dtype, roofline.allowTf32) * 1e12 /
+  const double ridge = peakTflops(gpu, cost) * 1e12 /
                        (gpu.memoryBandwidthGBs * 1e9);
   const double gamma = waveScalingGamma(intensity, ridge);
   double total = 0;
@@ -163,6 +163,29 @@ std::string describeApproximations(const std::map<std::string, std::pair<int, st
   return out.str();
 }
 
+// Per matrix family, the precision that carries most of its FLOPs.
+std::vector<FamilyPrecision> familyPrecisions(const std::vector<OpCost>& costs) {
+  std::map<std::string, std::map<std::string, double>> flops; // family -> precision -> FLOPs
+  for (const OpCost& cost : costs)
+    if (cost.unit == ComputeUnit::Matrix && !cost.metadataOnly())
+      flops[cost.family][mathPrecision(cost)] += cost.flops;
+  std::vector<std::pair<double, FamilyPrecision>> ranked;
+  for (const auto& [family, byPrecision] : flops) {
+    const auto top = std::max_element(byPrecision.begin(), byPrecision.end(),
+                                      [](const auto& a, const auto& b) { return a.second < b.second; });
+    double total = 0;
+    for (const auto& entry : byPrecision)
+      total += entry.second;
+    ranked.push_back({total, {family, top->first}});
+  }
+  std::sort(ranked.begin(), ranked.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<FamilyPrecision> out;
+  for (auto& entry : ranked)
+    out.push_back(std::move(entry.second));
+  return out;
+}
+
 } // namespace
 
 const char* toString(ActivationsSource source) {
@@ -189,9 +212,7 @@ const char* toString(PredictionMethod method) {
   return "unknown";
 }
 
-Predictor::Predictor(PredictorOptions options) : options_(std::move(options)) {
-  options_.roofline.allowTf32 = options_.allowTf32;
-}
+Predictor::Predictor(PredictorOptions options) : options_(std::move(options)) {}
 
 MemoryEstimate estimateMemory(const Trace& trace, const DeviceSpec& gpu,
                               const PredictorOptions& options) {
@@ -210,12 +231,19 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
   for (const auto& gpu : gpus)
     prediction.gpus.push_back(gpu.id);
 
+  FloatPrecision precision = trace.precision.value_or(FloatPrecision{});
+  if (options_.matmulTf32)
+    precision.matmulTf32 = *options_.matmulTf32;
+  if (options_.convTf32)
+    precision.cudnnTf32 = *options_.convTf32;
+
   std::vector<OpCost> costs;
   costs.reserve(opCount);
   prediction.opInfo.reserve(opCount);
   std::map<std::string, std::pair<int, std::string>> approximateOps;
   for (const auto& op : trace.ops) {
     costs.push_back(estimateOpCost(op));
+    costs.back().tf32 = runsInTf32(costs.back(), precision);
     const OpCost& cost = costs.back();
     prediction.opInfo.push_back({op.id, op.name, op.phase, op.loc, op.module, cost.note});
     if (cost.approximate) {
@@ -232,7 +260,8 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
     std::vector<size_t> slots;
     for (size_t g = 0; g < gpuCount; ++g)
       for (size_t i = 0; i < opCount; ++i)
-        if (!costs[i].metadataOnly()) {
+        // The learned models were trained on FP32 without TF32 (NeuSight's setting).
+        if (!costs[i].metadataOnly() && !costs[i].tf32) {
           queries.push_back({&trace.ops[i], &gpus[g]});
           slots.push_back(g * opCount + i);
         }
@@ -248,6 +277,8 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
     prediction.warnings.push_back(
         "the trace carries measured kernels but its GPU is unknown; give the origin GPU to "
         "wave-scale them (analytic model used instead)");
+
+  prediction.precisions = familyPrecisions(costs);
 
   // 2. Per op and GPU: learned, else wave scaling of measured kernels, else roofline.
   bool usedLearned = false, usedWaveScaling = false, usedRoofline = false;
@@ -276,8 +307,8 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
       }
       if (options_.originGpu) {
         std::string problem;
-        if (const auto ms = waveScaledOpMs(trace.ops[i], cost, *options_.originGpu, gpus[g],
-                                           options_.roofline, problem)) {
+        if (const auto ms =
+                waveScaledOpMs(trace.ops[i], cost, *options_.originGpu, gpus[g], problem)) {
           out.method = PredictionMethod::WaveScaling;
           out.timeMs = *ms;
           usedWaveScaling = true;

@@ -38,14 +38,14 @@ constexpr double kElementsPerBlock = 512;
 
 } // namespace
 
-double peakTflops(const DeviceSpec& gpu, ComputeUnit unit, const std::string& dtype,
-                  bool allowTf32) {
-  if (unit == ComputeUnit::Matrix) {
+double peakTflops(const DeviceSpec& gpu, const OpCost& cost) {
+  const std::string& dtype = cost.dtype;
+  if (cost.unit == ComputeUnit::Matrix) {
     if (dtype == "float16" && gpu.fp16Tflops > 0)
       return gpu.fp16Tflops;
     if (dtype == "bfloat16" && gpu.bf16Tflops > 0)
       return gpu.bf16Tflops;
-    if (dtype == "float32" && allowTf32 && gpu.tf32Tflops > 0)
+    if (dtype == "float32" && cost.tf32 && gpu.tf32Tflops > 0)
       return gpu.tf32Tflops;
     if (gpu.fp32MatrixTflops > 0 &&
         (dtype == "float32" || dtype == "float16" || dtype == "bfloat16"))
@@ -61,9 +61,11 @@ RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
   if (cost.metadataOnly())
     return t;
   const int sms = std::max(1, gpu.smCount);
-  const double peak =
-      peakTflops(gpu, cost.unit, cost.dtype, options.allowTf32) * 1e12 *
-      (cost.unit == ComputeUnit::Matrix ? options.matrixEfficiency : options.vectorEfficiency);
+  const bool cudnnTf32 = cost.tf32 && (cost.family == "conv" || cost.family == "rnn");
+  const double efficiency = cost.unit != ComputeUnit::Matrix ? options.vectorEfficiency
+                            : cudnnTf32                     ? options.cudnnTf32Efficiency
+                                                            : options.matrixEfficiency;
+  const double peak = peakTflops(gpu, cost) * 1e12 * efficiency;
   const double bandwidth = gpu.memoryBandwidthGBs * 1e9 * options.memoryEfficiency;
   double computeEfficiency = 1;
   double memoryEfficiency = 1;

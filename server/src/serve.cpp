@@ -20,7 +20,7 @@ namespace asio = boost::asio;
 namespace {
 
 CommandSpec serveSpec() {
-  return {
+  CommandSpec spec{
       "serve",
       "[--listen HOST:PORT] [options]",
       "run the language server for editors (LSP over stdio, or TCP with --listen)",
@@ -39,10 +39,12 @@ CommandSpec serveSpec() {
        {"trigger", "WHEN", "onSave (default) or manual: when documents are analysed"},
        {"debounce-ms", "MS", "wait this long after a save before analysing (default 300)"},
        {"timeout", "SECONDS", "give up tracing after this long (default 120)"},
-       {"tf32", "", "assume float32 matmuls and convolutions may use TF32 tensor cores"},
        {"roofline", "", "analytic model only (no learned per-op models)"}},
       0,
       0};
+  for (auto& option : precisionOptions())
+    spec.options.push_back(std::move(option));
+  return spec;
 }
 
 struct Endpoint {

@@ -135,12 +135,66 @@ TEST(Predictor, Tf32OptionSpeedsUpFloat32Matmuls) {
                          {tensor({4096, 4096}), tensor({4096, 4096})}, {tensor({4096, 4096})}));
   const double fp32 = Predictor().predict(trace, gpus).ops[0][0].timeMs;
   PredictorOptions options;
-  options.allowTf32 = true;
+  options.matmulTf32 = true;
   const double tf32 = Predictor(options).predict(trace, gpus).ops[0][0].timeMs;
   // 2*4096^3 FLOP at 75 % of 19.5 TFLOP/s vs 156 TFLOP/s (full waves: 1024 tiles on 108 SMs
   // -> 10 waves of which the last is partial).
   EXPECT_NEAR(fp32 / tf32, 156.0 / 19.5, 1e-9);
   EXPECT_GT(fp32, 2.0 * 4096 * 4096 * 4096 / (19.5e12 * 0.75) * 1e3);
+}
+
+// A convolution and a matmul that are compute-bound on an A100.
+Trace convAndMatmul() {
+  Trace trace;
+  trace.ops.push_back(op(0, "aten::convolution", Phase::Forward, 1,
+                         {tensor({64, 256, 56, 56}), tensor({256, 256, 3, 3})},
+                         {tensor({64, 256, 56, 56})}));
+  trace.ops.back().args = {{"stride", std::vector<int64_t>{1, 1}},
+                           {"padding", std::vector<int64_t>{1, 1}}};
+  trace.ops.push_back(op(1, "aten::mm", Phase::Forward, 2,
+                         {tensor({4096, 4096}), tensor({4096, 4096})}, {tensor({4096, 4096})}));
+  return trace;
+}
+
+TEST(Predictor, PrecisionFollowsTheScriptWithTorchsDefaults) {
+  const auto gpus = db().resolve({"A100"});
+  Trace trace = convAndMatmul();
+  // No precision in the trace: torch's defaults, TF32 for cuDNN only.
+  Prediction p = Predictor().predict(trace, gpus);
+  ASSERT_EQ(p.precisions.size(), 2u);
+  EXPECT_EQ(p.precisions[0].family, "conv") << "the conv has more FLOPs";
+  EXPECT_EQ(p.precisions[0].precision, "tf32");
+  EXPECT_EQ(p.precisions[1].family, "gemm");
+  EXPECT_EQ(p.precisions[1].precision, "float32");
+  const double convTf32 = p.ops[0][0].timeMs;
+  const double mmFp32 = p.ops[0][1].timeMs;
+
+  // The script turned TF32 on for matmuls and off for cuDNN.
+  trace.precision = FloatPrecision{true, false, std::nullopt};
+  p = Predictor().predict(trace, gpus);
+  EXPECT_EQ(p.precisions[0].precision, "float32");
+  EXPECT_EQ(p.precisions[1].precision, "tf32");
+  // cuDNN's TF32 reaches a quarter of its peak, FP32 three quarters of its own.
+  const RooflineOptions roofline;
+  EXPECT_NEAR(p.ops[0][0].timeMs / convTf32,
+              156.0 * roofline.cudnnTf32Efficiency / (19.5 * roofline.matrixEfficiency), 1e-9);
+  EXPECT_NEAR(mmFp32 / p.ops[0][1].timeMs, 156.0 / 19.5, 1e-9);
+
+  // The command line overrides the script.
+  PredictorOptions options;
+  options.convTf32 = true;
+  options.matmulTf32 = false;
+  p = Predictor(options).predict(trace, gpus);
+  EXPECT_DOUBLE_EQ(p.ops[0][0].timeMs, convTf32);
+  EXPECT_DOUBLE_EQ(p.ops[0][1].timeMs, mmFp32);
+
+  // bf16 (autocast) work runs on bf16 tensor cores whatever the TF32 flags say.
+  for (auto& record : trace.ops)
+    for (auto& t : record.inputs)
+      t->dtype = "bfloat16";
+  p = Predictor().predict(trace, gpus);
+  EXPECT_EQ(p.precisions[0].precision, "bfloat16");
+  EXPECT_EQ(p.precisions[1].precision, "bfloat16");
 }
 
 class CountingModel : public OpTimeModel {
@@ -165,6 +219,7 @@ TEST(Predictor, PluggedModelIsAskedOnceAndFallsBackToRoofline) {
   auto model = std::make_shared<CountingModel>();
   PredictorOptions options;
   options.opTimeModel = model;
+  options.convTf32 = false; // the learned models know FP32 without TF32 only
   const auto gpus = db().resolve({"T4,L4"});
   const Prediction p = Predictor(options).predict(smallTrace(), gpus);
   EXPECT_EQ(model->calls, 1);
@@ -179,6 +234,16 @@ TEST(Predictor, PluggedModelIsAskedOnceAndFallsBackToRoofline) {
   ASSERT_EQ(p.warnings.size(), 1u);
   EXPECT_EQ(p.warnings[0].rfind("L4: not among the GPUs whose measurements trained", 0), 0u)
       << p.warnings[0];
+}
+
+TEST(Predictor, Tf32WorkIsNotAskedOfTheLearnedModels) {
+  auto model = std::make_shared<CountingModel>();
+  PredictorOptions options;
+  options.opTimeModel = model;
+  const auto gpus = db().resolve({"T4"});
+  const Prediction p = Predictor(options).predict(smallTrace(), gpus); // cuDNN TF32: default
+  EXPECT_EQ(model->queries, 4u) << "the forward and backward convolutions run in TF32";
+  EXPECT_EQ(p.ops[0][0].method, PredictionMethod::Roofline);
 }
 
 TEST(Predictor, MeasuredKernelsAreWaveScaledFromTheOrigin) {

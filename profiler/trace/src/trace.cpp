@@ -321,6 +321,14 @@ Trace traceFromJson(const json& doc) {
   t.warnings = doc.value("warnings", std::vector<std::string>{});
   if (const auto d = doc.find("device"); d != doc.end() && d->is_string())
     t.device = d->get<std::string>();
+  if (const auto p = doc.find("precision"); p != doc.end() && p->is_object()) {
+    FloatPrecision precision;
+    precision.matmulTf32 = p->value("matmul_tf32", precision.matmulTf32);
+    precision.cudnnTf32 = p->value("cudnn_tf32", precision.cudnnTf32);
+    if (const auto a = p->find("autocast"); a != p->end() && a->is_string())
+      precision.autocast = a->get<std::string>();
+    t.precision = precision;
+  }
   return t;
 }
 
@@ -341,6 +349,11 @@ json traceToJson(const Trace& t) {
            {"warnings", t.warnings}};
   if (t.device)
     doc["device"] = *t.device;
+  if (t.precision) {
+    doc["precision"] = {{"matmul_tf32", t.precision->matmulTf32},
+                        {"cudnn_tf32", t.precision->cudnnTf32},
+                        {"autocast", t.precision->autocast ? json(*t.precision->autocast) : json()}};
+  }
   json& memory = doc["memory"];
   if (t.memory.activationsSavedBytes)
     memory["activations_saved_bytes"] = *t.memory.activationsSavedBytes;

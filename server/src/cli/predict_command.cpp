@@ -145,6 +145,13 @@ int runPredict(const CommandLine& args, const InstallLayout& layout) {
             << " mode)\n\n";
   printLineTable(prediction, trace, std::cout);
   printSummary(prediction, std::cout);
+  if (!prediction.precisions.empty()) {
+    std::cout << "precision:";
+    for (size_t i = 0; i < prediction.precisions.size(); ++i)
+      std::cout << (i ? ", " : " ") << prediction.precisions[i].family << " "
+                << prediction.precisions[i].precision;
+    std::cout << " (as the script sets it; --tf32-matmul/--tf32-conv override)\n";
+  }
   for (const auto& warning : prediction.warnings)
     std::cout << "note: " << warning << "\n";
   if (!trace.fallbackOps.empty()) {
@@ -159,6 +166,17 @@ int runPredict(const CommandLine& args, const InstallLayout& layout) {
 } // namespace
 
 Command predictCommand() {
+  std::vector<OptionSpec> options = {
+      {"gpu", "NAME[,NAME...]", "target GPUs (see 'wavecast gpus'), e.g. H100,A100,T4"},
+      {"batch-size", "N", "batch size passed to wavecast_input (default: its own default)"},
+      {"json", "", "print everything as JSON (docs/results-json.md)"},
+      {"gpu-file", "FILE", "extra or overriding GPU definitions (docs/gpus.md)"},
+      {"mode", "MODE", "shape (default: no arithmetic), cpu (run for real) or cuda"},
+      pythonEnvOption(),
+      {"timeout", "SECONDS", "give up tracing after this long (default 120)"},
+      {"roofline", "", "analytic model only (no learned per-op models)"}};
+  for (auto& option : precisionOptions())
+    options.push_back(std::move(option));
   return {
       {"predict",
        "FILE.py --gpu NAME[,NAME...] [--batch-size N] [--json]",
@@ -167,15 +185,7 @@ Command predictCommand() {
        "FILE.py defines wavecast_model(), wavecast_input(batch_size=N) and\n"
        "wavecast_iteration(model) (deepview_*_provider names work too). FILE may also be a trace\n"
        "saved by 'wavecast trace'.",
-       {{"gpu", "NAME[,NAME...]", "target GPUs (see 'wavecast gpus'), e.g. H100,A100,T4"},
-        {"batch-size", "N", "batch size passed to wavecast_input (default: its own default)"},
-        {"json", "", "print everything as JSON (docs/results-json.md)"},
-        {"gpu-file", "FILE", "extra or overriding GPU definitions (docs/gpus.md)"},
-        {"mode", "MODE", "shape (default: no arithmetic), cpu (run for real) or cuda"},
-        pythonEnvOption(),
-        {"timeout", "SECONDS", "give up tracing after this long (default 120)"},
-        {"tf32", "", "assume float32 matmuls and convolutions may use TF32 tensor cores"},
-        {"roofline", "", "analytic model only (no learned per-op models)"}},
+       std::move(options),
        1,
        1},
       runPredict,

@@ -34,9 +34,38 @@ GpuDatabase loadGpuDatabase(const InstallLayout& layout, const CommandLine& args
   }
 }
 
+std::vector<OptionSpec> precisionOptions() {
+  return {{"tf32", "", "run float32 matmuls and convolutions on TF32 tensor cores, whatever the "
+                       "script sets"},
+          {"tf32-matmul", "on|off",
+           "override the script's float32 matmul setting (torch default: off)"},
+          {"tf32-conv", "on|off",
+           "override the script's cuDNN convolution/RNN setting (torch default: on)"}};
+}
+
+namespace {
+
+std::optional<bool> onOff(const CommandLine& args, const std::string& name) {
+  const auto value = args.value(name);
+  if (!value)
+    return std::nullopt;
+  if (*value == "on")
+    return true;
+  if (*value == "off")
+    return false;
+  throw UsageError("--" + name + " wants on or off, not '" + *value + "'");
+}
+
+} // namespace
+
 PredictorOptions predictorOptions(const InstallLayout& layout, const CommandLine& args) {
   PredictorOptions options;
-  options.allowTf32 = args.has("tf32");
+  if (args.has("tf32"))
+    options.matmulTf32 = options.convTf32 = true;
+  if (auto matmul = onOff(args, "tf32-matmul"))
+    options.matmulTf32 = matmul;
+  if (auto conv = onOff(args, "tf32-conv"))
+    options.convTf32 = conv;
   if (args.has("roofline"))
     return options;
   try {

@@ -18,7 +18,10 @@ OptionSpec pythonEnvOption();
 // data/gpus.json plus the user's file (--gpu-file, else the layout's default if present).
 GpuDatabase loadGpuDatabase(const InstallLayout& layout, const CommandLine& args);
 
-// The predictor's options from --tf32 and --roofline: the learned models of
+// --tf32, --tf32-matmul and --tf32-conv: overrides of the script's precision.
+std::vector<OptionSpec> precisionOptions();
+
+// The predictor's options from the precision options and --roofline: the learned models of
 // <data>/weights answer the ops they cover unless --roofline is given. Throws
 // CommandError when the weights cannot be read.
 PredictorOptions predictorOptions(const InstallLayout& layout, const CommandLine& args);

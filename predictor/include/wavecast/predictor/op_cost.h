@@ -26,6 +26,7 @@ struct OpCost {
   double bytes = 0; // DRAM traffic: tensors read + written
   ComputeUnit unit = ComputeUnit::Vector;
   std::string dtype = "float32"; // compute dtype (first floating input)
+  bool tf32 = false;             // float32 matrix work on TF32 tensor cores (set by the predictor)
   GemmShape gemm;                // matrix ops only
   double parallelElements = 0;   // independent output elements (vector ops)
   int kernels = 1;               // kernel launches; 0 for metadata-only ops
@@ -38,5 +39,12 @@ struct OpCost {
 // FLOPs and bytes of `op` from its shapes, dtypes and arguments. Never throws on odd
 // input: negative dimensions count as empty and set `approximate` with a note.
 OpCost estimateOpCost(const OpRecord& op);
+
+// Whether CUDA runs `cost` on TF32 tensor cores under `precision`: float32
+// matrix work, through cuDNN (convolutions, RNNs) or cuBLAS (everything else).
+bool runsInTf32(const OpCost& cost, const FloatPrecision& precision);
+
+// The arithmetic `cost` runs in, for display: "tf32", "bfloat16", "float32", ...
+std::string mathPrecision(const OpCost& cost);
 
 } // namespace wavecast

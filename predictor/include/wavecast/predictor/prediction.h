@@ -98,8 +98,16 @@ struct GpuSummary {
   bool fitsInMemory = true;
 };
 
+// The arithmetic one family of matrix work runs in ("tf32", "bfloat16", ...):
+// what the script's precision settings and autocast made of it.
+struct FamilyPrecision {
+  std::string family;    // "conv", "gemm", "attention", "rnn"
+  std::string precision; // the precision of most of the family's FLOPs
+};
+
 struct Prediction {
   std::string method; // human description, e.g. "analytic roofline"
+  std::vector<FamilyPrecision> precisions; // matrix families, by FLOPs (largest first)
   int64_t batchSize = 0;
   std::vector<std::string> gpus;              // ids, in the order the caller asked
   std::vector<GpuSummary> summaries;          // same order as gpus

@@ -15,10 +15,11 @@
 namespace wavecast {
 
 struct PredictorOptions {
-  // Compute dtype policy: allow TF32 tensor cores for float32 matmuls/convs.
-  bool allowTf32 = false;
-  // Efficiencies and launch floor of the analytic model (roofline.allowTf32 is ignored:
-  // allowTf32 above decides).
+  // Overrides of the script's TF32 settings (the trace's `precision`, else torch's
+  // defaults): float32 matmuls (cuBLAS) and convolutions/RNNs (cuDNN) on TF32 cores.
+  std::optional<bool> matmulTf32;
+  std::optional<bool> convTf32;
+  // Efficiencies and launch floor of the analytic model.
   RooflineOptions roofline;
   // Asked first, once for all (op, GPU) pairs; the analytic model answers where it
   // returns nullopt.

@@ -10,20 +10,24 @@
 namespace wavecast {
 
 struct RooflineOptions {
-  bool allowTf32 = false; // float32 matmuls/convs on TF32 tensor cores
   // Fractions of the spec-sheet peaks real kernels reach (typical of public
   // micro-benchmarks: STREAM-like copies, cuBLAS SGEMM/HGEMM); not fitted to any data.
   double memoryEfficiency = 0.85;
   double vectorEfficiency = 0.85;
   double matrixEfficiency = 0.75;
+  // cuDNN's TF32 convolutions and RNNs stay far from the dense TF32 peak: implicit
+  // GEMM moves 4-byte operands through shared memory at fp16 kernels' bandwidth.
+  // Calibrated on the convolutions of ResNet-50, Inception-v3 and DCGAN on an H100
+  // with torch 2.11 (../shared/truth/h100, about 106 of 495 TFLOP/s), one value for
+  // every GPU and shape.
+  double cudnnTf32Efficiency = 0.25;
   // Smallest GPU time of one kernel launch as CUDA events see it.
   double launchFloorUs = 4.0;
 };
 
-// Peak TFLOP/s that runs this kind of work in this dtype (falls back to FP32 when the
-// GPU has no unit for the dtype).
-double peakTflops(const DeviceSpec& gpu, ComputeUnit unit, const std::string& dtype,
-                  bool allowTf32);
+// Peak TFLOP/s that runs this work (unit, dtype, TF32) on `gpu` (falls back to FP32
+// when the GPU has no unit for the dtype).
+double peakTflops(const DeviceSpec& gpu, const OpCost& cost);
 
 struct RooflineTime {
   double computeMs = 0;

@@ -90,6 +90,14 @@ struct TraceMemory {
   std::optional<int64_t> peakOpId;
 };
 
+// How CUDA would run the script's float math, as the script left torch's
+// settings; the defaults are torch's own (>= 1.12): TF32 for cuDNN only.
+struct FloatPrecision {
+  bool matmulTf32 = false; // torch.backends.cuda.matmul.allow_tf32 / set_float32_matmul_precision
+  bool cudnnTf32 = true;   // torch.backends.cudnn.allow_tf32: convolutions and cuDNN RNNs
+  std::optional<std::string> autocast; // the CUDA autocast dtype ("bfloat16"), if any
+};
+
 struct Trace {
   int version = kTraceFormatVersion;
   std::string torchVersion;
@@ -105,6 +113,8 @@ struct Trace {
   std::vector<std::string> warnings;
   // cuda mode: the GPU the ops were measured on (torch.cuda.get_device_name()).
   std::optional<std::string> device;
+  // Absent in traces from before the field: torch's defaults apply.
+  std::optional<FloatPrecision> precision;
 };
 
 // Thrown when a document is not a trace this build can read; the message says what to do.
