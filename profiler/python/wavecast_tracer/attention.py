@@ -76,7 +76,8 @@ def _float_mask(mask, dtype):
     """A boolean mask as the additive float mask the CUDA kernels take (convert_boolean_attn_mask)."""
     if mask is None or mask.dtype != torch.bool:
         return mask
-    return torch.where(mask.logical_not(), float("-inf"), torch.scalar_tensor(0.0, dtype=dtype))
+    # On the mask's device, as CUDA does (a CPU scalar would count as a CPU tensor of the iteration).
+    return torch.where(mask.logical_not(), float("-inf"), torch.scalar_tensor(0.0, dtype=dtype, device=mask.device))
 
 
 def _needs_logsumexp(*tensors):

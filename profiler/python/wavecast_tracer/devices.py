@@ -3,6 +3,8 @@
 Shapes do not depend on the device, so in shape and cpu mode every CUDA device
 the script names is mapped to the CPU, and the torch.cuda calls a training
 script typically makes answer as if one GPU were present.
+
+Which device each tensor would be on with a GPU is followed by `Placement`.
 """
 
 import contextlib
@@ -10,6 +12,24 @@ import contextlib
 import torch
 
 from . import compat
+
+# Set on a tensor that the iteration created on the CPU (and on results of ops on
+# such tensors only): the (file, line) it was created at.
+HOST = "_wavecast_host"
+
+# Functions that create a tensor from sizes or data, on `device=` (the CPU when not given).
+_FACTORIES = frozenset(
+    f
+    for f in (
+        getattr(torch, name, None)
+        for name in ("arange", "range", "ones", "zeros", "empty", "full", "rand", "randn", "randint",
+                     "randperm", "tensor", "as_tensor", "linspace", "logspace", "eye", "empty_strided",
+                     "scalar_tensor", "tril_indices", "triu_indices", "normal")
+    )
+    if f is not None
+)
+# Calls that put their result on the device of a tensor argument.
+_TO_TENSORS_DEVICE = frozenset({torch.Tensor.to, torch.Tensor.type_as})
 
 
 def _is_cuda(device):
@@ -24,23 +44,155 @@ def _cpu_if_cuda(value):
     return torch.device("cpu") if _is_cuda(value) else value
 
 
+def is_host(t):
+    return getattr(t, HOST, None) is not None
+
+
+def _moves_to_gpu(args):
+    """Whether .to(*args) / .type_as(*args) targets a GPU tensor's device."""
+    for value in args:
+        if isinstance(value, torch.device) or (isinstance(value, torch.Tensor) and not is_host(value)):
+            return True
+    return False
+
+
+def _has_tensor(args, kwargs):
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, torch.Tensor):
+            return True
+        if isinstance(value, (list, tuple)) and any(isinstance(v, torch.Tensor) for v in value):
+            return True
+    return False
+
+
+class Placement:
+    """Which tensors of the iteration the script left on the CPU ("host" tensors).
+
+    The tracer runs everything on the CPU. On a GPU, a tensor the iteration
+    creates with a factory (torch.arange, ones, tensor, ...) and no CUDA device
+    stays on the CPU, and so do the results of ops on such tensors only;
+    `.cuda()`, `.to("cuda")`, `.to(<GPU tensor>)` and `.to(<GPU tensor>.device)`
+    move it to the GPU, and a factory given `device=<GPU tensor>.device` creates
+    it there. Every other tensor (parameters, the batch, activations)
+    is taken to be on the GPU. An op that mixes a host tensor of one or more
+    dimensions with GPU tensors fails on a GPU (index ops and copies instead
+    copy it to the GPU); a 0-dim host tensor is allowed by torch.
+    """
+
+    def __init__(self, ops=None, project_frames=None):
+        # True while the iteration runs: only its tensors can be host tensors.
+        self.recording = False
+        # Set by the first host tensor: until then the ops need no checks.
+        self.any_host = False
+        self._ops = ops if ops is not None else []
+        self._project_frames = project_frames or (lambda: ())
+        # (file, line) of an op that mixed host and GPU tensors -> (file, line) the host one was created at.
+        self.mixed = {}
+
+    # --- torch function level (devices._CudaAsCpu) ---------------------------
+    def call(self, func, args, kwargs, to_gpu):
+        """Runs func (its CUDA devices already mapped to the CPU) and updates which tensors are host ones.
+
+        A torch.device given as `device=` or to `.to()` is taken for a GPU tensor's
+        (`device=x.device`): the tracer's tensors all report the CPU, so `x.device` cannot
+        tell; a device given as a string ("cpu") or none at all means the CPU.
+        """
+        if not self.recording:
+            return func(*args, **kwargs)
+        if not to_gpu:
+            if isinstance(kwargs.get("device"), torch.device):
+                to_gpu = True
+            elif func in _TO_TENSORS_DEVICE:
+                to_gpu = _moves_to_gpu(args[1:])
+        if not to_gpu and func in _FACTORIES and not _has_tensor(args, kwargs):
+            start = len(self._ops)
+            out = func(*args, **kwargs)
+            if isinstance(out, torch.Tensor):
+                self._created_on_host(out, start)
+            return out
+        out = func(*args, **kwargs)
+        if to_gpu and isinstance(out, torch.Tensor) and is_host(out):
+            delattr(out, HOST)
+        return out
+
+    def _created_on_host(self, t, first_op):
+        frames = self._project_frames()
+        setattr(t, HOST, frames[-1][:2] if frames else ("", 0))
+        self.any_host = True
+        for op in self._ops[first_op:]:  # what the factory ran (aten::arange, fill_, ...)
+            op["device"] = "cpu"
+
+    # --- dispatch level (recorder.OpRecorder) -------------------------------
+    def follow(self, args, kwargs, outputs, op):
+        """After an op of the iteration: its outputs are host tensors when all its tensor
+        inputs are (the op then runs on the CPU: op["device"] = "cpu"); a host tensor with
+        dimensions among GPU inputs is remembered in `mixed` under the op's line."""
+        host = None
+        wide_host = None
+        gpu = False
+        for group in (args, kwargs.values()):
+            for value in group:
+                if isinstance(value, torch.Tensor):
+                    values = (value,)
+                elif isinstance(value, (list, tuple)):
+                    values = value
+                else:
+                    continue
+                for t in values:
+                    if not isinstance(t, torch.Tensor):
+                        continue
+                    site = getattr(t, HOST, None)
+                    if site is None:
+                        gpu = True
+                    else:
+                        host = site
+                        if wide_host is None and t.dim() > 0:
+                            wide_host = site
+        if host is None:
+            return
+        if not gpu:
+            for t in outputs:
+                if not is_host(t):
+                    setattr(t, HOST, host)
+            if op is not None:
+                op["device"] = "cpu"
+        elif wide_host is not None and op is not None:
+            loc = op["loc"]
+            self.mixed.setdefault((loc["file"], loc["line"]), wide_host)
+
+    def warnings(self):
+        out = []
+        for (file, line), created in self.mixed.items():
+            where = f" (created at {created[0]}:{created[1]})" if created[0] and created != (file, line) else ""
+            out.append(f"{file}:{line}: a tensor created on the CPU inside the iteration{where} is used with "
+                       "tensors on the GPU; on a real GPU this fails (or copies it to the GPU every "
+                       "iteration): create it on the GPU, with device=<a GPU tensor>.device (e.g. the input's)")
+        return out
+
+
 class _CudaAsCpu(compat.TorchFunctionMode):
-    def __init__(self, on_mapped):
+    def __init__(self, on_mapped, placement):
         super().__init__()
         self.on_mapped = on_mapped
+        self.placement = placement
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func is torch.Tensor.cuda:
             self.on_mapped()
+            if is_host(args[0]):
+                delattr(args[0], HOST)
             return args[0]
+        to_gpu = False
         if _is_cuda(kwargs.get("device")):
             self.on_mapped()
             kwargs = dict(kwargs, device=torch.device("cpu"))
+            to_gpu = True
         if func is torch.Tensor.to and any(_is_cuda(a) for a in args[1:]):
             self.on_mapped()
             args = tuple(_cpu_if_cuda(a) for a in args)
-        return func(*args, **kwargs)
+            to_gpu = True
+        return self.placement.call(func, args, kwargs, to_gpu)
 
 
 # torch.cuda functions a training script calls, answered as on a one-GPU machine.
@@ -59,13 +211,15 @@ _CUDA_STANDINS = {
 
 
 @contextlib.contextmanager
-def cuda_mapped_to_cpu(on_mapped):
-    """While active, CUDA devices become the CPU; on_mapped() is called on each mapping."""
+def cuda_mapped_to_cpu(on_mapped, placement=None):
+    """While active, CUDA devices become the CPU; on_mapped() is called on each mapping.
+    `placement` (a Placement) follows which tensors would be on the GPU."""
+    placement = placement if placement is not None else Placement()
     saved = {name: getattr(torch.cuda, name) for name in _CUDA_STANDINS}
     for name, standin in _CUDA_STANDINS.items():
         setattr(torch.cuda, name, standin)
     try:
-        with _CudaAsCpu(on_mapped):
+        with _CudaAsCpu(on_mapped, placement):
             yield
     finally:
         for name, original in saved.items():

@@ -9,6 +9,7 @@ import torch
 
 from . import compat
 from .attention import BACKEND_OF_OP
+from .devices import Placement
 from .values import Shadows
 
 # Ops that only query or relabel metadata and never launch work. Views (view,
@@ -94,6 +95,11 @@ class TraceState:
         # > 0 while a fused op (e.g. a whole LSTM) runs its parts, which are not recorded.
         self.suppressed = 0
         self.cuda_mapped = False
+        # Which tensors would be on the CPU on a GPU (devices.Placement); its mixes are warned
+        # about when the script uses CUDA, or when `assume_gpu` (the caller moves the model
+        # and batch to a GPU, as the truth harness does for the samples).
+        self.placement = Placement(self.ops, self.project_frames)
+        self.assume_gpu = False
         # A memory.MemoryTracker in shape and cpu mode: storages live and saved for backward.
         self.memory = None
 
@@ -282,6 +288,8 @@ class TraceState:
         """Called after the iteration returned."""
         self.resolve_pending_outputs()
         self._node_records.clear()
+        if self.cuda_mapped or self.assume_gpu:
+            self.warnings.extend(self.placement.warnings())
         if self.fallback_ops:
             self.warnings.append(
                 "ran for real on the CPU (no shape-only kernel, or a value-dependent result): " + ", ".join(self.fallback_ops)
@@ -419,6 +427,8 @@ class OpRecorder(compat.TorchDispatchMode):
             state.memory.allocated(_flatten_outputs(out, []), len(state.ops), state.phase)
         if recorded:
             state.record(func, name, args, kwargs, out)
+        if state.placement.any_host and self.recording and state.phase != "backward" and not state.suppressed:
+            state.placement.follow(args, kwargs, _flatten_outputs(out, []), state.ops[-1] if recorded else None)
         return out
 
     def _run_shape_only(self, func, args, kwargs):

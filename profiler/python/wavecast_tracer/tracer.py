@@ -26,8 +26,13 @@ _USER_OUTPUT_LIMIT = 8192
 _OOM_MARKERS = ("can't allocate memory", "not enough memory", "DefaultCPUAllocator", "out of memory")
 
 
-def run_trace(file, batch_size=None, mode="shape", progress=None):
-    """Returns the trace document (docs/trace-format.md); raises TraceError."""
+def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=False):
+    """Returns the trace document (docs/trace-format.md); raises TraceError.
+
+    assume_gpu: the caller runs the script's model and batch on a GPU (as the truth
+    harness does with the samples), so CPU tensors the iteration mixes with them are
+    warned about even if the script never asks for CUDA itself.
+    """
     progress = progress or (lambda message: None)
     if mode not in MODES:
         hint = ("Use mode \"shape\" (no arithmetic), \"cpu\" (real execution on the CPU) or "
@@ -44,7 +49,7 @@ def run_trace(file, batch_size=None, mode="shape", progress=None):
     captured = io.StringIO()
     with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
         try:
-            document = _trace(project, batch_size, mode, progress)
+            document = _trace(project, batch_size, mode, progress, assume_gpu)
         except TraceError as error:
             error.output = _tail(captured.getvalue())
             raise
@@ -59,7 +64,7 @@ def _tail(text):
     return text[-_USER_OUTPUT_LIMIT:]
 
 
-def _trace(project, batch_size, mode, progress):
+def _trace(project, batch_size, mode, progress, assume_gpu=False):
     purge_project_modules(project)
     progress("loading script")
     module = load_entry_module(project)
@@ -77,6 +82,7 @@ def _trace(project, batch_size, mode, progress):
         )
 
     state = TraceState(project, progress)
+    state.assume_gpu = assume_gpu
     compat.ensure_meta_kernels()
     shape_only = mode == "shape"
     fake_mode = compat.make_fake_mode() if shape_only else contextlib.nullcontext()
@@ -95,7 +101,7 @@ def _trace(project, batch_size, mode, progress):
             stack.enter_context(eager_compile(state.on_compile))
             autocast = None
             if mode != "cuda":
-                stack.enter_context(cuda_mapped_to_cpu(state.on_cuda_mapped))
+                stack.enter_context(cuda_mapped_to_cpu(state.on_cuda_mapped, state.placement))
                 stack.enter_context(compat.fused_dropout())
                 stack.enter_context(cuda_optimizer_defaults())
                 autocast = stack.enter_context(cuda_autocast())  # after cuda_attention: wraps it
@@ -129,8 +135,12 @@ def _trace(project, batch_size, mode, progress):
                 state.memory.add_baseline(_baseline_tensors(model, inputs))
                 progress("tracing forward")
                 recorder.recording = True
-                with recorder, state.memory.saved_tensors_hooks():
-                    _call_user(iteration, project, "during the training iteration", *inputs)
+                state.placement.recording = True
+                try:
+                    with recorder, state.memory.saved_tensors_hooks():
+                        _call_user(iteration, project, "during the training iteration", *inputs)
+                finally:
+                    state.placement.recording = False
             state.finish()
             precision_settings = precision(autocast)
             memory = _memory(model, state.optimizers)

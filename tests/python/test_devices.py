@@ -1,0 +1,145 @@
+"""Tensors the iteration leaves on the CPU: warned about when mixed with GPU tensors, and their
+ops marked `"device": "cpu"` (Adam's step counters)."""
+
+import os
+import tempfile
+import unittest
+
+import torch
+from torch.optim import optimizer as optimizer_module
+
+from wavecast_tracer.tracer import run_trace
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURE = os.path.join(HERE, "fixtures", "cpu_tensor_in_iteration.py")
+SAMPLES = os.path.abspath(os.environ.get("WAVECAST_SAMPLES_DIR", os.path.join(HERE, "..", "..", "samples")))
+# torch 2.x optimizers step with the multi-tensor kernels (the step counters' += 1 is one op).
+FOREACH_DEFAULT = hasattr(optimizer_module, "_default_to_fused_or_foreach")
+WARNING = "a tensor created on the CPU inside the iteration"
+
+
+def cpu_tensor_warnings(trace):
+    return [w for w in trace["warnings"] if WARNING in w]
+
+
+def line_of(path, text):
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if text in line:
+                return number
+    raise AssertionError(f"{text!r} not found in {path}")
+
+
+def without_cuda(source):
+    return source.replace(".cuda()", "")
+
+
+class CpuTensorsMixedWithGpuTensors(unittest.TestCase):
+    def test_every_sample_keeps_its_tensors_on_the_inputs_device(self):
+        # The samples never ask for CUDA themselves: traced as the truth harness runs them,
+        # with the model and batch moved to the GPU.
+        names = sorted(n for n in os.listdir(SAMPLES) if n.endswith(".py"))
+        self.assertGreaterEqual(len(names), 8)
+        for name in names:
+            with self.subTest(sample=name):
+                trace = run_trace(os.path.join(SAMPLES, name), batch_size=2, assume_gpu=True)
+                self.assertEqual(cpu_tensor_warnings(trace), [])
+                forward_on_cpu = [op["name"] for op in trace["ops"]
+                                  if op.get("device") == "cpu" and op["phase"] != "optimizer"]
+                # transformer.py builds its causal mask on the CPU, then moves it with .to(target.device).
+                self.assertLessEqual(set(forward_on_cpu), {"aten::full", "aten::triu"})
+
+    def test_one_warning_on_the_line_that_mixes(self):
+        trace = run_trace(FIXTURE, batch_size=4)
+        warnings = cpu_tensor_warnings(trace)
+        self.assertEqual(len(warnings), 1, trace["warnings"])
+        mixed = line_of(FIXTURE, "# MIXED")
+        created = line_of(FIXTURE, "torch.ones(D)")
+        self.assertTrue(warnings[0].startswith(f"{FIXTURE}:{mixed}: {WARNING} (created at {FIXTURE}:{created})"),
+                        warnings[0])
+        self.assertIn("device=", warnings[0])
+        # The ones() ran on the CPU; the add that mixed it in is a GPU op.
+        ones = [op for op in trace["ops"] if op["name"] == "aten::ones"]
+        self.assertEqual([op.get("device") for op in ones], ["cpu"])
+        add = next(op for op in trace["ops"] if op["loc"]["line"] == mixed and op["phase"] == "forward")
+        self.assertNotIn("device", add)
+        # torch.arange(seq, device=tokens.device) followed the input onto the GPU.
+        arange = next(op for op in trace["ops"] if op["name"] == "aten::arange")
+        self.assertNotIn("device", arange)
+
+    def test_cpu_mode_warns_the_same(self):
+        trace = run_trace(FIXTURE, batch_size=4, mode="cpu")
+        self.assertEqual(len(cpu_tensor_warnings(trace)), 1, trace["warnings"])
+
+    def write(self, directory, source, name="script.py"):
+        path = os.path.join(directory, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(source)
+        return path
+
+    def test_no_warning_for_a_script_that_never_asks_for_cuda(self):
+        with open(FIXTURE, encoding="utf-8") as f:
+            source = without_cuda(f.read())
+        with tempfile.TemporaryDirectory() as directory:
+            path = self.write(directory, source)
+            self.assertEqual(cpu_tensor_warnings(run_trace(path, batch_size=4)), [])
+            # Unless the caller runs its model and batch on a GPU.
+            self.assertEqual(len(cpu_tensor_warnings(run_trace(path, batch_size=4, assume_gpu=True))), 1)
+
+    def test_moved_to_the_gpu_is_no_mix(self):
+        with open(FIXTURE, encoding="utf-8") as f:
+            source = f.read()
+        fixes = ["torch.ones(D).cuda()", "torch.ones(D).to(x.device)", "torch.ones(D).to(x)",
+                 "torch.ones(D, device=x.device)", 'torch.ones(D, device="cuda")', "torch.ones(D).to('cuda:0')",
+                 "torch.ones((), dtype=x.dtype)"]
+        with tempfile.TemporaryDirectory() as directory:
+            for fix in fixes:
+                with self.subTest(fix=fix):
+                    path = self.write(directory, source.replace("torch.ones(D)", fix))
+                    self.assertEqual(cpu_tensor_warnings(run_trace(path, batch_size=4)), [])
+
+    def test_one_warning_per_line(self):
+        with open(FIXTURE, encoding="utf-8") as f:
+            source = f.read()
+        # A CPU tensor built from a CPU tensor (still on the CPU) and mixed in twice on one line,
+        # and a CPU index into a GPU tensor (a host-to-device copy on a GPU).
+        source = source.replace("x = x + bias  # MIXED", "bias = bias.unsqueeze(0) * 2\n"
+                                "        x = x + bias - bias  # MIXED\n"
+                                "        x = x[:, torch.arange(seq)]  # INDEX")
+        with tempfile.TemporaryDirectory() as directory:
+            path = self.write(directory, source)
+            warnings = cpu_tensor_warnings(run_trace(path, batch_size=4))
+            self.assertEqual([w.split(": ", 1)[0] for w in warnings],
+                             [f"{path}:{line_of(path, '# MIXED')}", f"{path}:{line_of(path, '# INDEX')}"])
+
+
+class HostOps(unittest.TestCase):
+    def test_adam_step_counters_run_on_the_cpu(self):
+        trace = run_trace(FIXTURE, batch_size=4)
+        on_cpu = [op for op in trace["ops"] if op.get("device") == "cpu" and op["phase"] == "optimizer"]
+        names = sorted({op["name"] for op in on_cpu})
+        # += 1 on the 4 counters (one multi-tensor op in torch 2.x) and their .item()s (two each
+        # in torch 2.x's foreach Adam, one in 1.13's per-parameter loop).
+        if FOREACH_DEFAULT:
+            self.assertEqual(names, ["aten::_foreach_add_", "aten::_local_scalar_dense"])
+            foreach = [op for op in on_cpu if op["name"] == "aten::_foreach_add_"]
+            self.assertEqual([op["args"]["num_tensors"] for op in foreach], [4])
+            self.assertEqual({tuple(i["shape"]) for i in foreach[0]["inputs"]}, {()})
+        else:
+            self.assertEqual(names, ["aten::_local_scalar_dense", "aten::add_"])
+        items = sum(op["name"] == "aten::_local_scalar_dense" for op in trace["ops"])
+        self.assertEqual(sum(op["name"] == "aten::_local_scalar_dense" for op in on_cpu), items)
+        self.assertEqual(items, (2 if FOREACH_DEFAULT else 1) * 4)
+        # The parameters' update runs on the GPU.
+        for op in trace["ops"]:
+            if op["phase"] == "optimizer" and op not in on_cpu:
+                self.assertNotIn("device", op)
+
+    def test_no_cpu_ops_without_cpu_tensors(self):
+        path = os.path.join(SAMPLES, "resnet50.py")
+        trace = run_trace(path, batch_size=2)
+        self.assertEqual([op for op in trace["ops"] if "device" in op], [])
+
+
+if __name__ == "__main__":
+    unittest.main()
