@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+"""Compares wavecast's predictions with iterations measured on a real GPU.
+
+For every run of a truth file (../shared/truth/README.md: sample:batch ->
+wall time with CUDA events, kernel sum and per-op GPU time from
+torch.profiler), it predicts the sample at that batch on the truth's GPU with
+`wavecast predict --json`, in FP32 as the sample is written and, where the
+truth has it, with the whole iteration under bf16 CUDA autocast. It prints (or
+writes, with --markdown) per-run and per-op-family tables and the mean
+absolute percentage errors against kernel time and against wall time.
+
+    bench/truth/compare.py ../shared/truth/h100/sweep.json --markdown out.md
+    bench/truth/compare.py TRUTH.json --runs 'small_cnn|resnet50.py:8' --json
+
+The predicted GPU time is compared with the kernel sum; the predicted wall time
+(host model: the CPU issuing work and the GPU executing it) with the measured
+wall time. Without a host model in the prediction, wall equals GPU time.
+"""
+
+import argparse
+import concurrent.futures
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+
+# The whole iteration under CUDA bf16 autocast, as the truth's bf16 runs were
+# measured (gpu_truth.py wraps the iteration the same way).
+AUTOCAST_WRAPPER = """\
+import importlib.util
+import torch
+
+_spec = importlib.util.spec_from_file_location("wavecast_truth_sample", {sample!r})
+_sample = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_sample)
+wavecast_model = _sample.wavecast_model
+wavecast_input = _sample.wavecast_input
+
+
+def wavecast_iteration(model):
+    step = _sample.wavecast_iteration(model)
+
+    def iteration(*inputs):
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            return step(*inputs)
+
+    return iteration
+"""
+
+# torch.profiler's names for the ops whose GPU time it reports (ATen ops that
+# launch kernels) -> wavecast's cost families (docs/results-json.md, `family`).
+# Profiler-only ranges (Optimizer.step#..., Activity Buffer Request) are left
+# out: their time is already in the ops they enclose or is profiler overhead.
+FAMILY_PATTERNS = [
+    ("attention", r"scaled_dot_product|flash_attention|efficient_attention|cudnn_attention|_fmha"),
+    ("rnn", r"_cudnn_rnn|lstm|gru|rnn_tanh|rnn_relu"),
+    ("conv", r"conv"),
+    ("gemm", r"::(mm|bmm|addmm|baddbmm|addbmm|matmul|linear|_addmm_activation)$"),
+    ("norm", r"batch_norm|layer_norm|group_norm|instance_norm|rms_norm"),
+    ("optimizer", r"_foreach_|_fused_adam|_fused_sgd"),
+    ("softmax", r"softmax"),
+    ("loss", r"nll_loss|cross_entropy|binary_cross_entropy|mse_loss|smooth_l1|ctc_loss"),
+    ("embedding", r"embedding"),
+    ("pooling", r"pool"),
+    ("reduction", r"::(sum|mean|max|min|amax|amin|norm|var|std|prod|argmax|argmin|cumsum)$"),
+    ("copy", r"copy_|::to$|_to_copy|contiguous|clone|cat$|stack$|Memcpy|Memset|index|gather|scatter|fill_|zero_"),
+]
+PROFILER_RANGES = re.compile(r"^(Optimizer\.|Activity Buffer|ProfilerStep|cudaDeviceSynchronize)")
+
+
+def family_of(op_name):
+    if PROFILER_RANGES.match(op_name):
+        return None
+    for family, pattern in FAMILY_PATTERNS:
+        if re.search(pattern, op_name):
+            return family
+    return "elementwise"
+
+
+def predict(wavecast, script, batch, gpu, extra):
+    command = [wavecast, "predict", script, "--gpu", gpu, "--batch-size", str(batch), "--json"] + extra
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        return {"error": (done.stderr or done.stdout).strip().splitlines()[-1:]}
+    return json.loads(done.stdout)
+
+
+def summarize(prediction, gpu):
+    """The figures compared: GPU time, wall time and GPU time per family (ms)."""
+    index = prediction["gpus"].index(gpu)
+    summary = prediction["summaries"][index]
+    gpu_ms = summary.get("gpu_ms", summary["iteration_ms"])
+    families = {}
+    for op in prediction["ops"]:
+        time = op["per_gpu"][index]["time_ms"]
+        if time:
+            families[op["family"]] = families.get(op["family"], 0.0) + time
+    return {"gpu_ms": gpu_ms, "wall_ms": summary["iteration_ms"], "families": families,
+            "host_bound": summary.get("host_bound")}
+
+
+def truth_families(per_op):
+    families = {}
+    for name, entry in per_op.items():
+        family = family_of(name)
+        if family:
+            families[family] = families.get(family, 0.0) + entry["self_device_us"] / 1000.0
+    return families
+
+
+def jobs_from(truth, pattern, precisions):
+    jobs = []
+    for key, run in truth["samples"].items():
+        if pattern and not re.search(pattern, key):
+            continue
+        sample, batch = key.rsplit(":", 1)
+        for precision, field in (("fp32", "fp32_default"), ("bf16", "bf16_autocast")):
+            if precision in precisions and run.get(field):
+                jobs.append((key, sample, int(batch), precision, run))
+    return jobs
+
+
+def ape(predicted, real):
+    return abs(predicted - real) / real * 100.0
+
+
+def mean(values):
+    values = list(values)
+    return sum(values) / len(values) if values else float("nan")
+
+
+def run(options):
+    with open(options.truth) as f:
+        truth = json.load(f)
+    jobs = jobs_from(truth, options.runs, options.precision.split(","))
+    if not jobs:
+        sys.exit(f"compare.py: no run of {options.truth} matches --runs {options.runs!r}")
+    # The truth's own precision settings (PyTorch defaults there) are what the
+    # script ran with; wavecast reads the same defaults from the traced torch.
+    with tempfile.TemporaryDirectory() as work:
+        def one(job):
+            key, sample, batch, precision, run = job
+            script = os.path.join(options.samples_root, sample)
+            if precision == "bf16":
+                script_path = os.path.join(work, f"{os.path.basename(sample)[:-3]}_bf16_{batch}.py")
+                with open(script_path, "w") as out:
+                    out.write(AUTOCAST_WRAPPER.format(sample=os.path.abspath(script)))
+                script = script_path
+            prediction = predict(options.wavecast, script, batch, options.gpu, options.extra)
+            return job, prediction
+
+        with concurrent.futures.ThreadPoolExecutor(options.jobs) as pool:
+            results = list(pool.map(one, jobs))
+
+    rows = []
+    for (key, sample, batch, precision, run), prediction in results:
+        field = "fp32_default" if precision == "fp32" else "bf16_autocast"
+        row = {"run": key, "precision": precision, "wall_ms": run[field]["median_ms"]}
+        if precision == "fp32":
+            row["kernel_ms"] = run["lines"]["kernel_sum_us"] / 1000.0
+            row["truth_families"] = truth_families(run["lines"]["per_op"])
+        if "error" in prediction:
+            row["error"] = " ".join(prediction["error"])
+        else:
+            row.update({"predicted_" + k: v for k, v in summarize(prediction, options.gpu).items()})
+        rows.append(row)
+    return {"truth": options.truth, "gpu": options.gpu, "device": truth.get("device"),
+            "torch": truth.get("torch"), "rows": rows}
+
+
+def metrics(report):
+    ok = [r for r in report["rows"] if "error" not in r]
+    fp32 = [r for r in ok if r["precision"] == "fp32"]
+    bf16 = [r for r in ok if r["precision"] == "bf16"]
+    return {
+        "fp32_kernel_mape": mean(ape(r["predicted_gpu_ms"], r["kernel_ms"]) for r in fp32),
+        "fp32_wall_mape": mean(ape(r["predicted_wall_ms"], r["wall_ms"]) for r in fp32),
+        "bf16_wall_mape": mean(ape(r["predicted_wall_ms"], r["wall_ms"]) for r in bf16),
+        "runs": len(ok), "failed": len(report["rows"]) - len(ok),
+    }
+
+
+def markdown(report):
+    m = metrics(report)
+    out = [f"Truth: `{os.path.relpath(report['truth'], ROOT)}` ({report['device']}, torch "
+           f"{report['torch']}), predicted on `{report['gpu']}`.", "",
+           f"- FP32, MAPE against kernel time: **{m['fp32_kernel_mape']:.1f}%**",
+           f"- FP32, MAPE against wall time: **{m['fp32_wall_mape']:.1f}%**",
+           f"- bf16 autocast, MAPE against wall time: **{m['bf16_wall_mape']:.1f}%**",
+           f"- runs compared: {m['runs']}" + (f", failed to predict: {m['failed']}" if m["failed"] else ""),
+           "", "| run | precision | predicted GPU ms | real kernels ms | predicted wall ms | real wall ms "
+           "| error vs kernels | error vs wall |", "|---|---|---|---|---|---|---|---|"]
+    for r in report["rows"]:
+        if "error" in r:
+            out.append(f"| {r['run']} | {r['precision']} | failed: {r['error']} | | | | | |")
+            continue
+        kernel = r.get("kernel_ms")
+        cells = [r["run"], r["precision"], f"{r['predicted_gpu_ms']:.1f}",
+                 f"{kernel:.1f}" if kernel is not None else "–",
+                 f"{r['predicted_wall_ms']:.1f}", f"{r['wall_ms']:.1f}",
+                 f"{ape(r['predicted_gpu_ms'], kernel):.0f}%" if kernel is not None else "–",
+                 f"{ape(r['predicted_wall_ms'], r['wall_ms']):.0f}%"]
+        out.append("| " + " | ".join(cells) + " |")
+    families = {}
+    for r in report["rows"]:
+        if "error" in r or r["precision"] != "fp32":
+            continue
+        for family in set(r["predicted_families"]) | set(r["truth_families"]):
+            p, t = families.get(family, (0.0, 0.0))
+            families[family] = (p + r["predicted_families"].get(family, 0.0),
+                                t + r["truth_families"].get(family, 0.0))
+    out += ["", "Per op family, summed over the FP32 runs (GPU time):", "",
+            "| family | predicted ms | real ms | predicted / real |", "|---|---|---|---|"]
+    for family, (p, t) in sorted(families.items(), key=lambda item: -item[1][1]):
+        ratio = f"{p / t:.2f}" if t > 0 else "–"
+        out.append(f"| {family} | {p:.1f} | {t:.1f} | {ratio} |")
+    return "\n".join(out) + "\n"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("truth", help="a truth JSON file (../shared/truth/h100/sweep.json)")
+    parser.add_argument("--wavecast", default=os.path.join(ROOT, "build", "bin", "wavecast"))
+    parser.add_argument("--samples-root", default=ROOT,
+                        help="folder the truth's sample paths are relative to (default: the repository)")
+    parser.add_argument("--gpu", default="H100-SXM", help="wavecast's id of the truth's GPU")
+    parser.add_argument("--runs", default="", help="regular expression selecting runs (sample:batch)")
+    parser.add_argument("--precision", default="fp32,bf16", help="fp32, bf16 or both (default)")
+    parser.add_argument("--jobs", type=int, default=2, help="predictions run at once")
+    parser.add_argument("--markdown", help="write the report as Markdown to this file")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("extra", nargs="*", help="more `wavecast predict` options, after --")
+    options = parser.parse_args(argv)
+    report = run(options)
+    report["metrics"] = metrics(report)
+    if options.json:
+        json.dump(report, sys.stdout, indent=1)
+        print()
+    text = markdown(report)
+    if options.markdown:
+        with open(options.markdown, "w") as out:
+            out.write(text)
+    if not options.json:
+        sys.stdout.write(text)
+    return 1 if report["metrics"]["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
