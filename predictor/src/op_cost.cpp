@@ -1144,6 +1144,10 @@ OpCost estimateOpCost(const OpRecord& op) {
         cost.note = "negative dimension in a tensor shape of " + op.name +
                     "; its dimensions count as 0 (re-trace the script)";
       }
+  if (op.onHost && !cost.metadataOnly()) {
+    cost.kernels = 0;
+    cost.note = "runs on the CPU (host work, no GPU kernel)";
+  }
   if (!cost.metadataOnly() && cost.bytes <= 0 && cost.flops <= 0) {
     cost.kernels = 0; // PyTorch launches nothing for empty tensors
     if (cost.note.empty())

@@ -327,5 +327,16 @@ TEST(OpCost, ZeroAndNegativeShapes) {
   EXPECT_DOUBLE_EQ(negative.bytes, 16);
 }
 
+TEST(OpCost, HostOpsLaunchNoKernel) {
+  // Adam's step counters stay on the CPU: their foreach add is host work.
+  OpRecord counters = op("aten::_foreach_add_", {tensor({}), tensor({})}, {tensor({})}, {},
+                         Phase::Optimizer);
+  EXPECT_FALSE(estimateOpCost(counters).metadataOnly());
+  counters.onHost = true;
+  const OpCost cost = estimateOpCost(counters);
+  EXPECT_TRUE(cost.metadataOnly());
+  EXPECT_EQ(cost.note, "runs on the CPU (host work, no GPU kernel)");
+}
+
 } // namespace
 } // namespace wavecast

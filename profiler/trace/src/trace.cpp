@@ -145,6 +145,7 @@ OpRecord opFromJson(const json& j, size_t index) {
       op.kernels.push_back(kernelFromJson(k));
   if (const auto saved = j.find("saved_bytes"); saved != j.end() && saved->is_number_integer())
     op.savedBytes = saved->get<int64_t>();
+  op.onHost = j.value("device", std::string()) == "cpu";
   return op;
 }
 
@@ -176,6 +177,8 @@ json opToJson(const OpRecord& op) {
   }
   if (op.savedBytes)
     j["saved_bytes"] = *op.savedBytes;
+  if (op.onHost)
+    j["device"] = "cpu";
   return j;
 }
 

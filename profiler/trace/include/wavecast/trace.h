@@ -68,6 +68,9 @@ struct OpRecord {
   // Bytes of the storages this op allocated that autograd kept for backward (shape and
   // cpu traces; absent: none or unknown).
   std::optional<int64_t> savedBytes;
+  // Runs on the host even on a GPU machine (Adam's step counters, tensors the
+  // script builds on the CPU): no GPU kernel.
+  bool onHost = false;
 
   // Typed argument access; nullopt when absent or of another type.
   std::optional<int64_t> intArg(const std::string& key) const;
