@@ -61,7 +61,9 @@ RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
   if (cost.metadataOnly())
     return t;
   const int sms = std::max(1, gpu.smCount);
-  const bool cudnnTf32 = cost.tf32 && (cost.family == "conv" || cost.family == "rnn");
+  // GPUs before Ampere have no TF32 units: their float32 stays on CUDA cores.
+  const bool cudnnTf32 =
+      cost.tf32 && gpu.tf32Tflops > 0 && (cost.family == "conv" || cost.family == "rnn");
   const double efficiency = cost.unit != ComputeUnit::Matrix ? options.vectorEfficiency
                             : cudnnTf32                     ? options.cudnnTf32Efficiency
                                                             : options.matrixEfficiency;

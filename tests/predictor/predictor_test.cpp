@@ -240,10 +240,25 @@ TEST(Predictor, Tf32WorkIsNotAskedOfTheLearnedModels) {
   auto model = std::make_shared<CountingModel>();
   PredictorOptions options;
   options.opTimeModel = model;
-  const auto gpus = db().resolve({"T4"});
+  const auto gpus = db().resolve({"A100"});
   const Prediction p = Predictor(options).predict(smallTrace(), gpus); // cuDNN TF32: default
   EXPECT_EQ(model->queries, 4u) << "the forward and backward convolutions run in TF32";
   EXPECT_EQ(p.ops[0][0].method, PredictionMethod::Roofline);
+}
+
+TEST(Predictor, GpusWithoutTf32KeepFloat32OnCudaCores) {
+  // A T4 (Turing) has no TF32 units: cuDNN's TF32 setting changes nothing there.
+  const auto gpus = db().resolve({"T4"});
+  Trace trace = convAndMatmul();
+  const double tf32Default = Predictor().predict(trace, gpus).ops[0][0].timeMs;
+  PredictorOptions options;
+  options.convTf32 = false;
+  EXPECT_DOUBLE_EQ(Predictor(options).predict(trace, gpus).ops[0][0].timeMs, tf32Default);
+  auto model = std::make_shared<CountingModel>();
+  PredictorOptions learned;
+  learned.opTimeModel = model;
+  Predictor(learned).predict(smallTrace(), gpus);
+  EXPECT_EQ(model->queries, 6u) << "the learned models answer the T4's float32 convolutions";
 }
 
 TEST(Predictor, MeasuredKernelsAreWaveScaledFromTheOrigin) {
