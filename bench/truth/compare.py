@@ -12,9 +12,9 @@ absolute percentage errors against kernel time and against wall time.
     bench/truth/compare.py ../shared/truth/h100/sweep.json --markdown out.md
     bench/truth/compare.py TRUTH.json --runs 'small_cnn|resnet50.py:8' --json
 
-The predicted GPU time is compared with the kernel sum; the predicted wall time
-(host model: the CPU issuing work and the GPU executing it) with the measured
-wall time. Without a host model in the prediction, wall equals GPU time.
+The predicted GPU time is compared with the kernel sum, and the predicted wall
+time with the measured wall time (wavecast has no host model yet, so its wall
+time is its GPU time).
 """
 
 import argparse
@@ -93,15 +93,14 @@ def predict(wavecast, script, batch, gpu, extra):
 def summarize(prediction, gpu):
     """The figures compared: GPU time, wall time and GPU time per family (ms)."""
     index = prediction["gpus"].index(gpu)
-    summary = prediction["summaries"][index]
-    gpu_ms = summary.get("gpu_ms", summary["iteration_ms"])
+    # wavecast predicts GPU time only so far: the iteration is its wall time too.
+    iteration_ms = prediction["summaries"][index]["iteration_ms"]
     families = {}
     for op in prediction["ops"]:
         time = op["per_gpu"][index]["time_ms"]
         if time:
             families[op["family"]] = families.get(op["family"], 0.0) + time
-    return {"gpu_ms": gpu_ms, "wall_ms": summary["iteration_ms"], "families": families,
-            "host_bound": summary.get("host_bound")}
+    return {"gpu_ms": iteration_ms, "wall_ms": iteration_ms, "families": families}
 
 
 def truth_families(per_op):
@@ -115,13 +114,13 @@ def truth_families(per_op):
 
 def jobs_from(truth, pattern, precisions):
     jobs = []
-    for key, run in truth["samples"].items():
+    for key, measured in truth["samples"].items():
         if pattern and not re.search(pattern, key):
             continue
         sample, batch = key.rsplit(":", 1)
         for precision, field in (("fp32", "fp32_default"), ("bf16", "bf16_autocast")):
-            if precision in precisions and run.get(field):
-                jobs.append((key, sample, int(batch), precision, run))
+            if precision in precisions and measured.get(field):
+                jobs.append((key, sample, int(batch), precision, measured))
     return jobs
 
 
@@ -140,11 +139,9 @@ def run(options):
     jobs = jobs_from(truth, options.runs, options.precision.split(","))
     if not jobs:
         sys.exit(f"compare.py: no run of {options.truth} matches --runs {options.runs!r}")
-    # The truth's own precision settings (PyTorch defaults there) are what the
-    # script ran with; wavecast reads the same defaults from the traced torch.
     with tempfile.TemporaryDirectory() as work:
         def one(job):
-            key, sample, batch, precision, run = job
+            _, sample, batch, precision, _ = job
             script = os.path.join(options.samples_root, sample)
             if precision == "bf16":
                 script_path = os.path.join(work, f"{os.path.basename(sample)[:-3]}_bf16_{batch}.py")
@@ -158,12 +155,12 @@ def run(options):
             results = list(pool.map(one, jobs))
 
     rows = []
-    for (key, sample, batch, precision, run), prediction in results:
+    for (key, _, _, precision, measured), prediction in results:
         field = "fp32_default" if precision == "fp32" else "bf16_autocast"
-        row = {"run": key, "precision": precision, "wall_ms": run[field]["median_ms"]}
+        row = {"run": key, "precision": precision, "wall_ms": measured[field]["median_ms"]}
         if precision == "fp32":
-            row["kernel_ms"] = run["lines"]["kernel_sum_us"] / 1000.0
-            row["truth_families"] = truth_families(run["lines"]["per_op"])
+            row["kernel_ms"] = measured["lines"]["kernel_sum_us"] / 1000.0
+            row["truth_families"] = truth_families(measured["lines"]["per_op"])
         if "error" in prediction:
             row["error"] = " ".join(prediction["error"])
         else:

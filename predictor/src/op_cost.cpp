@@ -1160,11 +1160,12 @@ OpCost estimateOpCost(const OpRecord& op) {
 
 namespace wavecast {
 
+bool runsOnCudnn(const OpCost& cost) { return cost.family == "conv" || cost.family == "rnn"; }
+
 bool runsInTf32(const OpCost& cost, const FloatPrecision& precision) {
   if (cost.unit != ComputeUnit::Matrix || cost.dtype != "float32")
     return false;
-  const bool cudnn = cost.family == "conv" || cost.family == "rnn";
-  return cudnn ? precision.cudnnTf32 : precision.matmulTf32;
+  return runsOnCudnn(cost) ? precision.cudnnTf32 : precision.matmulTf32;
 }
 
 std::string mathPrecision(const OpCost& cost) { return cost.tf32 ? "tf32" : cost.dtype; }

@@ -261,7 +261,7 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
     for (size_t g = 0; g < gpuCount; ++g)
       for (size_t i = 0; i < opCount; ++i)
         // The learned models were trained on FP32 without TF32 (NeuSight's setting).
-        if (!costs[i].metadataOnly() && !(costs[i].tf32 && gpus[g].tf32Tflops > 0)) {
+        if (!costs[i].metadataOnly() && !usesTf32Cores(costs[i], gpus[g])) {
           queries.push_back({&trace.ops[i], &gpus[g]});
           slots.push_back(g * opCount + i);
         }

@@ -38,6 +38,10 @@ constexpr double kElementsPerBlock = 512;
 
 } // namespace
 
+bool usesTf32Cores(const OpCost& cost, const DeviceSpec& gpu) {
+  return cost.tf32 && gpu.tf32Tflops > 0;
+}
+
 double peakTflops(const DeviceSpec& gpu, const OpCost& cost) {
   const std::string& dtype = cost.dtype;
   if (cost.unit == ComputeUnit::Matrix) {
@@ -45,7 +49,7 @@ double peakTflops(const DeviceSpec& gpu, const OpCost& cost) {
       return gpu.fp16Tflops;
     if (dtype == "bfloat16" && gpu.bf16Tflops > 0)
       return gpu.bf16Tflops;
-    if (dtype == "float32" && cost.tf32 && gpu.tf32Tflops > 0)
+    if (dtype == "float32" && usesTf32Cores(cost, gpu))
       return gpu.tf32Tflops;
     if (gpu.fp32MatrixTflops > 0 &&
         (dtype == "float32" || dtype == "float16" || dtype == "bfloat16"))
@@ -61,9 +65,7 @@ RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
   if (cost.metadataOnly())
     return t;
   const int sms = std::max(1, gpu.smCount);
-  // GPUs before Ampere have no TF32 units: their float32 stays on CUDA cores.
-  const bool cudnnTf32 =
-      cost.tf32 && gpu.tf32Tflops > 0 && (cost.family == "conv" || cost.family == "rnn");
+  const bool cudnnTf32 = usesTf32Cores(cost, gpu) && runsOnCudnn(cost);
   const double efficiency = cost.unit != ComputeUnit::Matrix ? options.vectorEfficiency
                             : cudnnTf32                     ? options.cudnnTf32Efficiency
                                                             : options.matrixEfficiency;

@@ -40,6 +40,9 @@ struct OpCost {
 // input: negative dimensions count as empty and set `approximate` with a note.
 OpCost estimateOpCost(const OpRecord& op);
 
+// Convolutions and RNNs go to cuDNN; other matrix work to cuBLAS.
+bool runsOnCudnn(const OpCost& cost);
+
 // Whether CUDA runs `cost` on TF32 tensor cores under `precision`: float32
 // matrix work, through cuDNN (convolutions, RNNs) or cuBLAS (everything else).
 bool runsInTf32(const OpCost& cost, const FloatPrecision& precision);

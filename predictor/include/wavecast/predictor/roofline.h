@@ -25,6 +25,10 @@ struct RooflineOptions {
   double launchFloorUs = 4.0;
 };
 
+// Whether `cost`'s TF32 work finds TF32 units on `gpu` (GPUs before Ampere have
+// none: their float32 stays on CUDA cores).
+bool usesTf32Cores(const OpCost& cost, const DeviceSpec& gpu);
+
 // Peak TFLOP/s that runs this work (unit, dtype, TF32) on `gpu` (falls back to FP32
 // when the GPU has no unit for the dtype).
 double peakTflops(const DeviceSpec& gpu, const OpCost& cost);
