@@ -8,9 +8,17 @@ per-parameter loop; here the default is answered as on a GPU. A script's own
 `foreach=` / `fused=` is honoured: torch only asks when both are None.
 torch 1.13 has no such default (its optimizers loop per parameter unless told
 `foreach=True`), so nothing changes there.
+
+A training run spends its iterations in the steady state: Adam's moments and
+SGD's momentum buffers already exist. The first `step()` of a fresh optimizer
+builds them instead (one `zeros_like` or `clone` per parameter, hundreds of
+ops that never run again), so the traced step is preceded by one unrecorded
+step that builds the state (`steady_state_steps`; torch >= 2.0, which has
+optimizer step hooks).
 """
 
 import contextlib
+import importlib
 import sys
 
 import torch
@@ -37,3 +45,53 @@ def cuda_optimizer_defaults():
     finally:
         for module, original in saved:
             setattr(module, name, original)
+
+
+@contextlib.contextmanager
+def steady_state_steps(state):
+    """While active, the first step() of each optimizer that has no state yet runs once
+    unrecorded (state.suppressing()) before the recorded one: the recorded step is the
+    one every later iteration runs. The state it builds is the optimizer state the
+    trace's memory counts as persistent anyway."""
+    try:
+        register = importlib.import_module("torch.optim.optimizer").register_optimizer_step_pre_hook
+    except (ImportError, AttributeError):
+        register = None
+    if register is None:  # torch 1.13: the first step is traced as it is
+        yield
+        return
+    warmed = set()
+    busy = []
+
+    def pre_hook(optimizer, args, kwargs):
+        if busy or id(optimizer) in warmed:
+            return None
+        warmed.add(id(optimizer))
+        if not _builds_state(optimizer):
+            return None
+        unhooked = getattr(type(optimizer).step, "__wrapped__", None)
+        if unhooked is None:
+            return None
+        busy.append(optimizer)
+        try:
+            with state.suppressing():
+                unhooked(*args, **kwargs)
+        finally:
+            busy.pop()
+        return None
+
+    handle = register(pre_hook)
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
+def _builds_state(optimizer):
+    """Whether this step would create per-parameter state: a parameter with a gradient
+    and no state yet."""
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            if p.grad is not None and not optimizer.state.get(p):
+                return True
+    return False

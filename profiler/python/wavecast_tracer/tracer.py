@@ -10,7 +10,7 @@ from . import compat, measured
 from .attention import cuda_attention
 from .autocast import cuda_autocast, precision
 from .compiled import eager_compile
-from .optimizers import cuda_optimizer_defaults
+from .optimizers import cuda_optimizer_defaults, steady_state_steps
 from .devices import cuda_mapped_to_cpu
 from .errors import TraceError, TraceInterrupted, error_at, one_line, out_of_memory_error, timeout_error
 from .loader import find_providers, load_entry_module, purge_project_modules, user_exception
@@ -104,6 +104,7 @@ def _trace(project, batch_size, mode, progress, assume_gpu=False):
                 stack.enter_context(cuda_mapped_to_cpu(state.on_cuda_mapped, state.placement))
                 stack.enter_context(compat.fused_dropout())
                 stack.enter_context(cuda_optimizer_defaults())
+                stack.enter_context(steady_state_steps(state))
                 autocast = stack.enter_context(cuda_autocast())  # after cuda_attention: wraps it
 
             # In shape mode the recorder also follows the providers' small integer tensors
