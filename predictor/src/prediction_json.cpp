@@ -66,6 +66,10 @@ json summariesJson(const Prediction& prediction) {
                           .add("forward_ms", s.forwardMs)
                           .add("backward_ms", s.backwardMs)
                           .add("optimizer_ms", s.optimizerMs)
+                          .add("gpu_ms", s.gpuMs)
+                          .add("host_ms", s.hostMs)
+                          .add("gpu_idle_ms", s.gpuIdleMs)
+                          .add("host_bound", s.hostBound)
                           .add("samples_per_second", s.samplesPerSecond)
                           .add("cost_per_1k_samples_usd", s.costPer1kSamplesUsd)
                           .add("price_per_hour_usd", s.pricePerHourUsd)
@@ -84,6 +88,9 @@ json perGpuTimesJson(const std::vector<LineTimes>& times, const std::vector<json
                        .add("backward_ms", times[g].backwardMs)
                        .add("forward_ms", times[g].forwardMs)
                        .add("gpu", gpuIds[g])
+                       .add("gpu_idle_ms", times[g].gpuIdleMs)
+                       .add("gpu_ms", times[g].gpuMs)
+                       .add("host_bound", times[g].hostBound)
                        .add("optimizer_ms", times[g].optimizerMs)
                        .add("share", times[g].shareOfIteration)
                        .add("total_ms", times[g].totalMs())
@@ -102,6 +109,7 @@ json opJson(const Prediction& prediction, size_t i, const std::vector<json>& gpu
                        .add("gpu", gpuIds[g])
                        .add("method", methods[static_cast<int>(p.method)])
                        .add("time_ms", p.timeMs)
+                       .add("wall_ms", p.wallMs)
                        .take());
   }
   const OpPrediction* first = prediction.ops.empty() ? nullptr : &prediction.ops[0][i];
@@ -111,6 +119,7 @@ json opJson(const Prediction& prediction, size_t i, const std::vector<json>& gpu
       .add("family", first ? first->family : std::string())
       .add("file", info.loc.file)
       .add("flops", first ? first->flops : 0.0)
+      .add("host_ms", info.hostMs)
       .add("id", info.id)
       .add("line", info.loc.line)
       .add("module", info.module)

@@ -38,6 +38,26 @@ std::optional<double> waveScaledOpMs(const OpRecord& op, const OpCost& cost,
   return total;
 }
 
+bool isHostBound(double gpuIdleMs, double wallMs, const HostOptions& options) {
+  return wallMs > 0 && gpuIdleMs > options.hostBoundIdleShare * wallMs;
+}
+
+void finishSpan(LineTimes& times, double iterationMs, const HostOptions& options) {
+  times.shareOfIteration = iterationMs > 0 ? times.totalMs() / iterationMs : 0;
+  times.hostBound = isHostBound(times.gpuIdleMs, times.totalMs(), options);
+}
+
+std::string hostBoundAdvice(const GpuSummary& summary) {
+  std::ostringstream out;
+  out.precision(2);
+  out << std::fixed << summary.gpuId << ": host-bound: the GPU waits for the CPU to issue "
+      << "work for " << summary.gpuIdleMs << " of the " << summary.iterationMs
+      << " ms of an iteration (its kernels take " << summary.gpuMs
+      << " ms); a larger batch, CUDA graphs or torch.compile (fewer, larger kernels) "
+         "would use it better";
+  return out.str();
+}
+
 struct LineKey {
   std::string file;
   int line = 0;
@@ -46,7 +66,10 @@ struct LineKey {
   }
 };
 
-void addTime(LineTimes& times, Phase phase, double ms) {
+void addTime(LineTimes& times, Phase phase, const OpPrediction& op) {
+  times.gpuMs += op.timeMs;
+  times.gpuIdleMs += op.gpuIdleMs;
+  const double ms = op.wallMs;
   switch (phase) {
   case Phase::Forward:
     times.forwardMs += ms;
@@ -347,7 +370,25 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
   for (size_t p = 0; p < parts.size(); ++p)
     prediction.method += (p ? " + " : "") + parts[p];
 
-  // 3. Aggregation per line, per module, per phase and per GPU.
+  // 3. The host model's timeline per GPU: wall time per op.
+  std::vector<IterationTimeline> timelines;
+  timelines.reserve(gpuCount);
+  for (size_t g = 0; g < gpuCount; ++g) {
+    std::vector<double> gpuMs(opCount);
+    for (size_t i = 0; i < opCount; ++i)
+      gpuMs[i] = prediction.ops[g][i].timeMs;
+    timelines.push_back(simulateIteration(trace, costs, gpuMs, options_.host));
+    for (size_t i = 0; i < opCount; ++i) {
+      prediction.ops[g][i].wallMs = timelines[g].ops[i].wallMs;
+      prediction.ops[g][i].gpuIdleMs = timelines[g].ops[i].gpuIdleMs;
+    }
+  }
+  for (size_t i = 0; i < opCount; ++i)
+    prediction.opInfo[i].hostMs =
+        (gpuCount > 0 ? timelines[0].ops[i].hostMs
+                      : hostOpUs(trace.ops[i], costs[i], options_.host) * 1e-3);
+
+  // 4. Aggregation per line, per module, per phase and per GPU.
   const bool traced = trace.memory.peakLiveBytes.has_value();
   const bool training = hasBackward(trace);
   std::map<LineKey, size_t> lineIndex;
@@ -387,9 +428,9 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
     if (work)
       ++module.opCount;
     for (size_t g = 0; g < gpuCount; ++g) {
-      const double ms = prediction.ops[g][i].timeMs;
-      addTime(line.perGpu[g], op.phase, ms);
-      addTime(module.perGpu[g], op.phase, ms);
+      const OpPrediction& p = prediction.ops[g][i];
+      addTime(line.perGpu[g], op.phase, p);
+      addTime(module.perGpu[g], op.phase, p);
     }
   }
   // A line with no forward op (the optimizer.step() line) lists its other ops.
@@ -408,6 +449,10 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
       summary.optimizerMs += line.perGpu[g].optimizerMs;
     }
     summary.iterationMs = summary.forwardMs + summary.backwardMs + summary.optimizerMs;
+    summary.gpuMs = timelines[g].gpuMs;
+    summary.hostMs = timelines[g].hostMs;
+    summary.gpuIdleMs = timelines[g].gpuIdleMs;
+    summary.hostBound = isHostBound(summary.gpuIdleMs, summary.iterationMs, options_.host);
     summary.pricePerHourUsd = gpus[g].pricePerHourUsd;
     if (summary.iterationMs > 0 && trace.batchSize > 0) {
       summary.samplesPerSecond = trace.batchSize / (summary.iterationMs * 1e-3);
@@ -418,11 +463,11 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
     summary.memoryCapacityBytes = gpus[g].memoryBytes();
     summary.fitsInMemory = summary.memory.peakBytes() <= summary.memoryCapacityBytes;
     for (auto& line : prediction.lines)
-      line.perGpu[g].shareOfIteration =
-          summary.iterationMs > 0 ? line.perGpu[g].totalMs() / summary.iterationMs : 0;
+      finishSpan(line.perGpu[g], summary.iterationMs, options_.host);
     for (auto& module : prediction.modules)
-      module.perGpu[g].shareOfIteration =
-          summary.iterationMs > 0 ? module.perGpu[g].totalMs() / summary.iterationMs : 0;
+      finishSpan(module.perGpu[g], summary.iterationMs, options_.host);
+    if (summary.hostBound)
+      prediction.warnings.push_back(hostBoundAdvice(summary));
     if (!summary.fitsInMemory)
       prediction.warnings.push_back(
           "predicted peak memory " + std::to_string(summary.memory.peakBytes() >> 20) +

@@ -19,19 +19,26 @@ struct OpPrediction {
   int64_t opId = 0;
   std::string family; // "conv", "gemm", "elementwise", ...
   PredictionMethod method = PredictionMethod::Roofline;
-  double timeMs = 0; // on the GPU of the enclosing vector index
+  double timeMs = 0; // GPU time on the GPU of the enclosing vector index
+  double wallMs = 0; // how much the op moved the iteration's end (host model)
+  double gpuIdleMs = 0; // the GPU waiting for the CPU to launch this op's kernels
   double flops = 0;
   double bytes = 0;
   bool approximate = false; // no formula for this op: predicted by its closest family
 };
 
-// Per source line, per GPU: forward (+ backward credited to it) and optimizer time.
+// Per source line, per GPU: the wall time of its forward ops, of the backward ops
+// credited to it and of its optimizer ops (they sum to the iteration's wall time), and
+// what part of that the GPU computes or waits for the CPU.
 struct LineTimes {
   double forwardMs = 0;
   double backwardMs = 0;
   double optimizerMs = 0;
-  double totalMs() const { return forwardMs + backwardMs + optimizerMs; }
   double shareOfIteration = 0; // 0..1
+  double gpuMs = 0;            // kernel time of the same ops
+  double gpuIdleMs = 0;        // the GPU waiting for the CPU to launch them
+  bool hostBound = false; // the GPU idles for most of this span (HostOptions::hostBoundIdleShare)
+  double totalMs() const { return forwardMs + backwardMs + optimizerMs; }
 };
 
 // What the trace says of an op, once per op (not per GPU).
@@ -42,6 +49,7 @@ struct OpInfo {
   SourceLocation loc;
   std::string module;
   std::string note; // why approximate / zero, empty otherwise
+  double hostMs = 0; // CPU time issuing it (host model; the same on every GPU)
 };
 
 struct LineBreakdown {
@@ -86,10 +94,14 @@ struct MemoryEstimate {
 struct GpuSummary {
   std::string gpuId;
   std::string gpuName;
-  double iterationMs = 0;
-  double forwardMs = 0;
+  double iterationMs = 0; // wall time: forward + backward + optimizer
+  double forwardMs = 0;   // wall time per phase
   double backwardMs = 0;
   double optimizerMs = 0;
+  double gpuMs = 0;       // kernel time (the GPU busy)
+  double hostMs = 0;      // CPU time issuing the iteration
+  double gpuIdleMs = 0;   // wall time with no kernel running
+  bool hostBound = false; // the GPU idles for most of the iteration
   double samplesPerSecond = 0;
   double costPer1kSamplesUsd = 0;
   double pricePerHourUsd = 0;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "wavecast/predictor/device_spec.h"
+#include "wavecast/predictor/host_model.h"
 #include "wavecast/predictor/op_time_model.h"
 #include "wavecast/predictor/prediction.h"
 #include "wavecast/predictor/roofline.h"
@@ -21,6 +22,8 @@ struct PredictorOptions {
   std::optional<bool> convTf32;
   // Efficiencies and launch floor of the analytic model.
   RooflineOptions roofline;
+  // What the CPU spends issuing each op; with the GPU times it gives the wall time.
+  HostOptions host;
   // Asked first, once for all (op, GPU) pairs; the analytic model answers where it
   // returns nullopt.
   std::shared_ptr<const OpTimeModel> opTimeModel;

@@ -1,0 +1,62 @@
+// What the CPU spends issuing the iteration in eager PyTorch, and the two-clock timeline
+// (the CPU issues, the GPU executes) that turns it and the GPU times into wall time
+// (docs/predictor.md, "Host model").
+#pragma once
+
+#include "wavecast/predictor/op_cost.h"
+#include "wavecast/trace.h"
+
+#include <vector>
+
+namespace wavecast {
+
+// Host costs in microseconds, calibrated on host-bound iterations of the H100 truth
+// (a 16-core server CPU, torch 2.11, Python 3.11; docs/predictor.md). A slower host or
+// an older torch takes longer; the shape of the model stays.
+struct HostOptions {
+  // One op that launches GPU work: Python, the dispatcher, autograd's bookkeeping
+  // (recording a node in forward, running it in backward) and its first kernel launch.
+  double opUs = 50.0;
+  // Each launch after an op's first: multi-tensor optimizer chunks, cuDNN RNN steps.
+  double extraLaunchUs = 5.0;
+  // An op that runs on the CPU (Adam's step counters, .item() of a CPU tensor).
+  double cpuOpUs = 4.0;
+  // Entering `loss.backward()` (the engine's start and its thread hand-off) and one
+  // `optimizer.step()` (torch 2.x's Python around the kernels): per call.
+  double backwardCallUs = 875.0;
+  double optimizerStepUs = 875.0;
+  // Share of a span's wall time the GPU must sit idle for it to count as host-bound.
+  double hostBoundIdleShare = 0.5;
+};
+
+// CPU time to issue `op` (0 for views and allocations, which ride on the op that made
+// them). Phase entries (a backward call, an optimizer step) are added by the timeline.
+double hostOpUs(const OpRecord& op, const OpCost& cost, const HostOptions& options);
+
+// Ops that make the CPU wait for the GPU (a GPU value read on the host).
+bool synchronizesHost(const OpRecord& op);
+
+// One op on the timeline of one GPU.
+struct OpTimeline {
+  double hostMs = 0;    // CPU time issuing it (phase entry included)
+  double wallMs = 0;    // how much it moved the iteration's end (sums to the wall time)
+  double gpuIdleMs = 0; // how long the GPU waited for the CPU to launch its kernels
+};
+
+struct IterationTimeline {
+  std::vector<OpTimeline> ops; // trace order
+  double wallMs = 0;           // max(CPU end, GPU end), from an idle GPU
+  double hostMs = 0;           // CPU time issuing everything
+  double gpuMs = 0;            // GPU busy time (sum of kernel times)
+  double gpuIdleMs = 0;        // wall time with no kernel running (wall - gpu)
+};
+
+// Plays the iteration on two clocks, as ml_perf_model does: op i costs the CPU
+// hostOpUs (its kernels issued evenly over that span) and the GPU gpuMs[i]; a kernel
+// starts when both the GPU is free and it has been launched; synchronising ops make the
+// CPU wait for the GPU. Starts with an idle GPU and ends when both clocks have finished,
+// as CUDA events around one iteration measure it.
+IterationTimeline simulateIteration(const Trace& trace, const std::vector<OpCost>& costs,
+                                    const std::vector<double>& gpuMs, const HostOptions& options);
+
+} // namespace wavecast
