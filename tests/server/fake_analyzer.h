@@ -33,12 +33,13 @@ inline AnalysisOutput sampleOutput(const std::string& file, int64_t batchSize = 
   p.summaries = {h100, t4};
   LineBreakdown conv;
   conv.loc = {file, 3, "forward"};
-  conv.perGpu = {{0.5, 1.0, 0, 0.15}, {4.0, 8.0, 0, 0.15}};
+  // On the H100 the line's kernels take 0.3 of its 1.5 ms: the GPU waits for the CPU.
+  conv.perGpu = {{0.5, 1.0, 0, 0.15, 0.3, 1.2, true}, {4.0, 8.0, 0, 0.15, 12.0, 0, false}};
   conv.opNames = {"aten::convolution", "aten::relu"};
   conv.opCount = 3;
   LineBreakdown step = conv;
   step.loc.line = 5;
-  step.perGpu = {{0, 0, 0.2, 0.02}, {0, 0, 1.6, 0.02}};
+  step.perGpu = {{0, 0, 0.2, 0.02, 0.2}, {0, 0, 1.6, 0.02, 1.6}};
   step.opNames = {"aten::add_"};
   step.opCount = 1;
   p.lines = {conv, step};

@@ -68,15 +68,23 @@ void printLineTable(const Prediction& prediction, const Trace& trace, std::ostre
   for (const auto& gpu : prediction.gpus)
     out << padLeft(gpu, gpuWidth);
   out << padLeft("share", 8) << "\n";
+  bool anyHostBound = false;
   for (const auto& line : prediction.lines) {
     const std::string loc = displayPath(line.loc.file, base) + ":" + std::to_string(line.loc.line);
     out << padRight(loc, locWidth) << "  "
         << padRight(trimmed(sources.line(line.loc.file, line.loc.line)), codeWidth);
-    for (const auto& times : line.perGpu)
-      out << padLeft(times.totalMs() > 0 ? formatDuration(times.totalMs()) : "-", gpuWidth);
+    for (const auto& times : line.perGpu) {
+      anyHostBound |= times.hostBound;
+      out << padLeft(times.totalMs() > 0
+                         ? formatDuration(times.totalMs()) + (times.hostBound ? "*" : " ")
+                         : "- ",
+                     gpuWidth);
+    }
     const double share = line.perGpu.empty() ? 0 : line.perGpu.front().shareOfIteration;
     out << padLeft(formatFixed(share * 100, 1) + "%", 8) << "\n";
   }
+  if (anyHostBound)
+    out << "* host-bound: the GPU waits for the CPU to issue this line's work most of the time\n";
 }
 
 // Three significant digits, however small: "$0.00123", "$12.3".
@@ -98,18 +106,20 @@ void printSummary(const Prediction& prediction, std::ostream& out) {
   size_t idWidth = 6;
   for (const auto& summary : prediction.summaries)
     idWidth = std::max(idWidth, summary.gpuId.size() + 2);
-  out << padRight("GPU", idWidth) << padLeft("iteration", 12) << padLeft("fwd", 10)
-      << padLeft("bwd", 10) << padLeft("optim", 10) << padLeft("samples/s", 12)
-      << padLeft("$/1k samples", 14) << padLeft("memory", 24) << "\n";
+  out << padRight("GPU", idWidth) << padLeft("iteration", 12) << padLeft("GPU busy", 10)
+      << padLeft("fwd", 10) << padLeft("bwd", 10) << padLeft("optim", 10)
+      << padLeft("samples/s", 12) << padLeft("$/1k samples", 14) << padLeft("memory", 24) << "\n";
   for (const auto* s : order) {
     const std::string memory = formatBytes(static_cast<double>(s->memory.peakBytes())) + " / " +
                                formatBytes(static_cast<double>(s->memoryCapacityBytes));
     out << padRight(s->gpuId, idWidth) << padLeft(formatDuration(s->iterationMs), 12)
-        << padLeft(formatDuration(s->forwardMs), 10) << padLeft(formatDuration(s->backwardMs), 10)
+        << padLeft(formatDuration(s->gpuMs), 10) << padLeft(formatDuration(s->forwardMs), 10)
+        << padLeft(formatDuration(s->backwardMs), 10)
         << padLeft(formatDuration(s->optimizerMs), 10)
         << padLeft(formatFixed(s->samplesPerSecond, s->samplesPerSecond < 100 ? 1 : 0), 12)
         << padLeft(s->pricePerHourUsd > 0 ? formatUsd(s->costPer1kSamplesUsd) : "n/a", 14)
-        << padLeft(memory, 24) << (s->fitsInMemory ? "" : "  OUT OF MEMORY") << "\n";
+        << padLeft(memory, 24) << (s->fitsInMemory ? "" : "  OUT OF MEMORY")
+        << (s->hostBound ? "  host-bound" : "") << "\n";
   }
 }
 

@@ -77,14 +77,22 @@ std::string lineHover(const Prediction& prediction, const LineBreakdown& line) {
   std::string md = "**wavecast** \u2014 predicted time of this line per training iteration "
                    "(batch " +
                    std::to_string(prediction.batchSize) + ")\n\n";
-  md += "| GPU | forward | backward | optimizer | total | share of iteration |\n";
-  md += "|---|---:|---:|---:|---:|---:|\n";
+  md += "| GPU | forward | backward | optimizer | total | GPU busy | share of iteration |\n";
+  md += "|---|---:|---:|---:|---:|---:|---:|\n";
+  std::string hostBound;
   for (size_t i = 0; i < line.perGpu.size() && i < prediction.gpus.size(); ++i) {
     const LineTimes& t = line.perGpu[i];
     md += "| " + prediction.gpus[i] + " | " + formatMs(t.forwardMs) + " | " +
           formatMs(t.backwardMs) + " | " + formatMs(t.optimizerMs) + " | " + formatMs(t.totalMs()) +
-          " | " + percent(t.shareOfIteration) + " |\n";
+          " | " + formatMs(t.gpuMs) + " | " + percent(t.shareOfIteration) + " |\n";
+    if (t.hostBound)
+      hostBound += (hostBound.empty() ? "" : ", ") + prediction.gpus[i] + " (GPU idle " +
+                   formatMs(t.gpuIdleMs) + " of " + formatMs(t.totalMs()) + ")";
   }
+  if (!hostBound.empty())
+    md += "\n**Host-bound** on " + hostBound +
+          ": the GPU waits for the CPU to issue this line's work. A larger batch, CUDA graphs "
+          "or `torch.compile` (fewer, larger kernels) help.\n";
   md += "\nOps on this line (" + std::to_string(line.opCount) + "): ";
   for (size_t i = 0; i < line.opNames.size(); ++i)
     md += (i ? ", `" : "`") + line.opNames[i] + "`";
@@ -99,6 +107,8 @@ std::string summaryTitle(const GpuSummary& summary) {
     title += " \u00b7 " + formatUsd(summary.costPer1kSamplesUsd) + "/1k samples";
   if (!summary.fitsInMemory)
     title += " \u00b7 out of memory";
+  if (summary.hostBound)
+    title += " \u00b7 host-bound (GPU busy " + formatMs(summary.gpuMs) + ")";
   return title;
 }
 
