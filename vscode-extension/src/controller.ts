@@ -3,11 +3,10 @@
 // panel. Decisions live in ./logic; this file only wires them to `vscode`.
 import * as fs from 'fs';
 import * as vscode from 'vscode';
-import { statusView, lineDecorations, type ClientPhase } from './logic/annotations';
+import { iterationTimes, statusView, lineDecorations, type ClientPhase } from './logic/annotations';
 import { WavecastApi, type RpcEndpoint } from './logic/api';
 import { baseName } from './logic/chartData';
 import { checkServerCapability, isProtocolMismatchError } from './logic/errors';
-import { formatMs } from './logic/format';
 import { buildGpuPickItems, pickerPlaceholder } from './logic/picker';
 import type { InitializationOptions, ResultsResponse, StatusParams } from './logic/protocol';
 import * as net from 'net';
@@ -454,7 +453,7 @@ export class WavecastController implements vscode.Disposable {
     }
     const prediction = results.prediction;
     if (prediction) {
-      const times = prediction.summaries.map((s) => `${s.gpu} ${formatMs(s.iteration_ms)}`).join(' · ');
+      const times = iterationTimes(prediction.summaries);
       await this.offer(vscode.window.showInformationMessage(`wavecast: ${name}, batch ${prediction.batch_size}: ${times} per iteration.`, 'Show Results'));
     }
   }

@@ -9,6 +9,16 @@ export function loadResults(): ResultsResponse {
   return JSON.parse(fs.readFileSync(path.join(fixtureDir, 'results-resnet50.json'), 'utf8')) as ResultsResponse;
 }
 
+/**
+ * Results with the host model's keys (gpu_ms, host_ms, gpu_idle_ms, host_bound):
+ * `wavecast predict samples/small_cnn.py --gpu H100-SXM,T4 --batch-size 8 --json`,
+ * small kernels that leave both GPUs waiting for the CPU. results-resnet50.json
+ * predates these keys and stands for an older daemon.
+ */
+export function loadHostBoundResults(): ResultsResponse {
+  return JSON.parse(fs.readFileSync(path.join(fixtureDir, 'results-small-cnn.json'), 'utf8')) as ResultsResponse;
+}
+
 export function fixturePath(name: string): string {
   return path.join(fixtureDir, name);
 }

@@ -1,7 +1,7 @@
 // Text for the status bar and the end-of-line decorations (decorations mode).
-import { summarizeOps } from './chartData';
+import { HOST_BOUND_ADVICE, summarizeOps } from './chartData';
 import { formatGpuList, formatMs, formatShare } from './format';
-import type { LinePrediction, Prediction, ServerState } from './protocol';
+import type { GpuSummary, LinePrediction, Prediction, ServerState } from './protocol';
 
 export type ClientPhase = 'starting' | 'running' | 'stopped' | 'untrusted' | 'failed';
 
@@ -72,11 +72,27 @@ function decorationText(line: LinePrediction): string {
 }
 
 function decorationHover(line: LinePrediction): string {
-  const header = '| GPU | forward | backward | optimizer | total | share |\n|---|---:|---:|---:|---:|---:|';
+  // Results with the host model: times are wall time, "GPU busy" the kernels' time.
+  const busy = line.per_gpu.some((p) => p.gpu_ms !== undefined);
+  const header = busy
+    ? '| GPU | forward | backward | optimizer | total | GPU busy | share |\n|---|---:|---:|---:|---:|---:|---:|'
+    : '| GPU | forward | backward | optimizer | total | share |\n|---|---:|---:|---:|---:|---:|';
   const rows = line.per_gpu.map(
     (p) =>
       `| ${p.gpu} | ${formatMs(p.forward_ms)} | ${formatMs(p.backward_ms)} | ${formatMs(p.optimizer_ms)} | ` +
-      `${formatMs(p.total_ms)} | ${formatShare(p.share)} |`,
+      `${formatMs(p.total_ms)} | ${busy ? `${p.gpu_ms !== undefined ? formatMs(p.gpu_ms) : '–'} | ` : ''}${formatShare(p.share)} |`,
   );
-  return `**wavecast** — ${line.op_count} op${line.op_count === 1 ? '' : 's'}: ${summarizeOps(line.ops, 6)}\n\n${header}\n${rows.join('\n')}`;
+  const hostBound = line.per_gpu
+    .filter((p) => p.host_bound === true)
+    .map((p) => (p.gpu_idle_ms !== undefined ? `${p.gpu} (GPU idle ${formatMs(p.gpu_idle_ms)} of ${formatMs(p.total_ms)})` : p.gpu));
+  const advice =
+    hostBound.length > 0
+      ? `\n\n**Host-bound** on ${hostBound.join(', ')}: the GPU waits for the CPU to issue this line's work; ${HOST_BOUND_ADVICE}.`
+      : '';
+  return `**wavecast** — ${line.op_count} op${line.op_count === 1 ? '' : 's'}: ${summarizeOps(line.ops, 6)}\n\n${header}\n${rows.join('\n')}${advice}`;
+}
+
+/** "H100-SXM 3.60 ms (host-bound) · T4 3.19 s": iteration (wall) time per GPU, for the notification after an analysis. */
+export function iterationTimes(summaries: readonly GpuSummary[]): string {
+  return summaries.map((s) => `${s.gpu} ${formatMs(s.iteration_ms)}${s.host_bound === true ? ' (host-bound)' : ''}`).join(' · ');
 }

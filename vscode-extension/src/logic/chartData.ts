@@ -2,7 +2,7 @@
 // GPU, memory against capacity and the per-line table. Pure, so the webview
 // bundle and the unit tests share it.
 import { formatBytes, formatCount, formatMs, formatShare, formatUsd } from './format';
-import type { GpuSummary, LinePrediction, ResultsResponse } from './protocol';
+import type { GpuSummary, LineGpuTime, LinePrediction, ResultsResponse } from './protocol';
 
 export interface BarSegment {
   kind: string;
@@ -24,6 +24,10 @@ export interface Bar {
   fraction: number;
   best: boolean;
   segments: BarSegment[];
+  /** Iteration chart: what the wall time is made of ("GPU busy 0.284 ms · CPU 3.60 ms"); null without host-model keys. */
+  detail: string | null;
+  /** Iteration chart: "host-bound: GPU idle 3.32 ms of 3.60 ms" when the GPU idles most of the iteration. */
+  hostBound: string | null;
 }
 
 export interface BarChart {
@@ -53,6 +57,10 @@ export interface LineCell {
   share: number;
   label: string;
   shareLabel: string;
+  /** The GPU idles for more than half of the line's (wall) time. */
+  hostBound: boolean;
+  /** Tooltip: wall and GPU time, and the idle time when host-bound; '' without host-model keys. */
+  title: string;
 }
 
 export interface LineRow {
@@ -65,6 +73,8 @@ export interface LineRow {
   cells: LineCell[];
   /** Largest share of the iteration over the GPUs, in [0, 1], for the heat bar. */
   maxShare: number;
+  /** Host-bound on at least one GPU. */
+  hostBound: boolean;
 }
 
 export interface ChartModel {
@@ -81,6 +91,30 @@ export interface ChartModel {
   warnings: string[];
 }
 
+/** What to do about a GPU that waits for the CPU (the daemon's advice). */
+export const HOST_BOUND_ADVICE = 'a larger batch, CUDA graphs or torch.compile (fewer, larger kernels) would use it better';
+
+/** "host-bound: GPU idle 3.32 ms of 3.60 ms" for a host-bound span, else null (also for older daemons' results). */
+export function hostBoundLabel(span: { host_bound?: boolean; gpu_idle_ms?: number }, wallMs: number): string | null {
+  if (span.host_bound !== true) return null;
+  return span.gpu_idle_ms !== undefined ? `host-bound: GPU idle ${formatMs(span.gpu_idle_ms)} of ${formatMs(wallMs)}` : 'host-bound';
+}
+
+/** "GPU busy 0.284 ms · CPU 3.60 ms" for an iteration; null when the daemon predates the host model. */
+export function iterationDetail(s: GpuSummary): string | null {
+  if (s.gpu_ms === undefined) return null;
+  const host = s.host_ms !== undefined ? ` · CPU ${formatMs(s.host_ms)}` : '';
+  return `GPU busy ${formatMs(s.gpu_ms)}${host}`;
+}
+
+function lineCellTitle(entry: LineGpuTime): string {
+  if (entry.gpu_ms === undefined) return '';
+  const parts = [`wall ${formatMs(entry.total_ms)}`, `GPU busy ${formatMs(entry.gpu_ms)}`];
+  const hostBound = hostBoundLabel(entry, entry.total_ms);
+  if (hostBound) parts.push(hostBound);
+  return parts.join(' · ');
+}
+
 export function baseName(file: string): string {
   const parts = file.split(/[\\/]/);
   return parts[parts.length - 1] || file;
@@ -94,6 +128,7 @@ function barChart(
   value: (s: GpuSummary) => number | null,
   label: (v: number) => string,
   segments: (s: GpuSummary, scale: number) => BarSegment[] = () => [],
+  annotate: (s: GpuSummary) => Pick<Bar, 'detail' | 'hostBound'> = () => ({ detail: null, hostBound: null }),
 ): BarChart {
   const values = summaries.map(value).map((v) => (v !== null && Number.isFinite(v) ? v : null));
   const present = values.filter((v): v is number => v !== null);
@@ -109,6 +144,7 @@ function barChart(
       fraction: v === null || scale <= 0 ? 0 : v / scale,
       best: v !== null && v === bestValue,
       segments: v === null || scale <= 0 ? [] : segments(s, scale),
+      ...annotate(s),
     };
   });
   const missing = bars.filter((b) => b.value === null).map((b) => b.gpu);
@@ -164,7 +200,15 @@ function lineRows(lines: LinePrediction[], gpus: string[]): LineRow[] {
         const entry = line.per_gpu.find((p) => p.gpu === gpu);
         const totalMs = entry?.total_ms ?? 0;
         const share = entry?.share ?? 0;
-        return { gpu, totalMs, share, label: entry ? formatMs(totalMs) : '–', shareLabel: entry ? formatShare(share) : '' };
+        return {
+          gpu,
+          totalMs,
+          share,
+          label: entry ? formatMs(totalMs) : '–',
+          shareLabel: entry ? formatShare(share) : '',
+          hostBound: entry?.host_bound === true,
+          title: entry ? lineCellTitle(entry) : '',
+        };
       });
       return {
         file: line.file,
@@ -174,6 +218,7 @@ function lineRows(lines: LinePrediction[], gpus: string[]): LineRow[] {
         opCount: line.op_count,
         cells,
         maxShare: Math.max(0, ...cells.map((c) => c.share)),
+        hostBound: cells.some((c) => c.hostBound),
       };
     });
 }
@@ -233,8 +278,18 @@ export function buildChartModel(results: ResultsResponse): ChartModel {
     )
       .filter(([, , value]) => value > 0)
       .map(([kind, label, value]) => ({ kind, label: `${label} ${formatMs(value)}`, value, fraction: value / scale }));
+  const annotateIteration = (s: GpuSummary) => ({ detail: iterationDetail(s), hostBound: hostBoundLabel(s, s.iteration_ms) });
+  // With the host model, times are wall time: the CPU issuing and the GPU running overlap.
+  const wall = summaries.some((s) => s.gpu_ms !== undefined);
+  const iteration = barChart('iteration', wall ? 'Iteration time (wall)' : 'Iteration time', 'lower', summaries, (s) => s.iteration_ms, formatMs, phaseSegments, annotateIteration);
+  const hostBoundGpus = summaries.filter((s) => s.host_bound === true).map((s) => s.gpu);
+  if (hostBoundGpus.length > 0) {
+    iteration.note =
+      `Host-bound on ${hostBoundGpus.join(', ')}: the GPU waits for the CPU to issue work for more than half the iteration; ` +
+      `${HOST_BOUND_ADVICE}.`;
+  }
   const charts = [
-    barChart('iteration', 'Iteration time', 'lower', summaries, (s) => s.iteration_ms, formatMs, phaseSegments),
+    iteration,
     barChart('throughput', 'Throughput (samples/s)', 'higher', summaries, (s) => s.samples_per_second, formatCount),
     // A cost of 0 comes from an unknown price (or batch size), not a free GPU.
     barChart('cost', 'Cost per 1,000 samples', 'lower', summaries, (s) => (s.cost_per_1k_samples_usd ? s.cost_per_1k_samples_usd : null), formatUsd),

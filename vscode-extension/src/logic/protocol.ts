@@ -34,6 +34,11 @@ export interface MemoryBreakdown {
   peak_bytes: number;
 }
 
+/**
+ * Times are wall time (the CPU issuing work and the GPU running it on two
+ * clocks). The host-model keys (`gpu_ms`, `host_ms`, `gpu_idle_ms`,
+ * `host_bound`) are absent from older daemons' results.
+ */
 export interface GpuSummary {
   gpu: string;
   name: string;
@@ -41,6 +46,14 @@ export interface GpuSummary {
   forward_ms: number;
   backward_ms: number;
   optimizer_ms: number;
+  /** Kernel time of the iteration: the GPU busy. */
+  gpu_ms?: number;
+  /** CPU time issuing the iteration. */
+  host_ms?: number;
+  /** Iteration minus GPU time. */
+  gpu_idle_ms?: number;
+  /** The GPU idles for more than half the iteration. */
+  host_bound?: boolean;
   samples_per_second: number;
   cost_per_1k_samples_usd: number | null;
   price_per_hour_usd: number | null;
@@ -56,6 +69,12 @@ export interface LineGpuTime {
   optimizer_ms: number;
   total_ms: number;
   share: number;
+  /** Kernel time of the same ops (absent from older daemons). */
+  gpu_ms?: number;
+  /** How long the GPU waited for these ops' launches. */
+  gpu_idle_ms?: number;
+  /** The GPU idles for more than half of this span's time. */
+  host_bound?: boolean;
 }
 
 export interface LinePrediction {
@@ -64,6 +83,21 @@ export interface LinePrediction {
   ops: string[];
   op_count: number;
   per_gpu: LineGpuTime[];
+}
+
+export interface ModulePrediction {
+  module: string;
+  op_count: number;
+  per_gpu: LineGpuTime[];
+}
+
+export interface OpGpuTime {
+  gpu: string;
+  /** GPU (kernel) time. */
+  time_ms: number;
+  /** How much the op moved the end of the iteration (absent from older daemons). */
+  wall_ms?: number;
+  method: string;
 }
 
 export interface OpPrediction {
@@ -76,7 +110,10 @@ export interface OpPrediction {
   flops: number;
   bytes: number;
   approximate: boolean;
-  per_gpu: { gpu: string; time_ms: number; method: string }[];
+  module?: string;
+  /** CPU time issuing the op (absent from older daemons). */
+  host_ms?: number;
+  per_gpu: OpGpuTime[];
 }
 
 export interface Prediction {
@@ -85,6 +122,7 @@ export interface Prediction {
   gpus: string[];
   summaries: GpuSummary[];
   lines: LinePrediction[];
+  modules?: ModulePrediction[];
   ops: OpPrediction[];
   warnings: string[];
 }

@@ -41,7 +41,7 @@ function button(label: string, message: FromWebview, title: string): HTMLButtonE
   return b;
 }
 
-function renderBar(bar: Bar): HTMLElement {
+function renderBar(bar: Bar): HTMLElement[] {
   const track = el('div', { className: 'track' });
   const fill = el('div', { className: `fill${bar.best ? ' best' : ''}` });
   fill.style.width = percent(bar.fraction);
@@ -53,11 +53,18 @@ function renderBar(bar: Bar): HTMLElement {
     }
   }
   track.appendChild(fill);
-  return el('div', { className: 'bar-row', title: `${bar.name}: ${bar.label}` }, [
+  const row = el('div', { className: `bar-row${bar.hostBound ? ' host-bound' : ''}`, title: `${bar.name}: ${bar.label}` }, [
     el('span', { className: 'bar-label', text: bar.gpu, title: bar.name }),
     track,
     el('span', { className: `bar-value${bar.value === null ? ' missing' : ''}${bar.best ? ' best' : ''}`, text: bar.label }),
   ]);
+  if (!bar.detail && !bar.hostBound) return [row];
+  // Under the track: GPU and CPU time, and the host-bound marker.
+  const detail = el('div', { className: 'bar-detail' }, [
+    bar.detail ? el('span', { className: 'detail', text: bar.detail }) : null,
+    bar.hostBound ? el('span', { className: 'tag host-bound', text: bar.hostBound, title: `${bar.gpu} waits for the CPU to issue work` }) : null,
+  ]);
+  return [row, detail];
 }
 
 function renderChart(chart: BarChart): HTMLElement {
@@ -67,7 +74,7 @@ function renderChart(chart: BarChart): HTMLElement {
       el('span', { className: 'hint', text: chart.better === 'lower' ? 'lower is better' : 'higher is better' }),
     ]),
   ]);
-  card.appendChild(el('div', { className: 'rows' }, chart.bars.map(renderBar)));
+  card.appendChild(el('div', { className: 'rows' }, chart.bars.flatMap(renderBar)));
   if (chart.id === 'iteration' && chart.bars.some((b) => b.segments.length > 1)) {
     card.appendChild(legend([
       ['forward', 'forward'],
@@ -153,7 +160,7 @@ function renderTable(model: ChartModel): HTMLElement {
   for (const row of sortedRows(model.rows)) {
     const linked = row.line >= 1 && row.file !== '';
     const tr = el('tr', {
-      className: linked ? 'line-row' : 'line-row unlinked',
+      className: `line-row${linked ? '' : ' unlinked'}${row.hostBound ? ' host-bound' : ''}`,
       title: linked ? `Go to ${row.fileLabel}` : 'Ops outside the project’s files (library code, autograd internals)',
     });
     tr.dataset.file = row.file;
@@ -180,8 +187,12 @@ function renderTable(model: ChartModel): HTMLElement {
       const heat = el('div', { className: 'heat' });
       heat.style.width = percent(cell.share);
       tr.appendChild(
-        el('td', { className: 'col-gpu' }, [
-          el('div', { className: 'cell' }, [el('span', { className: 'time', text: cell.label }), el('span', { className: 'share', text: cell.shareLabel })]),
+        el('td', { className: `col-gpu${cell.hostBound ? ' host-bound' : ''}`, title: cell.title }, [
+          el('div', { className: 'cell' }, [
+            el('span', { className: 'time', text: cell.label }),
+            cell.hostBound ? el('span', { className: 'tag host-bound', text: 'host-bound' }) : null,
+            el('span', { className: 'share', text: cell.shareLabel }),
+          ]),
           el('div', { className: 'heat-track' }, [heat]),
         ]),
       );

@@ -202,6 +202,10 @@ test('analyze returns a per-line prediction for the sample that charts and hints
   for (const summary of prediction.summaries) {
     assert.ok(summary.iteration_ms > 0 && summary.samples_per_second > 0, JSON.stringify(summary));
     assert.ok(summary.memory.peak_bytes > 0 && summary.memory_capacity_bytes > summary.memory.peak_bytes);
+    // The host model: the iteration is wall time, the GPU busy for part of it.
+    assert.ok(summary.gpu_ms! > 0 && summary.host_ms! > 0 && summary.gpu_ms! <= summary.iteration_ms + 1e-9, JSON.stringify(summary));
+    assert.ok(Math.abs(summary.iteration_ms - summary.gpu_ms! - summary.gpu_idle_ms!) < 1e-6, JSON.stringify(summary));
+    assert.equal(summary.host_bound, summary.gpu_idle_ms! > summary.iteration_ms / 2);
   }
   // The conv1 line of forward() (line 22 of the sample) carries ops.
   const forwardLine = text.split('\n').findIndex((l) => l.includes('self.conv1(x)')) + 1;
@@ -211,6 +215,11 @@ test('analyze returns a per-line prediction for the sample that charts and hints
 
   const model = buildChartModel(results);
   assert.equal(model.charts[0].bars.length, 2);
+  assert.ok(model.charts[0].bars.every((bar) => bar.detail?.startsWith('GPU busy ')));
+  assert.deepEqual(
+    model.charts[0].bars.map((bar) => bar.hostBound !== null),
+    prediction.summaries.map((summary) => summary.host_bound),
+  );
   assert.ok(model.rows.length >= 5);
 
   const hints = await session.connection.sendRequest(InlayHintRequest.type, {

@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
-import { buildChartModel, summarizeOps } from '../../src/logic/chartData';
-import { loadResults } from '../fixtures';
+import { buildChartModel, hostBoundLabel, iterationDetail, summarizeOps } from '../../src/logic/chartData';
+import { loadHostBoundResults, loadResults } from '../fixtures';
 
 test('three bar charts with one bar per GPU, scaled to the largest value', () => {
   const model = buildChartModel(loadResults());
@@ -114,4 +114,81 @@ test('errors and missing predictions produce a message instead of charts', () =>
 test('summarizeOps drops the aten:: prefix, counts repeats and truncates', () => {
   assert.equal(summarizeOps(['aten::conv2d', 'aten::relu', 'aten::conv2d']), 'conv2d ×2, relu');
   assert.equal(summarizeOps(['a', 'b', 'c', 'd', 'e', 'f'], 4), 'a, b, c, d, +2 more');
+});
+
+test('with the host model the iteration chart shows wall time, GPU busy time and host-bound GPUs', () => {
+  const model = buildChartModel(loadHostBoundResults());
+  const iteration = model.charts[0];
+  assert.equal(iteration.title, 'Iteration time (wall)');
+  assert.deepEqual(
+    iteration.bars.map((b) => [b.gpu, b.label, b.detail, b.hostBound]),
+    [
+      ['H100-SXM', '3.60 ms', 'GPU busy 0.284 ms · CPU 3.59 ms', 'host-bound: GPU idle 3.32 ms of 3.60 ms'],
+      ['T4', '3.60 ms', 'GPU busy 1.32 ms · CPU 3.59 ms', 'host-bound: GPU idle 2.28 ms of 3.60 ms'],
+    ],
+  );
+  assert.equal(
+    iteration.note,
+    'Host-bound on H100-SXM, T4: the GPU waits for the CPU to issue work for more than half the iteration; ' +
+      'a larger batch, CUDA graphs or torch.compile (fewer, larger kernels) would use it better.',
+  );
+  // The phases are wall time too and still add up to the bar.
+  const sum = iteration.bars[0].segments.reduce((total, s) => total + s.value, 0);
+  assert.ok(Math.abs(sum - 3.599) < 1e-9);
+  // Only the iteration chart carries host details.
+  assert.ok(model.charts.slice(1).every((c) => c.bars.every((b) => b.detail === null && b.hostBound === null)));
+});
+
+test('a GPU that is not host-bound gets its GPU time but no marker or advice', () => {
+  const results = loadHostBoundResults();
+  const t4 = results.prediction!.summaries[1];
+  t4.host_bound = false;
+  const iteration = buildChartModel(results).charts[0];
+  assert.equal(iteration.bars[1].detail, 'GPU busy 1.32 ms · CPU 3.59 ms');
+  assert.equal(iteration.bars[1].hostBound, null);
+  assert.equal(iteration.bars[0].hostBound, 'host-bound: GPU idle 3.32 ms of 3.60 ms');
+  assert.match(iteration.note!, /^Host-bound on H100-SXM: /);
+  results.prediction!.summaries[0].host_bound = false;
+  assert.equal(buildChartModel(results).charts[0].note, null);
+});
+
+test('results from a daemon without the host model show no host details', () => {
+  const model = buildChartModel(loadResults());
+  assert.equal(model.charts[0].title, 'Iteration time');
+  assert.ok(model.charts.every((c) => c.bars.every((b) => b.detail === null && b.hostBound === null)));
+  assert.equal(model.charts[0].note, null);
+  assert.ok(model.rows.every((r) => !r.hostBound && r.cells.every((c) => !c.hostBound && c.title === '')));
+  assert.equal(iterationDetail(loadResults().prediction!.summaries[0]), null);
+});
+
+test('host-bound lines are marked per GPU, with wall, GPU and idle time in the tooltip', () => {
+  const model = buildChartModel(loadHostBoundResults());
+  assert.deepEqual(
+    model.gpuColumns.map((c) => c.gpu),
+    ['H100-SXM', 'T4'],
+  );
+  assert.deepEqual(
+    model.rows.map((r) => [r.line, r.hostBound, r.cells.map((c) => c.hostBound)]),
+    [
+      [22, true, [true, false]],
+      [23, true, [true, false]],
+      [24, true, [true, false]],
+      [25, false, [false, false]],
+      [26, true, [true, false]],
+      [45, true, [true, true]],
+      [47, true, [true, true]],
+    ],
+  );
+  const [h100, t4] = model.rows[0].cells;
+  assert.equal(h100.label, '0.464 ms');
+  assert.equal(h100.title, 'wall 0.464 ms · GPU busy 0.058 ms · host-bound: GPU idle 0.406 ms of 0.464 ms');
+  assert.equal(t4.title, 'wall 0.653 ms · GPU busy 0.456 ms');
+  assert.equal(model.rows[6].cells[1].title, 'wall 1.03 ms · GPU busy 0.014 ms · host-bound: GPU idle 1.01 ms of 1.03 ms');
+});
+
+test('hostBoundLabel needs host_bound true; the idle time is optional', () => {
+  assert.equal(hostBoundLabel({ host_bound: true, gpu_idle_ms: 3.26 }, 3.6), 'host-bound: GPU idle 3.26 ms of 3.60 ms');
+  assert.equal(hostBoundLabel({ host_bound: true }, 3.6), 'host-bound');
+  assert.equal(hostBoundLabel({ host_bound: false, gpu_idle_ms: 1 }, 3.6), null);
+  assert.equal(hostBoundLabel({}, 3.6), null);
 });

@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { renderWebviewHtml } from '../../src/logic/webviewHtml';
-import { loadResults } from '../fixtures';
+import { loadHostBoundResults, loadResults } from '../fixtures';
 
 const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const root = path.join(__dirname, '..', '..', '..');
@@ -137,6 +137,8 @@ test('recorded results render as bar charts, memory bars and a line table', { sk
   assert.equal(firstRow[2], '10.2 ms3%');
   const lastRow = await page.$$eval('tbody tr:last-child td', (nodes) => nodes.map((n) => n.textContent));
   assert.equal(lastRow[0], 'other code');
+  // Results from before the host model: no GPU/CPU details, no host-bound markers.
+  assert.equal(await page.locator('.bar-detail, .host-bound').count(), 0);
 
   fs.mkdirSync(artifactsDir, { recursive: true });
   await page.screenshot({ path: path.join(artifactsDir, 'results-panel.png'), fullPage: true });
@@ -161,6 +163,46 @@ test('sorting by a GPU puts its slowest line first; buttons post commands', { sk
   await page.click('button:text("Analyze now")');
   await page.click('button:text("Pick GPUs")');
   assert.deepEqual((await sent()).slice(-2), [{ type: 'analyze' }, { type: 'pickGpus' }]);
+});
+
+test('host-bound GPUs and lines are marked, with GPU idle time and the advice', { skip }, async () => {
+  await post({ type: 'results', results: loadHostBoundResults() });
+  await page.waitForSelector('.chart-iteration .bar-detail');
+  assert.equal(await page.textContent('.chart-iteration h2'), 'Iteration time (wall)');
+  const values = await page.$$eval('.chart-iteration .bar-value', (nodes) => nodes.map((n) => n.textContent));
+  assert.deepEqual(values, ['3.60 ms', '3.60 ms']);
+  const details = await page.$$eval('.chart-iteration .bar-detail', (nodes) => nodes.map((n) => Array.from(n.children).map((c) => c.textContent)));
+  assert.deepEqual(details, [
+    ['GPU busy 0.284 ms · CPU 3.59 ms', 'host-bound: GPU idle 3.32 ms of 3.60 ms'],
+    ['GPU busy 1.32 ms · CPU 3.59 ms', 'host-bound: GPU idle 2.28 ms of 3.60 ms'],
+  ]);
+  assert.match((await page.textContent('.chart-iteration .note'))!, /^Host-bound on H100-SXM, T4: .*a larger batch, CUDA graphs or torch\.compile/);
+  // The detail sits under its bar: below the track, not beside it.
+  const track = await page.locator('.chart-iteration .track').first().boundingBox();
+  const detail = await page.locator('.chart-iteration .bar-detail').first().boundingBox();
+  assert.ok(track && detail && detail.y >= track.y + track.height - 1 && detail.x >= track.x - 1, `track ${JSON.stringify(track)} detail ${JSON.stringify(detail)}`);
+  // The other charts carry no host details.
+  assert.equal(await page.locator('.chart-throughput .bar-detail, .chart-cost .bar-detail').count(), 0);
+
+  await page.click('th.col-line button');
+  const marked = await page.$$eval('tbody tr', (rows) =>
+    rows.map((r) => [(r as HTMLElement).dataset.line, Array.from(r.querySelectorAll('td.col-gpu')).map((td) => td.classList.contains('host-bound'))]),
+  );
+  assert.deepEqual(marked, [
+    ['22', [true, false]],
+    ['23', [true, false]],
+    ['24', [true, false]],
+    ['25', [false, false]],
+    ['26', [true, false]],
+    ['45', [true, true]],
+    ['47', [true, true]],
+  ]);
+  assert.equal(await page.locator('tbody tr.host-bound').count(), 6);
+  const firstRow = await page.$$eval('tbody tr:first-child td', (nodes) => nodes.map((n) => [n.textContent, (n as HTMLElement).title]));
+  assert.deepEqual(firstRow[2], ['0.464 mshost-bound13%', 'wall 0.464 ms · GPU busy 0.058 ms · host-bound: GPU idle 0.406 ms of 0.464 ms']);
+  assert.deepEqual(firstRow[3], ['0.653 ms18%', 'wall 0.653 ms · GPU busy 0.456 ms']);
+  assert.equal(await page.locator('.warnings .warning').count(), 3);
+  await page.screenshot({ path: path.join(artifactsDir, 'results-panel-host-bound.png'), fullPage: true });
 });
 
 test('an analysis error shows the message, the hint and a link to the line', { skip }, async () => {
