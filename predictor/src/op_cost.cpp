@@ -778,6 +778,14 @@ OpCost normalization(const OpRecord& op, const std::string& stem) {
     cost.kernels = layerNorm ? 2 : 1;
   }
   cost.parallelElements = elements;
+  // cuDNN's batch norm on NCHW (CUDNN_BATCHNORM_SPATIAL, which PyTorch uses unless the
+  // input is channels_last) reduces each channel in one thread block, in forward and
+  // backward: a layer with fewer channels than SMs leaves SMs without work.
+  const bool batchNorm = contains(stem, "batch_norm") && !contains(stem, "elemt") &&
+                         !contains(stem, "stats") && !contains(stem, "gather") &&
+                         !contains(stem, "reduce");
+  if (batchNorm && training && x && x->contiguous && x->shape.size() >= 3)
+    cost.parallelBlocks = static_cast<double>(std::max<int64_t>(1, x->shape[1]));
   return cost;
 }
 

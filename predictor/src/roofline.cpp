@@ -76,8 +76,10 @@ RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
   if (cost.unit == ComputeUnit::Matrix) {
     computeEfficiency = gemmWaveEfficiency(cost.gemm, sms);
     memoryEfficiency = std::min(1.0, computeEfficiency * 4); // a few busy SMs stream well
-  } else if (cost.parallelElements > 0) {
-    const double blocks = std::ceil(cost.parallelElements / kElementsPerBlock);
+  } else if (cost.parallelElements > 0 || cost.parallelBlocks > 0) {
+    const double blocks = cost.parallelBlocks > 0
+                              ? cost.parallelBlocks
+                              : std::ceil(cost.parallelElements / kElementsPerBlock);
     const int blocksPerSm = std::max(1, gpu.limits.maxThreadsPerSm / 128);
     const double wave = static_cast<double>(sms) * blocksPerSm;
     computeEfficiency = blocks / (std::ceil(blocks / wave) * wave);

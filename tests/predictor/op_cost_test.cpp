@@ -154,6 +154,19 @@ TEST(OpCost, Normalisation) {
                         {tensor({8, 16, 4, 4}), tensor({16}), tensor({16})}, {}, Phase::Backward));
   EXPECT_DOUBLE_EQ(bnBack.bytes, 2 * (8192.0 + 8192) + 8320 + 64);
   EXPECT_DOUBLE_EQ(bnBack.flops, 12.0 * 2048);
+  // cuDNN reduces each NCHW channel in one block, in both directions; layer norm and
+  // channels_last batch norm spread per element.
+  EXPECT_DOUBLE_EQ(bn.parallelBlocks, 16);
+  EXPECT_DOUBLE_EQ(bnBack.parallelBlocks, 16);
+  EXPECT_DOUBLE_EQ(bnEval.parallelBlocks, 0) << "inference: one elementwise pass";
+  EXPECT_DOUBLE_EQ(ln.parallelBlocks, 0);
+  auto nhwc = tensor({8, 16, 4, 4});
+  nhwc.contiguous = false;
+  EXPECT_DOUBLE_EQ(estimateOpCost(op("aten::native_batch_norm",
+                                     {nhwc, tensor({16}), tensor({16}), tensor({16}), tensor({16})},
+                                     {nhwc, tensor({16}), tensor({16})}, {{"training", true}}))
+                       .parallelBlocks,
+                   0);
   const auto gn =
       estimateOpCost(op("aten::native_group_norm", {tensor({2, 4, 8, 8}), tensor({4}), tensor({4})},
                         {tensor({2, 4, 8, 8}), tensor({2, 2}), tensor({2, 2})}));

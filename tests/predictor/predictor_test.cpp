@@ -151,6 +151,26 @@ TEST(Predictor, LaunchFloorAndRoofline) {
   EXPECT_EQ(p.ops[0][1].method, PredictionMethod::Roofline);
 }
 
+TEST(Predictor, BatchNormWithFewChannelsLeavesSmsIdle) {
+  // The same 64M elements in 33 or 132 channels: one block per channel, so 33 channels
+  // keep a quarter of the H100's 132 SMs streaming.
+  const auto gpus = db().resolve({"H100"});
+  const auto bn = [](int64_t channels) {
+    const auto x = tensor({64, channels, (int64_t{1} << 20) / channels, 1});
+    auto record = op(0, "aten::native_batch_norm", Phase::Forward, 1,
+                     {x, tensor({channels}), tensor({channels}), tensor({channels}),
+                      tensor({channels})},
+                     {x, tensor({channels}), tensor({channels})});
+    record.args = {{"training", true}};
+    Trace trace;
+    trace.ops.push_back(record);
+    return trace;
+  };
+  const double wide = Predictor().predict(bn(132), gpus).ops[0][0].timeMs;
+  const double narrow = Predictor().predict(bn(33), gpus).ops[0][0].timeMs;
+  EXPECT_NEAR(narrow / wide, 4.0, 0.01);
+}
+
 TEST(Predictor, Tf32OptionSpeedsUpFloat32Matmuls) {
   const auto gpus = db().resolve({"A100"});
   Trace trace;

@@ -29,6 +29,9 @@ struct OpCost {
   bool tf32 = false;             // float32 matrix work on TF32 tensor cores (set by the predictor)
   GemmShape gemm;                // matrix ops only
   double parallelElements = 0;   // independent output elements (vector ops)
+  // Thread blocks the kernel runs when its parallelism is not per element but per
+  // reduction (one block per channel); 0: from parallelElements.
+  double parallelBlocks = 0;
   int kernels = 1;               // kernel launches; 0 for metadata-only ops
   bool approximate = false;      // no formula of its own: closest family used
   std::string note;              // why approximate, zero or unusual
