@@ -950,9 +950,13 @@ OpCost recurrent(const OpRecord& op, const std::string& stem) {
   const double gateTraffic = 2 * layers * directions * seq * batch * gates * hidden * elementSize;
   cost.flops = backward ? 2 * flops : flops;
   cost.bytes = inputBytes(op) + outputBytes(op) + gateTraffic * (backward ? 2 : 1);
-  // Each step is a small GEMM; the sequence is serial.
+  // Each step is a small GEMM; the sequence is serial. cuDNN's standard algorithm runs,
+  // per layer and direction, one GEMM for the input projection of every step, then per
+  // step the recurrent GEMM and the pointwise gate kernel; backward runs two kernels
+  // per step (pointwise, recurrent data gradient) and two weight-gradient GEMMs.
   cost.gemm = {1, batch, gates * hidden, in + hidden};
-  cost.kernels = static_cast<int>(std::min(1e6, layers * directions * seq));
+  cost.kernels =
+      static_cast<int>(std::min(1e6, layers * directions * (2 * seq + (backward ? 2 : 1))));
   cost.note = "recurrent: per-step GEMMs are serial, so small batches are latency bound";
   return cost;
 }

@@ -263,13 +263,23 @@ TEST(OpCost, RecurrentLayers) {
          {{"num_layers", int64_t{1}}, {"bidirectional", false}, {"batch_first", false}}));
   EXPECT_EQ(lstm.family, "rnn");
   EXPECT_DOUBLE_EQ(lstm.flops, 10.0 * (2 * 4 * 256 * 96 + 10 * 4 * 256));
-  EXPECT_EQ(lstm.kernels, 10);
+  // cuDNN's standard algorithm: the input projection, then per step the recurrent GEMM
+  // and the gate kernel.
+  EXPECT_EQ(lstm.kernels, 1 + 2 * 10);
   // A two-layer bidirectional GRU: layer 2 reads 2H features.
   const auto gru =
       estimateOpCost(op("aten::gru", {tensor({5, 2, 16}), tensor({4, 2, 8})}, {tensor({5, 2, 16})},
                         {{"num_layers", int64_t{2}}, {"bidirectional", true}}));
   EXPECT_DOUBLE_EQ(gru.flops, 2.0 * 5 * (2 * 2 * 24 * (16 + 8) + 10 * 2 * 24) +
                                   2.0 * 5 * (2 * 2 * 24 * (16 + 8) + 10 * 2 * 24));
+  EXPECT_EQ(gru.kernels, 2 * 2 * (1 + 2 * 5));
+  // Backward: per step the gate gradient and the recurrent data gradient, then the two
+  // weight-gradient GEMMs.
+  const auto lstmBack = estimateOpCost(
+      op("aten::_cudnn_rnn_backward", {tensor({10, 4, 32}), tensor({1, 4, 64})},
+         {tensor({10, 4, 32})}, {{"num_layers", int64_t{1}}, {"hidden_size", int64_t{64}}},
+         Phase::Backward));
+  EXPECT_EQ(lstmBack.kernels, 2 + 2 * 10);
 }
 
 TEST(OpCost, OptimizerUpdates) {
