@@ -484,6 +484,12 @@ OpCost elementwise(const OpRecord& op, const std::string& stem, bool inplace) {
     cost.bytes += bytesOf(op.input(0));
   cost.flops = elements * elementwiseFlops(stem);
   cost.parallelElements = elements;
+  // Out of place, ATen clones self and fills the clone in place: the copy, then a pass
+  // reading and writing the whole result.
+  if (!inplace && (stem == "masked_fill" || stem == "masked_scatter")) {
+    cost.bytes += 2 * outputBytes(op);
+    cost.kernels = 2;
+  }
   return cost;
 }
 

@@ -189,6 +189,16 @@ TEST(OpCost, ElementwiseWithBroadcastingAndInPlace) {
   const auto relu = estimateOpCost(op("aten::threshold_backward", {tensor({10}), tensor({10})},
                                       {tensor({10})}, {}, Phase::Backward));
   EXPECT_DOUBLE_EQ(relu.bytes, 120);
+  // masked_fill clones self, then fills the clone: 64x100 floats and a broadcast mask.
+  const auto mask = tensor({1, 100}, "bool");
+  const auto fill = estimateOpCost(
+      op("aten::masked_fill", {tensor({64, 100}), mask}, {tensor({64, 100})}, {{"value", 0.0}}));
+  EXPECT_DOUBLE_EQ(fill.bytes, 25600.0 + 100 + 3 * 25600);
+  EXPECT_EQ(fill.kernels, 2);
+  const auto fillInPlace =
+      estimateOpCost(op("aten::masked_fill_", {tensor({64, 100}), mask}, {tensor({64, 100})}));
+  EXPECT_DOUBLE_EQ(fillInPlace.bytes, 25600.0 + 100 + 25600);
+  EXPECT_EQ(fillInPlace.kernels, 1);
 }
 
 TEST(OpCost, ReductionsAndSoftmax) {
