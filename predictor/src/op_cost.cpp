@@ -591,6 +591,13 @@ std::vector<int64_t> convolutionOutputShape(const OpRecord& op, const TensorMeta
   return shape;
 }
 
+// cuDNN's half-precision (tensor-core) convolutions run on NHWC: an NCHW tensor is
+// transformed on the way in and out, one read and one write each.
+bool transposesLayout(const TensorMeta* input) {
+  return input && input->contiguous && (input->dtype == "float16" || input->dtype == "bfloat16") &&
+         (rank(input) == 4 || rank(input) == 5);
+}
+
 OpCost convolution(const OpRecord& op) {
   OpCost cost;
   cost.family = "conv";
@@ -623,6 +630,10 @@ OpCost convolution(const OpRecord& op) {
   const double groups = std::max<double>(1, op.intArg("groups").value_or(1));
   cost.gemm = {groups, positions, dim(weight, 0) / (transposed ? 1 : groups),
                numel(weight) / std::max(1.0, dim(weight, 0))};
+  if (transposesLayout(input)) {
+    cost.layoutBytes = 2 * (bytesOf(input) + bytesOf(weight) + bytesOf(&output));
+    cost.kernels += 3;
+  }
   return cost;
 }
 
@@ -649,15 +660,26 @@ OpCost convolutionBackward(const OpRecord& op) {
   const double gemmFlops = 2 * convolutionMacPositions(transposed ? input : gradOutput, weight);
   const double gradOutBytes = bytesOf(gradOutput);
   cost.kernels = 0;
+  // Each of the two cuDNN calls transforms its three operands when they are NCHW halves.
+  const bool layouts = transposesLayout(input);
+  const double layoutPerCall = 2 * (gradOutBytes + bytesOf(weight) + bytesOf(input));
   if (mask[0]) { // grad_input = conv_transpose(grad_output, weight)
     cost.flops += gemmFlops;
     cost.bytes += gradOutBytes + bytesOf(weight) + bytesOf(input);
     ++cost.kernels;
+    if (layouts) {
+      cost.layoutBytes += layoutPerCall;
+      cost.kernels += 3;
+    }
   }
   if (mask[1]) { // grad_weight = correlate(input, grad_output)
     cost.flops += gemmFlops;
     cost.bytes += gradOutBytes + bytesOf(input) + bytesOf(weight);
     ++cost.kernels;
+    if (layouts) {
+      cost.layoutBytes += layoutPerCall;
+      cost.kernels += 3;
+    }
   }
   if (mask[2]) { // grad_bias = sum of grad_output over N and positions
     cost.flops += numel(gradOutput);

@@ -40,6 +40,25 @@ TEST(OpCost, Convolution) {
   EXPECT_DOUBLE_EQ(conv.gemm.m, 32 * 1024);
   EXPECT_DOUBLE_EQ(conv.gemm.n, 16);
   EXPECT_DOUBLE_EQ(conv.gemm.k, 27);
+  EXPECT_DOUBLE_EQ(conv.layoutBytes, 0) << "float32: no layout transforms";
+  // bfloat16 on NCHW: cuDNN's tensor-core kernels run on NHWC, so input, weight and
+  // output are each transformed (read and written) around the convolution.
+  const auto half = estimateOpCost(op("aten::convolution",
+                                      {tensor({32, 3, 32, 32}, "bfloat16"),
+                                       tensor({16, 3, 3, 3}, "bfloat16"), tensor({16}, "bfloat16")},
+                                      {tensor({32, 16, 32, 32}, "bfloat16")},
+                                      {{"stride", Ints{1, 1}}, {"padding", Ints{1, 1}}}));
+  EXPECT_DOUBLE_EQ(half.layoutBytes, 2 * 2.0 * (98304 + 432 + 524288));
+  EXPECT_EQ(half.kernels, 4);
+  // Backward: each of the two cuDNN calls transforms grad_output, weight and input.
+  const auto halfBack = estimateOpCost(
+      op("aten::convolution_backward",
+         {tensor({32, 16, 32, 32}, "bfloat16"), tensor({32, 3, 32, 32}, "bfloat16"),
+          tensor({16, 3, 3, 3}, "bfloat16")},
+         {tensor({32, 3, 32, 32}, "bfloat16"), tensor({16, 3, 3, 3}, "bfloat16"), std::nullopt},
+         {{"output_mask", Ints{1, 1, 0}}}, Phase::Backward));
+  EXPECT_DOUBLE_EQ(halfBack.layoutBytes, 2 * 2 * 2.0 * (524288 + 432 + 98304));
+  EXPECT_EQ(halfBack.kernels, 2 + 6);
 }
 
 TEST(OpCost, GroupedStridedConvolutionWithoutTracedOutput) {

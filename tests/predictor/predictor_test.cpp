@@ -171,6 +171,29 @@ TEST(Predictor, BatchNormWithFewChannelsLeavesSmsIdle) {
   EXPECT_NEAR(narrow / wide, 4.0, 0.01);
 }
 
+TEST(Predictor, LayoutTransformsAddToTheConvolution) {
+  // A layout transform is a kernel of its own: its bytes add to the convolution's time.
+  const auto gpus = db().resolve({"H100"});
+  Trace trace;
+  trace.ops.push_back(op(0, "aten::convolution", Phase::Forward, 1,
+                         {tensor({64, 64, 56, 56}), tensor({64, 64, 3, 3})},
+                         {tensor({64, 64, 56, 56})}));
+  trace.ops.back().args = {{"padding", std::vector<int64_t>{1, 1}}};
+  const double tf32 = Predictor().predict(trace, gpus).ops[0][0].timeMs;
+  for (auto& t : trace.ops[0].inputs)
+    t->dtype = "bfloat16";
+  trace.ops[0].outputs[0]->dtype = "bfloat16";
+  const Prediction p = Predictor().predict(trace, gpus);
+  OpCost cost = estimateOpCost(trace.ops[0]);
+  const double layoutMs = cost.layoutBytes /
+                          (gpus[0].memoryBandwidthGBs * 1e9 * RooflineOptions().memoryEfficiency) *
+                          1e3;
+  ASSERT_GT(layoutMs, 0);
+  cost.layoutBytes = 0;
+  EXPECT_NEAR(p.ops[0][0].timeMs, rooflineTime(cost, gpus[0], {}).timeMs + layoutMs, 1e-12);
+  EXPECT_LT(p.ops[0][0].timeMs, tf32) << "bf16 tensor cores still beat cuDNN's TF32";
+}
+
 TEST(Predictor, Tf32OptionSpeedsUpFloat32Matmuls) {
   const auto gpus = db().resolve({"A100"});
   Trace trace;

@@ -33,6 +33,9 @@ struct OpCost {
   // reduction (one block per channel); 0: from parallelElements.
   double parallelBlocks = 0;
   int kernels = 1;               // kernel launches; 0 for metadata-only ops
+  // DRAM traffic of helper kernels that run before and after the main one, serially:
+  // cuDNN's NCHW <-> NHWC transforms around half-precision convolutions.
+  double layoutBytes = 0;
   bool approximate = false;      // no formula of its own: closest family used
   std::string note;              // why approximate, zero or unusual
 
