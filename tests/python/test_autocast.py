@@ -131,6 +131,26 @@ class CudaAutocast(unittest.TestCase):
         self.assertEqual(cnn["precision"], {"matmul_tf32": False, "cudnn_tf32": True,
                                             "float32_matmul_precision": "highest", "autocast": None})
 
+    @unittest.skipUnless(HAS_AMP_GRAD_SCALER, "torch 1.13's torch.autocast has no checks to patch")
+    def test_regions_cuda_would_not_run_as_written_warn_with_their_line(self):
+        cases = [
+            ('torch.autocast("cpu", dtype=torch.bfloat16)', 'autocast("cpu") casts only CPU tensors'),
+            ('torch.autocast("cuda", dtype=torch.float64)', "CUDA autocast does not support float64"),
+            ('torch.autocast("xpu", dtype=torch.bfloat16)', 'autocast("xpu") casts no CUDA tensor'),
+        ]
+        for autocast, message in cases:
+            with self.subTest(autocast=autocast):
+                path = write(self.directory, "odd.py", autocast)
+                with open(path, encoding="utf-8") as f:
+                    line = next(n for n, text in enumerate(f, 1) if "with torch.autocast" in text)
+                trace = run_trace(path, batch_size=16)
+                warning = next((w for w in trace["warnings"] if message in w), None)
+                self.assertIsNotNone(warning, trace["warnings"])
+                self.assertIn(f"autocast at {path}:{line}:", warning)
+                # Never a silent answer: every op keeps float32, and the trace says no autocast.
+                self.assertEqual(dtypes(forward_ops(trace, "aten::addmm")[0]), ["float32"] * 3)
+                self.assertIsNone(trace["precision"]["autocast"])
+
 
 if __name__ == "__main__":
     unittest.main()

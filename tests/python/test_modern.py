@@ -16,6 +16,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "fixtures")
 # torch 2.x optimizers default to the multi-tensor kernels on CUDA; 1.13's loop per parameter.
 FOREACH_DEFAULT = hasattr(optimizer_module, "_default_to_fused_or_foreach")
+# torch >= 2.0 has optimizer step hooks: the tracer records the steady step, not the first.
+STEADY_STEPS = hasattr(optimizer_module, "register_optimizer_step_pre_hook")
 HAS_COMPILE = hasattr(torch, "compile")
 
 # Linear(32, 64) -> ReLU -> Linear(64, 10): 4 parameters, 2762 floats.
@@ -83,9 +85,12 @@ class Optimizers(unittest.TestCase):
         trace = trace_mlp("torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, foreach=False)")
         names = [name for name, _ in step_ops(trace)]
         self.assertFalse(any(name.startswith("aten::_foreach") for name in names), names)
-        # Per parameter: buf.mul_(momentum).add_(grad), then p.add_(buf, alpha=-lr).
-        self.assertEqual(names.count("aten::mul_"), 4)
-        self.assertEqual(names.count("aten::add_"), 8)
+        if STEADY_STEPS:  # per parameter: buf.mul_(momentum).add_(grad), p.add_(buf, alpha=-lr)
+            self.assertEqual(names.count("aten::mul_"), 4)
+            self.assertEqual(names.count("aten::add_"), 8)
+        else:  # torch 1.13 records the first step: buffers cloned, then p.add_(buf)
+            self.assertEqual(names.count("aten::clone"), 4)
+            self.assertEqual(names.count("aten::add_"), 4)
         self.assertEqual(trace["memory"]["optimizer_state_bytes"], 4 * PARAMETERS)
 
     @unittest.skipUnless(FOREACH_DEFAULT, "torch 1.13 has no foreach default")

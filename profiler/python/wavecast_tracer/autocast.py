@@ -65,6 +65,10 @@ _PROMOTE = {
 }
 
 
+# What torch 2.x's CUDA autocast accepts; it disables a region asked for another dtype.
+CUDA_AUTOCAST_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+
 def _eligible(value):
     return isinstance(value, torch.Tensor) and value.is_floating_point() and value.dtype != torch.float64
 
@@ -78,10 +82,12 @@ class CudaAutocast:
         self.dtypes = []  # autocast dtypes the iteration used, in order of first use
 
     def dtype(self):
-        """The CUDA autocast dtype in effect, or None."""
+        """The CUDA autocast dtype in effect, or None (also for a dtype CUDA autocast
+        refuses: torch disables such a region on a GPU)."""
         if self.inside:
             return None
-        return compat.cuda_autocast_dtype()
+        dtype = compat.cuda_autocast_dtype()
+        return dtype if dtype in CUDA_AUTOCAST_DTYPES else None
 
     def _note(self, dtype):
         if dtype not in self.dtypes:
@@ -189,3 +195,49 @@ def precision(autocast):
     """The script's precision settings as CUDA would apply them (read at trace end)."""
     dtypes = [str(d).replace("torch.", "") for d in autocast.dtypes] if autocast is not None else []
     return dict(compat.tf32_settings(), autocast=dtypes[0] if dtypes else None)
+
+
+def _autocast_class():
+    amp = getattr(torch, "amp", None)
+    module = getattr(amp, "autocast_mode", None) if amp is not None else None
+    return getattr(module, "autocast", None)
+
+
+def _dtype_name(dtype):
+    return str(dtype).replace("torch.", "")
+
+
+@contextlib.contextmanager
+def checked_autocast_regions(on_unmodelled):
+    """While active, autocast regions CUDA would not run as the script wrote them call
+    on_unmodelled(message) with what is predicted instead:
+    - autocast("cpu") casts only CPU tensors; the script's tensors run on the GPU (the
+      tracer runs them on the CPU), so the region is entered disabled;
+    - a CUDA dtype torch refuses (float64, ...): torch disables the region on a GPU;
+    - another device ("xpu", "mps"): it casts none of the GPU's tensors."""
+    cls = _autocast_class()
+    if cls is None:  # torch 1.13: torch.autocast is its own class; nothing to check
+        yield
+        return
+    original = cls.__init__
+
+    def init(self, device_type, dtype=None, enabled=True, cache_enabled=None):
+        device = str(device_type)
+        if enabled and device == "cpu":
+            on_unmodelled("autocast(\"cpu\") casts only CPU tensors; on the GPU its ops keep their "
+                          "dtypes, which is what is predicted")
+            enabled = False
+        elif enabled and device == "cuda" and dtype is not None and dtype not in CUDA_AUTOCAST_DTYPES:
+            on_unmodelled(f"CUDA autocast does not support {_dtype_name(dtype)} (only float16, bfloat16 "
+                          "and float32) and torch disables the region: its ops are predicted in their "
+                          "own dtypes")
+        elif enabled and device not in ("cuda", "cpu"):
+            on_unmodelled(f"autocast(\"{device}\") casts no CUDA tensor: its ops are predicted in their "
+                          "own dtypes (float32 unless the script casts)")
+        original(self, device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+    cls.__init__ = init
+    try:
+        yield
+    finally:
+        cls.__init__ = original

@@ -281,6 +281,13 @@ class TraceState:
         if warning not in self.warnings:
             self.warnings.append(warning)
 
+    def on_unmodelled_autocast(self, message):
+        frames = self.project_frames()
+        site = f"{frames[-1][0]}:{frames[-1][1]}" if frames else "the script"
+        warning = f"autocast at {site}: {message}"
+        if warning not in self.warnings:
+            self.warnings.append(warning)
+
     def on_fallback(self, _func):
         self.fallback_hit = True
 

@@ -8,7 +8,7 @@ import torch
 
 from . import compat, measured
 from .attention import cuda_attention
-from .autocast import cuda_autocast, precision
+from .autocast import checked_autocast_regions, cuda_autocast, precision
 from .compiled import eager_compile
 from .optimizers import cuda_optimizer_defaults, steady_state_steps
 from .devices import cuda_mapped_to_cpu
@@ -106,6 +106,7 @@ def _trace(project, batch_size, mode, progress, assume_gpu=False):
                 stack.enter_context(cuda_optimizer_defaults())
                 stack.enter_context(steady_state_steps(state))
                 autocast = stack.enter_context(cuda_autocast())  # after cuda_attention: wraps it
+                stack.enter_context(checked_autocast_regions(state.on_unmodelled_autocast))
 
             # In shape mode the recorder also follows the providers' small integer tensors
             # (labels, ids, masks) for value-dependent ops; it records only the iteration.
