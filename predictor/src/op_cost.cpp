@@ -1131,7 +1131,6 @@ OpCost exactFamily(const OpRecord& op, const std::string& stem, bool inplace, bo
 // No formula of its own: the family its name suggests, else elementwise over its tensors.
 OpCost closestFamily(const OpRecord& op, const std::string& stem, bool inplace) {
   OpCost cost;
-  std::string family;
   if (contains(stem, "conv")) {
     cost = convolution(op);
   } else if (contains(stem, "mm") || contains(stem, "matmul") || contains(stem, "linear")) {

@@ -10,7 +10,7 @@ import torch
 from . import compat
 from .attention import BACKEND_OF_OP
 from .devices import Placement
-from .values import Shadows
+from .values import Shadows, flatten_tensors
 
 # Ops that only query or relabel metadata and never launch work. Views (view,
 # t, transpose, expand, ...) are kept: they cost nothing but the predictor
@@ -56,15 +56,6 @@ def _arg_value(value):
     if isinstance(value, (list, tuple)) and all(isinstance(e, (bool, int)) for e in value):
         return [int(e) for e in value]
     return _SKIP
-
-
-def _flatten_outputs(out, into):
-    if isinstance(out, torch.Tensor):
-        into.append(out)
-    elif isinstance(out, (list, tuple)):
-        for item in out:
-            _flatten_outputs(item, into)
-    return into
 
 
 class TraceState:
@@ -334,7 +325,7 @@ class TraceState:
         if name in BACKEND_OF_OP:
             op_args["backend"] = BACKEND_OF_OP[name]
 
-        self.append_op(name, inputs, _flatten_outputs(out, []), op_args)
+        self.append_op(name, inputs, flatten_tensors(out), op_args)
 
     def append_op(self, name, inputs, out_tensors, op_args):
         """Appends one op record; `inputs` are tensor metadata (or None), returns its index."""
@@ -431,11 +422,11 @@ class OpRecorder(compat.TorchDispatchMode):
         else:
             out = func(*args, **kwargs)
         if self.recording and state.memory is not None:
-            state.memory.allocated(_flatten_outputs(out, []), len(state.ops), state.phase)
+            state.memory.allocated(flatten_tensors(out), len(state.ops), state.phase)
         if recorded:
             state.record(func, name, args, kwargs, out)
         if state.placement.any_host and self.recording and state.phase != "backward" and not state.suppressed:
-            state.placement.follow(args, kwargs, _flatten_outputs(out, []), state.ops[-1] if recorded else None)
+            state.placement.follow(args, kwargs, flatten_tensors(out), state.ops[-1] if recorded else None)
         return out
 
     def _run_shape_only(self, func, args, kwargs):

@@ -17,6 +17,7 @@ from .loader import find_providers, load_entry_module, purge_project_modules, us
 from .memory import MemoryTracker
 from .project import Project
 from .recorder import OpRecorder, TraceState
+from .values import flatten_tensors
 from .rnn import fuse_recurrent_layers
 
 WAVECAST_VERSION = "0.1.0"
@@ -273,21 +274,11 @@ def _optimizer_state_tensors(optimizers):
                     yield value
 
 
-def _flat_tensors(values):
-    for value in values:
-        if isinstance(value, torch.Tensor):
-            yield value
-        elif isinstance(value, (list, tuple)):
-            yield from _flat_tensors(value)
-        elif isinstance(value, dict):
-            yield from _flat_tensors(value.values())
-
-
 def _baseline_tensors(model, inputs):
     """What is in GPU memory before the iteration starts: the model and the batch."""
     yield from model.parameters()
     yield from model.buffers()
-    yield from _flat_tensors(inputs)
+    yield from flatten_tensors(inputs)
 
 
 def _tracked_memory(state, model):

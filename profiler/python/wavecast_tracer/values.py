@@ -23,12 +23,18 @@ SHADOW_LIMIT = 1 << 20
 _SHADOWED_DTYPES = frozenset({torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64})
 
 
-def _flatten(value, into):
+def flatten_tensors(value, into=None):
+    """The tensors in `value` (nested lists, tuples and dict values), in order, appended
+    to `into` (a new list by default)."""
+    into = [] if into is None else into
     if isinstance(value, torch.Tensor):
         into.append(value)
     elif isinstance(value, (list, tuple)):
         for item in value:
-            _flatten(item, into)
+            flatten_tensors(item, into)
+    elif isinstance(value, dict):
+        for item in value.values():
+            flatten_tensors(item, into)
     return into
 
 
@@ -91,7 +97,7 @@ class Shadows:
 
     def follow(self, func, args, kwargs, out):
         """After a fake op ran: computes the real values of its small integer/bool outputs."""
-        fakes = _flatten(out, [])
+        fakes = flatten_tensors(out)
         if not fakes or not all(_shadowable(t) or _constant_float(func, t) for t in fakes):
             for t in _written(func, args, kwargs):  # an in-place op the shadows cannot follow
                 self.forget(t)
@@ -101,7 +107,7 @@ class Shadows:
             for t in _written(func, args, kwargs):
                 self.forget(t)
             return
-        for fake, real in zip(fakes, _flatten(result[0], [])):
+        for fake, real in zip(fakes, flatten_tensors(result[0])):
             self.remember(fake, real, func)
 
     def fallback(self, func, args, kwargs, fake_mode):
@@ -113,7 +119,7 @@ class Shadows:
         if not isinstance(real, (torch.Tensor, list, tuple)):
             return real  # .item(): a Python number
         fake = _wrap(real, fake_mode)
-        for f, r in zip(_flatten(fake, []), _flatten(real, [])):
+        for f, r in zip(flatten_tensors(fake), flatten_tensors(real)):
             self.remember(f, r)
         return fake
 
@@ -126,7 +132,7 @@ def _written(func, args, kwargs):
         if argument.alias_info is None or not argument.alias_info.is_write:
             continue
         value = args[index] if index < len(args) else kwargs.get(argument.name)
-        _flatten(value, written)
+        flatten_tensors(value, written)
     return written
 
 
