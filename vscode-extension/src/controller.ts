@@ -6,13 +6,14 @@ import * as vscode from 'vscode';
 import { iterationTimes, statusView, lineDecorations, type ClientPhase } from './logic/annotations';
 import { WavecastApi, type RpcEndpoint } from './logic/api';
 import { baseName } from './logic/chartData';
-import { checkServerCapability, isProtocolMismatchError } from './logic/errors';
+import { checkServerCapability, isProtocolMismatchError, notRunningMessage, requestFailureMessage } from './logic/errors';
 import { buildGpuPickItems, pickerPlaceholder } from './logic/picker';
 import type { InitializationOptions, ResultsResponse, StatusParams } from './logic/protocol';
 import * as net from 'net';
 import { connectRemote, isAuthenticationError } from './logic/remote';
 import { RestartPolicy, type RestartDecision } from './logic/restartPolicy';
 import { locateServer } from './logic/serverLocator';
+import { initializeTimeoutMessage, startOutcome, withTimeout } from './logic/startup';
 import {
   initializationOptions,
   parseBatchSize,
@@ -73,8 +74,14 @@ export class WavecastController implements vscode.Disposable {
   private targets: string[] = [];
   private settings: WavecastSettings = readSettings({}).settings;
   private initializeError: string | null = null;
-  /** True while start() awaits the client; it handles that first start itself. */
-  private firstStartPending = false;
+  /** The client start() is awaiting; start() handles that first start itself. */
+  private startingClient: ClientLike | null = null;
+  /** The connection closed while start() awaited the client: that start failed. */
+  private closedWhileStarting = false;
+  /** Why the daemon last failed to start or stopped for good; shown when a command needs it. */
+  private lastFailure: string | null = null;
+  /** Fails an automatic restart that does not come back within the initialize time-out. */
+  private restartWatch: ReturnType<typeof setTimeout> | undefined;
   private lastAnalyzedUri: string | undefined;
   private readonly restartPolicy: RestartPolicy;
   private readonly statusItem: vscode.StatusBarItem;
@@ -100,8 +107,8 @@ export class WavecastController implements vscode.Disposable {
     });
     this.panel = new ResultsPanel(context.extensionUri, {
       reveal: (file, line) => void this.reveal(file, line),
-      analyze: (uri) => void this.analyze(uri),
-      pickGpus: () => void this.pickGpus(),
+      analyze: (uri) => void this.whenRunning(`analysing ${baseName(vscode.Uri.parse(uri).fsPath)}`, (api) => this.analyze(api, uri)),
+      pickGpus: () => void this.whenRunning('picking target GPUs', (api) => this.pickGpus(api)),
     });
     this.subscriptions.push(this.output, this.statusItem, this.decorationType, this.panel);
   }
@@ -110,11 +117,11 @@ export class WavecastController implements vscode.Disposable {
   async activate(): Promise<void> {
     const command = (id: string, run: (...args: any[]) => unknown) => vscode.commands.registerCommand(id, run);
     this.subscriptions.push(
-      command('wavecast.analyzeNow', () => this.whenRunning(() => this.analyzeActive())),
-      command('wavecast.pickGpus', () => this.whenRunning(() => this.pickGpus())),
+      command('wavecast.analyzeNow', () => this.whenRunning('analysing the file', (api) => this.analyzeActive(api))),
+      command('wavecast.pickGpus', () => this.whenRunning('picking target GPUs', (api) => this.pickGpus(api))),
       // The daemon's code lenses pass the document's URI.
-      command('wavecast.setBatchSize', (uri?: unknown) => this.whenRunning(() => this.setBatchSize(asUri(uri)))),
-      command('wavecast.showResults', (uri?: unknown) => this.whenRunning(() => this.showResults(asUri(uri)))),
+      command('wavecast.setBatchSize', (uri?: unknown) => this.whenRunning('setting the batch size', (api) => this.setBatchSize(api, asUri(uri)))),
+      command('wavecast.showResults', (uri?: unknown) => this.whenRunning('showing the results', (api) => this.showResults(api, asUri(uri)))),
       command('wavecast.restartServer', () => this.restart()),
       command('wavecast.openServerLog', () => this.output.show(true)),
       vscode.workspace.onDidChangeConfiguration((event) => void this.onConfigurationChanged(event)),
@@ -152,16 +159,24 @@ export class WavecastController implements vscode.Disposable {
     }
     this.setPhase('starting');
     this.initializeError = null;
+    this.lastFailure = null;
+    // A close reported by a client this controller already let go of (it
+    // stopped it, or replaced it) is nobody's crash.
+    let created: ClientLike | null = null;
     const client = this.createClient({
       transport,
       initializationOptions: initializationOptions(settings),
       outputChannel: this.output,
-      onClosed: () => this.onConnectionClosed(),
+      onClosed: () =>
+        created !== null && created === this.client
+          ? this.onConnectionClosed()
+          : { restart: false, crashesInWindow: 0, message: 'The wavecast daemon was stopped.' },
       onInitializeFailed: (message) => {
-        this.initializeError = message;
+        if (created === null || created === this.client) this.initializeError = message;
       },
       inlayHintsEnabled: () => this.settings.display === 'inlayHints',
     });
+    created = client;
     const api = new WavecastApi(client);
     this.client = client;
     this.api = api;
@@ -174,18 +189,30 @@ export class WavecastController implements vscode.Disposable {
       client.onRunning(() => void this.onRestarted()),
     );
 
-    this.firstStartPending = true;
+    this.startingClient = client;
+    this.closedWhileStarting = false;
+    let startError: unknown = undefined;
     try {
-      await client.start();
+      const seconds = settings.initializeTimeout;
+      await withTimeout(client.start(), seconds * 1000, initializeTimeoutMessage(seconds));
     } catch (error) {
-      const reason = this.initializeError ?? (error instanceof Error ? error.message : String(error));
+      startError = error ?? new Error('start failed');
+    } finally {
+      if (this.startingClient === client) this.startingClient = null;
+    }
+    // Restarted or disposed meanwhile: that start is no longer ours to report.
+    if (this.client !== client) return;
+    // One outcome per start: a crash while starting was not restarted (see
+    // onConnectionClosed), it is reported here as the failed start.
+    const outcome = startOutcome(startError, this.closedWhileStarting, this.initializeError);
+    if (!outcome.ok) {
+      const reason = outcome.reason;
       await this.stopClient();
-      if (isProtocolMismatchError(reason)) this.fail(reason, false);
+      if (outcome.timedOut) this.fail(reason);
+      else if (isProtocolMismatchError(reason)) this.fail(reason, false);
       else if (isAuthenticationError(reason)) this.fail(`The wavecast daemon refused the connection: ${reason}. Check wavecast.remoteToken.`, false);
       else this.fail(`The wavecast daemon did not start: ${reason}`);
       return;
-    } finally {
-      this.firstStartPending = false;
     }
     const check = checkServerCapability(client.serverExperimentalCapabilities());
     if (!check.ok) {
@@ -237,26 +264,55 @@ export class WavecastController implements vscode.Disposable {
 
   /** After an automatic restart the client is back: show it and refresh. */
   private async onRestarted(): Promise<void> {
-    if (this.phase !== 'starting' || this.firstStartPending || !this.api) return;
+    if (this.phase !== 'starting' || this.startingClient !== null || !this.api) return;
     this.log('The daemon is running again.');
     this.setPhase('running');
     await this.refreshGpuList();
   }
 
   private onConnectionClosed(): RestartDecision {
+    if (this.startingClient !== null && this.startingClient === this.client) {
+      // start() reports this as a failed start; restarting as well would
+      // give two outcomes (and a daemon nobody waits for).
+      this.closedWhileStarting = true;
+      this.log('The wavecast daemon exited while starting.');
+      return { restart: false, crashesInWindow: 0, message: 'The wavecast daemon exited while starting.' };
+    }
     const decision = this.restartPolicy.recordCrash();
     this.log(decision.message);
     if (decision.restart) {
       this.setPhase('starting');
+      this.watchRestart();
       void vscode.window.showWarningMessage(decision.message);
     } else {
+      this.lastFailure = decision.message;
       this.setPhase('failed');
       void this.offer(vscode.window.showErrorMessage(decision.message, 'Restart Server', 'Open Server Log'));
     }
     return decision;
   }
 
+  /** An automatic restart gets the same initialize time-out as the first start. */
+  private watchRestart(): void {
+    this.clearRestartWatch();
+    const client = this.client;
+    const seconds = this.settings.initializeTimeout;
+    this.restartWatch = setTimeout(() => {
+      this.restartWatch = undefined;
+      if (this.client !== client || this.phase !== 'starting') return;
+      void this.stopClient().then(() => this.fail(initializeTimeoutMessage(seconds)));
+    }, seconds * 1000);
+    // A watch alone does not keep the extension host (or a test) alive.
+    this.restartWatch.unref?.();
+  }
+
+  private clearRestartWatch(): void {
+    if (this.restartWatch !== undefined) clearTimeout(this.restartWatch);
+    this.restartWatch = undefined;
+  }
+
   private async stopClient(): Promise<void> {
+    this.clearRestartWatch();
     const client = this.client;
     this.client = null;
     this.api = null;
@@ -274,6 +330,7 @@ export class WavecastController implements vscode.Disposable {
   }
 
   private fail(message: string, offerRestart = true): void {
+    this.lastFailure = message;
     this.log(message);
     this.setPhase('failed');
     const actions = offerRestart ? ['Open Settings', 'Restart Server', 'Open Server Log'] : ['Open Settings', 'Open Server Log'];
@@ -296,7 +353,7 @@ export class WavecastController implements vscode.Disposable {
         await vscode.commands.executeCommand('workbench.trust.manage');
         break;
       case 'Show Results':
-        await this.showResults();
+        await this.whenRunning('showing the results', (api) => this.showResults(api));
         break;
     }
   }
@@ -305,22 +362,35 @@ export class WavecastController implements vscode.Disposable {
     await this.offer(vscode.window.showInformationMessage(TRUST_EXPLANATION, 'Manage Workspace Trust'));
   }
 
-  private async whenRunning(run: () => Promise<void>): Promise<void> {
-    if (this.phase === 'untrusted') {
-      await this.explainUntrusted();
-      return;
-    }
-    if (!this.api || this.phase !== 'running') {
-      const why = this.phase === 'starting' ? 'is still starting; try again in a moment' : 'is not running';
-      await this.offer(vscode.window.showWarningMessage(`The wavecast daemon ${why}.`, 'Restart Server', 'Open Server Log'));
-      return;
-    }
+  /**
+   * Runs a user action that needs the daemon, with its API. Never fails
+   * silently: a daemon that is not running, or a request that fails, is a
+   * message saying what failed and what to do. `what` names the action.
+   */
+  private async whenRunning(what: string, run: (api: WavecastApi) => Promise<void>): Promise<void> {
     try {
-      await run();
+      if (this.phase === 'untrusted') {
+        await this.explainUntrusted();
+        return;
+      }
+      const api = this.api;
+      if (!api || this.phase !== 'running') {
+        const phase = this.phase === 'starting' ? 'starting' : this.phase === 'failed' ? 'failed' : 'stopped';
+        const message = notRunningMessage(phase, this.lastFailure);
+        const show = phase === 'failed' ? vscode.window.showErrorMessage : vscode.window.showWarningMessage;
+        await this.offer(show(message, 'Restart Server', 'Open Server Log'));
+        return;
+      }
+      try {
+        await run(api);
+      } catch (error) {
+        const message = requestFailureMessage(what, error);
+        this.log(message);
+        await this.offer(vscode.window.showErrorMessage(message, 'Open Server Log', 'Restart Server'));
+      }
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      this.log(`Request failed: ${message}`);
-      await this.offer(vscode.window.showErrorMessage(`wavecast: ${message}`, 'Open Server Log'));
+      // Showing the message itself failed: the log is all that is left.
+      this.log(`${what}: ${error instanceof Error ? error.message : String(error)}`);
     }
   }
 
@@ -331,7 +401,7 @@ export class WavecastController implements vscode.Disposable {
   }
 
   private updateStatus(): void {
-    const view = statusView(this.phase, this.targets, this.serverStatus);
+    const view = statusView(this.phase, this.targets, this.serverStatus, this.lastFailure);
     this.statusItem.text = view.text;
     this.statusItem.tooltip = view.tooltip;
     this.statusItem.backgroundColor =
@@ -344,7 +414,7 @@ export class WavecastController implements vscode.Disposable {
 
   private rawSettings(): Record<string, unknown> {
     const config = vscode.workspace.getConfiguration('wavecast');
-    const names = ['targets', 'trigger', 'batchSize', 'pythonEnv', 'serverPath', 'remoteAddress', 'remoteToken', 'display'];
+    const names = ['targets', 'trigger', 'batchSize', 'pythonEnv', 'serverPath', 'remoteAddress', 'remoteToken', 'display', 'initializeTimeout'];
     return Object.fromEntries(names.map((name) => [name, config.get(name)]));
   }
 
@@ -376,8 +446,8 @@ export class WavecastController implements vscode.Disposable {
     if (event.affectsConfiguration('wavecast.targets') && this.api) {
       const wanted = settings.targets;
       if (wanted.join('\n') !== this.targets.join('\n') && wanted.length > 0) {
-        await this.whenRunning(async () => {
-          this.targets = await this.api!.setTargets(wanted);
+        await this.whenRunning('applying wavecast.targets', async (api) => {
+          this.targets = await api.setTargets(wanted);
           this.updateStatus();
         });
       }
@@ -390,8 +460,7 @@ export class WavecastController implements vscode.Disposable {
     }
   }
 
-  async pickGpus(): Promise<void> {
-    const api = this.api!;
+  private async pickGpus(api: WavecastApi): Promise<void> {
     const list = await api.listGpus();
     const items = buildGpuPickItems(list);
     const chosen = await vscode.window.showQuickPick(items, {
@@ -421,18 +490,16 @@ export class WavecastController implements vscode.Disposable {
     return undefined;
   }
 
-  private async analyzeActive(): Promise<void> {
+  private async analyzeActive(api: WavecastApi): Promise<void> {
     const uri = this.activePythonUri();
     if (!uri) {
       void vscode.window.showInformationMessage('Open a Python training script (with wavecast_model/wavecast_input/wavecast_iteration) to analyse it.');
       return;
     }
-    await this.analyze(uri);
+    await this.analyze(api, uri);
   }
 
-  async analyze(uri: string, batchSize?: number): Promise<void> {
-    const api = this.api;
-    if (!api) return;
+  private async analyze(api: WavecastApi, uri: string, batchSize?: number): Promise<void> {
     this.lastAnalyzedUri = uri;
     const name = baseName(vscode.Uri.parse(uri).fsPath);
     const results = await vscode.window.withProgress(
@@ -458,13 +525,12 @@ export class WavecastController implements vscode.Disposable {
     }
   }
 
-  private async setBatchSize(uriArgument?: string): Promise<void> {
+  private async setBatchSize(api: WavecastApi, uriArgument?: string): Promise<void> {
     const uri = uriArgument ?? this.activePythonUri();
     if (!uri) {
       void vscode.window.showInformationMessage('Open the Python training script whose batch size you want to set.');
       return;
     }
-    const api = this.api!;
     const current = (await api.results(uri)).prediction?.batch_size ?? this.settings.batchSize;
     const input = await vscode.window.showInputBox({
       title: 'wavecast: batch size',
@@ -481,20 +547,20 @@ export class WavecastController implements vscode.Disposable {
     if (parsed !== null && typeof parsed !== 'number') return;
     if (parsed === null) {
       await api.setBatchSize(uri, null);
-      await this.analyze(uri);
+      await this.analyze(api, uri);
     } else {
-      await this.analyze(uri, parsed);
+      await this.analyze(api, uri, parsed);
     }
   }
 
-  private async showResults(uriArgument?: string): Promise<void> {
+  private async showResults(api: WavecastApi, uriArgument?: string): Promise<void> {
     const uri = uriArgument ?? this.activePythonUri() ?? this.panel.uri ?? this.lastAnalyzedUri;
     if (!uri) {
       void vscode.window.showInformationMessage('Open a Python training script to see its wavecast results.');
       return;
     }
     this.panel.show(uri);
-    this.panel.update(await this.api!.results(uri));
+    this.panel.update(await api.results(uri));
   }
 
   private async onResultsChanged(uri: string): Promise<void> {

@@ -1,6 +1,8 @@
 // Builds the vscode-languageclient LanguageClient for the daemon. Kept apart
 // from the controller so the controller can be tested against a mock
 // `vscode` without loading vscode-languageclient.
+import { spawn, type ChildProcess } from 'child_process';
+import type * as net from 'net';
 import type * as vscode from 'vscode';
 import {
   CloseAction,
@@ -13,13 +15,30 @@ import {
   type StreamInfo,
 } from 'vscode-languageclient/node';
 import type { ClientLike, ClientSpec } from './controller';
+import { endProcess } from './logic/process';
 
 export function createLanguageClient(spec: ClientSpec): ClientLike {
+  // The client spawns or connects through these functions so that stop()
+  // can end the daemon even when it never finished initialize (the
+  // LanguageClient only shuts down a running server).
+  let child: ChildProcess | undefined;
+  let socket: net.Socket | undefined;
+  const transport = spec.transport;
   const serverOptions: ServerOptions =
-    spec.transport.kind === 'stdio'
-      ? { command: spec.transport.command, args: spec.transport.args, options: { env: spec.transport.env } }
+    transport.kind === 'stdio'
+      ? () =>
+          new Promise<ChildProcess>((resolve, reject) => {
+            const spawned = spawn(transport.command, transport.args, { env: transport.env });
+            spawned.once('error', reject);
+            spawned.once('spawn', () => {
+              spawned.off('error', reject);
+              spawned.on('error', (error) => spec.outputChannel.appendLine(`wavecast daemon: ${error.message}`));
+              child = spawned;
+              resolve(spawned);
+            });
+          })
       : async (): Promise<StreamInfo> => {
-          const socket = await (spec.transport as Extract<ClientSpec['transport'], { kind: 'tcp' }>).connect();
+          socket = await transport.connect();
           return { reader: socket, writer: socket };
         };
 
@@ -48,7 +67,20 @@ export function createLanguageClient(spec: ClientSpec): ClientLike {
   const client = new LanguageClient('wavecast', 'wavecast', serverOptions, clientOptions);
   return {
     start: () => client.start(),
-    stop: () => client.stop(2000),
+    stop: async () => {
+      const wasRunning = client.isRunning();
+      try {
+        if (wasRunning) await client.stop(2000);
+      } finally {
+        const [process, connection] = [child, socket];
+        child = undefined;
+        socket = undefined;
+        connection?.destroy();
+        // After a clean shutdown the daemon exits by itself; one that never
+        // got that far is ended now.
+        if (process) await endProcess(process, wasRunning ? 2000 : 0);
+      }
+    },
     sendRequest: (type, params) => client.sendRequest(type, params),
     onNotification: (type, handler) => client.onNotification(type, handler),
     serverExperimentalCapabilities: () => client.initializeResult?.capabilities.experimental,

@@ -15,6 +15,8 @@ export function statusView(
   phase: ClientPhase,
   targets: readonly string[],
   server: { state: ServerState; message: string; percentage?: number } | null,
+  /** Why the daemon is not running, when it failed. */
+  failure: string | null = null,
 ): StatusView {
   const gpus = formatGpuList(targets);
   switch (phase) {
@@ -29,7 +31,13 @@ export function statusView(
     case 'stopped':
       return { text: `$(circle-slash) ${gpus}`, tooltip: 'wavecast: daemon stopped. Run “wavecast: Restart Server”.', severity: 'warning' };
     case 'failed':
-      return { text: `$(error) ${gpus}`, tooltip: 'wavecast: the daemon is not running. Open the server log for details.', severity: 'error' };
+      return {
+        text: `$(error) ${gpus}`,
+        tooltip: failure
+          ? `wavecast: ${failure}\n\nClick to restart the daemon or open the server log.`
+          : 'wavecast: the daemon is not running. Open the server log for details.',
+        severity: 'error',
+      };
     case 'running':
       break;
   }

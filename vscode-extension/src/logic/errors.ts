@@ -53,3 +53,23 @@ export function checkServerCapability(experimental: unknown): CapabilityCheck {
 export function isProtocolMismatchError(message: string): boolean {
   return /protocol/i.test(message) && /version|mismatch|update/i.test(message);
 }
+
+function reasonOf(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  return text.trim().replace(/\.$/, '') || 'unknown error';
+}
+
+/** A request the user asked for (analyse, pick GPUs, …) failed: what failed, why, and what to do. */
+export function requestFailureMessage(what: string, error: unknown): string {
+  return `wavecast: ${what} failed: ${reasonOf(error)}. Open the server log for details; restart the server if it keeps failing.`;
+}
+
+/**
+ * A command needs the daemon but it is not running. `lastFailure` is why the
+ * last start failed, if it did.
+ */
+export function notRunningMessage(phase: 'starting' | 'stopped' | 'failed', lastFailure: string | null): string {
+  if (phase === 'starting') return 'The wavecast daemon is still starting; try again in a moment.';
+  if (lastFailure) return `The wavecast daemon is not running: ${lastFailure.replace(/\s+$/, '')}`;
+  return 'The wavecast daemon is not running. Restart it to use wavecast.';
+}

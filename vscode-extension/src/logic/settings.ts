@@ -20,6 +20,8 @@ export interface WavecastSettings {
   remote: RemoteAddress | null;
   remoteToken: string | null;
   display: DisplayMode;
+  /** How long to wait for the daemon's answer to `initialize`, in seconds. */
+  initializeTimeout: number;
 }
 
 export interface SettingsReadResult {
@@ -28,6 +30,8 @@ export interface SettingsReadResult {
 }
 
 export const MAX_BATCH_SIZE = 1 << 20;
+export const DEFAULT_INITIALIZE_TIMEOUT_S = 30;
+export const MAX_INITIALIZE_TIMEOUT_S = 3600;
 
 /** `raw` maps setting names without the `wavecast.` prefix to their values. */
 export function readSettings(raw: Readonly<Record<string, unknown>>): SettingsReadResult {
@@ -62,6 +66,16 @@ export function readSettings(raw: Readonly<Record<string, unknown>>): SettingsRe
   else if (raw.display !== undefined)
     problems.push(`wavecast.display must be "inlayHints" or "decorations", not ${JSON.stringify(raw.display)}.`);
 
+  let initializeTimeout = DEFAULT_INITIALIZE_TIMEOUT_S;
+  if (raw.initializeTimeout !== undefined && raw.initializeTimeout !== null) {
+    const value = raw.initializeTimeout;
+    if (typeof value === 'number' && Number.isFinite(value) && value >= 1 && value <= MAX_INITIALIZE_TIMEOUT_S) initializeTimeout = value;
+    else
+      problems.push(
+        `wavecast.initializeTimeout must be a number of seconds from 1 to ${MAX_INITIALIZE_TIMEOUT_S}, not ${JSON.stringify(value)}; using ${DEFAULT_INITIALIZE_TIMEOUT_S}.`,
+      );
+  }
+
   let remote: RemoteAddress | null = null;
   if (typeof raw.remoteAddress === 'string' && raw.remoteAddress.trim() !== '') {
     const parsed = parseRemoteAddress(raw.remoteAddress);
@@ -85,6 +99,7 @@ export function readSettings(raw: Readonly<Record<string, unknown>>): SettingsRe
       remote,
       remoteToken,
       display,
+      initializeTimeout,
     },
     problems,
   };

@@ -417,3 +417,152 @@ test('commands while the daemon is down offer a restart instead of failing silen
   await harness.commands.get('wavecast.openServerLog')!();
   assert.ok(harness.executed.some((e) => e.id === 'output.show'));
 });
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+test('Analyze now in the results panel: a failed request is shown with what failed and what to do', async () => {
+  const { controller, clients } = setup();
+  await controller.activate();
+  openEditor();
+  await harness.commands.get('wavecast.showResults')!();
+  clients[0].handlers.set('wavecast/analyze', () => {
+    throw new Error('Request wavecast/analyze failed with message: worker died');
+  });
+  harness.panels[0].webview.received.fire({ type: 'analyze' });
+  await tick();
+  await tick();
+  const shown = harness.shown.at(-1)!;
+  assert.equal(shown.kind, 'error');
+  assert.match(shown.message, /^wavecast: analysing train_resnet.py failed: Request wavecast\/analyze failed with message: worker died\./);
+  assert.match(shown.message, /Open the server log for details; restart the server if it keeps failing/);
+  assert.deepEqual(shown.actions, ['Open Server Log', 'Restart Server']);
+  assert.ok(harness.outputLines.some((l) => l.includes('analysing train_resnet.py failed')));
+});
+
+test('the panel’s buttons while the daemon is down say so instead of doing nothing', async () => {
+  const { controller } = setup();
+  await controller.activate();
+  openEditor();
+  await harness.commands.get('wavecast.showResults')!();
+  await (controller as any).stopClient();
+  harness.panels[0].webview.received.fire({ type: 'analyze' });
+  await tick();
+  assert.match(harness.shown.at(-1)!.message, /The wavecast daemon is not running. Restart it/);
+  assert.deepEqual(harness.shown.at(-1)!.actions, ['Restart Server', 'Open Server Log']);
+});
+
+test('Pick GPUs after a failed restart shows the start error and offers a restart', async () => {
+  let failNext = false;
+  const { controller, clients } = setup({
+    prepare: (client) => {
+      if (failNext) client.startError = new Error('spawn /usr/bin/wavecast EACCES');
+    },
+  });
+  await controller.activate();
+  openEditor();
+  await harness.commands.get('wavecast.showResults')!();
+  failNext = true;
+  await harness.commands.get('wavecast.restartServer')!();
+  assert.equal(controller.currentPhase, 'failed');
+  assert.match(statusItem().tooltip, /did not start: spawn \/usr\/bin\/wavecast EACCES/);
+  failNext = false;
+
+  // From the panel's button (this threw a TypeError on a null API) …
+  harness.panels[0].webview.received.fire({ type: 'pickGpus' });
+  await tick();
+  let shown = harness.shown.at(-1)!;
+  assert.equal(shown.kind, 'error');
+  assert.equal(shown.message, 'The wavecast daemon is not running: The wavecast daemon did not start: spawn /usr/bin/wavecast EACCES');
+  assert.deepEqual(shown.actions, ['Restart Server', 'Open Server Log']);
+
+  // … and from the status bar; choosing Restart Server brings it back.
+  harness.answers.push({ match: 'is not running', action: 'Restart Server' });
+  await harness.commands.get('wavecast.pickGpus')!();
+  shown = harness.shown.at(-1)!;
+  assert.match(shown.message, /is not running: The wavecast daemon did not start/);
+  assert.equal(clients.length, 3);
+  assert.equal(controller.currentPhase, 'running');
+});
+
+test('a daemon that never answers initialize fails after wavecast.initializeTimeout with the log and restart offered', { timeout: 10_000 }, async () => {
+  harness.config.set('initializeTimeout', 1);
+  const { controller, clients } = setup({
+    prepare: (client) => {
+      client.startHook = () => new Promise<void>(() => undefined);
+    },
+  });
+  const started = Date.now();
+  await controller.activate();
+  assert.ok(Date.now() - started >= 900);
+  assert.equal(controller.currentPhase, 'failed');
+  assert.equal(clients[0].stopped, true, 'the silent daemon is stopped');
+  assert.equal(harness.shown.length, 1);
+  assert.equal(harness.shown[0].kind, 'error');
+  assert.match(harness.shown[0].message, /did not answer initialize within 1 s and was stopped/);
+  assert.deepEqual(harness.shown[0].actions, ['Open Settings', 'Restart Server', 'Open Server Log']);
+  assert.match(statusItem().text, /\$\(error\)/);
+  assert.match(statusItem().tooltip, /did not answer initialize within 1 s/);
+  // A close the stopped client reports afterwards is not a crash.
+  assert.equal(clients[0].spec.onClosed().restart, false);
+  assert.equal(harness.shown.length, 1);
+});
+
+test('a crash during the first start is one failed start: not restarted as well', async () => {
+  const { controller, clients } = setup({
+    prepare: (client) => {
+      client.startHook = async () => {
+        const decision = client.spec.onClosed();
+        assert.equal(decision.restart, false, 'the client must not restart it');
+        throw new Error('Connection got disposed.');
+      };
+    },
+  });
+  await controller.activate();
+  assert.equal(clients.length, 1);
+  assert.equal(controller.currentPhase, 'failed');
+  assert.equal(clients[0].stopped, true);
+  assert.equal(harness.shown.length, 1, `one outcome, got ${JSON.stringify(harness.shown)}`);
+  assert.equal(harness.shown[0].kind, 'error');
+  assert.match(harness.shown[0].message, /did not start: it exited while starting \(Connection got disposed.\)/);
+  assert.ok(!harness.shown.some((s) => /restarting it/.test(s.message)));
+});
+
+test('a crash during the first start fails it even if start() resolved', async () => {
+  const { controller, clients } = setup({
+    prepare: (client) => {
+      client.startHook = async () => {
+        client.spec.onClosed();
+      };
+    },
+  });
+  await controller.activate();
+  assert.equal(controller.currentPhase, 'failed');
+  assert.equal(clients[0].stopped, true);
+  assert.equal(harness.shown.length, 1);
+  assert.match(harness.shown[0].message, /did not start: it exited while starting/);
+});
+
+test('an automatic restart that never comes back fails after the initialize time-out', { timeout: 10_000 }, async () => {
+  harness.config.set('initializeTimeout', 1);
+  const { controller, clients } = setup();
+  await controller.activate();
+  assert.equal(clients[0].spec.onClosed().restart, true);
+  assert.equal(controller.currentPhase, 'starting');
+  await sleep(1200);
+  assert.equal(controller.currentPhase, 'failed');
+  assert.equal(clients[0].stopped, true);
+  const last = harness.shown.at(-1)!;
+  assert.match(last.message, /did not answer initialize within 1 s/);
+  assert.deepEqual(last.actions, ['Open Settings', 'Restart Server', 'Open Server Log']);
+});
+
+test('an automatic restart that comes back in time stays running', { timeout: 10_000 }, async () => {
+  harness.config.set('initializeTimeout', 1);
+  const { controller, clients } = setup();
+  await controller.activate();
+  clients[0].spec.onClosed();
+  clients[0].running();
+  await sleep(1200);
+  assert.equal(controller.currentPhase, 'running');
+  assert.equal(harness.shown.filter((s) => s.kind === 'error').length, 0);
+});

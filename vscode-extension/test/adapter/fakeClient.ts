@@ -8,6 +8,8 @@ export class FakeClient implements ClientLike {
   started = false;
   stopped = false;
   startError: Error | null = null;
+  /** Runs inside start() before it settles: a daemon that never answers, or crashes while starting. */
+  startHook: (() => Promise<void>) | null = null;
   experimental: unknown = { wavecast: { protocolVersion: 1, methods: [...REQUIRED_METHODS] } };
   readonly requests: { method: string; params: unknown }[] = [];
   readonly handlers = new Map<string, (params: any) => unknown>();
@@ -18,6 +20,7 @@ export class FakeClient implements ClientLike {
   constructor(readonly spec: ClientSpec) {}
 
   async start(): Promise<void> {
+    if (this.startHook) await this.startHook();
     if (this.startError) throw this.startError;
     this.started = true;
     this.running();

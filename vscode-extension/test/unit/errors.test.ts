@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
-import { checkServerCapability, isProtocolMismatchError, mismatchMessage } from '../../src/logic/errors';
+import { checkServerCapability, isProtocolMismatchError, mismatchMessage, notRunningMessage, requestFailureMessage } from '../../src/logic/errors';
 import { REQUIRED_METHODS } from '../../src/logic/protocol';
 
 test('a matching server with every method passes', () => {
@@ -29,4 +29,19 @@ test('a server without wavecast capabilities or with missing methods is refused'
 test('the daemon’s own mismatch error is recognised', () => {
   assert.equal(isProtocolMismatchError('wavecast protocol version mismatch: client 2, server 1; update the daemon'), true);
   assert.equal(isProtocolMismatchError('spawn wavecast ENOENT'), false);
+});
+
+test('a failed request names the action, the reason and what to do', () => {
+  assert.equal(
+    requestFailureMessage('analysing train.py', new Error('Connection got disposed.')),
+    'wavecast: analysing train.py failed: Connection got disposed. Open the server log for details; restart the server if it keeps failing.',
+  );
+  assert.match(requestFailureMessage('picking target GPUs', 'boom'), /picking target GPUs failed: boom\./);
+  assert.match(requestFailureMessage('x', new Error('')), /x failed: unknown error\./);
+});
+
+test('"not running" says why the last start failed, when it did', () => {
+  assert.equal(notRunningMessage('starting', 'old'), 'The wavecast daemon is still starting; try again in a moment.');
+  assert.equal(notRunningMessage('failed', 'The wavecast daemon did not start: EACCES'), 'The wavecast daemon is not running: The wavecast daemon did not start: EACCES');
+  assert.equal(notRunningMessage('stopped', null), 'The wavecast daemon is not running. Restart it to use wavecast.');
 });

@@ -14,6 +14,7 @@ test('defaults when nothing is set', () => {
     remote: null,
     remoteToken: null,
     display: 'inlayHints',
+    initializeTimeout: 30,
   });
 });
 
@@ -34,6 +35,16 @@ test('valid values are kept; targets trimmed and deduplicated', () => {
   assert.equal(settings.batchSize, 64);
   assert.deepEqual(settings.remote, { host: '10.0.0.5', port: 7325 });
   assert.equal(settings.display, 'decorations');
+});
+
+test('the initialize time-out is a number of seconds; anything else falls back to 30 s with a message', () => {
+  assert.equal(readSettings({ initializeTimeout: 5 }).settings.initializeTimeout, 5);
+  for (const bad of [0, -1, '10', Number.NaN, 1e9]) {
+    const { settings, problems } = readSettings({ initializeTimeout: bad });
+    assert.equal(settings.initializeTimeout, 30);
+    assert.equal(problems.length, 1);
+    assert.match(problems[0], /wavecast.initializeTimeout must be a number of seconds from 1 to 3600/);
+  }
 });
 
 test('invalid values fall back to defaults and say what to write', () => {
