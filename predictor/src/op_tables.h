@@ -1,0 +1,20 @@
+// The op-name tables of the cost model: which ATen ops are views, elementwise, copies
+// or reductions, and what an elementwise op costs per element. An op added here gets
+// its family's formula in op_cost.cpp.
+#pragma once
+
+#include <string>
+#include <unordered_set>
+
+namespace wavecast::op_tables {
+
+// Views and allocations: no kernel, no memory traffic.
+const std::unordered_set<std::string>& metadataOps();
+// FLOPs per output element of elementwise ops (transcendentals cost more); default 1.
+double elementwiseFlops(const std::string& stem);
+const std::unordered_set<std::string>& elementwiseOps();
+// Data movement: copies, concatenation, gathers and scatters, padding.
+const std::unordered_set<std::string>& copyOps();
+const std::unordered_set<std::string>& reductionOps();
+
+} // namespace wavecast::op_tables
