@@ -464,30 +464,50 @@ OpCost embedding(const OpRecord& op, const std::string& stem) {
   return cost;
 }
 
+// PyTorch's windowed pooling kernels run one thread per output (forward) or per input
+// gradient (backward); each decodes its N, C, H, W from a 64-bit linear index (integer
+// division, emulated in software on GPUs) and walks the windows that touch it. Their
+// time is that arithmetic, not DRAM traffic. Work per thread in FP32-operation units,
+// calibrated on the max and average pooling of ResNet-50, Inception-v3 and the small CNN
+// on an H100 (../shared/truth/h100, docs/predictor.md).
+constexpr double kPoolingIndexOps = 350;
+constexpr double kPoolingWindowOps = 55;
+
 OpCost pooling(const OpRecord& op, const std::string& stem) {
   OpCost cost;
   cost.family = "pooling";
   const bool backward = contains(stem, "backward");
   double window = 1;
-  if (const auto kernel = op.intListArg("kernel_size"); kernel && !kernel->empty()) {
-    for (const auto k : *kernel)
-      window *= std::max<int64_t>(1, k);
-    if (kernel->size() == 1 && rank(op.input(0)) >= 4)
-      window *= window; // a single size means a square window
+  double covering = 1; // windows that touch one input element (backward's loop)
+  const auto kernel = op.intListArg("kernel_size");
+  const bool windowed = kernel && !kernel->empty();
+  if (windowed) {
+    const auto stride = op.intListArg("stride");
+    const size_t dims = kernel->size() == 1 && rank(op.input(0)) >= 4 ? 2 : kernel->size();
+    for (size_t d = 0; d < dims; ++d) {
+      const int64_t k = std::max<int64_t>(1, (*kernel)[std::min(d, kernel->size() - 1)]);
+      int64_t s = k; // PyTorch's default stride is the kernel size
+      if (stride && !stride->empty())
+        s = std::max<int64_t>(1, (*stride)[std::min(d, stride->size() - 1)]);
+      window *= k;
+      covering *= (k + s - 1) / s;
+    }
   } else if (op.input(0) && op.output(0) && numel(op.output(0)) > 0) {
     window = std::max(1.0, numel(op.input(0)) / numel(op.output(0))); // adaptive pooling
   }
   if (!backward) {
     const double outElems = largestNumel(op.outputs);
     cost.bytes = inputBytes(op) + outputBytes(op);
-    cost.flops = outElems * window;
+    cost.flops = windowed ? outElems * (kPoolingIndexOps + kPoolingWindowOps * window)
+                          : outElems * window;
     cost.parallelElements = outElems;
   } else {
     const double gradInElems = largestNumel(op.outputs);
     const bool maxPool = contains(stem, "max");
     // Max pooling backward zero-fills grad_input then scatters through the indices.
     cost.bytes = inputBytes(op) + outputBytes(op) * (maxPool ? 2 : 1);
-    cost.flops = std::max(gradInElems, numel(op.input(0)) * window);
+    cost.flops = windowed ? gradInElems * (kPoolingIndexOps + kPoolingWindowOps * covering)
+                          : std::max(gradInElems, numel(op.input(0)) * window);
     cost.parallelElements = gradInElems;
     if (maxPool)
       cost.kernels = 2;

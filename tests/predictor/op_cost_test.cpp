@@ -256,7 +256,8 @@ TEST(OpCost, Pooling) {
          {{"kernel_size", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"padding", Ints{1, 1}}}));
   EXPECT_EQ(maxPool.family, "pooling");
   EXPECT_DOUBLE_EQ(maxPool.bytes, 4.0 * 524288 + 12.0 * 131072);
-  EXPECT_DOUBLE_EQ(maxPool.flops, 131072.0 * 9);
+  // Per output: decoding its position from a 64-bit index, then the 3x3 window.
+  EXPECT_DOUBLE_EQ(maxPool.flops, 131072.0 * (350 + 55 * 9));
   const auto adaptive = estimateOpCost(
       op("aten::_adaptive_avg_pool2d", {tensor({8, 512, 7, 7})}, {tensor({8, 512, 1, 1})}));
   EXPECT_DOUBLE_EQ(adaptive.flops, 4096.0 * 49);
@@ -265,6 +266,15 @@ TEST(OpCost, Pooling) {
          {tensor({8, 64, 16, 16}), tensor({8, 64, 32, 32}), tensor({8, 64, 16, 16}, "int64")},
          {tensor({8, 64, 32, 32})}, {{"kernel_size", Ints{3, 3}}}, Phase::Backward));
   EXPECT_DOUBLE_EQ(back.bytes, (524288.0 + 2097152 + 1048576) + 2 * 2097152.0);
+  // Per input gradient: its position, then the windows touching it (stride = kernel: 1).
+  EXPECT_DOUBLE_EQ(back.flops, 524288.0 * (350 + 55 * 1));
+  // 3x3 windows at stride 1 (Inception's average pooling): nine windows touch an input.
+  const auto avgBack = estimateOpCost(
+      op("aten::avg_pool2d_backward", {tensor({8, 64, 32, 32}), tensor({8, 64, 32, 32})},
+         {tensor({8, 64, 32, 32})},
+         {{"kernel_size", Ints{3, 3}}, {"stride", Ints{1, 1}}, {"padding", Ints{1, 1}}},
+         Phase::Backward));
+  EXPECT_DOUBLE_EQ(avgBack.flops, 524288.0 * (350 + 55 * 9));
 }
 
 TEST(OpCost, DropoutAndLosses) {
