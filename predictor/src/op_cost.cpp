@@ -96,7 +96,7 @@ bool contains(const std::string& s, const char* part) {
 
 OpCost elementwise(const OpRecord& op, const std::string& stem, bool inplace) {
   OpCost cost;
-  cost.family = "elementwise";
+  cost.family = CostFamily::Elementwise;
   cost.bytes = inputBytes(op) + outputBytes(op);
   double elements = std::max(largestNumel(op.outputs), largestNumel(op.inputs));
   // In-place ops that report no output still write their first operand.
@@ -115,7 +115,7 @@ OpCost elementwise(const OpRecord& op, const std::string& stem, bool inplace) {
 
 OpCost copyLike(const OpRecord& op, const std::string& stem) {
   OpCost cost;
-  cost.family = "copy";
+  cost.family = CostFamily::Copy;
   double in = inputBytes(op);
   double out = outputBytes(op);
   const double outElems = largestNumel(op.outputs);
@@ -141,7 +141,7 @@ OpCost copyLike(const OpRecord& op, const std::string& stem) {
 
 OpCost reduction(const OpRecord& op, const std::string& stem) {
   OpCost cost;
-  cost.family = "reduction";
+  cost.family = CostFamily::Reduction;
   const double inElems = largestNumel(op.inputs);
   cost.bytes = inputBytes(op) + outputBytes(op);
   const bool twoPass = stem == "var" || stem == "std" || stem == "var_mean" || stem == "std_mean" ||
@@ -159,7 +159,7 @@ OpCost reduction(const OpRecord& op, const std::string& stem) {
 
 OpCost softmax(const OpRecord& op, const std::string& stem) {
   OpCost cost;
-  cost.family = "softmax";
+  cost.family = CostFamily::Softmax;
   const bool backward = contains(stem, "backward");
   const double elements = std::max(largestNumel(op.inputs), largestNumel(op.outputs));
   cost.bytes = inputBytes(op) + outputBytes(op);
@@ -220,7 +220,7 @@ bool transposesLayout(const TensorMeta* input) {
 
 OpCost convolution(const OpRecord& op) {
   OpCost cost;
-  cost.family = "conv";
+  cost.family = CostFamily::Conv;
   cost.unit = ComputeUnit::Matrix;
   const TensorMeta* input = op.input(0);
   const TensorMeta* weight = op.input(1);
@@ -259,7 +259,7 @@ OpCost convolution(const OpRecord& op) {
 
 OpCost convolutionBackward(const OpRecord& op) {
   OpCost cost;
-  cost.family = "conv";
+  cost.family = CostFamily::Conv;
   cost.unit = ComputeUnit::Matrix;
   const TensorMeta* gradOutput = op.input(0);
   const TensorMeta* input = op.input(1);
@@ -325,7 +325,7 @@ double batchOf(const TensorMeta* t) {
 
 OpCost gemm(const OpRecord& op, const std::string& stem) {
   OpCost cost;
-  cost.family = "gemm";
+  cost.family = CostFamily::Gemm;
   cost.unit = ComputeUnit::Matrix;
   // Operand positions by schema: addmm/baddbmm/addbmm/addmv(self, a, b), others (a, b).
   const bool hasBias = stem == "addmm" || stem == "baddbmm" || stem == "addbmm" ||
@@ -372,7 +372,7 @@ OpCost gemm(const OpRecord& op, const std::string& stem) {
 
 OpCost attention(const OpRecord& op, const std::string& stem) {
   OpCost cost;
-  cost.family = "attention";
+  cost.family = CostFamily::Attention;
   cost.unit = ComputeUnit::Matrix;
   const bool backward = contains(stem, "backward");
   // Forward schema: (query, key, value, ...); backward: (grad_out, query, key, value, ...).
@@ -401,7 +401,7 @@ OpCost attention(const OpRecord& op, const std::string& stem) {
 // Batch/group/instance norm (statistics over all but the channel dim) and layer norm.
 OpCost normalization(const OpRecord& op, const std::string& stem) {
   OpCost cost;
-  cost.family = "norm";
+  cost.family = CostFamily::Norm;
   const bool backward = contains(stem, "backward");
   const TensorMeta* x = backward ? op.input(1) : op.input(0);
   if (!x)
@@ -439,7 +439,7 @@ OpCost normalization(const OpRecord& op, const std::string& stem) {
 
 OpCost embedding(const OpRecord& op, const std::string& stem) {
   OpCost cost;
-  cost.family = "embedding";
+  cost.family = CostFamily::Embedding;
   if (stem == "embedding") { // (weight, indices): gather rows
     const TensorMeta* weight = op.input(0);
     const TensorMeta* indices = op.input(1);
@@ -475,7 +475,7 @@ constexpr double kPoolingWindowOps = 55;
 
 OpCost pooling(const OpRecord& op, const std::string& stem) {
   OpCost cost;
-  cost.family = "pooling";
+  cost.family = CostFamily::Pooling;
   const bool backward = contains(stem, "backward");
   double window = 1;
   double covering = 1; // windows that touch one input element (backward's loop)
@@ -517,7 +517,7 @@ OpCost pooling(const OpRecord& op, const std::string& stem) {
 
 OpCost loss(const OpRecord& op, const std::string& stem) {
   OpCost cost;
-  cost.family = "loss";
+  cost.family = CostFamily::Loss;
   const bool backward = contains(stem, "backward");
   if (contains(stem, "nll_loss")) {
     const TensorMeta* input = backward ? op.input(1) : op.input(0);
@@ -558,7 +558,7 @@ int rnnGates(const OpRecord& op, const std::string& stem) {
 
 OpCost recurrent(const OpRecord& op, const std::string& stem) {
   OpCost cost;
-  cost.family = "rnn";
+  cost.family = CostFamily::Rnn;
   cost.unit = ComputeUnit::Matrix;
   const bool backward = contains(stem, "backward");
   const int gates = rnnGates(op, stem);
@@ -632,7 +632,7 @@ OpCost recurrent(const OpRecord& op, const std::string& stem) {
 // _foreach_* (multi-tensor apply) and _fused_adam(w) optimizer kernels.
 OpCost optimizerForeach(const OpRecord& op, const std::string& stem, bool inplace) {
   OpCost cost;
-  cost.family = "optimizer";
+  cost.family = CostFamily::Optimizer;
   const double tensorsPerList = std::max<double>(
       1, op.intArg("num_tensors").value_or(static_cast<int64_t>(op.inputs.size())));
   double elements = 0;
@@ -788,7 +788,7 @@ OpCost closestFamily(const OpRecord& op, const std::string& stem, bool inplace) 
     cost = elementwise(op, stem, inplace);
   }
   cost.approximate = true;
-  cost.note = "no formula for " + op.name + "; predicted as its closest family (" + cost.family +
+  cost.note = "no formula for " + op.name + "; predicted as its closest family (" + toString(cost.family) +
               ") from its tensors";
   return cost;
 }
@@ -802,7 +802,7 @@ OpCost estimateOpCost(const OpRecord& op) {
 
   OpCost cost;
   if (metadataOps().count(stem) || metadataOps().count(base)) {
-    cost.family = "metadata";
+    cost.family = CostFamily::Metadata;
     cost.kernels = 0;
     cost.note = "view or allocation: no kernel, no memory traffic";
   } else {
@@ -810,8 +810,8 @@ OpCost estimateOpCost(const OpRecord& op) {
     cost = exactFamily(op, base, inplace, known);
     if (!known)
       cost = closestFamily(op, base, inplace);
-    if (op.phase == Phase::Optimizer && cost.family == "elementwise")
-      cost.family = "optimizer";
+    if (op.phase == Phase::Optimizer && cost.family == CostFamily::Elementwise)
+      cost.family = CostFamily::Optimizer;
   }
   cost.dtype = computeDtype(op);
 
@@ -839,7 +839,41 @@ OpCost estimateOpCost(const OpRecord& op) {
 
 namespace wavecast {
 
-bool runsOnCudnn(const OpCost& cost) { return cost.family == "conv" || cost.family == "rnn"; }
+const char* toString(CostFamily family) {
+  switch (family) {
+  case CostFamily::Conv:
+    return "conv";
+  case CostFamily::Gemm:
+    return "gemm";
+  case CostFamily::Attention:
+    return "attention";
+  case CostFamily::Norm:
+    return "norm";
+  case CostFamily::Elementwise:
+    return "elementwise";
+  case CostFamily::Reduction:
+    return "reduction";
+  case CostFamily::Softmax:
+    return "softmax";
+  case CostFamily::Embedding:
+    return "embedding";
+  case CostFamily::Pooling:
+    return "pooling";
+  case CostFamily::Loss:
+    return "loss";
+  case CostFamily::Rnn:
+    return "rnn";
+  case CostFamily::Optimizer:
+    return "optimizer";
+  case CostFamily::Copy:
+    return "copy";
+  case CostFamily::Metadata:
+    return "metadata";
+  }
+  return "unknown";
+}
+
+bool runsOnCudnn(const OpCost& cost) { return cost.family == CostFamily::Conv || cost.family == CostFamily::Rnn; }
 
 bool runsInTf32(const OpCost& cost, const FloatPrecision& precision) {
   if (cost.unit != ComputeUnit::Matrix || cost.dtype != "float32")

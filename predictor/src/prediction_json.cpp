@@ -116,7 +116,7 @@ json opJson(const Prediction& prediction, size_t i, const std::vector<json>& gpu
   ObjectBuilder op;
   op.add("approximate", first ? first->approximate : false)
       .add("bytes", first ? first->bytes : 0.0)
-      .add("family", first ? first->family : std::string())
+      .add("family", first ? toString(first->family) : "")
       .add("file", info.loc.file)
       .add("flops", first ? first->flops : 0.0)
       .add("host_ms", info.hostMs)
@@ -148,7 +148,7 @@ nlohmann::json predictionToJson(const Prediction& prediction) {
   ObjectBuilder doc;
   json precision = json::object();
   for (const auto& entry : prediction.precisions)
-    precision[entry.family] = entry.precision;
+    precision[toString(entry.family)] = entry.precision;
   doc.add("method", prediction.method)
       .add("precision", std::move(precision))
       .add("batch_size", prediction.batchSize)

@@ -149,7 +149,7 @@ TensorMemory tensorMemory(const Trace& trace, const std::vector<OpCost>& costs) 
   }
 
   for (size_t i = 0; i < trace.ops.size(); ++i) {
-    if (costs[i].family != "conv")
+    if (costs[i].family != CostFamily::Conv)
       continue;
     for (const auto& t : trace.ops[i].inputs)
       result.largestConvOperandBytes = std::max(result.largestConvOperandBytes, tensorBytes(t));
@@ -188,7 +188,7 @@ std::string describeApproximations(const std::map<std::string, std::pair<int, st
 
 // Per matrix family, the precision that carries most of its FLOPs.
 std::vector<FamilyPrecision> familyPrecisions(const std::vector<OpCost>& costs) {
-  std::map<std::string, std::map<std::string, double>> flops; // family -> precision -> FLOPs
+  std::map<CostFamily, std::map<std::string, double>> flops; // family -> precision -> FLOPs
   for (const OpCost& cost : costs)
     if (cost.unit == ComputeUnit::Matrix && !cost.metadataOnly())
       flops[cost.family][mathPrecision(cost)] += cost.flops;

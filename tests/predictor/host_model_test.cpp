@@ -15,7 +15,7 @@ OpRecord op(std::string name, Phase phase = Phase::Forward) {
 
 OpCost work(int kernels = 1) {
   OpCost cost;
-  cost.family = "elementwise";
+  cost.family = CostFamily::Elementwise;
   cost.kernels = kernels;
   return cost;
 }
@@ -41,7 +41,7 @@ TEST(HostModel, OpCostsByKind) {
   EXPECT_DOUBLE_EQ(hostOpUs(op("aten::add"), work(), options), 10);
   EXPECT_DOUBLE_EQ(hostOpUs(op("aten::_foreach_add_"), work(5), options), 10 + 4 * 2);
   OpCost view;
-  view.family = "metadata";
+  view.family = CostFamily::Metadata;
   view.kernels = 0;
   EXPECT_DOUBLE_EQ(hostOpUs(op("aten::view"), view, options), 0) << "rides on its producer";
   OpRecord counter = op("aten::_local_scalar_dense");

@@ -33,7 +33,7 @@ TEST(OpCost, Convolution) {
       op("aten::convolution", {tensor({32, 3, 32, 32}), tensor({16, 3, 3, 3}), tensor({16})},
          {tensor({32, 16, 32, 32})},
          {{"stride", Ints{1, 1}}, {"padding", Ints{1, 1}}, {"groups", int64_t{1}}}));
-  EXPECT_EQ(conv.family, "conv");
+  EXPECT_EQ(conv.family, CostFamily::Conv);
   EXPECT_EQ(conv.unit, ComputeUnit::Matrix);
   EXPECT_DOUBLE_EQ(conv.flops, 28835840);
   EXPECT_DOUBLE_EQ(conv.bytes, 4.0 * (98304 + 432 + 16 + 524288));
@@ -104,7 +104,7 @@ TEST(OpCost, ConvolutionBackwardHonoursOutputMask) {
 TEST(OpCost, MatrixProducts) {
   auto cost =
       estimateOpCost(op("aten::mm", {tensor({64, 128}), tensor({128, 256})}, {tensor({64, 256})}));
-  EXPECT_EQ(cost.family, "gemm");
+  EXPECT_EQ(cost.family, CostFamily::Gemm);
   EXPECT_DOUBLE_EQ(cost.flops, 2.0 * 64 * 256 * 128);
   EXPECT_DOUBLE_EQ(cost.bytes, 4.0 * (8192 + 32768 + 16384));
   cost = estimateOpCost(op("aten::addmm", {tensor({256}), tensor({64, 128}), tensor({128, 256})},
@@ -140,7 +140,7 @@ TEST(OpCost, ScaledDotProductAttention) {
   const auto q = tensor({2, 4, 128, 64});
   const auto fwd = estimateOpCost(
       op("aten::scaled_dot_product_attention", {q, q, q}, {tensor({2, 4, 128, 64})}));
-  EXPECT_EQ(fwd.family, "attention");
+  EXPECT_EQ(fwd.family, CostFamily::Attention);
   EXPECT_DOUBLE_EQ(fwd.flops, 2.0 * 8 * 128 * 128 * 128 + 5.0 * 8 * 128 * 128);
   EXPECT_DOUBLE_EQ(fwd.bytes, 4.0 * 4 * 65536);
   const auto bwd = estimateOpCost(op("aten::_scaled_dot_product_efficient_attention_backward",
@@ -152,7 +152,7 @@ TEST(OpCost, Normalisation) {
   const auto ln = estimateOpCost(
       op("aten::native_layer_norm", {tensor({32, 128, 768}), tensor({768}), tensor({768})},
          {tensor({32, 128, 768}), tensor({32, 128, 1}), tensor({32, 128, 1})}));
-  EXPECT_EQ(ln.family, "norm");
+  EXPECT_EQ(ln.family, CostFamily::Norm);
   EXPECT_DOUBLE_EQ(ln.flops, 8.0 * 3145728);
   EXPECT_DOUBLE_EQ(ln.bytes, 12582912.0 + (12582912.0 + 2 * 16384) + 6144);
   // Batch norm in training reads x twice.
@@ -194,7 +194,7 @@ TEST(OpCost, Normalisation) {
 
 TEST(OpCost, ElementwiseWithBroadcastingAndInPlace) {
   auto add = estimateOpCost(op("aten::add", {tensor({1000}), tensor({1000})}, {tensor({1000})}));
-  EXPECT_EQ(add.family, "elementwise");
+  EXPECT_EQ(add.family, CostFamily::Elementwise);
   EXPECT_DOUBLE_EQ(add.bytes, 12000);
   EXPECT_DOUBLE_EQ(add.flops, 1000);
   add = estimateOpCost(op("aten::add", {tensor({64, 100}), tensor({100})}, {tensor({64, 100})}));
@@ -222,12 +222,12 @@ TEST(OpCost, ElementwiseWithBroadcastingAndInPlace) {
 
 TEST(OpCost, ReductionsAndSoftmax) {
   const auto sum = estimateOpCost(op("aten::sum", {tensor({32, 1000})}, {tensor({})}));
-  EXPECT_EQ(sum.family, "reduction");
+  EXPECT_EQ(sum.family, CostFamily::Reduction);
   EXPECT_DOUBLE_EQ(sum.bytes, 128004);
   EXPECT_DOUBLE_EQ(sum.flops, 32000);
   const auto softmax =
       estimateOpCost(op("aten::_softmax", {tensor({32, 1000})}, {tensor({32, 1000})}));
-  EXPECT_EQ(softmax.family, "softmax");
+  EXPECT_EQ(softmax.family, CostFamily::Softmax);
   EXPECT_DOUBLE_EQ(softmax.bytes, 256000);
   EXPECT_DOUBLE_EQ(softmax.flops, 160000);
   const auto back = estimateOpCost(op("aten::_log_softmax_backward_data",
@@ -240,7 +240,7 @@ TEST(OpCost, ReductionsAndSoftmax) {
 TEST(OpCost, Embedding) {
   const auto fwd = estimateOpCost(
       op("aten::embedding", {tensor({1000, 64}), tensor({8, 16}, "int64")}, {tensor({8, 16, 64})}));
-  EXPECT_EQ(fwd.family, "embedding");
+  EXPECT_EQ(fwd.family, CostFamily::Embedding);
   EXPECT_DOUBLE_EQ(fwd.bytes, 1024.0 + 2 * 128 * 64 * 4);
   const auto bwd = estimateOpCost(
       op("aten::embedding_dense_backward", {tensor({8, 16, 64}), tensor({8, 16}, "int64")},
@@ -254,7 +254,7 @@ TEST(OpCost, Pooling) {
       op("aten::max_pool2d_with_indices", {tensor({8, 64, 32, 32})},
          {tensor({8, 64, 16, 16}), tensor({8, 64, 16, 16}, "int64")},
          {{"kernel_size", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"padding", Ints{1, 1}}}));
-  EXPECT_EQ(maxPool.family, "pooling");
+  EXPECT_EQ(maxPool.family, CostFamily::Pooling);
   EXPECT_DOUBLE_EQ(maxPool.bytes, 4.0 * 524288 + 12.0 * 131072);
   // Per output: decoding its position from a 64-bit index, then the 3x3 window.
   EXPECT_DOUBLE_EQ(maxPool.flops, 131072.0 * (350 + 55 * 9));
@@ -286,7 +286,7 @@ TEST(OpCost, DropoutAndLosses) {
   const auto nll = estimateOpCost(op("aten::nll_loss_forward",
                                      {tensor({32, 10}), tensor({32}, "int64"), std::nullopt},
                                      {tensor({}), tensor({})}));
-  EXPECT_EQ(nll.family, "loss");
+  EXPECT_EQ(nll.family, CostFamily::Loss);
   EXPECT_DOUBLE_EQ(nll.bytes, 256.0 + 256 + 8);
   const auto mse =
       estimateOpCost(op("aten::mse_loss", {tensor({100}), tensor({100})}, {tensor({})}));
@@ -300,7 +300,7 @@ TEST(OpCost, RecurrentLayers) {
       op("aten::lstm", {tensor({10, 4, 32}), tensor({1, 4, 64}), tensor({1, 4, 64})},
          {tensor({10, 4, 64}), tensor({1, 4, 64}), tensor({1, 4, 64})},
          {{"num_layers", int64_t{1}}, {"bidirectional", false}, {"batch_first", false}}));
-  EXPECT_EQ(lstm.family, "rnn");
+  EXPECT_EQ(lstm.family, CostFamily::Rnn);
   EXPECT_DOUBLE_EQ(lstm.flops, 10.0 * (2 * 4 * 256 * 96 + 10 * 4 * 256));
   // cuDNN's standard algorithm: the input projection, then per step the recurrent GEMM
   // and the gate kernel.
@@ -326,7 +326,7 @@ TEST(OpCost, OptimizerUpdates) {
   const auto foreachAdd = estimateOpCost(
       op("aten::_foreach_add_", {tensor({100}), tensor({200}), tensor({100}), tensor({200})}, {},
          {{"num_tensors", int64_t{2}}}, Phase::Optimizer));
-  EXPECT_EQ(foreachAdd.family, "optimizer");
+  EXPECT_EQ(foreachAdd.family, CostFamily::Optimizer);
   EXPECT_DOUBLE_EQ(foreachAdd.bytes, 2400.0 + 1200);
   EXPECT_DOUBLE_EQ(foreachAdd.flops, 300);
   EXPECT_EQ(foreachAdd.kernels, 1);
@@ -334,7 +334,7 @@ TEST(OpCost, OptimizerUpdates) {
   const auto addcdiv =
       estimateOpCost(op("aten::addcdiv_", {tensor({100}), tensor({100}), tensor({100})},
                         {tensor({100})}, {}, Phase::Optimizer));
-  EXPECT_EQ(addcdiv.family, "optimizer");
+  EXPECT_EQ(addcdiv.family, CostFamily::Optimizer);
   EXPECT_DOUBLE_EQ(addcdiv.bytes, 1600);
   EXPECT_DOUBLE_EQ(addcdiv.flops, 200);
 }
@@ -342,7 +342,7 @@ TEST(OpCost, OptimizerUpdates) {
 TEST(OpCost, CopiesAndConcatenation) {
   const auto cat = estimateOpCost(op("aten::cat", {tensor({4, 10}), tensor({4, 30})},
                                      {tensor({4, 40})}, {{"num_tensors", int64_t{2}}}));
-  EXPECT_EQ(cat.family, "copy");
+  EXPECT_EQ(cat.family, CostFamily::Copy);
   EXPECT_DOUBLE_EQ(cat.bytes, 1280);
   const auto clone = estimateOpCost(op("aten::clone", {tensor({50})}, {tensor({50})}));
   EXPECT_DOUBLE_EQ(clone.bytes, 400);
@@ -355,7 +355,7 @@ TEST(OpCost, MetadataOpsCostNothing) {
         "aten::slice", "aten::select", "aten::alias", "aten::_reshape_alias", "aten::empty"}) {
     const auto cost = estimateOpCost(op(name, {tensor({100, 100})}, {tensor({100, 100})}));
     EXPECT_TRUE(cost.metadataOnly()) << name;
-    EXPECT_EQ(cost.family, "metadata") << name;
+    EXPECT_EQ(cost.family, CostFamily::Metadata) << name;
     EXPECT_EQ(cost.bytes, 0) << name;
     EXPECT_FALSE(cost.note.empty()) << name;
   }
@@ -365,14 +365,14 @@ TEST(OpCost, UnknownOpUsesClosestFamilyAndIsFlagged) {
   const auto unknown =
       estimateOpCost(op("aten::frobnicate", {tensor({1000}), tensor({1000})}, {tensor({1000})}));
   EXPECT_TRUE(unknown.approximate);
-  EXPECT_EQ(unknown.family, "elementwise");
+  EXPECT_EQ(unknown.family, CostFamily::Elementwise);
   EXPECT_DOUBLE_EQ(unknown.bytes, 12000);
   EXPECT_NE(unknown.note.find("aten::frobnicate"), std::string::npos);
   const auto convLike =
       estimateOpCost(op("aten::my_fancy_conv2d", {tensor({1, 1, 10, 10}), tensor({1, 1, 3, 3})},
                         {tensor({1, 1, 8, 8})}));
   EXPECT_TRUE(convLike.approximate);
-  EXPECT_EQ(convLike.family, "conv");
+  EXPECT_EQ(convLike.family, CostFamily::Conv);
   EXPECT_DOUBLE_EQ(convLike.flops, 2.0 * 64 * 9);
 }
 

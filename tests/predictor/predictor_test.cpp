@@ -228,9 +228,9 @@ TEST(Predictor, PrecisionFollowsTheScriptWithTorchsDefaults) {
   // No precision in the trace: torch's defaults, TF32 for cuDNN only.
   Prediction p = Predictor().predict(trace, gpus);
   ASSERT_EQ(p.precisions.size(), 2u);
-  EXPECT_EQ(p.precisions[0].family, "conv") << "the conv has more FLOPs";
+  EXPECT_EQ(p.precisions[0].family, CostFamily::Conv) << "the conv has more FLOPs";
   EXPECT_EQ(p.precisions[0].precision, "tf32");
-  EXPECT_EQ(p.precisions[1].family, "gemm");
+  EXPECT_EQ(p.precisions[1].family, CostFamily::Gemm);
   EXPECT_EQ(p.precisions[1].precision, "float32");
   const double convTf32 = p.ops[0][0].timeMs;
   const double mmFp32 = p.ops[0][1].timeMs;

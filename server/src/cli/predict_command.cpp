@@ -158,7 +158,7 @@ int runPredict(const CommandLine& args, const InstallLayout& layout) {
   if (!prediction.precisions.empty()) {
     std::cout << "precision:";
     for (size_t i = 0; i < prediction.precisions.size(); ++i)
-      std::cout << (i ? ", " : " ") << prediction.precisions[i].family << " "
+      std::cout << (i ? ", " : " ") << toString(prediction.precisions[i].family) << " "
                 << prediction.precisions[i].precision;
     std::cout << " (as the script sets it; --tf32-matmul/--tf32-conv override)\n";
   }

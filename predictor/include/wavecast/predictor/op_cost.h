@@ -20,8 +20,28 @@ struct GemmShape {
   double k = 0;
 };
 
+// Which formula prices an op (docs/predictor.md's table); text only at the edges.
+enum class CostFamily {
+  Conv,
+  Gemm,
+  Attention,
+  Norm,
+  Elementwise,
+  Reduction,
+  Softmax,
+  Embedding,
+  Pooling,
+  Loss,
+  Rnn,
+  Optimizer,
+  Copy,
+  Metadata
+};
+// "conv", "gemm", ... as the results JSON names them (docs/results-json.md, `family`).
+const char* toString(CostFamily family);
+
 struct OpCost {
-  std::string family; // "conv", "gemm", "attention", "norm", "elementwise", ...
+  CostFamily family = CostFamily::Elementwise;
   double flops = 0;
   double bytes = 0; // DRAM traffic: tensors read + written
   ComputeUnit unit = ComputeUnit::Vector;

@@ -1,6 +1,7 @@
 // What the predictor produces for one trace on a set of GPUs.
 #pragma once
 
+#include "wavecast/predictor/op_cost.h"
 #include "wavecast/trace.h"
 
 #include <cstdint>
@@ -17,7 +18,7 @@ const char* toString(PredictionMethod method);
 
 struct OpPrediction {
   int64_t opId = 0;
-  std::string family; // "conv", "gemm", "elementwise", ...
+  CostFamily family = CostFamily::Elementwise;
   PredictionMethod method = PredictionMethod::Roofline;
   double timeMs = 0; // GPU time on the GPU of the enclosing vector index
   double wallMs = 0; // how much the op moved the iteration's end (host model)
@@ -113,7 +114,7 @@ struct GpuSummary {
 // The arithmetic one family of matrix work runs in ("tf32", "bfloat16", ...):
 // what the script's precision settings and autocast made of it.
 struct FamilyPrecision {
-  std::string family;    // "conv", "gemm", "attention", "rnn"
+  CostFamily family = CostFamily::Gemm; // conv, gemm, attention, rnn
   std::string precision; // the precision of most of the family's FLOPs
 };
 
