@@ -368,7 +368,7 @@ TraceResult Profiler::trace(const TraceRequest& request, const CancelToken& canc
     return *error;
 
   const int64_t id = nextRequestId_++;
-  json params{{"file", file}, {"mode", request.mode}};
+  json params{{"file", file}, {"mode", toString(request.mode)}};
   params["batch_size"] = request.batchSize ? json(*request.batchSize) : json(nullptr);
   const json message{{"id", id}, {"method", "trace"}, {"params", params}};
 

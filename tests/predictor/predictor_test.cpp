@@ -329,7 +329,7 @@ TEST(Predictor, GpusWithoutTf32KeepFloat32OnCudaCores) {
 
 TEST(Predictor, MeasuredKernelsAreWaveScaledFromTheOrigin) {
   Trace trace = smallTrace();
-  trace.mode = "cuda";
+  trace.mode = TraceMode::Cuda;
   KernelRecord kernel;
   kernel.name = "relu_kernel";
   kernel.grid = {1024, 1, 1};

@@ -71,7 +71,7 @@ TEST(Profiler, TracesSmallCnnWithLinesAndPhases) {
   const std::string file = std::string(WAVECAST_SAMPLES_DIR) + "/small_cnn.py";
   const Trace trace = expectTrace(profiler.trace(request(file)));
   EXPECT_EQ(trace.batchSize, 4);
-  EXPECT_EQ(trace.mode, "shape");
+  EXPECT_EQ(trace.mode, TraceMode::Shape);
   EXPECT_EQ(trace.entryFile, file);
   EXPECT_EQ(countOps(trace, "aten::convolution", Phase::Forward), 3u);
   EXPECT_EQ(countOps(trace, "aten::convolution_backward", Phase::Backward), 3u);
@@ -188,7 +188,7 @@ TEST(Profiler, AddressSpaceLimitTurnsLargeAllocationsIntoOutOfMemory) {
   o.memoryLimitBytes = uint64_t{6} << 30;
   Profiler profiler(o);
   TraceRequest r = request(fixture("big_allocation.py"));
-  r.mode = "cpu"; // real tensors: the 8 GiB allocation is attempted
+  r.mode = TraceMode::Cpu; // real tensors: the 8 GiB allocation is attempted
   const ProfileError e = expectError(profiler.trace(r));
   EXPECT_EQ(e.kind, "out_of_memory");
   EXPECT_EQ(e.file, fixture("big_allocation.py"));

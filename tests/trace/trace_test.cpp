@@ -69,6 +69,7 @@ TEST(TraceTest, ReadsEveryField) {
   ASSERT_EQ(back.kernels.size(), 1u);
   EXPECT_EQ(back.kernels[0].registersPerThread, 64);
   EXPECT_EQ(t.memory.optimizerStateBytes, 2000);
+  EXPECT_EQ(t.mode, TraceMode::Shape) << "absent: a shape trace";
 }
 
 TEST(TraceTest, RoundTripsThroughJson) {
@@ -111,6 +112,20 @@ TEST(TraceTest, RejectsMalformedDocumentsWithTheField) {
   auto noName = sampleDoc();
   noName["ops"][0].erase("name");
   expectError(noName, "ops[0].name");
+  auto badMode = sampleDoc();
+  badMode["mode"] = "tpu";
+  expectError(badMode, "trace.mode must be shape, cpu or cuda");
+}
+
+TEST(TraceTest, ModesAreTextOnlyInTheDocument) {
+  for (const TraceMode mode : {TraceMode::Shape, TraceMode::Cpu, TraceMode::Cuda}) {
+    EXPECT_EQ(traceModeFromString(toString(mode)), mode);
+    auto doc = sampleDoc();
+    doc["mode"] = toString(mode);
+    EXPECT_EQ(traceFromJson(doc).mode, mode);
+    EXPECT_EQ(traceToJson(traceFromJson(doc))["mode"], toString(mode));
+  }
+  EXPECT_FALSE(traceModeFromString("CUDA").has_value());
 }
 
 TEST(TensorMetaTest, ElementSizesFollowDtype) {

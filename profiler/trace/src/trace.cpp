@@ -215,6 +215,28 @@ std::optional<Phase> phaseFromString(const std::string& text) {
   return std::nullopt;
 }
 
+const char* toString(TraceMode mode) {
+  switch (mode) {
+  case TraceMode::Shape:
+    return "shape";
+  case TraceMode::Cpu:
+    return "cpu";
+  case TraceMode::Cuda:
+    return "cuda";
+  }
+  return "shape";
+}
+
+std::optional<TraceMode> traceModeFromString(const std::string& text) {
+  if (text == "shape")
+    return TraceMode::Shape;
+  if (text == "cpu")
+    return TraceMode::Cpu;
+  if (text == "cuda")
+    return TraceMode::Cuda;
+  return std::nullopt;
+}
+
 int64_t TensorMeta::numel() const {
   int64_t n = 1;
   for (const auto d : shape)
@@ -294,7 +316,10 @@ Trace traceFromJson(const json& doc) {
   t.entryFile = doc.value("entry_file", std::string());
   t.projectRoot = doc.value("project_root", std::string());
   t.batchSize = doc.value("batch_size", int64_t{0});
-  t.mode = doc.value("mode", std::string("shape"));
+  const auto mode = traceModeFromString(doc.value("mode", std::string("shape")));
+  if (!mode)
+    fail("trace.mode must be shape, cpu or cuda");
+  t.mode = *mode;
   if (const auto p = doc.find("providers"); p != doc.end() && p->is_object())
     for (const auto& [key, value] : p->items())
       if (value.is_number_integer())
@@ -342,7 +367,7 @@ json traceToJson(const Trace& t) {
            {"entry_file", t.entryFile},
            {"project_root", t.projectRoot},
            {"batch_size", t.batchSize},
-           {"mode", t.mode},
+           {"mode", toString(t.mode)},
            {"providers", t.providerLines},
            {"fallback_ops", t.fallbackOps},
            {"memory",

@@ -143,7 +143,7 @@ int runPredict(const CommandLine& args, const InstallLayout& layout) {
   if (args.has("json")) {
     auto doc = predictionToJson(prediction);
     doc["file"] = trace.entryFile;
-    doc["trace_mode"] = trace.mode;
+    doc["trace_mode"] = toString(trace.mode);
     doc["fallback_ops"] = trace.fallbackOps;
     std::cout << doc.dump(2) << "\n";
     return 0;
@@ -151,7 +151,7 @@ int runPredict(const CommandLine& args, const InstallLayout& layout) {
 
   std::cout << "wavecast " << WAVECAST_VERSION << ": " << prediction.method << "\n"
             << displayPath(trace.entryFile, fs::current_path()) << ", batch size "
-            << trace.batchSize << ", " << trace.ops.size() << " ops traced (" << trace.mode
+            << trace.batchSize << ", " << trace.ops.size() << " ops traced (" << toString(trace.mode)
             << " mode)\n\n";
   printLineTable(prediction, trace, std::cout);
   printSummary(prediction, std::cout);

@@ -152,9 +152,11 @@ Trace obtainTrace(const InstallLayout& layout, const std::string& path,
   TraceRequest request;
   request.file = fs::absolute(path).lexically_normal().string();
   request.batchSize = batchSize;
-  request.mode = args.value("mode").value_or("shape");
-  if (request.mode != "shape" && request.mode != "cpu" && request.mode != "cuda")
-    throw UsageError("--mode must be shape, cpu or cuda, not '" + request.mode + "'");
+  const std::string mode = args.value("mode").value_or("shape");
+  const auto parsed = traceModeFromString(mode);
+  if (!parsed)
+    throw UsageError("--mode must be shape, cpu or cuda, not '" + mode + "'");
+  request.mode = *parsed;
   if (const auto seconds = args.positiveInt("timeout"))
     request.timeout = std::chrono::seconds(*seconds);
 

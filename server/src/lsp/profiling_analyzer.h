@@ -15,7 +15,7 @@ struct ProfilingAnalyzerOptions {
   ProfilerOptions profiler; // its `progress` and `pythonEnv` are set per analysis
   PredictorOptions predictor;
   std::vector<std::string> defaultTargets; // names; resolved against the database
-  std::string mode = "shape";
+  TraceMode mode = TraceMode::Shape;
   std::chrono::milliseconds timeout{120000};
 };
 

@@ -33,7 +33,7 @@ private:
 struct TraceRequest {
   std::string file;                 // the user's training script
   std::optional<int64_t> batchSize; // nullopt: the provider's default
-  std::string mode = "shape";       // "shape" | "cpu" | "cuda"
+  TraceMode mode = TraceMode::Shape;
   std::chrono::milliseconds timeout{120000};
 };
 

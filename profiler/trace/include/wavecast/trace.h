@@ -19,6 +19,12 @@ enum class Phase { Forward, Backward, Optimizer };
 const char* toString(Phase phase);
 std::optional<Phase> phaseFromString(const std::string& text);
 
+// How the iteration was run: on shape-only (fake) tensors, for real on the CPU, or on a
+// GPU with every op measured.
+enum class TraceMode { Shape, Cpu, Cuda };
+const char* toString(TraceMode mode);
+std::optional<TraceMode> traceModeFromString(const std::string& text);
+
 struct TensorMeta {
   std::vector<int64_t> shape;
   std::string dtype = "float32";
@@ -108,7 +114,7 @@ struct Trace {
   std::string entryFile;
   std::string projectRoot;
   int64_t batchSize = 0;
-  std::string mode = "shape";
+  TraceMode mode = TraceMode::Shape;
   std::map<std::string, int> providerLines;
   std::vector<OpRecord> ops;
   std::vector<std::string> fallbackOps;
