@@ -7,6 +7,7 @@ import unittest
 
 import torch
 
+from source_lines import line_of
 from wavecast_tracer.tracer import run_trace
 
 SAMPLES = os.environ.get(
@@ -141,8 +142,7 @@ class CudaAutocast(unittest.TestCase):
         for autocast, message in cases:
             with self.subTest(autocast=autocast):
                 path = write(self.directory, "odd.py", autocast)
-                with open(path, encoding="utf-8") as f:
-                    line = next(n for n, text in enumerate(f, 1) if "with torch.autocast" in text)
+                line = line_of(path, "with torch.autocast")
                 trace = run_trace(path, batch_size=16)
                 warning = next((w for w in trace["warnings"] if message in w), None)
                 self.assertIsNotNone(warning, trace["warnings"])

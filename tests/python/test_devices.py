@@ -8,6 +8,7 @@ import unittest
 import torch
 from torch.optim import optimizer as optimizer_module
 
+from source_lines import line_of
 from wavecast_tracer.tracer import run_trace
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -20,14 +21,6 @@ WARNING = "a tensor created on the CPU inside the iteration"
 
 def cpu_tensor_warnings(trace):
     return [w for w in trace["warnings"] if WARNING in w]
-
-
-def line_of(path, text):
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            if text in line:
-                return number
-    raise AssertionError(f"{text!r} not found in {path}")
 
 
 def without_cuda(source):

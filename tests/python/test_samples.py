@@ -6,6 +6,7 @@ import unittest
 
 import torch
 
+from source_lines import line_of
 from wavecast_tracer.errors import TraceError
 from wavecast_tracer.tracer import run_trace
 
@@ -21,18 +22,6 @@ FIXTURES = os.path.abspath(os.environ.get(
 
 def sample(name):
     return os.path.abspath(os.path.join(SAMPLES, name))
-
-
-def line_of(path, text, occurrence=1):
-    """Line number of the `occurrence`-th line of `path` containing `text`."""
-    seen = 0
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            if text in line:
-                seen += 1
-                if seen == occurrence:
-                    return number
-    raise AssertionError(f"{text!r} not found in {path}")
 
 
 def count(trace, name, phase):

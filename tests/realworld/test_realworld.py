@@ -33,6 +33,9 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 TRACER_PATH = os.path.join(REPO, "profiler", "python")
+sys.path.insert(0, os.path.join(REPO, "tests", "python"))  # the tests' shared helpers
+
+from source_lines import line_of  # noqa: E402
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
 os.environ.update(OFFLINE)
 
@@ -73,18 +76,6 @@ def known_tracer_bug(reason):
 # tests were written (torch 2.11): model.cuda() on fake parameters ("_apply(): Couldn't
 # swap"), optimizer.step() calling the real torch.cuda.is_current_stream_capturing, and
 # SDPA recorded as the CPU's kernel or math decomposition instead of CUDA's.
-
-
-def line_of(path, text, occurrence=1):
-    """Line number of the `occurrence`-th line of `path` containing `text`."""
-    seen = 0
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            if text in line:
-                seen += 1
-                if seen == occurrence:
-                    return number
-    raise AssertionError(f"{text!r} not found in {path}")
 
 
 def load_script(name):
