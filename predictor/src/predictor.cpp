@@ -371,22 +371,21 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
     prediction.method += (p ? " + " : "") + parts[p];
 
   // 3. The host model's timeline per GPU: wall time per op.
+  const std::vector<double> hostMs = issueMs(trace, costs, options_.host);
+  for (size_t i = 0; i < opCount; ++i)
+    prediction.opInfo[i].hostMs = hostMs[i];
   std::vector<IterationTimeline> timelines;
   timelines.reserve(gpuCount);
   for (size_t g = 0; g < gpuCount; ++g) {
     std::vector<double> gpuMs(opCount);
     for (size_t i = 0; i < opCount; ++i)
       gpuMs[i] = prediction.ops[g][i].timeMs;
-    timelines.push_back(simulateIteration(trace, costs, gpuMs, options_.host));
+    timelines.push_back(simulateIteration(trace, costs, hostMs, gpuMs));
     for (size_t i = 0; i < opCount; ++i) {
       prediction.ops[g][i].wallMs = timelines[g].ops[i].wallMs;
       prediction.ops[g][i].gpuIdleMs = timelines[g].ops[i].gpuIdleMs;
     }
   }
-  for (size_t i = 0; i < opCount; ++i)
-    prediction.opInfo[i].hostMs =
-        (gpuCount > 0 ? timelines[0].ops[i].hostMs
-                      : hostOpUs(trace.ops[i], costs[i], options_.host) * 1e-3);
 
   // 4. Aggregation per line, per module, per phase and per GPU.
   const bool traced = trace.memory.peakLiveBytes.has_value();

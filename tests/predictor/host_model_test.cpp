@@ -31,6 +31,11 @@ HostOptions host() {
   return options;
 }
 
+IterationTimeline play(const Trace& trace, const std::vector<OpCost>& costs,
+                       const std::vector<double>& gpuMs) {
+  return simulateIteration(trace, costs, issueMs(trace, costs, host()), gpuMs);
+}
+
 double sumWall(const IterationTimeline& timeline) {
   return std::accumulate(timeline.ops.begin(), timeline.ops.end(), 0.0,
                          [](double total, const OpTimeline& op) { return total + op.wallMs; });
@@ -59,7 +64,7 @@ TEST(HostModel, HostBoundIterationIsTheCpuTime) {
   for (int i = 0; i < 4; ++i)
     trace.ops.push_back(op("aten::add"));
   const std::vector<OpCost> costs(4, work());
-  const auto timeline = simulateIteration(trace, costs, {0.001, 0.001, 0.001, 0.001}, host());
+  const auto timeline = play(trace, costs, {0.001, 0.001, 0.001, 0.001});
   EXPECT_NEAR(timeline.hostMs, 0.040, 1e-12);
   EXPECT_NEAR(timeline.gpuMs, 0.004, 1e-12);
   EXPECT_NEAR(timeline.wallMs, 0.041, 1e-12);
@@ -76,7 +81,7 @@ TEST(HostModel, GpuBoundIterationIsTheKernelTime) {
   for (int i = 0; i < 3; ++i)
     trace.ops.push_back(op("aten::mm"));
   const std::vector<OpCost> costs(3, work());
-  const auto timeline = simulateIteration(trace, costs, {1.0, 1.0, 1.0}, host());
+  const auto timeline = play(trace, costs, {1.0, 1.0, 1.0});
   EXPECT_NEAR(timeline.wallMs, 0.010 + 3.0, 1e-12);
   EXPECT_NEAR(timeline.ops[1].gpuIdleMs, 0, 1e-12);
   EXPECT_NEAR(timeline.ops[1].wallMs, 1.0, 1e-12) << "each op adds its kernel time";
@@ -88,9 +93,9 @@ TEST(HostModel, ManyLaunchesOfOneOpOverlapWithItsIssue) {
   // ends at 33 us; the GPU alone would need 50 us after the first launch at 2.8 us.
   Trace trace;
   trace.ops.push_back(op("aten::_cudnn_rnn"));
-  const auto fast = simulateIteration(trace, {work(10)}, {0.010}, host());
+  const auto fast = play(trace, {work(10)}, {0.010});
   EXPECT_NEAR(fast.wallMs, 0.028 + 0.001, 1e-12);
-  const auto slow = simulateIteration(trace, {work(10)}, {0.050}, host());
+  const auto slow = play(trace, {work(10)}, {0.050});
   EXPECT_NEAR(slow.wallMs, 0.0028 + 0.050, 1e-12);
 }
 
@@ -102,7 +107,7 @@ TEST(HostModel, ReadingAGpuValueWaitsForTheGpu) {
   trace.ops.push_back(op("aten::_local_scalar_dense"));
   trace.ops.push_back(op("aten::add"));
   const std::vector<OpCost> costs(3, work());
-  const auto timeline = simulateIteration(trace, costs, {1.0, 0.001, 0.001}, host());
+  const auto timeline = play(trace, costs, {1.0, 0.001, 0.001});
   EXPECT_NEAR(timeline.wallMs, 0.010 + 1.0 + 0.001 + 0.010 + 0.001, 1e-12);
   EXPECT_NEAR(timeline.ops[2].gpuIdleMs, 0.010, 1e-12);
 }
@@ -119,14 +124,15 @@ TEST(HostModel, BackwardCallsAndOptimizerStepsPayTheirEntry) {
   trace.ops.push_back(op("aten::add", Phase::Forward));
   trace.ops.push_back(op("aten::mul", Phase::Backward));
   const std::vector<OpCost> costs(trace.ops.size(), work());
-  const auto timeline = simulateIteration(trace, costs, std::vector<double>(8, 0.0), host());
-  EXPECT_NEAR(timeline.ops[0].hostMs, 0.010, 1e-12);
-  EXPECT_NEAR(timeline.ops[1].hostMs, 0.110, 1e-12);
-  EXPECT_NEAR(timeline.ops[2].hostMs, 0.010, 1e-12);
-  EXPECT_NEAR(timeline.ops[3].hostMs, 0.110, 1e-12);
-  EXPECT_NEAR(timeline.ops[4].hostMs, 0.010, 1e-12);
-  EXPECT_NEAR(timeline.ops[5].hostMs, 0.010, 1e-12);
-  EXPECT_NEAR(timeline.ops[7].hostMs, 0.110, 1e-12);
+  const auto issue = issueMs(trace, costs, host());
+  const auto timeline = play(trace, costs, std::vector<double>(8, 0.0));
+  EXPECT_NEAR(issue[0], 0.010, 1e-12);
+  EXPECT_NEAR(issue[1], 0.110, 1e-12);
+  EXPECT_NEAR(issue[2], 0.010, 1e-12);
+  EXPECT_NEAR(issue[3], 0.110, 1e-12);
+  EXPECT_NEAR(issue[4], 0.010, 1e-12);
+  EXPECT_NEAR(issue[5], 0.010, 1e-12);
+  EXPECT_NEAR(issue[7], 0.110, 1e-12);
   EXPECT_NEAR(timeline.hostMs, 0.080 + 0.300, 1e-12);
 }
 

@@ -29,16 +29,20 @@ struct HostOptions {
   double hostBoundIdleShare = 0.5;
 };
 
-// CPU time to issue `op` (0 for views and allocations, which ride on the op that made
-// them). Phase entries (a backward call, an optimizer step) are added by the timeline.
+// CPU time to issue `op` alone (0 for views and allocations, which ride on the op that
+// made them).
 double hostOpUs(const OpRecord& op, const OpCost& cost, const HostOptions& options);
+
+// CPU time issuing each op of the iteration (ms): hostOpUs plus the fixed price of a
+// backward call or an optimizer step on the op that starts it. The same on every GPU.
+std::vector<double> issueMs(const Trace& trace, const std::vector<OpCost>& costs,
+                            const HostOptions& options);
 
 // Ops that make the CPU wait for the GPU (a GPU value read on the host).
 bool synchronizesHost(const OpRecord& op);
 
 // One op on the timeline of one GPU.
 struct OpTimeline {
-  double hostMs = 0;    // CPU time issuing it (phase entry included)
   double wallMs = 0;    // how much it moved the iteration's end (sums to the wall time)
   double gpuIdleMs = 0; // how long the GPU waited for the CPU to launch its kernels
 };
@@ -52,11 +56,12 @@ struct IterationTimeline {
 };
 
 // Plays the iteration on two clocks, as ml_perf_model does: op i costs the CPU
-// hostOpUs (its kernels issued evenly over that span) and the GPU gpuMs[i]; a kernel
-// starts when both the GPU is free and it has been launched; synchronising ops make the
-// CPU wait for the GPU. Starts with an idle GPU and ends when both clocks have finished,
-// as CUDA events around one iteration measure it.
+// hostMs[i] (its kernels issued evenly over that span, from issueMs) and the GPU
+// gpuMs[i]; a kernel starts when both the GPU is free and it has been launched;
+// synchronising ops make the CPU wait for the GPU. Starts with an idle GPU and ends when
+// both clocks have finished, as CUDA events around one iteration measure it.
 IterationTimeline simulateIteration(const Trace& trace, const std::vector<OpCost>& costs,
-                                    const std::vector<double>& gpuMs, const HostOptions& options);
+                                    const std::vector<double>& hostMs,
+                                    const std::vector<double>& gpuMs);
 
 } // namespace wavecast
