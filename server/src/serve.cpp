@@ -11,6 +11,7 @@
 #include <csignal>
 #include <fcntl.h>
 #include <iostream>
+#include <sstream>
 #include <unistd.h>
 
 namespace wavecast::cli {
@@ -173,10 +174,13 @@ int runServe(const CommandLine& args, const InstallLayout& layout) {
     }
     server.setToken(token, args.has("token") ? "the token given to wavecast serve --token"
                                              : "the first line of " + tokenFile);
-    std::cerr << "wavecast serve: listening on " << endpoint->address.to_string() << ":"
-              << listener->port() << "; clients authenticate with "
-              << (args.has("token") ? "the --token value" : "the token in " + tokenFile)
-              << std::endl;
+    // One write, so a reader watching stderr never sees the address without its port.
+    std::ostringstream announcement;
+    announcement << "wavecast serve: listening on " << endpoint->address.to_string() << ":"
+                 << listener->port() << "; clients authenticate with "
+                 << (args.has("token") ? "the --token value" : "the token in " + tokenFile)
+                 << "\n";
+    std::cerr << announcement.str() << std::flush;
   }
   for (;;) {
     try {

@@ -192,7 +192,8 @@ describe('wavecast serve --listen', () => {
     const dir = fs.mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'wavecast-token-'));
     tokenFile = path.join(dir, 'token');
     child = spawnDaemon(['--listen', '127.0.0.1:0', '--token-file', tokenFile]);
-    for (let i = 0; i < 3000 && !/listening on/.test(child.stderrText); i++)
+    // The whole announcement, port and all: stderr may arrive in pieces.
+    for (let i = 0; i < 3000 && !/listening on \S+:\d+;/.test(child.stderrText); i++)
       await new Promise((r) => setTimeout(r, 10));
   });
   after(() => child?.kill());
