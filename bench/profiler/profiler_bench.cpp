@@ -44,7 +44,7 @@ bool traceOk(wavecast::Profiler& profiler, const std::string& sample, int64_t ba
   request.batchSize = batch;
   const auto result = profiler.trace(request);
   if (const auto* error = std::get_if<wavecast::ProfileError>(&result)) {
-    std::fprintf(stderr, "%s: %s: %s\n", sample.c_str(), error->kind.c_str(),
+    std::fprintf(stderr, "%s: %s: %s\n", sample.c_str(), toString(error->kind),
                  error->message.c_str());
     return false;
   }

@@ -85,12 +85,12 @@ ProfileError crashError(int waitStatus, const std::string& crashReport,
     error.file = entryFile;
 
   if (WIFSIGNALED(waitStatus) && WTERMSIG(waitStatus) == SIGKILL) {
-    error.kind = "out_of_memory";
+    error.kind = ProfileErrorKind::OutOfMemory;
     error.message =
         "the worker was killed by SIGKILL, most likely by the system's out-of-memory killer";
     error.hint = "Use a smaller batch size or model, or trace in shape mode.";
   } else if (WIFSIGNALED(waitStatus)) {
-    error.kind = "worker_crashed";
+    error.kind = ProfileErrorKind::WorkerCrashed;
     error.message = "the worker crashed with " + signalName(WTERMSIG(waitStatus)) +
                     " while running your script";
     error.hint = error.line > 0 ? "The crash happened in native code called from the line shown; "
@@ -98,11 +98,11 @@ ProfileError crashError(int waitStatus, const std::string& crashReport,
                                 : "The crash happened in native code; check the extensions your "
                                   "script uses.";
   } else if (WIFEXITED(waitStatus) && WEXITSTATUS(waitStatus) == 127) {
-    error.kind = "environment_error";
+    error.kind = ProfileErrorKind::EnvironmentError;
     error.message = "the profiler worker could not be executed";
     error.hint = "Rebuild wavecast (ninja wavecast-worker).";
   } else {
-    error.kind = "worker_crashed";
+    error.kind = ProfileErrorKind::WorkerCrashed;
     error.message = "the worker exited with status " +
                     std::to_string(WIFEXITED(waitStatus) ? WEXITSTATUS(waitStatus) : -1) +
                     " while running your script";

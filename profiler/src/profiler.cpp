@@ -32,10 +32,10 @@ constexpr int kRequestFd = 3;
 constexpr int kResponseFd = 4;
 constexpr int kCrashFd = 5;
 
-ProfileError makeError(std::string kind, std::string message, std::string hint,
+ProfileError makeError(ProfileErrorKind kind, std::string message, std::string hint,
                        std::string file = {}, int line = 0) {
   ProfileError e;
-  e.kind = std::move(kind);
+  e.kind = kind;
   e.message = std::move(message);
   e.hint = std::move(hint);
   e.file = std::move(file);
@@ -45,8 +45,14 @@ ProfileError makeError(std::string kind, std::string message, std::string hint,
 
 ProfileError errorFromJson(const json& j) {
   ProfileError e;
-  e.kind = j.value("kind", std::string("internal"));
+  const std::string kind = j.value("kind", std::string("internal"));
   e.message = j.value("message", std::string("unknown error"));
+  if (const auto known = profileErrorKindFromString(kind)) {
+    e.kind = *known;
+  } else { // a worker newer than this client: keep its word for what happened
+    e.kind = ProfileErrorKind::Internal;
+    e.message = kind + ": " + e.message;
+  }
   e.file = j.value("file", std::string());
   e.line = j.value("line", 0);
   e.hint = j.value("hint", std::string());
@@ -301,10 +307,10 @@ std::optional<ProfileError> Profiler::start(std::chrono::milliseconds timeout) {
 std::optional<ProfileError> Profiler::spawnWorker() {
   namespace fs = std::filesystem;
   if (::access(options_.workerPath.c_str(), X_OK) != 0)
-    return makeError("environment_error", "cannot run the profiler worker " + options_.workerPath,
+    return makeError(ProfileErrorKind::EnvironmentError, "cannot run the profiler worker " + options_.workerPath,
                      "Build it (ninja wavecast-worker) or reinstall wavecast.");
   if (!fs::is_directory(fs::path(options_.pythonPath) / "wavecast_tracer"))
-    return makeError("environment_error",
+    return makeError(ProfileErrorKind::EnvironmentError,
                      "the tracer package is missing from " + options_.pythonPath,
                      "Point the profiler at wavecast's profiler/python directory.");
   const uint64_t limit =
@@ -312,7 +318,7 @@ std::optional<ProfileError> Profiler::spawnWorker() {
   try {
     worker_ = std::make_unique<Worker>(options_, limit);
   } catch (const std::system_error& e) {
-    return makeError("environment_error", std::string("cannot start the worker: ") + e.what(),
+    return makeError(ProfileErrorKind::EnvironmentError, std::string("cannot start the worker: ") + e.what(),
                      "Check the system's process and file limits.");
   }
   workerReady_ = false;
@@ -345,13 +351,13 @@ std::optional<ProfileError> Profiler::ensureWorker(Clock::time_point deadline,
   }
   // A worker cancelled while it starts holds nothing stale: keep it warming up.
   if (status == Worker::ReadStatus::Cancelled)
-    return makeError("cancelled", "the trace was cancelled", "");
+    return makeError(ProfileErrorKind::Cancelled, "the trace was cancelled", "");
   worker_->kill(SIGKILL);
   worker_.reset();
   if (status == Worker::ReadStatus::Timeout)
-    return makeError("timeout", "the profiler worker did not start in time",
+    return makeError(ProfileErrorKind::Timeout, "the profiler worker did not start in time",
                      "The machine may be overloaded; try again or raise the time-out.");
-  return makeError("environment_error",
+  return makeError(ProfileErrorKind::EnvironmentError,
                    "the profiler worker " + options_.workerPath + " exited during start-up",
                    "Run it by hand to see why, or rebuild wavecast.");
 }
@@ -363,7 +369,7 @@ TraceResult Profiler::trace(const TraceRequest& request, const CancelToken& canc
   const std::string file = std::filesystem::absolute(request.file).lexically_normal().string();
   // Cancelled before it started: the worker holds nothing stale, so it stays.
   if (cancel.cancelled())
-    return makeError("cancelled", "the trace was cancelled", "", file);
+    return makeError(ProfileErrorKind::Cancelled, "the trace was cancelled", "", file);
   if (auto error = ensureWorker(deadline, cancel))
     return *error;
 
@@ -391,7 +397,7 @@ TraceResult Profiler::trace(const TraceRequest& request, const CancelToken& canc
       worker_->kill(SIGKILL);
       worker_.reset();
       spawnWorker(); // warms up while the caller moves on; a failure shows on the next trace
-      return makeError("cancelled", "the trace was cancelled", "", file);
+      return makeError(ProfileErrorKind::Cancelled, "the trace was cancelled", "", file);
     }
     if (status == Worker::ReadStatus::Timeout) {
       // Ask the script to stop where it is, so the error names its line; a
@@ -404,7 +410,7 @@ TraceResult Profiler::trace(const TraceRequest& request, const CancelToken& canc
           continue;
         if (reply.contains("error")) {
           ProfileError error = errorFromJson(reply["error"]);
-          error.kind = "timeout";
+          error.kind = ProfileErrorKind::Timeout;
           return error;
         }
         if (reply.contains("result")) // finished just as the time ran out
@@ -416,7 +422,7 @@ TraceResult Profiler::trace(const TraceRequest& request, const CancelToken& canc
       }
       worker_->kill(SIGKILL);
       worker_.reset();
-      return makeError("timeout",
+      return makeError(ProfileErrorKind::Timeout,
                        "the trace took longer than " +
                            std::to_string(request.timeout.count() / 1000) + " s and was stopped",
                        "Check the script for an endless loop, or raise the time-out.", file);
@@ -435,7 +441,7 @@ TraceResult Profiler::trace(const TraceRequest& request, const CancelToken& canc
       try {
         return traceFromJson(*result);
       } catch (const std::exception& e) {
-        return makeError("internal",
+        return makeError(ProfileErrorKind::Internal,
                          std::string("the worker sent an unreadable trace: ") + e.what(),
                          "This is a wavecast bug; please report it.", file);
       }

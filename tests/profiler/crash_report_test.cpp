@@ -34,7 +34,7 @@ TEST(CrashReport, ParsesFaultHandlerFrames) {
 
 TEST(CrashReport, SegfaultNamesTheInnermostProjectLine) {
   const ProfileError error = crashError(signalled(SIGSEGV), kReport, "/home/u/proj/train.py");
-  EXPECT_EQ(error.kind, "worker_crashed");
+  EXPECT_EQ(error.kind, ProfileErrorKind::WorkerCrashed);
   EXPECT_NE(error.message.find("SIGSEGV"), std::string::npos);
   EXPECT_EQ(error.file, "/home/u/proj/model.py");
   EXPECT_EQ(error.line, 17);
@@ -42,14 +42,14 @@ TEST(CrashReport, SegfaultNamesTheInnermostProjectLine) {
 
 TEST(CrashReport, SigkillIsOutOfMemory) {
   const ProfileError error = crashError(signalled(SIGKILL), "", "/home/u/proj/train.py");
-  EXPECT_EQ(error.kind, "out_of_memory");
+  EXPECT_EQ(error.kind, ProfileErrorKind::OutOfMemory);
   EXPECT_EQ(error.file, "/home/u/proj/train.py");
   EXPECT_EQ(error.line, 0);
 }
 
 TEST(CrashReport, ExitStatusIsReported) {
   const ProfileError error = crashError(3 << 8, "", "/home/u/proj/train.py");
-  EXPECT_EQ(error.kind, "worker_crashed");
+  EXPECT_EQ(error.kind, ProfileErrorKind::WorkerCrashed);
   EXPECT_NE(error.message.find("status 3"), std::string::npos);
 }
 

@@ -45,7 +45,8 @@ ProfileError expectError(const TraceResult& result) {
 Trace expectTrace(const TraceResult& result) {
   if (!std::holds_alternative<Trace>(result)) {
     const auto& e = std::get<ProfileError>(result);
-    ADD_FAILURE() << "expected a trace, got " << e.kind << ": " << e.message << "\n" << e.traceback;
+    ADD_FAILURE() << "expected a trace, got " << toString(e.kind) << ": " << e.message << "\n"
+                  << e.traceback;
     return {};
   }
   return std::get<Trace>(result);
@@ -101,7 +102,7 @@ TEST(Profiler, TracesSmallCnnWithLinesAndPhases) {
 TEST(Profiler, MissingProviderSaysWhatToWrite) {
   Profiler profiler(options());
   const ProfileError e = expectError(profiler.trace(request(fixture("no_providers.py"))));
-  EXPECT_EQ(e.kind, "missing_provider");
+  EXPECT_EQ(e.kind, ProfileErrorKind::MissingProvider);
   EXPECT_EQ(e.file, fixture("no_providers.py"));
   EXPECT_NE(e.hint.find("def wavecast_model"), std::string::npos);
   expectNextTraceWorks(profiler);
@@ -110,7 +111,7 @@ TEST(Profiler, MissingProviderSaysWhatToWrite) {
 TEST(Profiler, MisspelledProviderPointsAtItsLine) {
   Profiler profiler(options());
   const ProfileError e = expectError(profiler.trace(request(fixture("misspelled_provider.py"))));
-  EXPECT_EQ(e.kind, "missing_provider");
+  EXPECT_EQ(e.kind, ProfileErrorKind::MissingProvider);
   EXPECT_EQ(e.line, 4);
   EXPECT_NE(e.message.find("wavecast_modle"), std::string::npos);
 }
@@ -118,7 +119,7 @@ TEST(Profiler, MisspelledProviderPointsAtItsLine) {
 TEST(Profiler, WrongSignatureIsReportedAtTheDefinition) {
   Profiler profiler(options());
   const ProfileError e = expectError(profiler.trace(request(fixture("wrong_signature.py"))));
-  EXPECT_EQ(e.kind, "bad_provider_signature");
+  EXPECT_EQ(e.kind, ProfileErrorKind::BadProviderSignature);
   EXPECT_EQ(e.line, 8);
   EXPECT_NE(e.message.find("batch_size"), std::string::npos);
   expectNextTraceWorks(profiler);
@@ -127,7 +128,7 @@ TEST(Profiler, WrongSignatureIsReportedAtTheDefinition) {
 TEST(Profiler, SyntaxErrorHasItsLine) {
   Profiler profiler(options());
   const ProfileError e = expectError(profiler.trace(request(fixture("syntax_error.py"))));
-  EXPECT_EQ(e.kind, "syntax_error");
+  EXPECT_EQ(e.kind, ProfileErrorKind::SyntaxError);
   EXPECT_EQ(e.file, fixture("syntax_error.py"));
   EXPECT_EQ(e.line, 9);
   expectNextTraceWorks(profiler);
@@ -136,7 +137,7 @@ TEST(Profiler, SyntaxErrorHasItsLine) {
 TEST(Profiler, UserExceptionNamesTheDeepestProjectFrame) {
   Profiler profiler(options());
   const ProfileError e = expectError(profiler.trace(request(fixture("raises.py"))));
-  EXPECT_EQ(e.kind, "user_exception");
+  EXPECT_EQ(e.kind, ProfileErrorKind::UserException);
   EXPECT_NE(e.message.find("ValueError: scale factor missing"), std::string::npos);
   EXPECT_EQ(e.file, fixture("raises_helper.py"));
   EXPECT_EQ(e.line, 14);
@@ -148,7 +149,7 @@ TEST(Profiler, EndlessLoopTimesOutAtItsLine) {
   Profiler profiler(options());
   ASSERT_FALSE(profiler.start().has_value());
   const ProfileError e = expectError(profiler.trace(request(fixture("endless_loop.py"), 3s)));
-  EXPECT_EQ(e.kind, "timeout");
+  EXPECT_EQ(e.kind, ProfileErrorKind::Timeout);
   EXPECT_EQ(e.file, fixture("endless_loop.py"));
   EXPECT_GE(e.line, 15);
   EXPECT_LE(e.line, 16);
@@ -158,7 +159,7 @@ TEST(Profiler, EndlessLoopTimesOutAtItsLine) {
 TEST(Profiler, SegfaultIsAWorkerCrashWithItsLine) {
   Profiler profiler(options());
   const ProfileError e = expectError(profiler.trace(request(fixture("segfault.py"))));
-  EXPECT_EQ(e.kind, "worker_crashed");
+  EXPECT_EQ(e.kind, ProfileErrorKind::WorkerCrashed);
   EXPECT_NE(e.message.find("SIGSEGV"), std::string::npos);
   EXPECT_EQ(e.file, fixture("segfault.py"));
   EXPECT_EQ(e.line, 16);
@@ -169,7 +170,7 @@ TEST(Profiler, SegfaultIsAWorkerCrashWithItsLine) {
 TEST(Profiler, ExitInUserCodeIsAWorkerCrash) {
   Profiler profiler(options());
   const ProfileError e = expectError(profiler.trace(request(fixture("exits.py"))));
-  EXPECT_EQ(e.kind, "worker_crashed");
+  EXPECT_EQ(e.kind, ProfileErrorKind::WorkerCrashed);
   EXPECT_NE(e.message.find("status 3"), std::string::npos);
   expectNextTraceWorks(profiler);
 }
@@ -177,7 +178,7 @@ TEST(Profiler, ExitInUserCodeIsAWorkerCrash) {
 TEST(Profiler, MemoryErrorIsOutOfMemory) {
   Profiler profiler(options());
   const ProfileError e = expectError(profiler.trace(request(fixture("memory_error.py"))));
-  EXPECT_EQ(e.kind, "out_of_memory");
+  EXPECT_EQ(e.kind, ProfileErrorKind::OutOfMemory);
   EXPECT_EQ(e.file, fixture("memory_error.py"));
   EXPECT_EQ(e.line, 5);
   expectNextTraceWorks(profiler);
@@ -190,7 +191,7 @@ TEST(Profiler, AddressSpaceLimitTurnsLargeAllocationsIntoOutOfMemory) {
   TraceRequest r = request(fixture("big_allocation.py"));
   r.mode = TraceMode::Cpu; // real tensors: the 8 GiB allocation is attempted
   const ProfileError e = expectError(profiler.trace(r));
-  EXPECT_EQ(e.kind, "out_of_memory");
+  EXPECT_EQ(e.kind, ProfileErrorKind::OutOfMemory);
   EXPECT_EQ(e.file, fixture("big_allocation.py"));
   EXPECT_EQ(e.line, 14);
   expectNextTraceWorks(profiler);
@@ -207,7 +208,7 @@ TEST(Profiler, CancelStopsARunningTrace) {
   const auto started = std::chrono::steady_clock::now();
   const ProfileError e = expectError(profiler.trace(request(fixture("endless_loop.py"))));
   canceller.join();
-  EXPECT_EQ(e.kind, "cancelled");
+  EXPECT_EQ(e.kind, ProfileErrorKind::Cancelled);
   EXPECT_LT(std::chrono::steady_clock::now() - started, 10s);
   // The stuck worker is gone and its replacement is already starting.
   EXPECT_NE(profiler.workerPid(), 0);
@@ -222,7 +223,7 @@ TEST(Profiler, CancelStopsARunningTrace) {
   const auto waited = profiler.start();
   again.join();
   ASSERT_TRUE(waited.has_value());
-  EXPECT_EQ(waited->kind, "cancelled");
+  EXPECT_EQ(waited->kind, ProfileErrorKind::Cancelled);
   EXPECT_EQ(profiler.workerPid(), replacement);
   expectNextTraceWorks(profiler);
 }
@@ -237,7 +238,7 @@ TEST(Profiler, ATokenCancelledBeforeTheTraceBeginsIsNotLost) {
   cancel.cancel();
   const auto started = std::chrono::steady_clock::now();
   const ProfileError e = expectError(profiler.trace(request(fixture("endless_loop.py")), cancel));
-  EXPECT_EQ(e.kind, "cancelled");
+  EXPECT_EQ(e.kind, ProfileErrorKind::Cancelled);
   EXPECT_LT(std::chrono::steady_clock::now() - started, 1s);
   EXPECT_EQ(profiler.workerPid(), worker);
   expectNextTraceWorks(profiler);
@@ -284,7 +285,7 @@ TEST(Profiler, MissingWorkerIsAnEnvironmentError) {
   o.workerPath = "/nonexistent/wavecast-worker";
   Profiler profiler(o);
   const ProfileError e = expectError(profiler.trace(request(fixture("prints.py"))));
-  EXPECT_EQ(e.kind, "environment_error");
+  EXPECT_EQ(e.kind, ProfileErrorKind::EnvironmentError);
   EXPECT_NE(e.message.find("/nonexistent/wavecast-worker"), std::string::npos);
 }
 
@@ -295,7 +296,7 @@ TEST(Profiler, VenvWithAnotherPythonIsRefused) {
   o.pythonEnv = env.string();
   Profiler profiler(o);
   const ProfileError e = expectError(profiler.trace(request(fixture("prints.py"))));
-  EXPECT_EQ(e.kind, "environment_error");
+  EXPECT_EQ(e.kind, ProfileErrorKind::EnvironmentError);
   EXPECT_NE(e.message.find("python3.99"), std::string::npos);
   fs::remove_all(env);
 }
@@ -320,7 +321,7 @@ TEST(Profiler, VenvWithoutTorchSaysSo) {
   o.pythonEnv = env.string();
   Profiler profiler(o);
   const ProfileError e = expectError(profiler.trace(request(fixture("prints.py"))));
-  EXPECT_EQ(e.kind, "environment_error");
+  EXPECT_EQ(e.kind, ProfileErrorKind::EnvironmentError);
   EXPECT_EQ(e.message, "the Python environment " + env.string() + " has no torch");
   EXPECT_NE(e.hint.find(env.string() + "/bin/pip install torch"), std::string::npos);
   fs::remove_all(env);
@@ -335,7 +336,7 @@ TEST(Profiler, IsolatedVenvSeesOnlyItsOwnTorch) {
   o.pythonEnv = env.string();
   Profiler profiler(o);
   const ProfileError e = expectError(profiler.trace(request(fixture("prints.py"))));
-  EXPECT_EQ(e.kind, "environment_error");
+  EXPECT_EQ(e.kind, ProfileErrorKind::EnvironmentError);
   EXPECT_EQ(e.message, "torch 1.12.1 in " + sitePackages(env).string() +
                            " is older than 1.13, the oldest wavecast traces with");
   fs::remove_all(env);
@@ -347,7 +348,7 @@ TEST(Profiler, DefaultEnvironmentAndTheSystemKeyword) {
   {
     Profiler profiler(o); // no setting: the default environment
     const ProfileError e = expectError(profiler.trace(request(fixture("prints.py"))));
-    EXPECT_EQ(e.kind, "environment_error");
+    EXPECT_EQ(e.kind, ProfileErrorKind::EnvironmentError);
     EXPECT_NE(e.message.find("/nonexistent/python-env"), std::string::npos);
   }
   o.pythonEnv = kSystemPythonEnv; // the interpreter's own packages

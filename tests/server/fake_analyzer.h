@@ -88,7 +88,7 @@ public:
       ++cancelled_;
       changed_.notify_all();
       ProfileError error;
-      error.kind = "cancelled";
+      error.kind = ProfileErrorKind::Cancelled;
       error.message = "cancelled";
       return error;
     }

@@ -411,7 +411,7 @@ TEST_F(ServerTest, ProfileErrorsBecomeDiagnosticsAtTheirLine) {
   initialize();
   open("train.py", kScript);
   ProfileError error;
-  error.kind = "user_exception";
+  error.kind = ProfileErrorKind::UserException;
   error.message = "ZeroDivisionError: division by zero";
   error.file = (dir_ / "train.py").string();
   error.line = 3;

@@ -57,7 +57,7 @@ TEST(Views, AnErrorIsADiagnosticAtItsLineOfItsFile) {
   entry.path = "/w/train.py";
   entry.state = protocol::ResultsState::Error;
   ProfileError error;
-  error.kind = "user_exception";
+  error.kind = ProfileErrorKind::UserException;
   error.message = "ZeroDivisionError";
   error.line = 3;
   entry.error = error;

@@ -79,7 +79,7 @@ AnalysisOutcome ProfilingAnalyzer::analyze(const AnalysisRequest& request,
     return output;
   } catch (const std::exception& error) {
     ProfileError failure;
-    failure.kind = "internal";
+    failure.kind = ProfileErrorKind::Internal;
     failure.message = std::string("prediction failed: ") + error.what();
     failure.file = request.file;
     failure.hint = "This is a wavecast bug; please report it with the script.";

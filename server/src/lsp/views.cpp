@@ -34,7 +34,7 @@ std::optional<int> onScreen(const LineMap* moved, int line) {
 }
 
 ErrorInfo errorInfo(const ProfileError& error) {
-  return {error.kind, error.message, error.file, error.line, error.hint};
+  return {toString(error.kind), error.message, error.file, error.line, error.hint};
 }
 
 } // namespace
@@ -141,7 +141,8 @@ std::vector<Diagnostic> diagnosticsFor(const Entries& entries, const std::string
       std::string errorPath =
           entry.error->file.empty() ? entry.path : canonicalPath(entry.error->file);
       if (errorPath == path)
-        out.push_back({lineRange(entry.error->line), DiagnosticSeverity::Error, entry.error->kind,
+        out.push_back({lineRange(entry.error->line), DiagnosticSeverity::Error,
+                       toString(entry.error->kind),
                        errorMessage(*entry.error)});
     }
     if (entry.result && entry.path == path && entry.state != ResultsState::Error) {

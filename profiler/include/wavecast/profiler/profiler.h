@@ -39,7 +39,7 @@ struct TraceRequest {
 
 // A failure the user can act on (docs/trace-format.md "Errors").
 struct ProfileError {
-  std::string kind;    // missing_provider, syntax_error, user_exception, timeout, ...
+  ProfileErrorKind kind = ProfileErrorKind::Internal;
   std::string message; // one line
   std::string file;    // deepest project frame, when known
   int line = 0;

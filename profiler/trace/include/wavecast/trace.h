@@ -8,6 +8,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -24,6 +25,29 @@ std::optional<Phase> phaseFromString(const std::string& text);
 enum class TraceMode { Shape, Cpu, Cuda };
 const char* toString(TraceMode mode);
 std::optional<TraceMode> traceModeFromString(const std::string& text);
+
+// Why the worker could not trace a script (docs/trace-format.md "Errors"); text
+// only in the worker's reply and the editor's diagnostic code.
+enum class ProfileErrorKind {
+  MissingProvider,
+  BadProviderSignature,
+  SyntaxError,
+  ImportError,
+  UserException,
+  UnsupportedOperation,
+  MissingFile,
+  Timeout,
+  WorkerCrashed,
+  OutOfMemory,
+  Cancelled,
+  EnvironmentError,
+  BadRequest,
+  Internal,
+};
+
+const char* toString(ProfileErrorKind kind);
+// nullopt for a name no version of the worker sends.
+std::optional<ProfileErrorKind> profileErrorKindFromString(std::string_view name);
 
 struct TensorMeta {
   std::vector<int64_t> shape;
