@@ -66,12 +66,12 @@ double largestNumel(const std::vector<std::optional<TensorMeta>>& tensors) {
 }
 
 // The dtype arithmetic runs in: that of the first floating-point tensor.
-std::string computeDtype(const OpRecord& op) {
+ScalarType computeDtype(const OpRecord& op) {
   for (const auto* list : {&op.inputs, &op.outputs})
     for (const auto& t : *list)
-      if (t && (t->dtype.rfind("float", 0) == 0 || t->dtype == "bfloat16"))
+      if (t && isFloatingPoint(t->dtype))
         return t->dtype;
-  return "float32";
+  return ScalarType::Float32;
 }
 
 std::string stemOf(const std::string& name) {
@@ -214,7 +214,7 @@ std::vector<int64_t> convolutionOutputShape(const OpRecord& op, const TensorMeta
 // cuDNN's half-precision (tensor-core) convolutions run on NHWC: an NCHW tensor is
 // transformed on the way in and out, one read and one write each.
 bool transposesLayout(const TensorMeta* input) {
-  return input && input->contiguous && (input->dtype == "float16" || input->dtype == "bfloat16") &&
+  return input && input->contiguous && (input->dtype == ScalarType::Float16 || input->dtype == ScalarType::BFloat16) &&
          (rank(input) == 4 || rank(input) == 5);
 }
 
@@ -876,11 +876,13 @@ const char* toString(CostFamily family) {
 bool runsOnCudnn(const OpCost& cost) { return cost.family == CostFamily::Conv || cost.family == CostFamily::Rnn; }
 
 bool runsInTf32(const OpCost& cost, const FloatPrecision& precision) {
-  if (cost.unit != ComputeUnit::Matrix || cost.dtype != "float32")
+  if (cost.unit != ComputeUnit::Matrix || cost.dtype != ScalarType::Float32)
     return false;
   return runsOnCudnn(cost) ? precision.cudnnTf32 : precision.matmulTf32;
 }
 
-std::string mathPrecision(const OpCost& cost) { return cost.tf32 ? "tf32" : cost.dtype; }
+std::string mathPrecision(const OpCost& cost) {
+  return cost.tf32 ? "tf32" : toString(cost.dtype);
+}
 
 } // namespace wavecast

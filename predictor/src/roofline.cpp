@@ -43,16 +43,16 @@ bool usesTf32Cores(const OpCost& cost, const DeviceSpec& gpu) {
 }
 
 double peakTflops(const DeviceSpec& gpu, const OpCost& cost) {
-  const std::string& dtype = cost.dtype;
+  const ScalarType dtype = cost.dtype;
   if (cost.unit == ComputeUnit::Matrix) {
-    if (dtype == "float16" && gpu.fp16Tflops > 0)
+    if (dtype == ScalarType::Float16 && gpu.fp16Tflops > 0)
       return gpu.fp16Tflops;
-    if (dtype == "bfloat16" && gpu.bf16Tflops > 0)
+    if (dtype == ScalarType::BFloat16 && gpu.bf16Tflops > 0)
       return gpu.bf16Tflops;
-    if (dtype == "float32" && usesTf32Cores(cost, gpu))
+    if (dtype == ScalarType::Float32 && usesTf32Cores(cost, gpu))
       return gpu.tf32Tflops;
-    if (gpu.fp32MatrixTflops > 0 &&
-        (dtype == "float32" || dtype == "float16" || dtype == "bfloat16"))
+    if (gpu.fp32MatrixTflops > 0 && (dtype == ScalarType::Float32 ||
+                                     dtype == ScalarType::Float16 || dtype == ScalarType::BFloat16))
       return gpu.fp32MatrixTflops;
   }
   // Elementwise math on fp16/bf16 runs in fp32 registers (PyTorch's opmath type).

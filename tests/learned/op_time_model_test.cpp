@@ -5,7 +5,7 @@
 namespace wavecast::learned {
 namespace {
 
-TensorMeta tensor(std::vector<int64_t> shape, const std::string& dtype = "float32") {
+TensorMeta tensor(std::vector<int64_t> shape, ScalarType dtype = ScalarType::Float32) {
   TensorMeta t;
   t.shape = std::move(shape);
   t.dtype = dtype;
@@ -36,7 +36,7 @@ TEST(KernelShapeOf, Gemms) {
   EXPECT_EQ(shapeOf(op("aten::linear", {tensor({4, 128, 768}), tensor({3072, 768})})),
             "linear m=512 n=768 k=3072");
   // Half precision runs on tensor cores the FP32 models never saw.
-  EXPECT_EQ(shapeOf(op("aten::mm", {tensor({64, 32}, "float16"), tensor({32, 16}, "float16")})),
+  EXPECT_EQ(shapeOf(op("aten::mm", {tensor({64, 32}, ScalarType::Float16), tensor({32, 16}, ScalarType::Float16)})),
             "none");
 }
 
@@ -65,7 +65,7 @@ TEST(KernelShapeOf, RowWiseAndElementwise) {
             "elementwise mulu 8x1024");
   EXPECT_EQ(shapeOf(op("aten::gelu", {tensor({8, 4096})}, {tensor({8, 4096})})),
             "elementwise gelu 8x4096");
-  EXPECT_EQ(shapeOf(op("aten::embedding", {tensor({30522, 1024}), tensor({8, 512}, "int64")})),
+  EXPECT_EQ(shapeOf(op("aten::embedding", {tensor({30522, 1024}), tensor({8, 512}, ScalarType::Int64)})),
             "none");
 }
 

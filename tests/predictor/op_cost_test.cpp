@@ -6,10 +6,10 @@
 namespace wavecast {
 namespace {
 
-TensorMeta tensor(std::vector<int64_t> shape, std::string dtype = "float32") {
+TensorMeta tensor(std::vector<int64_t> shape, ScalarType dtype = ScalarType::Float32) {
   TensorMeta t;
   t.shape = std::move(shape);
-  t.dtype = std::move(dtype);
+  t.dtype = dtype;
   return t;
 }
 
@@ -44,18 +44,18 @@ TEST(OpCost, Convolution) {
   // bfloat16 on NCHW: cuDNN's tensor-core kernels run on NHWC, so input, weight and
   // output are each transformed (read and written) around the convolution.
   const auto half = estimateOpCost(op("aten::convolution",
-                                      {tensor({32, 3, 32, 32}, "bfloat16"),
-                                       tensor({16, 3, 3, 3}, "bfloat16"), tensor({16}, "bfloat16")},
-                                      {tensor({32, 16, 32, 32}, "bfloat16")},
+                                      {tensor({32, 3, 32, 32}, ScalarType::BFloat16),
+                                       tensor({16, 3, 3, 3}, ScalarType::BFloat16), tensor({16}, ScalarType::BFloat16)},
+                                      {tensor({32, 16, 32, 32}, ScalarType::BFloat16)},
                                       {{"stride", Ints{1, 1}}, {"padding", Ints{1, 1}}}));
   EXPECT_DOUBLE_EQ(half.layoutBytes, 2 * 2.0 * (98304 + 432 + 524288));
   EXPECT_EQ(half.kernels, 4);
   // Backward: each of the two cuDNN calls transforms grad_output, weight and input.
   const auto halfBack = estimateOpCost(
       op("aten::convolution_backward",
-         {tensor({32, 16, 32, 32}, "bfloat16"), tensor({32, 3, 32, 32}, "bfloat16"),
-          tensor({16, 3, 3, 3}, "bfloat16")},
-         {tensor({32, 3, 32, 32}, "bfloat16"), tensor({16, 3, 3, 3}, "bfloat16"), std::nullopt},
+         {tensor({32, 16, 32, 32}, ScalarType::BFloat16), tensor({32, 3, 32, 32}, ScalarType::BFloat16),
+          tensor({16, 3, 3, 3}, ScalarType::BFloat16)},
+         {tensor({32, 3, 32, 32}, ScalarType::BFloat16), tensor({16, 3, 3, 3}, ScalarType::BFloat16), std::nullopt},
          {{"output_mask", Ints{1, 1, 0}}}, Phase::Backward));
   EXPECT_DOUBLE_EQ(halfBack.layoutBytes, 2 * 2 * 2.0 * (524288 + 432 + 98304));
   EXPECT_EQ(halfBack.kernels, 2 + 6);
@@ -130,9 +130,9 @@ TEST(OpCost, MatrixProducts) {
   cost = estimateOpCost(op("aten::mm", {tensor({64, 128}), transposedB}, {tensor({64, 256})}));
   EXPECT_DOUBLE_EQ(cost.flops, 2.0 * 64 * 256 * 128);
   cost =
-      estimateOpCost(op("aten::mm", {tensor({64, 128}, "float16"), tensor({128, 256}, "float16")},
-                        {tensor({64, 256}, "float16")}));
-  EXPECT_EQ(cost.dtype, "float16");
+      estimateOpCost(op("aten::mm", {tensor({64, 128}, ScalarType::Float16), tensor({128, 256}, ScalarType::Float16)},
+                        {tensor({64, 256}, ScalarType::Float16)}));
+  EXPECT_EQ(cost.dtype, ScalarType::Float16);
   EXPECT_DOUBLE_EQ(cost.bytes, 2.0 * (8192 + 32768 + 16384));
 }
 
@@ -209,7 +209,7 @@ TEST(OpCost, ElementwiseWithBroadcastingAndInPlace) {
                                       {tensor({10})}, {}, Phase::Backward));
   EXPECT_DOUBLE_EQ(relu.bytes, 120);
   // masked_fill clones self, then fills the clone: 64x100 floats and a broadcast mask.
-  const auto mask = tensor({1, 100}, "bool");
+  const auto mask = tensor({1, 100}, ScalarType::Bool);
   const auto fill = estimateOpCost(
       op("aten::masked_fill", {tensor({64, 100}), mask}, {tensor({64, 100})}, {{"value", 0.0}}));
   EXPECT_DOUBLE_EQ(fill.bytes, 25600.0 + 100 + 3 * 25600);
@@ -239,11 +239,11 @@ TEST(OpCost, ReductionsAndSoftmax) {
 
 TEST(OpCost, Embedding) {
   const auto fwd = estimateOpCost(
-      op("aten::embedding", {tensor({1000, 64}), tensor({8, 16}, "int64")}, {tensor({8, 16, 64})}));
+      op("aten::embedding", {tensor({1000, 64}), tensor({8, 16}, ScalarType::Int64)}, {tensor({8, 16, 64})}));
   EXPECT_EQ(fwd.family, CostFamily::Embedding);
   EXPECT_DOUBLE_EQ(fwd.bytes, 1024.0 + 2 * 128 * 64 * 4);
   const auto bwd = estimateOpCost(
-      op("aten::embedding_dense_backward", {tensor({8, 16, 64}), tensor({8, 16}, "int64")},
+      op("aten::embedding_dense_backward", {tensor({8, 16, 64}), tensor({8, 16}, ScalarType::Int64)},
          {tensor({1000, 64})}, {{"num_weights", int64_t{1000}}}, Phase::Backward));
   EXPECT_DOUBLE_EQ(bwd.bytes, 32768.0 + 2 * 1024 + 2 * 256000);
   EXPECT_DOUBLE_EQ(bwd.flops, 8192);
@@ -252,7 +252,7 @@ TEST(OpCost, Embedding) {
 TEST(OpCost, Pooling) {
   const auto maxPool = estimateOpCost(
       op("aten::max_pool2d_with_indices", {tensor({8, 64, 32, 32})},
-         {tensor({8, 64, 16, 16}), tensor({8, 64, 16, 16}, "int64")},
+         {tensor({8, 64, 16, 16}), tensor({8, 64, 16, 16}, ScalarType::Int64)},
          {{"kernel_size", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"padding", Ints{1, 1}}}));
   EXPECT_EQ(maxPool.family, CostFamily::Pooling);
   EXPECT_DOUBLE_EQ(maxPool.bytes, 4.0 * 524288 + 12.0 * 131072);
@@ -263,7 +263,7 @@ TEST(OpCost, Pooling) {
   EXPECT_DOUBLE_EQ(adaptive.flops, 4096.0 * 49);
   const auto back = estimateOpCost(
       op("aten::max_pool2d_with_indices_backward",
-         {tensor({8, 64, 16, 16}), tensor({8, 64, 32, 32}), tensor({8, 64, 16, 16}, "int64")},
+         {tensor({8, 64, 16, 16}), tensor({8, 64, 32, 32}), tensor({8, 64, 16, 16}, ScalarType::Int64)},
          {tensor({8, 64, 32, 32})}, {{"kernel_size", Ints{3, 3}}}, Phase::Backward));
   EXPECT_DOUBLE_EQ(back.bytes, (524288.0 + 2097152 + 1048576) + 2 * 2097152.0);
   // Per input gradient: its position, then the windows touching it (stride = kernel: 1).
@@ -280,11 +280,11 @@ TEST(OpCost, Pooling) {
 TEST(OpCost, DropoutAndLosses) {
   const auto dropout =
       estimateOpCost(op("aten::native_dropout", {tensor({1000})},
-                        {tensor({1000}), tensor({1000}, "bool")}, {{"p", 0.1}, {"train", true}}));
+                        {tensor({1000}), tensor({1000}, ScalarType::Bool)}, {{"p", 0.1}, {"train", true}}));
   EXPECT_DOUBLE_EQ(dropout.bytes, 9000);
   EXPECT_DOUBLE_EQ(dropout.flops, 2000);
   const auto nll = estimateOpCost(op("aten::nll_loss_forward",
-                                     {tensor({32, 10}), tensor({32}, "int64"), std::nullopt},
+                                     {tensor({32, 10}), tensor({32}, ScalarType::Int64), std::nullopt},
                                      {tensor({}), tensor({})}));
   EXPECT_EQ(nll.family, CostFamily::Loss);
   EXPECT_DOUBLE_EQ(nll.bytes, 256.0 + 256 + 8);

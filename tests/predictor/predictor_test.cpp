@@ -181,8 +181,8 @@ TEST(Predictor, LayoutTransformsAddToTheConvolution) {
   trace.ops.back().args = {{"padding", std::vector<int64_t>{1, 1}}};
   const double tf32 = Predictor().predict(trace, gpus).ops[0][0].timeMs;
   for (auto& t : trace.ops[0].inputs)
-    t->dtype = "bfloat16";
-  trace.ops[0].outputs[0]->dtype = "bfloat16";
+    t->dtype = ScalarType::BFloat16;
+  trace.ops[0].outputs[0]->dtype = ScalarType::BFloat16;
   const Prediction p = Predictor().predict(trace, gpus);
   OpCost cost = estimateOpCost(trace.ops[0]);
   const double layoutMs = cost.layoutBytes /
@@ -257,7 +257,7 @@ TEST(Predictor, PrecisionFollowsTheScriptWithTorchsDefaults) {
   // bf16 (autocast) work runs on bf16 tensor cores whatever the TF32 flags say.
   for (auto& record : trace.ops)
     for (auto& t : record.inputs)
-      t->dtype = "bfloat16";
+      t->dtype = ScalarType::BFloat16;
   p = Predictor().predict(trace, gpus);
   EXPECT_EQ(p.precisions[0].precision, "bfloat16");
   EXPECT_EQ(p.precisions[1].precision, "bfloat16");

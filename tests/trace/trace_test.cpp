@@ -129,10 +129,10 @@ TEST(TraceTest, ModesAreTextOnlyInTheDocument) {
 }
 
 TEST(TensorMetaTest, ElementSizesFollowDtype) {
-  EXPECT_EQ((TensorMeta{{2, 3}, "bfloat16", true}).bytes(), 12);
-  EXPECT_EQ((TensorMeta{{4}, "int64", true}).bytes(), 32);
-  EXPECT_EQ((TensorMeta{{}, "float32", true}).numel(), 1) << "a scalar tensor has one element";
-  EXPECT_EQ((TensorMeta{{0, 5}, "float32", true}).numel(), 0);
+  EXPECT_EQ((TensorMeta{{2, 3}, ScalarType::BFloat16, true}).bytes(), 12);
+  EXPECT_EQ((TensorMeta{{4}, ScalarType::Int64, true}).bytes(), 32);
+  EXPECT_EQ((TensorMeta{{}, ScalarType::Float32, true}).numel(), 1) << "a scalar tensor has one element";
+  EXPECT_EQ((TensorMeta{{0, 5}, ScalarType::Float32, true}).numel(), 0);
 }
 
 } // namespace

@@ -13,7 +13,7 @@ int64_t numel(const TensorMeta& t) {
 }
 
 bool isFloat32(const TensorMeta* t) {
-  return t && t->dtype == "float32";
+  return t && t->dtype == ScalarType::Float32;
 }
 
 KernelShape rowsByLastDim(KernelShape (*make)(int64_t, int64_t), const TensorMeta& t) {

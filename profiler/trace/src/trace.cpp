@@ -25,7 +25,7 @@ std::optional<TensorMeta> tensorFromJson(const json& j, const std::string& where
       fail(where + ".shape must be a list of integers");
     t.shape.push_back(d.get<int64_t>());
   }
-  t.dtype = j.value("dtype", std::string("float32"));
+  t.dtype = scalarTypeFromString(j.value("dtype", std::string("float32")));
   t.contiguous = j.value("contiguous", true);
   return t;
 }
@@ -33,7 +33,7 @@ std::optional<TensorMeta> tensorFromJson(const json& j, const std::string& where
 json tensorToJson(const std::optional<TensorMeta>& t) {
   if (!t)
     return nullptr;
-  return json{{"shape", t->shape}, {"dtype", t->dtype}, {"contiguous", t->contiguous}};
+  return json{{"shape", t->shape}, {"dtype", toString(t->dtype)}, {"contiguous", t->contiguous}};
 }
 
 SourceLocation locationFromJson(const json& j) {
@@ -244,15 +244,6 @@ int64_t TensorMeta::numel() const {
   return n;
 }
 
-int TensorMeta::elementSize() const {
-  static const std::map<std::string, int> sizes = {
-      {"float64", 8},   {"float32", 4},     {"float16", 2},       {"bfloat16", 2},   {"int64", 8},
-      {"int32", 4},     {"int16", 2},       {"int8", 1},          {"uint8", 1},      {"bool", 1},
-      {"complex64", 8}, {"complex128", 16}, {"float8_e4m3fn", 1}, {"float8_e5m2", 1}};
-  const auto it = sizes.find(dtype);
-  return it == sizes.end() ? 4 : it->second;
-}
-
 std::optional<int64_t> OpRecord::intArg(const std::string& key) const {
   if (auto v = getArg<int64_t>(*this, key))
     return v;
@@ -354,7 +345,7 @@ Trace traceFromJson(const json& doc) {
     precision.matmulTf32 = p->value("matmul_tf32", precision.matmulTf32);
     precision.cudnnTf32 = p->value("cudnn_tf32", precision.cudnnTf32);
     if (const auto a = p->find("autocast"); a != p->end() && a->is_string())
-      precision.autocast = a->get<std::string>();
+      precision.autocast = scalarTypeFromString(a->get<std::string>());
     t.precision = precision;
   }
   return t;
@@ -380,7 +371,7 @@ json traceToJson(const Trace& t) {
   if (t.precision) {
     doc["precision"] = {{"matmul_tf32", t.precision->matmulTf32},
                         {"cudnn_tf32", t.precision->cudnnTf32},
-                        {"autocast", t.precision->autocast ? json(*t.precision->autocast) : json()}};
+                        {"autocast", t.precision->autocast ? json(toString(*t.precision->autocast)) : json()}};
   }
   json& memory = doc["memory"];
   if (t.memory.activationsSavedBytes)

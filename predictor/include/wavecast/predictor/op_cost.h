@@ -45,7 +45,7 @@ struct OpCost {
   double flops = 0;
   double bytes = 0; // DRAM traffic: tensors read + written
   ComputeUnit unit = ComputeUnit::Vector;
-  std::string dtype = "float32"; // compute dtype (first floating input)
+  ScalarType dtype = ScalarType::Float32; // compute dtype (first floating input)
   bool tf32 = false;             // float32 matrix work on TF32 tensor cores (set by the predictor)
   GemmShape gemm;                // matrix ops only
   double parallelElements = 0;   // independent output elements (vector ops)

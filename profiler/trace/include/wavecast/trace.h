@@ -49,14 +49,39 @@ const char* toString(ProfileErrorKind kind);
 // nullopt for a name no version of the worker sends.
 std::optional<ProfileErrorKind> profileErrorKindFromString(std::string_view name);
 
+// A tensor's element type; the trace carries torch's names ("float32", "bfloat16").
+enum class ScalarType {
+  Float64,
+  Float32,
+  Float16,
+  BFloat16,
+  Float8E4M3,
+  Float8E5M2,
+  Complex64,
+  Complex128,
+  Int64,
+  Int32,
+  Int16,
+  Int8,
+  UInt8,
+  Bool,
+  Other, // quantized, bit and unsigned-wide types: 4 bytes, never floating point
+};
+
+const char* toString(ScalarType type);
+// Other for a name not listed above ("quint8", "uint32", ...).
+ScalarType scalarTypeFromString(std::string_view name);
+int elementSize(ScalarType type);
+// Real floating point, the types arithmetic is priced in.
+bool isFloatingPoint(ScalarType type);
+
 struct TensorMeta {
   std::vector<int64_t> shape;
-  std::string dtype = "float32";
+  ScalarType dtype = ScalarType::Float32;
   bool contiguous = true;
 
   int64_t numel() const;
-  // Bytes per element of `dtype`; 4 for unknown dtypes.
-  int elementSize() const;
+  int elementSize() const { return wavecast::elementSize(dtype); }
   int64_t bytes() const { return numel() * elementSize(); }
 };
 
@@ -128,7 +153,7 @@ struct TraceMemory {
 struct FloatPrecision {
   bool matmulTf32 = false; // torch.backends.cuda.matmul.allow_tf32 / set_float32_matmul_precision
   bool cudnnTf32 = true;   // torch.backends.cudnn.allow_tf32: convolutions and cuDNN RNNs
-  std::optional<std::string> autocast; // the CUDA autocast dtype ("bfloat16"), if any
+  std::optional<ScalarType> autocast; // the CUDA autocast dtype, if any
 };
 
 struct Trace {
