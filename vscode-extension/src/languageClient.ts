@@ -23,6 +23,8 @@ export function createLanguageClient(spec: ClientSpec): ClientLike {
   // LanguageClient only shuts down a running server).
   let child: ChildProcess | undefined;
   let socket: net.Socket | undefined;
+  // The end of the daemon's stderr: why it exited, when it exits while starting.
+  let stderrTail = '';
   const transport = spec.transport;
   const serverOptions: ServerOptions =
     transport.kind === 'stdio'
@@ -33,6 +35,8 @@ export function createLanguageClient(spec: ClientSpec): ClientLike {
             spawned.once('spawn', () => {
               spawned.off('error', reject);
               spawned.on('error', (error) => spec.outputChannel.appendLine(`wavecast daemon: ${error.message}`));
+              stderrTail = '';
+              spawned.stderr?.on('data', (chunk) => (stderrTail = (stderrTail + String(chunk)).slice(-4096)));
               child = spawned;
               resolve(spawned);
             });
@@ -84,6 +88,7 @@ export function createLanguageClient(spec: ClientSpec): ClientLike {
     sendRequest: (type, params) => client.sendRequest(type, params),
     onNotification: (type, handler) => client.onNotification(type, handler),
     serverExperimentalCapabilities: () => client.initializeResult?.capabilities.experimental,
+    lastWords: () => stderrTail.split('\n').map((line) => line.trim()).filter((line) => line !== '').at(-1) ?? null,
     onRunning: (listener) => client.onDidChangeState((event) => event.newState === State.Running && listener()),
     refreshInlayHints: (document: vscode.TextDocument) => {
       client.getFeature(InlayHintRequest.method).getProvider(document)?.onDidChangeInlayHints.fire();

@@ -100,10 +100,50 @@ export enum ViewColumn {
   Beside = -2,
   One = 1,
 }
+export enum ExtensionMode {
+  Production = 1,
+  Development = 2,
+  Test = 3,
+}
 export enum TextEditorRevealType {
   Default = 0,
   InCenter = 1,
   InCenterIfOutsideViewport = 2,
+}
+
+/** ExtensionContext.secrets: an in-memory store with the change event. */
+export class FakeSecretStorage {
+  readonly values = new Map<string, string>();
+  private readonly changed = new EventEmitter<{ key: string }>();
+  readonly onDidChange = this.changed.event;
+  get(key: string): Promise<string | undefined> {
+    return Promise.resolve(this.values.get(key));
+  }
+  store(key: string, value: string): Promise<void> {
+    this.values.set(key, value);
+    this.changed.fire({ key });
+    return Promise.resolve();
+  }
+  delete(key: string): Promise<void> {
+    this.values.delete(key);
+    this.changed.fire({ key });
+    return Promise.resolve();
+  }
+}
+
+/** ExtensionContext.globalState. */
+export class FakeMemento {
+  readonly values = new Map<string, unknown>();
+  get<T>(key: string, fallback?: T): T | undefined {
+    return this.values.has(key) ? (this.values.get(key) as T) : fallback;
+  }
+  update(key: string, value: unknown): Promise<void> {
+    this.values.set(key, value);
+    return Promise.resolve();
+  }
+  keys(): string[] {
+    return [...this.values.keys()];
+  }
 }
 
 export interface Shown {
@@ -192,11 +232,18 @@ export const harness = {
   statusItems: [] as any[],
   outputLines: [] as string[],
   panels: [] as FakeWebviewPanel[],
+  serializers: new Map<string, { deserializeWebviewPanel(panel: unknown, state: unknown): Promise<void> }>(),
   documents: new Map<string, FakeTextDocument>(),
   shownDocuments: [] as { document: FakeTextDocument; options: any; editor: FakeTextEditor }[],
   configurationChanged: new EventEmitter<{ affectsConfiguration(section: string): boolean }>(),
   trustGranted: new EventEmitter<void>(),
   visibleEditorsChanged: new EventEmitter<FakeTextEditor[]>(),
+  activeEditorChanged: new EventEmitter<FakeTextEditor | undefined>(),
+  /** Makes `editor` the active one and fires the event, like focusing it. */
+  activate(editor: FakeTextEditor | undefined): void {
+    window.activeTextEditor = editor;
+    this.activeEditorChanged.fire(editor);
+  },
   reset(): void {
     this.trusted = true;
     this.config = new Map();
@@ -210,6 +257,8 @@ export const harness = {
     this.statusItems = [];
     this.outputLines = [];
     this.panels = [];
+    this.serializers = new Map();
+    this.activeEditorChanged = new EventEmitter();
     this.documents = new Map();
     this.shownDocuments = [];
     this.configurationChanged = new EventEmitter();
@@ -286,6 +335,11 @@ export const window = {
     return Promise.resolve(editor);
   },
   onDidChangeVisibleTextEditors: (listener: Listener<FakeTextEditor[]>) => harness.visibleEditorsChanged.event(listener),
+  onDidChangeActiveTextEditor: (listener: Listener<FakeTextEditor | undefined>) => harness.activeEditorChanged.event(listener),
+  registerWebviewPanelSerializer(viewType: string, serializer: { deserializeWebviewPanel(panel: unknown, state: unknown): Promise<void> }) {
+    harness.serializers.set(viewType, serializer);
+    return new Disposable(() => harness.serializers.delete(viewType));
+  },
 };
 
 export const workspace = {
