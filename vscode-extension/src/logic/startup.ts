@@ -45,8 +45,9 @@ export function startOutcome(
 ): StartOutcome {
   if (startError === undefined && !closedWhileStarting) return { ok: true };
   if (startError instanceof TimeoutError) return { ok: false, reason: startError.message, timedOut: true };
-  if (initializeError) return { ok: false, reason: initializeError, timedOut: false };
+  // Its last words say why better than the initialize request that failed with it.
   if (closedWhileStarting && lastWords) return { ok: false, reason: `it exited while starting: ${lastWords}`, timedOut: false };
+  if (initializeError) return { ok: false, reason: initializeError, timedOut: false };
   if (startError === undefined) return { ok: false, reason: 'it exited while starting; its log may say why', timedOut: false };
   const message = startError instanceof Error ? startError.message : String(startError);
   return { ok: false, reason: closedWhileStarting ? `it exited while starting (${message})` : message, timedOut: false };
