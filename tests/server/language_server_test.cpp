@@ -464,6 +464,28 @@ TEST_F(ServerTest, LineDiagnosticsAndLineLensesForClientsWithoutInlayHints) {
   EXPECT_EQ(lenses["result"][3]["command"]["title"], "H100-SXM 1.5ms \u00b7 T4 12.0ms (15%)");
 }
 
+TEST_F(ServerTest, TurningLineLensesOnOrOffAsksForCodeLensesAgain) {
+  initialize();
+  open("train.py", kScript);
+  analyzeTrain();
+  auto lenses = [&] {
+    return request("textDocument/codeLens", {{"textDocument", {{"uri", uri("train.py")}}}})["result"];
+  };
+  ASSERT_EQ(lenses().size(), 3u); // the summary only: this client shows inlay hints
+  size_t refreshes = sent("workspace/codeLens/refresh").size();
+
+  notify("workspace/didChangeConfiguration", {{"settings", {{"wavecast", {{"debounceMs", 50}}}}}});
+  EXPECT_EQ(sent("workspace/codeLens/refresh").size(), refreshes);
+  notify("workspace/didChangeConfiguration",
+         {{"settings", {{"wavecast", {{"lineCodeLens", true}}}}}});
+  EXPECT_EQ(sent("workspace/codeLens/refresh").size(), refreshes + 1);
+  EXPECT_EQ(lenses().size(), 5u);
+  notify("workspace/didChangeConfiguration",
+         {{"settings", {{"wavecast", {{"lineCodeLens", false}}}}}});
+  EXPECT_EQ(sent("workspace/codeLens/refresh").size(), refreshes + 2);
+  EXPECT_EQ(lenses().size(), 3u);
+}
+
 TEST_F(ServerTest, SetTargetsResolvesNamesAndReanalyses) {
   initialize();
   open("train.py", kScript);

@@ -1,31 +1,29 @@
 // The extension's adapter between VS Code and the daemon: starts the
 // language client, owns the status bar, commands, decorations and the results
 // panel. Decisions live in ./logic; this file only wires them to `vscode`.
-import * as fs from 'fs';
 import * as vscode from 'vscode';
-import { iterationTimes, statusView, lineDecorations, type ClientPhase } from './logic/annotations';
+import { daemonConnection, isExecutableFile, type Transport } from './daemonConnection';
+import { LineDecorator } from './decorations';
+import { iterationTimes, statusView, type ClientPhase } from './logic/annotations';
 import { WavecastApi, type RpcEndpoint } from './logic/api';
 import { baseName } from './logic/chartData';
 import { checkServerCapability, isProtocolMismatchError, notRunningMessage, requestFailureMessage } from './logic/errors';
-import { buildGpuPickItems, pickerPlaceholder } from './logic/picker';
 import type { InitializationOptions, ResultsResponse, StatusParams } from './logic/protocol';
-import * as net from 'net';
-import { connectRemote, isAuthenticationError } from './logic/remote';
+import { isAuthenticationError } from './logic/remote';
 import { RestartPolicy, type RestartDecision } from './logic/restartPolicy';
-import { locateServer } from './logic/serverLocator';
 import { initializeTimeoutMessage, startOutcome, withTimeout } from './logic/startup';
 import {
   initializationOptions,
-  parseBatchSize,
   readSettings,
   RESTART_SETTINGS,
+  SETTING_NAMES,
   type WavecastSettings,
 } from './logic/settings';
-import { ResultsPanel } from './resultsPanel';
-
-export type Transport =
-  | { kind: 'stdio'; command: string; args: string[]; env: NodeJS.ProcessEnv }
-  | { kind: 'tcp'; connect: () => Promise<net.Socket> };
+import { restoredUri } from './logic/webviewMessages';
+import { RemoteTokenStore } from './remoteTokenStore';
+import { askForBatchSize, askForGpus } from './prompts';
+import { ResultsPanel, RESULTS_VIEW_TYPE } from './resultsPanel';
+import { StatusBar } from './statusBar';
 
 export interface ClientSpec {
   transport: Transport;
@@ -41,6 +39,8 @@ export interface ClientLike extends RpcEndpoint {
   start(): Promise<void>;
   stop(): Promise<void>;
   serverExperimentalCapabilities(): unknown;
+  /** The daemon's last line on stderr (a local daemon's), if any: why it exited. */
+  lastWords(): string | null;
   refreshInlayHints(document: vscode.TextDocument): void;
   /** Fires each time the client reaches the running state, restarts included. */
   onRunning(listener: () => void): vscode.Disposable;
@@ -54,15 +54,6 @@ const TRUST_EXPLANATION =
 
 function asUri(value: unknown): string | undefined {
   return typeof value === 'string' && value !== '' ? value : undefined;
-}
-
-function isExecutableFile(file: string): boolean {
-  try {
-    fs.accessSync(file, fs.constants.X_OK);
-    return fs.statSync(file).isFile();
-  } catch {
-    return false;
-  }
 }
 
 export class WavecastController implements vscode.Disposable {
@@ -83,11 +74,14 @@ export class WavecastController implements vscode.Disposable {
   /** Fails an automatic restart that does not come back within the initialize time-out. */
   private restartWatch: ReturnType<typeof setTimeout> | undefined;
   private lastAnalyzedUri: string | undefined;
+  /** Counts start() and stopClient() calls, so a start that awaited its connection knows it is still wanted. */
+  private launches = 0;
   private readonly restartPolicy: RestartPolicy;
-  private readonly statusItem: vscode.StatusBarItem;
+  private readonly statusBar: StatusBar;
   private readonly output: vscode.OutputChannel;
-  private readonly decorationType: vscode.TextEditorDecorationType;
+  private readonly decorator: LineDecorator;
   private readonly panel: ResultsPanel;
+  private readonly tokens: RemoteTokenStore;
   private readonly subscriptions: vscode.Disposable[] = [];
 
   constructor(
@@ -98,19 +92,15 @@ export class WavecastController implements vscode.Disposable {
   ) {
     this.restartPolicy = restartPolicy;
     this.output = vscode.window.createOutputChannel('wavecast');
-    this.statusItem = vscode.window.createStatusBarItem('wavecast.status', vscode.StatusBarAlignment.Right, 100);
-    this.statusItem.name = 'wavecast';
-    this.statusItem.command = 'wavecast.pickGpus';
-    this.decorationType = vscode.window.createTextEditorDecorationType({
-      after: { margin: '0 0 0 2em', color: new vscode.ThemeColor('editorCodeLens.foreground'), fontStyle: 'italic' },
-      rangeBehavior: vscode.DecorationRangeBehavior.ClosedClosed,
-    });
+    this.statusBar = new StatusBar();
+    this.decorator = new LineDecorator();
+    this.tokens = new RemoteTokenStore(context, (message) => this.log(message));
     this.panel = new ResultsPanel(context.extensionUri, {
       reveal: (file, line) => void this.reveal(file, line),
       analyze: (uri) => void this.whenRunning(`analysing ${baseName(vscode.Uri.parse(uri).fsPath)}`, (api) => this.analyze(api, uri)),
       pickGpus: () => void this.whenRunning('picking target GPUs', (api) => this.pickGpus(api)),
     });
-    this.subscriptions.push(this.output, this.statusItem, this.decorationType, this.panel);
+    this.subscriptions.push(this.output, this.statusBar, this.decorator, this.panel);
   }
 
   /** Registers commands and listeners, then starts the daemon if the workspace is trusted. */
@@ -124,12 +114,18 @@ export class WavecastController implements vscode.Disposable {
       command('wavecast.showResults', (uri?: unknown) => this.whenRunning('showing the results', (api) => this.showResults(api, asUri(uri)))),
       command('wavecast.restartServer', () => this.restart()),
       command('wavecast.openServerLog', () => this.output.show(true)),
+      command('wavecast.setRemoteToken', () => this.tokens.set()),
+      command('wavecast.clearRemoteToken', () => this.tokens.clear()),
+      this.tokens.onDidChange(() => void this.onTokenChanged()),
       vscode.workspace.onDidChangeConfiguration((event) => void this.onConfigurationChanged(event)),
       vscode.workspace.onDidGrantWorkspaceTrust(() => void this.start()),
       vscode.window.onDidChangeVisibleTextEditors((editors) => editors.forEach((e) => void this.refreshEditor(e))),
+      vscode.window.registerWebviewPanelSerializer(RESULTS_VIEW_TYPE, {
+        deserializeWebviewPanel: async (panel, state) => this.restorePanel(panel, state),
+      }),
     );
     this.context.subscriptions.push(this);
-    this.statusItem.show();
+    this.updateStatus();
     await this.start();
   }
 
@@ -152,11 +148,20 @@ export class WavecastController implements vscode.Disposable {
     for (const problem of problems) this.log(`settings: ${problem}`);
     if (problems.length > 0) void this.offer(vscode.window.showWarningMessage(problems.join(' '), 'Open Settings'));
 
-    const transport = this.transport(settings);
-    if ('error' in transport) {
-      this.fail(transport.error);
+    const launch = ++this.launches;
+    const connection = await daemonConnection(settings, {
+      context: this.context,
+      tokens: this.tokens,
+      isExecutable: this.isExecutable,
+      log: (message) => this.log(message),
+    });
+    // Stopped, or started again, meanwhile: the later call carries on.
+    if (launch !== this.launches || this.client) return;
+    if ('error' in connection) {
+      this.fail(connection.error);
       return;
     }
+    const transport = connection.transport;
     this.setPhase('starting');
     this.initializeError = null;
     this.lastFailure = null;
@@ -165,7 +170,7 @@ export class WavecastController implements vscode.Disposable {
     let created: ClientLike | null = null;
     const client = this.createClient({
       transport,
-      initializationOptions: initializationOptions(settings),
+      initializationOptions: initializationOptions(settings, connection.token),
       outputChannel: this.output,
       onClosed: () =>
         created !== null && created === this.client
@@ -204,13 +209,13 @@ export class WavecastController implements vscode.Disposable {
     if (this.client !== client) return;
     // One outcome per start: a crash while starting was not restarted (see
     // onConnectionClosed), it is reported here as the failed start.
-    const outcome = startOutcome(startError, this.closedWhileStarting, this.initializeError);
+    const outcome = startOutcome(startError, this.closedWhileStarting, this.initializeError, client.lastWords());
     if (!outcome.ok) {
       const reason = outcome.reason;
       await this.stopClient();
       if (outcome.timedOut) this.fail(reason);
       else if (isProtocolMismatchError(reason)) this.fail(reason, false);
-      else if (isAuthenticationError(reason)) this.fail(`The wavecast daemon refused the connection: ${reason}. Check wavecast.remoteToken.`, false);
+      else if (isAuthenticationError(reason)) this.fail(`The wavecast daemon refused the connection: ${reason}. Set the right token with "wavecast: Set Remote Token".`, false);
       else this.fail(`The wavecast daemon did not start: ${reason}`);
       return;
     }
@@ -224,6 +229,7 @@ export class WavecastController implements vscode.Disposable {
     this.setPhase('running');
     await this.refreshGpuList();
     vscode.window.visibleTextEditors.forEach((editor) => void this.refreshEditor(editor));
+    await this.refreshRestoredPanel(api);
   }
 
   async restart(): Promise<void> {
@@ -236,30 +242,34 @@ export class WavecastController implements vscode.Disposable {
     await this.start();
   }
 
-  private transport(settings: WavecastSettings): Transport | { error: string } {
-    if (settings.remote) {
-      const remote = settings.remote;
-      const token = settings.remoteToken;
-      if (!token) {
-        return { error: 'wavecast.remoteAddress is set but wavecast.remoteToken is empty: paste the token `wavecast serve --listen` printed.' };
-      }
-      this.log(`Connecting to the daemon at ${remote.host}:${remote.port}.`);
-      return { kind: 'tcp', connect: () => connectRemote(remote) };
+  /** A new token applies to the next connection to a remote daemon. */
+  private async onTokenChanged(): Promise<void> {
+    if (!this.settings.remote || this.phase === 'untrusted') return;
+    this.log('The remote token changed; reconnecting.');
+    await this.restart();
+  }
+
+  /** VS Code restores the results panel after a reload; it is filled once the daemon runs. */
+  private async restorePanel(panel: vscode.WebviewPanel, state: unknown): Promise<void> {
+    const uri = restoredUri(state);
+    if (!uri) {
+      panel.dispose();
+      return;
     }
-    const located = locateServer({
-      serverPath: settings.serverPath,
-      pathEnv: process.env.PATH,
-      workspaceFolders: (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath),
-      extensionPath: this.context.extensionUri.fsPath,
-      isExecutable: this.isExecutable,
-      platform: process.platform,
-    });
-    if ('error' in located) {
-      this.log(`Searched: ${located.searched.join(', ')}`);
-      return { error: located.error };
+    this.panel.restore(panel, uri);
+    if (this.api && this.phase === 'running') await this.refreshRestoredPanel(this.api);
+  }
+
+  private async refreshRestoredPanel(api: WavecastApi): Promise<void> {
+    const uri = this.panel.uri;
+    if (!uri) return;
+    try {
+      const results = await api.results(uri);
+      // A fresh daemon knows nothing yet: keep what the panel saved until it does.
+      if (results.state !== 'none') this.panel.update(results);
+    } catch (error) {
+      this.log(`wavecast/results failed: ${error instanceof Error ? error.message : String(error)}`);
     }
-    this.log(`Starting ${located.path} serve (found via ${located.source}).`);
-    return { kind: 'stdio', command: located.path, args: ['serve'], env: process.env };
   }
 
   /** After an automatic restart the client is back: show it and refresh. */
@@ -312,6 +322,7 @@ export class WavecastController implements vscode.Disposable {
   }
 
   private async stopClient(): Promise<void> {
+    this.launches += 1;
     this.clearRestartWatch();
     const client = this.client;
     this.client = null;
@@ -401,21 +412,12 @@ export class WavecastController implements vscode.Disposable {
   }
 
   private updateStatus(): void {
-    const view = statusView(this.phase, this.targets, this.serverStatus, this.lastFailure);
-    this.statusItem.text = view.text;
-    this.statusItem.tooltip = view.tooltip;
-    this.statusItem.backgroundColor =
-      view.severity === 'error'
-        ? new vscode.ThemeColor('statusBarItem.errorBackground')
-        : view.severity === 'warning'
-          ? new vscode.ThemeColor('statusBarItem.warningBackground')
-          : undefined;
+    this.statusBar.show(statusView(this.phase, this.targets, this.serverStatus, this.lastFailure));
   }
 
   private rawSettings(): Record<string, unknown> {
     const config = vscode.workspace.getConfiguration('wavecast');
-    const names = ['targets', 'trigger', 'batchSize', 'pythonEnv', 'serverPath', 'remoteAddress', 'remoteToken', 'display', 'initializeTimeout'];
-    return Object.fromEntries(names.map((name) => [name, config.get(name)]));
+    return Object.fromEntries(SETTING_NAMES.map((name) => [name, config.get(name)]));
   }
 
   private log(message: string): void {
@@ -461,21 +463,8 @@ export class WavecastController implements vscode.Disposable {
   }
 
   private async pickGpus(api: WavecastApi): Promise<void> {
-    const list = await api.listGpus();
-    const items = buildGpuPickItems(list);
-    const chosen = await vscode.window.showQuickPick(items, {
-      canPickMany: true,
-      title: 'wavecast: target GPUs',
-      placeHolder: pickerPlaceholder(list),
-      matchOnDescription: true,
-      matchOnDetail: true,
-    });
-    if (!chosen) return;
-    if (chosen.length === 0) {
-      void vscode.window.showWarningMessage('wavecast needs at least one target GPU; the selection was not changed.');
-      return;
-    }
-    const ids = chosen.map((item) => item.id);
+    const ids = await askForGpus(await api.listGpus());
+    if (!ids) return;
     this.targets = await api.setTargets(ids);
     this.updateStatus();
     // Persisted per workspace (or per user when no folder is open).
@@ -532,24 +521,13 @@ export class WavecastController implements vscode.Disposable {
       return;
     }
     const current = (await api.results(uri)).prediction?.batch_size ?? this.settings.batchSize;
-    const input = await vscode.window.showInputBox({
-      title: 'wavecast: batch size',
-      prompt: `Batch size for ${baseName(vscode.Uri.parse(uri).fsPath)}. Leave empty to use the default.`,
-      value: current ? String(current) : '',
-      validateInput: (text) => {
-        if (text.trim() === '') return null;
-        const parsed = parseBatchSize(text);
-        return typeof parsed === 'number' ? null : parsed.error;
-      },
-    });
-    if (input === undefined) return;
-    const parsed = input.trim() === '' ? null : parseBatchSize(input);
-    if (parsed !== null && typeof parsed !== 'number') return;
-    if (parsed === null) {
+    const batchSize = await askForBatchSize(baseName(vscode.Uri.parse(uri).fsPath), current);
+    if (batchSize === undefined) return;
+    if (batchSize === null) {
       await api.setBatchSize(uri, null);
       await this.analyze(api, uri);
     } else {
-      await this.analyze(api, uri, parsed);
+      await this.analyze(api, uri, batchSize);
     }
   }
 
@@ -586,7 +564,7 @@ export class WavecastController implements vscode.Disposable {
   private async refreshEditor(editor: vscode.TextEditor): Promise<void> {
     if (editor.document.languageId !== 'python') return;
     if (this.settings.display !== 'decorations' || !this.api) {
-      editor.setDecorations(this.decorationType, []);
+      this.decorator.draw(editor, null);
       return;
     }
     try {
@@ -597,22 +575,7 @@ export class WavecastController implements vscode.Disposable {
   }
 
   private decorate(editor: vscode.TextEditor, results: ResultsResponse): void {
-    if (this.settings.display !== 'decorations' || !results.prediction) {
-      editor.setDecorations(this.decorationType, []);
-      return;
-    }
-    const document = editor.document;
-    const options: vscode.DecorationOptions[] = lineDecorations(results.prediction, document.uri.fsPath)
-      .filter((d) => d.line >= 1 && d.line <= document.lineCount)
-      .map((d) => {
-        const end = document.lineAt(d.line - 1).range.end;
-        return {
-          range: new vscode.Range(end, end),
-          hoverMessage: new vscode.MarkdownString(d.hover),
-          renderOptions: { after: { contentText: d.text } },
-        };
-      });
-    editor.setDecorations(this.decorationType, options);
+    this.decorator.draw(editor, this.settings.display === 'decorations' ? results : null);
   }
 
   private async reveal(file: string, line: number): Promise<void> {

@@ -5,6 +5,13 @@ import type { ResultsResponse } from './logic/protocol';
 import { renderWebviewHtml } from './logic/webviewHtml';
 import { parseFromWebview, type ToWebview } from './logic/webviewMessages';
 
+/** The panel's view type; VS Code restores panels of this type through the serializer. */
+export const RESULTS_VIEW_TYPE = 'wavecast.results';
+
+function titleFor(uri: string): string {
+  return `wavecast: ${baseName(vscode.Uri.parse(uri).fsPath)}`;
+}
+
 export interface ResultsPanelHandlers {
   reveal(file: string, line: number): void;
   analyze(uri: string): void;
@@ -27,30 +34,55 @@ export class ResultsPanel implements vscode.Disposable {
   }
 
   show(uri: string): void {
-    const title = `wavecast: ${baseName(vscode.Uri.parse(uri).fsPath)}`;
     if (this.shownUri !== uri) this.latest = undefined;
     this.shownUri = uri;
     if (this.panel) {
-      this.panel.title = title;
+      this.panel.title = titleFor(uri);
       this.panel.reveal(undefined, true);
       return;
     }
-    const dist = vscode.Uri.joinPath(this.extensionUri, 'dist');
-    const media = vscode.Uri.joinPath(this.extensionUri, 'media');
     const panel = vscode.window.createWebviewPanel(
-      'wavecast.results',
-      title,
+      RESULTS_VIEW_TYPE,
+      titleFor(uri),
       { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true },
-      { enableScripts: true, localResourceRoots: [dist, media], enableFindWidget: true },
+      this.webviewOptions(),
     );
+    this.attach(panel);
+  }
+
+  /** Takes over a panel VS Code restored after a reload; it shows `uri` again. */
+  restore(panel: vscode.WebviewPanel, uri: string): void {
+    this.panel?.dispose();
+    this.shownUri = uri;
+    this.latest = undefined;
+    panel.title = titleFor(uri);
+    // The restored webview keeps its state but not its options.
+    panel.webview.options = this.webviewOptions();
+    this.attach(panel);
+  }
+
+  private webviewOptions(): vscode.WebviewPanelOptions & vscode.WebviewOptions {
+    return { enableScripts: true, localResourceRoots: [this.dist(), this.media()], enableFindWidget: true };
+  }
+
+  private dist(): vscode.Uri {
+    return vscode.Uri.joinPath(this.extensionUri, 'dist');
+  }
+
+  private media(): vscode.Uri {
+    return vscode.Uri.joinPath(this.extensionUri, 'media');
+  }
+
+  private attach(panel: vscode.WebviewPanel): void {
     panel.webview.html = renderWebviewHtml({
       cspSource: panel.webview.cspSource,
-      scriptUri: panel.webview.asWebviewUri(vscode.Uri.joinPath(dist, 'webview.js')).toString(),
-      styleUri: panel.webview.asWebviewUri(vscode.Uri.joinPath(media, 'results.css')).toString(),
-      title,
+      scriptUri: panel.webview.asWebviewUri(vscode.Uri.joinPath(this.dist(), 'webview.js')).toString(),
+      styleUri: panel.webview.asWebviewUri(vscode.Uri.joinPath(this.media(), 'results.css')).toString(),
+      title: panel.title,
     });
     panel.webview.onDidReceiveMessage((raw) => this.onMessage(raw));
     panel.onDidDispose(() => {
+      if (this.panel !== panel) return;
       this.panel = undefined;
       this.latest = undefined;
     });

@@ -352,12 +352,15 @@ void LanguageServer::applySettings(const Json& object, std::string_view where) {
   bool rerun = targets != targets_ || merged.batchSize != settings_.batchSize ||
                merged.pythonEnv != settings_.pythonEnv;
   bool redisplay = merged.lineDiagnostics != settings_.lineDiagnostics;
+  bool relens = merged.lineCodeLens != settings_.lineCodeLens;
   settings_ = std::move(merged);
   targets_ = std::move(targets);
   if (rerun)
     reanalyzeEntriesWithResults();
   if (redisplay)
     publishDiagnostics();
+  if (relens)
+    refreshViews(false, true); // editors ask for code lenses only when told they changed
 }
 
 void LanguageServer::didChangeConfiguration(ClientId client, const Json& params) {

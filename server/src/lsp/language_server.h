@@ -151,6 +151,8 @@ private:
   void sendStatus(const std::string& state, const std::string& message);
 
   // Views of the results (views.h makes them; these find their inputs).
+  // Asks the clients that support it to fetch inlay hints and/or code lenses again.
+  void refreshViews(bool inlayHints, bool codeLenses);
   void publishDiagnostics();
   bool lineCodeLensFor(ClientId client) const;
   std::string requirePath(const std::string& uri) const;

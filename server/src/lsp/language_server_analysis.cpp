@@ -193,18 +193,22 @@ void LanguageServer::resultsChanged(const std::string& uri) {
              {"state", toString(entry.state)},
              {"summaries",
               entry.result ? summariesJson(entry.result->output.prediction) : Json::array()}});
-  for (auto& [id, client] : clients_) {
-    if (!client.initialized)
-      continue;
-    if (client.capabilities.inlayHintRefresh)
-      sendRequest(id, "workspace/inlayHint/refresh", nullptr, nullptr);
-    if (client.capabilities.codeLensRefresh)
-      sendRequest(id, "workspace/codeLens/refresh", nullptr, nullptr);
-  }
+  refreshViews(true, true);
   Json reply = toJson(resultsOf(entries_, uri));
   for (const auto& [client, id] : entry.waiters)
     send(client, encodeResult(id, reply));
   entry.waiters.clear();
+}
+
+void LanguageServer::refreshViews(bool inlayHints, bool codeLenses) {
+  for (auto& [id, client] : clients_) {
+    if (!client.initialized)
+      continue;
+    if (inlayHints && client.capabilities.inlayHintRefresh)
+      sendRequest(id, "workspace/inlayHint/refresh", nullptr, nullptr);
+    if (codeLenses && client.capabilities.codeLensRefresh)
+      sendRequest(id, "workspace/codeLens/refresh", nullptr, nullptr);
+  }
 }
 
 void LanguageServer::publishDiagnostics() {

@@ -18,7 +18,8 @@ export function statusView(
   /** Why the daemon is not running, when it failed. */
   failure: string | null = null,
 ): StatusView {
-  const gpus = formatGpuList(targets);
+  // The item names wavecast: the targets alone could be any extension's.
+  const gpus = `wavecast: ${formatGpuList(targets)}`;
   switch (phase) {
     case 'untrusted':
       return {

@@ -168,6 +168,12 @@ export interface InitializationOptions {
   trigger: Trigger;
   /** Null keys are ignored by the daemon (its default applies). */
   pythonEnv: string | null;
+  /** Wait after a save before analysing. */
+  debounceMs: number;
+  /** Per-line times as code lenses too (the daemon's default: only for clients without inlay hints). */
+  lineCodeLens: boolean;
+  /** Per-line times as Information diagnostics too. */
+  lineDiagnostics: boolean;
   /** Authenticates a TCP connection (`wavecast serve --listen`). */
   token?: string;
 }

@@ -1,10 +1,14 @@
 // Validation of the `wavecast.*` settings. The configuration schema in
 // package.json only warns in the settings editor; this turns whatever is in
 // settings.json into a well-formed value plus messages the user can act on.
+import * as path from 'path';
 import type { InitializationOptions, Trigger } from './protocol';
 import { PROTOCOL_VERSION } from './protocol';
 
 export type DisplayMode = 'inlayHints' | 'decorations';
+
+/** A TF32 override passed to the daemon (`--tf32-matmul`, `--tf32-conv`); `script`: what the script sets. */
+export type Tf32Mode = 'script' | 'on' | 'off';
 
 export interface RemoteAddress {
   host: string;
@@ -18,10 +22,20 @@ export interface WavecastSettings {
   pythonEnv: string | null;
   serverPath: string | null;
   remote: RemoteAddress | null;
-  remoteToken: string | null;
+  /** The deprecated settings-file token, read only to move it to the secret storage. */
+  settingsToken: string | null;
   display: DisplayMode;
   /** How long to wait for the daemon's answer to `initialize`, in seconds. */
   initializeTimeout: number;
+  tf32Matmul: Tf32Mode;
+  tf32Conv: Tf32Mode;
+  /** Seconds the daemon may spend tracing one iteration; null: its default. */
+  analysisTimeout: number | null;
+  /** Extra GPU definitions, as written in the setting (see resolveUserPath). */
+  gpuFile: string | null;
+  debounceMs: number;
+  lineCodeLens: boolean;
+  lineDiagnostics: boolean;
 }
 
 export interface SettingsReadResult {
@@ -32,6 +46,9 @@ export interface SettingsReadResult {
 export const MAX_BATCH_SIZE = 1 << 20;
 export const DEFAULT_INITIALIZE_TIMEOUT_S = 30;
 export const MAX_INITIALIZE_TIMEOUT_S = 3600;
+export const MAX_ANALYSIS_TIMEOUT_S = 86400;
+export const DEFAULT_DEBOUNCE_MS = 300;
+export const MAX_DEBOUNCE_MS = 60000;
 
 /** `raw` maps setting names without the `wavecast.` prefix to their values. */
 export function readSettings(raw: Readonly<Record<string, unknown>>): SettingsReadResult {
@@ -82,11 +99,28 @@ export function readSettings(raw: Readonly<Record<string, unknown>>): SettingsRe
     if ('error' in parsed) problems.push(`wavecast.remoteAddress: ${parsed.error}`);
     else remote = parsed;
   }
-  const remoteToken = nonEmpty(raw.remoteToken);
-  if (remote && !remoteToken) {
-    problems.push(
-      'wavecast.remoteToken is empty: copy the token that `wavecast serve --listen` printed (or its --token-file) into this setting.',
-    );
+
+  const tf32Matmul = readTf32(raw.tf32Matmul, 'tf32Matmul', problems);
+  const tf32Conv = readTf32(raw.tf32Conv, 'tf32Conv', problems);
+
+  let analysisTimeout: number | null = null;
+  if (raw.analysisTimeout !== undefined && raw.analysisTimeout !== null) {
+    const value = raw.analysisTimeout;
+    if (Number.isInteger(value) && (value as number) >= 1 && (value as number) <= MAX_ANALYSIS_TIMEOUT_S) analysisTimeout = value as number;
+    else
+      problems.push(
+        `wavecast.analysisTimeout must be a whole number of seconds from 1 to ${MAX_ANALYSIS_TIMEOUT_S}, not ${JSON.stringify(value)}; using the daemon's default.`,
+      );
+  }
+
+  let debounceMs = DEFAULT_DEBOUNCE_MS;
+  if (raw.debounceMs !== undefined && raw.debounceMs !== null) {
+    const value = raw.debounceMs;
+    if (Number.isInteger(value) && (value as number) >= 0 && (value as number) <= MAX_DEBOUNCE_MS) debounceMs = value as number;
+    else
+      problems.push(
+        `wavecast.debounceMs must be a whole number of milliseconds from 0 to ${MAX_DEBOUNCE_MS}, not ${JSON.stringify(value)}; using ${DEFAULT_DEBOUNCE_MS}.`,
+      );
   }
 
   return {
@@ -97,12 +131,33 @@ export function readSettings(raw: Readonly<Record<string, unknown>>): SettingsRe
       pythonEnv: nonEmpty(raw.pythonEnv),
       serverPath: nonEmpty(raw.serverPath),
       remote,
-      remoteToken,
+      settingsToken: nonEmpty(raw.remoteToken),
       display,
       initializeTimeout,
+      tf32Matmul,
+      tf32Conv,
+      analysisTimeout,
+      gpuFile: nonEmpty(raw.gpuFile),
+      debounceMs,
+      lineCodeLens: readBoolean(raw.lineCodeLens, 'lineCodeLens', problems),
+      lineDiagnostics: readBoolean(raw.lineDiagnostics, 'lineDiagnostics', problems),
     },
     problems,
   };
+}
+
+function readTf32(value: unknown, name: string, problems: string[]): Tf32Mode {
+  if (value === undefined || value === null) return 'script';
+  if (value === 'script' || value === 'on' || value === 'off') return value;
+  problems.push(`wavecast.${name} must be "script", "on" or "off", not ${JSON.stringify(value)}; using "script".`);
+  return 'script';
+}
+
+function readBoolean(value: unknown, name: string, problems: string[]): boolean {
+  if (value === undefined || value === null) return false;
+  if (typeof value === 'boolean') return value;
+  problems.push(`wavecast.${name} must be true or false, not ${JSON.stringify(value)}; using false.`);
+  return false;
 }
 
 function nonEmpty(value: unknown): string | null {
@@ -129,21 +184,68 @@ export function parseRemoteAddress(text: string): RemoteAddress | { error: strin
   return { host: match[1], port };
 }
 
-export function initializationOptions(settings: WavecastSettings): InitializationOptions {
+/** `token` authenticates with a remote daemon; it is sent only to one. */
+export function initializationOptions(settings: WavecastSettings, token: string | null = null): InitializationOptions {
   const options: InitializationOptions = {
     protocolVersion: PROTOCOL_VERSION,
     targets: settings.targets,
     batchSize: settings.batchSize,
     trigger: settings.trigger,
     pythonEnv: settings.pythonEnv,
+    debounceMs: settings.debounceMs,
+    lineCodeLens: settings.lineCodeLens,
+    lineDiagnostics: settings.lineDiagnostics,
   };
-  if (settings.remote && settings.remoteToken) options.token = settings.remoteToken;
+  if (settings.remote && token) options.token = token;
   return options;
 }
 
+/** `~/…` from the home folder, a relative path from the first workspace folder. */
+export function resolveUserPath(text: string, homeDir: string, workspaceFolder: string | undefined): string {
+  if (text === '~' || text.startsWith('~/')) return path.join(homeDir, text.slice(1));
+  if (path.isAbsolute(text) || !workspaceFolder) return text;
+  return path.join(workspaceFolder, text);
+}
+
 /**
- * Settings that choose which daemon to talk to, so a change needs a new
- * connection. The others reach the running daemon through
- * workspace/didChangeConfiguration.
+ * `wavecast serve`'s command line for the options it takes only there; the
+ * rest reach the daemon as LSP settings. `resolvePath` turns the GPU file
+ * setting into a path.
  */
-export const RESTART_SETTINGS: readonly string[] = ['serverPath', 'remoteAddress', 'remoteToken'];
+export function serveArguments(settings: WavecastSettings, resolvePath: (text: string) => string): string[] {
+  const args = ['serve'];
+  if (settings.tf32Matmul !== 'script') args.push('--tf32-matmul', settings.tf32Matmul);
+  if (settings.tf32Conv !== 'script') args.push('--tf32-conv', settings.tf32Conv);
+  if (settings.analysisTimeout !== null) args.push('--timeout', String(settings.analysisTimeout));
+  if (settings.gpuFile) args.push('--gpu-file', resolvePath(settings.gpuFile));
+  return args;
+}
+
+/**
+ * Settings that choose which daemon to talk to or go on its command line, so
+ * a change needs a new connection. The others reach the running daemon
+ * through workspace/didChangeConfiguration.
+ */
+export const RESTART_SETTINGS: readonly string[] = [
+  'serverPath',
+  'remoteAddress',
+  'remoteToken',
+  'tf32Matmul',
+  'tf32Conv',
+  'analysisTimeout',
+  'gpuFile',
+];
+
+/** Every setting readSettings reads, without the `wavecast.` prefix. */
+export const SETTING_NAMES: readonly string[] = [
+  'targets',
+  'trigger',
+  'batchSize',
+  'pythonEnv',
+  'display',
+  'initializeTimeout',
+  'debounceMs',
+  'lineCodeLens',
+  'lineDiagnostics',
+  ...RESTART_SETTINGS,
+];

@@ -34,11 +34,19 @@ export type StartOutcome = { ok: true } | { ok: false; reason: string; timedOut:
  * Settles the first start from what the client reported: `startError` (the
  * rejection of start(), if any) and whether the connection closed while
  * starting. A close during the first start makes it a failed start even when
- * start() itself resolved.
+ * start() itself resolved. `lastWords`, the daemon's last line on stderr,
+ * says why it exited.
  */
-export function startOutcome(startError: unknown, closedWhileStarting: boolean, initializeError: string | null): StartOutcome {
+export function startOutcome(
+  startError: unknown,
+  closedWhileStarting: boolean,
+  initializeError: string | null,
+  lastWords: string | null = null,
+): StartOutcome {
   if (startError === undefined && !closedWhileStarting) return { ok: true };
   if (startError instanceof TimeoutError) return { ok: false, reason: startError.message, timedOut: true };
+  // Its last words say why better than the initialize request that failed with it.
+  if (closedWhileStarting && lastWords) return { ok: false, reason: `it exited while starting: ${lastWords}`, timedOut: false };
   if (initializeError) return { ok: false, reason: initializeError, timedOut: false };
   if (startError === undefined) return { ok: false, reason: 'it exited while starting; its log may say why', timedOut: false };
   const message = startError instanceof Error ? startError.message : String(startError);

@@ -27,3 +27,16 @@ export function parseFromWebview(message: unknown): FromWebview | null {
       return null;
   }
 }
+
+/** What the panel's script saves with setState; VS Code hands it back when it restores the panel. */
+export interface PanelState {
+  results?: ResultsResponse;
+}
+
+/** The document a restored panel showed, if its saved state says. */
+export function restoredUri(state: unknown): string | undefined {
+  if (typeof state !== 'object' || state === null) return undefined;
+  const results = (state as PanelState).results;
+  const uri = typeof results === 'object' && results !== null ? (results as { uri?: unknown }).uri : undefined;
+  return typeof uri === 'string' && uri !== '' ? uri : undefined;
+}

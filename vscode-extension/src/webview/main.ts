@@ -2,7 +2,7 @@
 // webview (a browser), bundled by esbuild; no network, no inline styles
 // (the CSP forbids them; element.style through the CSSOM is allowed).
 import { buildChartModel, type Bar, type BarChart, type ChartModel, type LineRow, type MemoryBar } from '../logic/chartData';
-import type { FromWebview, ToWebview } from '../logic/webviewMessages';
+import type { FromWebview, PanelState, ToWebview } from '../logic/webviewMessages';
 import type { ResultsResponse } from '../logic/protocol';
 
 interface VsCodeApi {
@@ -251,12 +251,13 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
   const message = event.data;
   if (message && message.type === 'results') {
     current = message.results;
-    vscode.setState({ results: current });
+    const state: PanelState = { results: current };
+    vscode.setState(state);
     render();
   }
 });
 
-const saved = vscode.getState() as { results?: ResultsResponse } | undefined;
+const saved = vscode.getState() as PanelState | undefined;
 if (saved?.results) {
   current = saved.results;
   render();

@@ -4,7 +4,18 @@ import { strict as assert } from 'node:assert';
 import { beforeEach, test } from 'node:test';
 import { WavecastController, type ClientSpec } from '../../src/controller';
 import { RestartPolicy } from '../../src/logic/restartPolicy';
-import { FakeTextDocument, FakeTextEditor, harness, Uri, window, ConfigurationTarget } from '../mock/vscode';
+import {
+  ConfigurationTarget,
+  ExtensionMode,
+  FakeMemento,
+  FakeSecretStorage,
+  FakeTextDocument,
+  FakeTextEditor,
+  FakeWebviewPanel,
+  harness,
+  Uri,
+  window,
+} from '../mock/vscode';
 import { GPU_LIST, loadResults } from '../fixtures';
 import { FakeClient } from './fakeClient';
 
@@ -14,13 +25,27 @@ const URI = `file://${FILE}`;
 interface Setup {
   controller: WavecastController;
   clients: FakeClient[];
-  context: { subscriptions: { dispose(): void }[]; extensionUri: Uri };
+  context: { subscriptions: { dispose(): void }[]; extensionUri: Uri; secrets: FakeSecretStorage; globalState: FakeMemento };
 }
 
 /** Builds a controller whose clients answer like a healthy daemon. */
-function setup(options: { executable?: (file: string) => boolean; prepare?: (client: FakeClient) => void; policy?: RestartPolicy } = {}): Setup {
+function setup(
+  options: {
+    executable?: (file: string) => boolean;
+    prepare?: (client: FakeClient) => void;
+    policy?: RestartPolicy;
+    secrets?: FakeSecretStorage;
+    globalState?: FakeMemento;
+  } = {},
+): Setup {
   const clients: FakeClient[] = [];
-  const context = { subscriptions: [] as { dispose(): void }[], extensionUri: Uri.file('/ext/wavecast') };
+  const context = {
+    subscriptions: [] as { dispose(): void }[],
+    extensionUri: Uri.file('/ext/wavecast'),
+    extensionMode: ExtensionMode.Production,
+    secrets: options.secrets ?? new FakeSecretStorage(),
+    globalState: options.globalState ?? new FakeMemento(),
+  };
   const factory = (spec: ClientSpec) => {
     const client = new FakeClient(spec);
     let targets = [...GPU_LIST.targets];
@@ -49,8 +74,8 @@ function openEditor(lines = 60): FakeTextEditor {
   const document = new FakeTextDocument(Uri.file(FILE), Array.from({ length: lines }, (_, i) => `line ${i + 1}`));
   harness.documents.set(FILE, document);
   const editor = new FakeTextEditor(document);
-  window.activeTextEditor = editor;
   window.visibleTextEditors = [editor];
+  harness.activate(editor);
   return editor;
 }
 
@@ -99,12 +124,14 @@ test('starts `wavecast serve` found on PATH with initialization options from the
     batchSize: 32,
     trigger: 'manual',
     pythonEnv: null,
+    debounceMs: 300,
+    lineCodeLens: false,
+    lineDiagnostics: false,
   });
   assert.equal(client.started, true);
   assert.equal(controller.currentPhase, 'running');
-  assert.equal(statusItem().text, '$(pulse) H100-SXM, T4');
+  assert.equal(statusItem().text, '$(pulse) wavecast: H100-SXM, T4');
   assert.equal(statusItem().command, 'wavecast.pickGpus');
-  assert.equal(statusItem().visible, true);
   assert.deepEqual(harness.shown, []);
 });
 
@@ -114,10 +141,10 @@ test('a missing binary is an error that says how to fix it', async () => {
   assert.equal(clients.length, 0);
   assert.equal(controller.currentPhase, 'failed');
   assert.equal(harness.shown[0].kind, 'error');
-  assert.match(harness.shown[0].message, /not found on PATH or in a build\/bin folder.*set wavecast.serverPath/);
+  assert.match(harness.shown[0].message, /not found on PATH.*cmake --install build --prefix ~\/\.local.*set wavecast.serverPath/);
   assert.deepEqual(harness.shown[0].actions, ['Open Settings', 'Restart Server', 'Open Server Log']);
   assert.equal(statusItem().backgroundColor.id, 'statusBarItem.errorBackground');
-  assert.ok(harness.outputLines.some((l) => l.includes('Searched: /usr/local/bin/wavecast, /usr/bin/wavecast')));
+  assert.ok(harness.outputLines.some((l) => l.includes('Searched: /ext/wavecast/server/bin/wavecast, /usr/local/bin/wavecast, /usr/bin/wavecast')));
 });
 
 test('a protocol version mismatch names the side to update and does not offer restarts', async () => {
@@ -187,10 +214,10 @@ test('status notifications drive the status bar', async () => {
   const { controller, clients } = setup();
   await controller.activate();
   clients[0].notify('wavecast/status', { state: 'analyzing', message: 'tracing train_resnet.py', percentage: 40 });
-  assert.equal(statusItem().text, '$(sync~spin) H100-SXM, T4 40%');
+  assert.equal(statusItem().text, '$(sync~spin) wavecast: H100-SXM, T4 40%');
   assert.match(statusItem().tooltip, /tracing train_resnet.py/);
   clients[0].notify('wavecast/status', { state: 'error', message: 'worker crashed; restarted' });
-  assert.equal(statusItem().text, '$(warning) H100-SXM, T4');
+  assert.equal(statusItem().text, '$(warning) wavecast: H100-SXM, T4');
   assert.equal(statusItem().backgroundColor.id, 'statusBarItem.errorBackground');
   assert.equal(controller.currentPhase, 'running');
 });
@@ -221,7 +248,7 @@ test('the GPU picker lists the daemon’s GPUs, applies and persists the choice 
     { key: 'wavecast.targets', value: ['A100-SXM4-40GB', 'MI210'], target: ConfigurationTarget.Workspace },
   ]);
   await tick();
-  assert.equal(statusItem().text, '$(pulse) A100-SXM4-40GB, MI210');
+  assert.equal(statusItem().text, '$(pulse) wavecast: A100-SXM4-40GB, MI210');
   assert.equal(clients[0].requestsOf('wavecast/setTargets').length, 1, 'the settings echo is not sent again');
   assert.equal(clients.length, 1, 'changing targets does not restart the daemon');
 });
@@ -383,10 +410,16 @@ test('analysis settings go to the running daemon; a new server path restarts it'
   assert.equal(controller.currentPhase, 'running');
 });
 
-test('a refused token points at the remoteToken setting', async () => {
+function secretsWith(token: string): FakeSecretStorage {
+  const secrets = new FakeSecretStorage();
+  secrets.values.set('wavecast.remoteToken', token);
+  return secrets;
+}
+
+test('a refused token points at the Set Remote Token command', async () => {
   harness.config.set('remoteAddress', '127.0.0.1:7325');
-  harness.config.set('remoteToken', 'wrong');
   const { controller, clients } = setup({
+    secrets: secretsWith('wrong'),
     prepare: (client) => {
       client.startError = new Error('Initialize failed');
       client.spec.onInitializeFailed("authentication failed: initializationOptions.token must be the daemon's token (see --token-file)");
@@ -395,13 +428,12 @@ test('a refused token points at the remoteToken setting', async () => {
   await controller.activate();
   assert.equal(clients[0].spec.initializationOptions.token, 'wrong');
   assert.equal(controller.currentPhase, 'failed');
-  assert.match(harness.shown[0].message, /refused the connection: authentication failed.*Check wavecast.remoteToken/);
+  assert.match(harness.shown[0].message, /refused the connection: authentication failed.*"wavecast: Set Remote Token"/);
 });
 
 test('a remote address connects over TCP instead of spawning', async () => {
   harness.config.set('remoteAddress', '127.0.0.1:7325');
-  harness.config.set('remoteToken', 'tok');
-  const { controller, clients } = setup({ executable: () => false });
+  const { controller, clients } = setup({ executable: () => false, secrets: secretsWith('tok') });
   await controller.activate();
   assert.equal(clients[0].spec.transport.kind, 'tcp');
   assert.equal(controller.currentPhase, 'running');
@@ -565,4 +597,161 @@ test('an automatic restart that comes back in time stays running', { timeout: 10
   await sleep(1200);
   assert.equal(controller.currentPhase, 'running');
   assert.equal(harness.shown.filter((s) => s.kind === 'error').length, 0);
+});
+
+test('a token in settings.json moves to the secret storage once, and the user is told to remove it', async () => {
+  harness.config.set('remoteAddress', '127.0.0.1:7325');
+  harness.config.set('remoteToken', 'legacy');
+  const first = setup();
+  await first.controller.activate();
+  assert.equal(first.clients[0].spec.initializationOptions.token, 'legacy');
+  assert.equal(first.context.secrets.values.get('wavecast.remoteToken'), 'legacy');
+  assert.equal(first.context.globalState.get('wavecast.remoteTokenMigrated'), true);
+  const notice = harness.shown.find((s) => /moved the remote token/.test(s.message))!;
+  assert.equal(notice.kind, 'information');
+  assert.match(notice.message, /Remove "wavecast.remoteToken" from your settings.json/);
+  assert.deepEqual(notice.actions, ['Open Settings']);
+  await first.controller.shutdown();
+
+  // Cleared on purpose afterwards: the old settings value does not come back.
+  harness.shown = [];
+  await first.context.secrets.delete('wavecast.remoteToken');
+  const second = setup({ secrets: first.context.secrets, globalState: first.context.globalState });
+  await second.controller.activate();
+  assert.equal(second.clients.length, 0);
+  assert.equal(second.controller.currentPhase, 'failed');
+  assert.equal(harness.shown.length, 1);
+  assert.match(harness.shown[0].message, /no token is stored: run "wavecast: Set Remote Token"/);
+  assert.ok(harness.outputLines.some((l) => /wavecast.remoteToken in the settings is ignored/.test(l)));
+});
+
+test('Set Remote Token stores a password-style input and reconnects; Clear Remote Token forgets it', async () => {
+  harness.config.set('remoteAddress', '127.0.0.1:7325');
+  const { controller, clients, context } = setup({ secrets: secretsWith('old') });
+  await controller.activate();
+  assert.equal(clients[0].spec.initializationOptions.token, 'old');
+  harness.inputBox = (options) => {
+    assert.equal(options.password, true);
+    return ' new-token ';
+  };
+  await harness.commands.get('wavecast.setRemoteToken')!();
+  await tick();
+  await tick();
+  assert.equal(context.secrets.values.get('wavecast.remoteToken'), 'new-token');
+  assert.equal(clients.length, 2);
+  assert.equal(clients[0].stopped, true);
+  assert.equal(clients[1].spec.initializationOptions.token, 'new-token');
+  assert.equal(controller.currentPhase, 'running');
+
+  await harness.commands.get('wavecast.clearRemoteToken')!();
+  await tick();
+  await tick();
+  assert.equal(context.secrets.values.has('wavecast.remoteToken'), false);
+  assert.equal(clients.length, 2);
+  assert.equal(controller.currentPhase, 'failed');
+  assert.match(harness.shown.at(-1)!.message, /no token is stored/);
+});
+
+test('TF32, the analysis time-out and the GPU file go on the daemon’s command line; changing one restarts it', async () => {
+  harness.config.set('tf32Matmul', 'on');
+  harness.config.set('tf32Conv', 'off');
+  harness.config.set('analysisTimeout', 300);
+  harness.config.set('gpuFile', 'gpus/lab.json');
+  const { controller, clients } = setup();
+  await controller.activate();
+  assert.deepEqual(clients[0].spec.transport, {
+    kind: 'stdio',
+    command: '/usr/bin/wavecast',
+    args: ['serve', '--tf32-matmul', 'on', '--tf32-conv', 'off', '--timeout', '300', '--gpu-file', '/home/ada/projects/resnet/gpus/lab.json'],
+    env: process.env,
+  });
+
+  harness.changeSettings({ debounceMs: 1000, lineCodeLens: true });
+  await tick();
+  assert.equal(clients.length, 1, 'debounce and code lenses reach the running daemon as settings');
+
+  harness.changeSettings({ tf32Matmul: 'script' });
+  await tick();
+  await tick();
+  assert.equal(clients.length, 2);
+  assert.equal(clients[0].stopped, true);
+  const restarted = clients[1].spec;
+  assert.deepEqual(restarted.transport.kind === 'stdio' && restarted.transport.args.slice(0, 3), ['serve', '--tf32-conv', 'off']);
+  assert.equal(restarted.initializationOptions.debounceMs, 1000);
+  assert.equal(restarted.initializationOptions.lineCodeLens, true);
+  assert.equal(controller.currentPhase, 'running');
+});
+
+test('a daemon that exits while starting is reported once, with its last words', async () => {
+  const { controller } = setup({
+    prepare: (client) => {
+      client.exitLine = "wavecast: error: GPU file '/nope.json' does not exist";
+      client.startHook = async () => {
+        client.spec.onClosed();
+        throw new Error('Connection got disposed.');
+      };
+    },
+  });
+  await controller.activate();
+  assert.equal(harness.shown.length, 1);
+  assert.equal(harness.shown[0].message, "The wavecast daemon did not start: it exited while starting: wavecast: error: GPU file '/nope.json' does not exist");
+});
+
+test('the status bar item shows only while a Python editor is active', async () => {
+  const { controller } = setup();
+  await controller.activate();
+  assert.equal(statusItem().visible, false, 'no editor');
+  const python = openEditor();
+  assert.equal(statusItem().visible, true);
+  assert.equal(statusItem().name, 'wavecast');
+  assert.match(statusItem().text, /wavecast: H100-SXM, T4/);
+  harness.activate(new FakeTextEditor(new FakeTextDocument(Uri.file('/home/ada/notes.md'), ['# notes'], 'markdown')));
+  assert.equal(statusItem().visible, false);
+  harness.activate(python);
+  assert.equal(statusItem().visible, true);
+  harness.activate(undefined);
+  assert.equal(statusItem().visible, false);
+});
+
+test('the results panel is restored after a reload and refilled once the daemon runs', async () => {
+  const { controller, clients } = setup();
+  const serializer = () => harness.serializers.get('wavecast.results')!;
+  const restorePromise = controller.activate();
+  // VS Code may restore the panel before the daemon is up.
+  const restored = new FakeWebviewPanel('wavecast.results', 'old title', {});
+  await serializer().deserializeWebviewPanel(restored, { results: { uri: URI, state: 'ready' } });
+  await restorePromise;
+  await tick();
+  assert.equal(restored.title, 'wavecast: train_resnet.py');
+  assert.match(restored.webview.html, /dist\/webview.js/);
+  assert.deepEqual(clients[0].requestsOf('wavecast/results'), [{ uri: URI }]);
+  assert.equal(restored.webview.posted.length, 1);
+  assert.equal(restored.webview.posted[0].results.prediction.batch_size, 192);
+
+  // The restored panel is the panel: result changes and its buttons work.
+  clients[0].notify('wavecast/resultsChanged', { uri: URI, state: 'ready', summaries: [] });
+  await tick();
+  await tick();
+  assert.equal(restored.webview.posted.length, 2);
+  restored.webview.received.fire({ type: 'analyze' });
+  await tick();
+  assert.deepEqual(clients[0].requestsOf('wavecast/analyze'), [{ uri: URI }]);
+
+  const unknown = new FakeWebviewPanel('wavecast.results', 'x', {});
+  let disposed = false;
+  unknown.onDidDispose(() => (disposed = true));
+  await serializer().deserializeWebviewPanel(unknown, undefined);
+  assert.equal(disposed, true, 'a panel without saved results is closed');
+});
+
+test('a restored panel keeps its saved view while the fresh daemon knows nothing of the file', async () => {
+  const { controller, clients } = setup({
+    prepare: (client) =>
+      client.handlers.set('wavecast/results', () => ({ uri: URI, state: 'none', contentVersion: null, prediction: null, error: null })),
+  });
+  await controller.activate();
+  const restored = new FakeWebviewPanel('wavecast.results', 'old', {});
+  await harness.serializers.get('wavecast.results')!.deserializeWebviewPanel(restored, { results: { uri: URI } });
+  assert.deepEqual(clients[0].requestsOf('wavecast/results'), [{ uri: URI }]);
+  assert.deepEqual(restored.webview.posted, []);
 });

@@ -40,6 +40,13 @@ export class FakeClient implements ClientLike {
     this.stopped = true;
   }
 
+  /** What the daemon printed last before exiting (stdio daemons). */
+  exitLine: string | null = null;
+
+  lastWords(): string | null {
+    return this.exitLine;
+  }
+
   serverExperimentalCapabilities(): unknown {
     return this.experimental;
   }

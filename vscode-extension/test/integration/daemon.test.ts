@@ -95,8 +95,13 @@ function attach(child: ChildProcess, input: NodeJS.ReadableStream, output: NodeJ
   return session;
 }
 
-function initialize(session: Session, protocolVersion?: number, settings: Record<string, unknown> = {}): Promise<InitializeResult> {
-  const options = initializationOptions(readSettings({ trigger: 'manual', ...settings }).settings);
+function initialize(
+  session: Session,
+  protocolVersion?: number,
+  settings: Record<string, unknown> = {},
+  token: string | null = null,
+): Promise<InitializeResult> {
+  const options = initializationOptions(readSettings({ trigger: 'manual', ...settings }).settings, token);
   return guard(session, session.connection.sendRequest(InitializeRequest.type, {
     processId: process.pid,
     rootUri: null,
@@ -269,19 +274,19 @@ test('a client speaking another protocol version is refused with which side to u
   });
 });
 
-test('over TCP: the token from the settings authenticates; a wrong one is refused', { skip }, async () => {
+test('over TCP: the stored token authenticates; a wrong one is refused', { skip }, async () => {
   const { child, port } = await startTcpDaemon('s3cret-token');
   const remoteAddress = `127.0.0.1:${port}`;
 
   const socket = await connectRemote({ host: '127.0.0.1', port });
   const good = attach(child, socket, socket, false);
-  const result = await initialize(good, undefined, { remoteAddress, remoteToken: 's3cret-token' });
+  const result = await initialize(good, undefined, { remoteAddress }, 's3cret-token');
   assert.equal(checkServerCapability(result.capabilities.experimental).ok, true);
   assert.ok((await new WavecastApi(good.connection).listGpus()).gpus.length > 0);
 
   const badSocket = await connectRemote({ host: '127.0.0.1', port });
   const bad = attach(child, badSocket, badSocket, false);
-  await assert.rejects(initialize(bad, undefined, { remoteAddress, remoteToken: 'wrong' }), (error: Error) => {
+  await assert.rejects(initialize(bad, undefined, { remoteAddress }, 'wrong'), (error: Error) => {
     assert.ok(isAuthenticationError(error.message), error.message);
     return true;
   });

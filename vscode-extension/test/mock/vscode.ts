@@ -2,108 +2,69 @@
 // controller uses, recording calls so tests can assert on them.
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
-type Listener<T> = (value: T) => unknown;
+import * as fs from 'fs';
+import * as path from 'path';
+import { CancellationTokenSource, Disposable, EventEmitter, Position, Range, Uri, type ConfigurationTarget, type Listener, type StatusBarAlignment } from './vscodeTypes';
 
-export class EventEmitter<T> {
-  private listeners: Listener<T>[] = [];
-  event = (listener: Listener<T>) => {
-    this.listeners.push(listener);
-    return { dispose: () => (this.listeners = this.listeners.filter((l) => l !== listener)) };
-  };
-  fire(value: T): void {
-    for (const listener of [...this.listeners]) listener(value);
-  }
-  dispose(): void {
-    this.listeners = [];
-  }
+export * from './vscodeTypes';
+
+/** The `wavecast.*` defaults package.json declares, by name without the prefix: what VS Code returns for unset settings. */
+const manifestDefaults: ReadonlyMap<string, unknown> = (() => {
+  const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', '..', 'package.json'), 'utf8'));
+  const properties: Record<string, { default?: unknown }> = manifest.contributes.configuration.properties;
+  return new Map(Object.entries(properties).map(([name, schema]) => [name.replace(/^wavecast\./, ''), schema.default]));
+})();
+
+/** A setting as VS Code reports it: the user's value, else the declared default. */
+function settingValue(name: string): unknown {
+  return harness.config.has(name) ? harness.config.get(name) : manifestDefaults.get(name);
 }
 
-export class Disposable {
-  constructor(private readonly onDispose: () => void = () => undefined) {}
-  dispose(): void {
-    this.onDispose();
+/** The whole `wavecast` section as one object, dotted names nested ("trace.server"). */
+function wavecastSection(): Record<string, unknown> {
+  const section: Record<string, any> = {};
+  for (const name of new Set([...manifestDefaults.keys(), ...harness.config.keys()])) {
+    const parts = name.split('.');
+    let node = section;
+    for (const part of parts.slice(0, -1)) node = node[part] ??= {};
+    node[parts.at(-1)!] = settingValue(name);
   }
+  return section;
 }
 
-export class Uri {
-  private constructor(
-    readonly scheme: string,
-    readonly fsPath: string,
-  ) {}
-  static file(path: string): Uri {
-    return new Uri('file', path);
+/** ExtensionContext.secrets: an in-memory store with the change event. */
+export class FakeSecretStorage {
+  readonly values = new Map<string, string>();
+  private readonly changed = new EventEmitter<{ key: string }>();
+  readonly onDidChange = this.changed.event;
+  get(key: string): Promise<string | undefined> {
+    return Promise.resolve(this.values.get(key));
   }
-  static parse(text: string): Uri {
-    const match = /^([a-z-]+):\/\/(.*)$/.exec(text);
-    return match ? new Uri(match[1], decodeURIComponent(match[2])) : new Uri('file', text);
+  store(key: string, value: string): Promise<void> {
+    this.values.set(key, value);
+    this.changed.fire({ key });
+    return Promise.resolve();
   }
-  static joinPath(base: Uri, ...parts: string[]): Uri {
-    return new Uri(base.scheme, [base.fsPath, ...parts].join('/'));
-  }
-  get path(): string {
-    return this.fsPath;
-  }
-  toString(): string {
-    return `${this.scheme}://${this.fsPath}`;
-  }
-}
-
-export class Position {
-  constructor(
-    readonly line: number,
-    readonly character: number,
-  ) {}
-}
-
-export class Range {
-  readonly start: Position;
-  readonly end: Position;
-  constructor(a: Position | number, b: Position | number, c?: number, d?: number) {
-    if (typeof a === 'number') {
-      this.start = new Position(a, b as number);
-      this.end = new Position(c as number, d as number);
-    } else {
-      this.start = a;
-      this.end = b as Position;
-    }
+  delete(key: string): Promise<void> {
+    this.values.delete(key);
+    this.changed.fire({ key });
+    return Promise.resolve();
   }
 }
 
-export class ThemeColor {
-  constructor(readonly id: string) {}
-}
-
-export class MarkdownString {
-  constructor(readonly value: string) {}
-}
-
-export enum StatusBarAlignment {
-  Left = 1,
-  Right = 2,
-}
-export enum ConfigurationTarget {
-  Global = 1,
-  Workspace = 2,
-  WorkspaceFolder = 3,
-}
-export enum DecorationRangeBehavior {
-  OpenOpen = 0,
-  ClosedClosed = 1,
-}
-export enum ProgressLocation {
-  SourceControl = 1,
-  Window = 10,
-  Notification = 15,
-}
-export enum ViewColumn {
-  Active = -1,
-  Beside = -2,
-  One = 1,
-}
-export enum TextEditorRevealType {
-  Default = 0,
-  InCenter = 1,
-  InCenterIfOutsideViewport = 2,
+/** ExtensionContext.globalState. */
+export class FakeMemento {
+  readonly values = new Map<string, unknown>();
+  get<T>(key: string, fallback?: T): T | undefined {
+    return this.values.has(key) ? (this.values.get(key) as T) : fallback;
+  }
+  update(key: string, value: unknown): Promise<void> {
+    this.values.set(key, value);
+    return Promise.resolve();
+  }
+  keys(): string[] {
+    return [...this.values.keys()];
+  }
 }
 
 export interface Shown {
@@ -115,12 +76,29 @@ export interface Shown {
 export class FakeTextDocument {
   readonly languageId: string;
   isDirty = false;
+  isClosed = false;
+  readonly isUntitled = false;
+  version = 1;
   constructor(
     readonly uri: Uri,
     readonly lines: string[],
     languageId = 'python',
   ) {
     this.languageId = languageId;
+  }
+  get fileName(): string {
+    return this.uri.fsPath;
+  }
+  getText(): string {
+    return this.lines.join('\n');
+  }
+  positionAt(offset: number): Position {
+    let rest = offset;
+    for (let line = 0; line < this.lines.length; line++) {
+      if (rest <= this.lines[line].length) return new Position(line, rest);
+      rest -= this.lines[line].length + 1;
+    }
+    return new Position(this.lines.length - 1, this.lines.at(-1)!.length);
   }
   get lineCount(): number {
     return this.lines.length;
@@ -192,11 +170,30 @@ export const harness = {
   statusItems: [] as any[],
   outputLines: [] as string[],
   panels: [] as FakeWebviewPanel[],
+  serializers: new Map<string, { deserializeWebviewPanel(panel: unknown, state: unknown): Promise<void> }>(),
   documents: new Map<string, FakeTextDocument>(),
   shownDocuments: [] as { document: FakeTextDocument; options: any; editor: FakeTextEditor }[],
   configurationChanged: new EventEmitter<{ affectsConfiguration(section: string): boolean }>(),
   trustGranted: new EventEmitter<void>(),
   visibleEditorsChanged: new EventEmitter<FakeTextEditor[]>(),
+  activeEditorChanged: new EventEmitter<FakeTextEditor | undefined>(),
+  /** Documents VS Code has open (workspace.textDocuments) and their events. */
+  textDocuments: [] as FakeTextDocument[],
+  documentOpened: new EventEmitter<FakeTextDocument>(),
+  documentSaved: new EventEmitter<FakeTextDocument>(),
+  /** Providers registered through `languages`, by kind ("hover", "inlayHints", "codeLens"). */
+  providers: new Map<string, any[]>(),
+  diagnostics: new Map<string, any[]>(),
+  /** Opens `document` like VS Code: listed in textDocuments, then the event. */
+  openDocument(document: FakeTextDocument): void {
+    this.textDocuments.push(document);
+    this.documentOpened.fire(document);
+  },
+  /** Makes `editor` the active one and fires the event, like focusing it. */
+  activate(editor: FakeTextEditor | undefined): void {
+    window.activeTextEditor = editor;
+    this.activeEditorChanged.fire(editor);
+  },
   reset(): void {
     this.trusted = true;
     this.config = new Map();
@@ -210,6 +207,13 @@ export const harness = {
     this.statusItems = [];
     this.outputLines = [];
     this.panels = [];
+    this.serializers = new Map();
+    this.activeEditorChanged = new EventEmitter();
+    this.textDocuments = [];
+    this.documentOpened = new EventEmitter();
+    this.documentSaved = new EventEmitter();
+    this.providers = new Map();
+    this.diagnostics = new Map();
     this.documents = new Map();
     this.shownDocuments = [];
     this.configurationChanged = new EventEmitter();
@@ -270,9 +274,9 @@ export const window = {
   showInputBox(options: any) {
     return Promise.resolve(harness.inputBox ? harness.inputBox(options) : undefined);
   },
-  withProgress<T>(options: unknown, task: (progress: unknown) => Promise<T>): Promise<T> {
+  withProgress<T>(options: unknown, task: (progress: unknown, token: unknown) => Promise<T>): Promise<T> {
     harness.executed.push({ id: 'withProgress', args: [options] });
-    return task({ report: () => undefined });
+    return task({ report: () => undefined }, new CancellationTokenSource().token);
   },
   createWebviewPanel(viewType: string, title: string, _column: unknown, options: unknown) {
     const panel = new FakeWebviewPanel(viewType, title, options);
@@ -286,6 +290,11 @@ export const window = {
     return Promise.resolve(editor);
   },
   onDidChangeVisibleTextEditors: (listener: Listener<FakeTextEditor[]>) => harness.visibleEditorsChanged.event(listener),
+  onDidChangeActiveTextEditor: (listener: Listener<FakeTextEditor | undefined>) => harness.activeEditorChanged.event(listener),
+  registerWebviewPanelSerializer(viewType: string, serializer: { deserializeWebviewPanel(panel: unknown, state: unknown): Promise<void> }) {
+    harness.serializers.set(viewType, serializer);
+    return new Disposable(() => harness.serializers.delete(viewType));
+  },
 };
 
 export const workspace = {
@@ -293,10 +302,12 @@ export const workspace = {
     return harness.trusted;
   },
   workspaceFolders: [] as { uri: Uri; name: string; index: number }[] | undefined,
-  getConfiguration(section: string) {
+  getConfiguration(section?: string) {
     return {
       get: (key: string, fallback?: unknown) => {
-        const value = harness.config.get(key);
+        const name = section ? `${section}.${key}` : key;
+        if (name === 'wavecast') return wavecastSection();
+        const value = name.startsWith('wavecast.') ? settingValue(name.slice('wavecast.'.length)) : undefined;
         return value === undefined ? fallback : value;
       },
       update: (key: string, value: unknown, target: ConfigurationTarget) => {
@@ -308,6 +319,15 @@ export const workspace = {
   },
   onDidChangeConfiguration: (listener: Listener<any>) => harness.configurationChanged.event(listener),
   onDidGrantWorkspaceTrust: (listener: Listener<void>) => harness.trustGranted.event(listener),
+  get textDocuments(): FakeTextDocument[] {
+    return harness.textDocuments;
+  },
+  onDidOpenTextDocument: (listener: Listener<FakeTextDocument>) => harness.documentOpened.event(listener),
+  onDidSaveTextDocument: (listener: Listener<FakeTextDocument>) => harness.documentSaved.event(listener),
+  onDidChangeTextDocument: (_listener: Listener<unknown>) => new Disposable(),
+  onDidCloseTextDocument: (_listener: Listener<unknown>) => new Disposable(),
+  onWillSaveTextDocument: (_listener: Listener<unknown>) => new Disposable(),
+  onDidChangeWorkspaceFolders: (_listener: Listener<unknown>) => new Disposable(),
   openTextDocument(uri: Uri) {
     const document = harness.documents.get(uri.fsPath);
     return document ? Promise.resolve(document) : Promise.reject(new Error(`no document ${uri.fsPath}`));
@@ -325,3 +345,39 @@ export const commands = {
     return Promise.resolve(run ? run(...args) : undefined);
   },
 };
+
+/** Registers a provider of `kind`, kept in harness.providers for tests to call. */
+function provider(kind: string) {
+  return (_selector: unknown, registered: unknown) => {
+    harness.providers.set(kind, [...(harness.providers.get(kind) ?? []), registered]);
+    return new Disposable(() => harness.providers.set(kind, (harness.providers.get(kind) ?? []).filter((p) => p !== registered)));
+  };
+}
+
+export const languages = {
+  /** Scores a document against a selector of `{ scheme, language }` filters like VS Code (any match: 10). */
+  match(selector: { scheme?: string; language?: string }[], document: FakeTextDocument): number {
+    const matches = selector.some(
+      (filter) => (!filter.scheme || filter.scheme === document.uri.scheme) && (!filter.language || filter.language === document.languageId),
+    );
+    return matches ? 10 : 0;
+  },
+  registerHoverProvider: provider('hover'),
+  registerInlayHintsProvider: provider('inlayHints'),
+  registerCodeLensProvider: provider('codeLens'),
+  createDiagnosticCollection(name: string) {
+    return {
+      name,
+      set: (uri: Uri, diagnostics: any[] | undefined) => harness.diagnostics.set(uri.toString(), diagnostics ?? []),
+      delete: (uri: Uri) => harness.diagnostics.delete(uri.toString()),
+      clear: () => harness.diagnostics.clear(),
+      forEach: () => undefined,
+      get: (uri: Uri) => harness.diagnostics.get(uri.toString()),
+      has: (uri: Uri) => harness.diagnostics.has(uri.toString()),
+      dispose: () => undefined,
+    };
+  },
+};
+
+export const env = { appName: 'wavecast tests', language: 'en', machineId: 'test', sessionId: 'test' };
+export const version = '1.91.0';

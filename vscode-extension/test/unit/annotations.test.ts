@@ -4,14 +4,14 @@ import { iterationTimes, lineDecorations, statusView } from '../../src/logic/ann
 import { loadHostBoundResults, loadResults } from '../fixtures';
 
 test('status bar shows targets and the analysis state', () => {
-  assert.equal(statusView('running', ['H100-SXM', 'T4'], null).text, '$(pulse) H100-SXM, T4');
+  assert.equal(statusView('running', ['H100-SXM', 'T4'], null).text, '$(pulse) wavecast: H100-SXM, T4');
   const busy = statusView('running', ['H100-SXM'], { state: 'analyzing', message: 'tracing train.py', percentage: 41.6 });
-  assert.equal(busy.text, '$(sync~spin) H100-SXM 42%');
+  assert.equal(busy.text, '$(sync~spin) wavecast: H100-SXM 42%');
   assert.match(busy.tooltip, /tracing train.py/);
   const error = statusView('running', ['T4'], { state: 'error', message: 'worker crashed' });
   assert.equal(error.severity, 'error');
   assert.match(error.tooltip, /worker crashed/);
-  assert.equal(statusView('failed', [], null).text, '$(error) default GPUs');
+  assert.equal(statusView('failed', [], null).text, '$(error) wavecast: default GPUs');
   const untrusted = statusView('untrusted', ['T4'], null);
   assert.equal(untrusted.severity, 'warning');
   assert.match(untrusted.tooltip, /untrusted workspace/);

@@ -1,13 +1,16 @@
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
-import { buildTreeCandidates, locateServer } from '../../src/logic/serverLocator';
+import { locateServer, type LocateInput } from '../../src/logic/serverLocator';
 
-const base = {
+const base: Omit<LocateInput, 'isExecutable'> = {
   serverPath: null,
   pathEnv: '/usr/local/bin:/usr/bin',
+  homeDir: '/home/ada',
   workspaceFolders: ['/src/wavecast/samples'],
-  extensionPath: '/src/wavecast/vscode-extension',
-  platform: 'linux' as const,
+  workspaceTrusted: true,
+  extensionPath: '/home/ada/.vscode/extensions/wavecast.wavecast-0.1.0',
+  developing: false,
+  platform: 'linux',
 };
 
 test('the setting wins when it points to an executable', () => {
@@ -21,29 +24,70 @@ test('a wrong setting is an error, not a silent fallback', () => {
   assert.match(found.error, /wavecast.serverPath is "\/nope\/wavecast"/);
 });
 
-test('PATH is searched in order before the build tree', () => {
-  const found = locateServer({ ...base, isExecutable: (f) => f === '/usr/bin/wavecast' || f.endsWith('build/bin/wavecast') });
+test('the daemon a platform-specific .vsix carries comes before PATH', () => {
+  const bundled = '/home/ada/.vscode/extensions/wavecast.wavecast-0.1.0/server/bin/wavecast';
+  const found = locateServer({ ...base, isExecutable: (f) => f === bundled || f === '/usr/bin/wavecast' });
+  assert.deepEqual(found, { path: bundled, source: 'extension' });
+});
+
+test('PATH is searched in order before the install folders and the workspace', () => {
+  const found = locateServer({
+    ...base,
+    pathEnv: '/opt/tools/bin:/usr/bin',
+    isExecutable: (f) => f === '/usr/bin/wavecast' || f === '/home/ada/.local/bin/wavecast' || f.endsWith('build/bin/wavecast'),
+  });
   assert.deepEqual(found, { path: '/usr/bin/wavecast', source: 'PATH' });
 });
 
-test('the build tree next to the workspace or the extension is found', () => {
-  const found = locateServer({ ...base, isExecutable: (f) => f === '/src/wavecast/build/bin/wavecast' });
-  assert.deepEqual(found, { path: '/src/wavecast/build/bin/wavecast', source: 'build tree' });
-  assert.deepEqual(buildTreeCandidates(base.workspaceFolders, base.extensionPath), [
-    '/src/wavecast/samples/build/bin/wavecast',
-    '/src/wavecast/build/bin/wavecast',
-  ]);
+test('~/.local/bin is found when PATH lacks it (VS Code started from a desktop launcher)', () => {
+  const found = locateServer({ ...base, pathEnv: '/usr/bin', isExecutable: (f) => f === '/home/ada/.local/bin/wavecast' });
+  assert.deepEqual(found, { path: '/home/ada/.local/bin/wavecast', source: 'install folder' });
 });
 
-test('nothing found: the error says how to fix it and lists what was searched', () => {
+test('relative PATH entries are skipped: they mean whatever folder the editor runs in', () => {
+  const found = locateServer({ ...base, pathEnv: '.:bin::/usr/bin', isExecutable: () => false });
+  assert.ok('error' in found);
+  assert.ok(!found.searched.some((f) => !f.startsWith('/')), found.searched.join(', '));
+});
+
+test('a build tree inside a trusted workspace folder is found; never the folder above it', () => {
+  const inside = '/src/wavecast/samples/build/bin/wavecast';
+  const found = locateServer({ ...base, isExecutable: (f) => f === inside || f === '/src/wavecast/build/bin/wavecast' });
+  assert.deepEqual(found, { path: inside, source: 'workspace build tree' });
+
+  const above = locateServer({ ...base, isExecutable: (f) => f === '/src/wavecast/build/bin/wavecast' });
+  assert.ok('error' in above);
+  assert.ok(!above.searched.includes('/src/wavecast/build/bin/wavecast'));
+});
+
+test('an untrusted workspace’s build tree is not searched', () => {
+  const inside = '/src/wavecast/samples/build/bin/wavecast';
+  const found = locateServer({ ...base, workspaceTrusted: false, isExecutable: (f) => f === inside });
+  assert.ok('error' in found);
+  assert.ok(!found.searched.includes(inside));
+});
+
+test('the extension’s own source checkout is searched only while developing the extension', () => {
+  const checkout = { ...base, extensionPath: '/src/wavecast/vscode-extension', workspaceFolders: [] };
+  const built = (f: string) => f === '/src/wavecast/build/bin/wavecast';
+  assert.ok('error' in locateServer({ ...checkout, isExecutable: built }));
+  assert.deepEqual(locateServer({ ...checkout, developing: true, isExecutable: built }), {
+    path: '/src/wavecast/build/bin/wavecast',
+    source: 'source checkout',
+  });
+});
+
+test('nothing found: the error names the setting and the install command, and lists what was searched', () => {
   const found = locateServer({ ...base, isExecutable: () => false });
   assert.ok('error' in found);
-  assert.match(found.error, /not found on PATH or in a build\/bin folder/);
+  assert.match(found.error, /not found on PATH or in ~\/\.local\/bin, \/usr\/local\/bin or \/usr\/bin/);
+  assert.match(found.error, /cmake --install build --prefix ~\/\.local/);
   assert.match(found.error, /set wavecast.serverPath/);
   assert.deepEqual(found.searched, [
+    '/home/ada/.vscode/extensions/wavecast.wavecast-0.1.0/server/bin/wavecast',
     '/usr/local/bin/wavecast',
     '/usr/bin/wavecast',
+    '/home/ada/.local/bin/wavecast',
     '/src/wavecast/samples/build/bin/wavecast',
-    '/src/wavecast/build/bin/wavecast',
   ]);
 });

@@ -1,6 +1,13 @@
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
-import { initializationOptions, parseBatchSize, parseRemoteAddress, readSettings } from '../../src/logic/settings';
+import {
+  initializationOptions,
+  parseBatchSize,
+  parseRemoteAddress,
+  readSettings,
+  resolveUserPath,
+  serveArguments,
+} from '../../src/logic/settings';
 
 test('defaults when nothing is set', () => {
   const { settings, problems } = readSettings({});
@@ -12,9 +19,16 @@ test('defaults when nothing is set', () => {
     pythonEnv: null,
     serverPath: null,
     remote: null,
-    remoteToken: null,
+    settingsToken: null,
     display: 'inlayHints',
     initializeTimeout: 30,
+    tf32Matmul: 'script',
+    tf32Conv: 'script',
+    analysisTimeout: null,
+    gpuFile: null,
+    debounceMs: 300,
+    lineCodeLens: false,
+    lineDiagnostics: false,
   });
 });
 
@@ -67,10 +81,43 @@ test('invalid values fall back to defaults and say what to write', () => {
   assert.match(problems.join('\n'), /host:port/);
 });
 
-test('a remote address without a token is reported', () => {
-  const { problems } = readSettings({ remoteAddress: '127.0.0.1:7325' });
-  assert.equal(problems.length, 1);
-  assert.match(problems[0], /remoteToken is empty/);
+test('the daemon options are checked like the others', () => {
+  const good = readSettings({ tf32Matmul: 'on', tf32Conv: 'off', analysisTimeout: 600, gpuFile: ' ~/gpus.json ', debounceMs: 0, lineCodeLens: true });
+  assert.deepEqual(good.problems, []);
+  assert.equal(good.settings.tf32Matmul, 'on');
+  assert.equal(good.settings.tf32Conv, 'off');
+  assert.equal(good.settings.analysisTimeout, 600);
+  assert.equal(good.settings.gpuFile, '~/gpus.json');
+  assert.equal(good.settings.debounceMs, 0);
+  assert.equal(good.settings.lineCodeLens, true);
+
+  const bad = readSettings({ tf32Matmul: true, analysisTimeout: 1.5, debounceMs: 70000, lineCodeLens: 'yes' });
+  assert.equal(bad.settings.tf32Matmul, 'script');
+  assert.equal(bad.settings.analysisTimeout, null);
+  assert.equal(bad.settings.debounceMs, 300);
+  assert.equal(bad.settings.lineCodeLens, false);
+  assert.deepEqual(bad.problems, [
+    'wavecast.tf32Matmul must be "script", "on" or "off", not true; using "script".',
+    "wavecast.analysisTimeout must be a whole number of seconds from 1 to 86400, not 1.5; using the daemon's default.",
+    'wavecast.debounceMs must be a whole number of milliseconds from 0 to 60000, not 70000; using 300.',
+    'wavecast.lineCodeLens must be true or false, not "yes"; using false.',
+  ]);
+});
+
+test('serve arguments: only the options that differ from the script and the daemon defaults', () => {
+  const resolve = (text: string) => resolveUserPath(text, '/home/ada', '/work/project');
+  assert.deepEqual(serveArguments(readSettings({}).settings, resolve), ['serve']);
+  assert.deepEqual(
+    serveArguments(readSettings({ tf32Matmul: 'off', tf32Conv: 'on', analysisTimeout: 30, gpuFile: '~/lab/gpus.json' }).settings, resolve),
+    ['serve', '--tf32-matmul', 'off', '--tf32-conv', 'on', '--timeout', '30', '--gpu-file', '/home/ada/lab/gpus.json'],
+  );
+});
+
+test('user paths: ~ is the home folder, relative paths start at the workspace folder', () => {
+  assert.equal(resolveUserPath('~/gpus.json', '/home/ada', '/work/p'), '/home/ada/gpus.json');
+  assert.equal(resolveUserPath('/etc/gpus.json', '/home/ada', '/work/p'), '/etc/gpus.json');
+  assert.equal(resolveUserPath('conf/gpus.json', '/home/ada', '/work/p'), '/work/p/conf/gpus.json');
+  assert.equal(resolveUserPath('conf/gpus.json', '/home/ada', undefined), 'conf/gpus.json');
 });
 
 test('parseBatchSize accepts whole numbers in range only', () => {
@@ -89,10 +136,11 @@ test('parseRemoteAddress handles names, IPv4, IPv6 and bad ports', () => {
 });
 
 test('initialization options carry the token only for a remote daemon', () => {
-  const local = readSettings({ remoteToken: 'abc' }).settings;
-  assert.equal(initializationOptions(local).token, undefined);
-  const remote = readSettings({ remoteAddress: '127.0.0.1:7325', remoteToken: 'abc' }).settings;
-  assert.equal(initializationOptions(remote).token, 'abc');
+  const local = readSettings({}).settings;
+  assert.equal(initializationOptions(local, 'abc').token, undefined);
+  const remote = readSettings({ remoteAddress: '127.0.0.1:7325', remoteToken: 'from-settings' }).settings;
+  assert.equal(initializationOptions(remote, 'abc').token, 'abc', 'the stored token, never the settings one');
+  assert.equal(initializationOptions(remote).token, undefined);
 });
 
 test('initialization options carry the protocol version and settings', () => {
@@ -103,5 +151,8 @@ test('initialization options carry the protocol version and settings', () => {
     batchSize: 32,
     trigger: 'manual',
     pythonEnv: '/opt/venv',
+    debounceMs: 300,
+    lineCodeLens: false,
+    lineDiagnostics: false,
   });
 });

@@ -25,6 +25,11 @@ test('one outcome per start: a close while starting is a failed start', () => {
   assert.deepEqual(startOutcome(new Error('Initialize failed'), false, 'protocol mismatch'), { ok: false, reason: 'protocol mismatch', timedOut: false });
   assert.deepEqual(startOutcome(new Error('disposed'), true, null), { ok: false, reason: 'it exited while starting (disposed)', timedOut: false });
   assert.equal(startOutcome(undefined, true, null).ok, false);
+  assert.deepEqual(startOutcome(new Error('disposed'), true, 'Pending response rejected', "wavecast: error: GPU file '/x.json' does not exist"), {
+    ok: false,
+    reason: "it exited while starting: wavecast: error: GPU file '/x.json' does not exist",
+    timedOut: false,
+  });
 });
 
 test('a daemon that never answers initialize: the request times out and the process is ended', { timeout: 15_000 }, async () => {

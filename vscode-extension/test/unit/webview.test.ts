@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
 import { contentSecurityPolicy, makeNonce, renderWebviewHtml } from '../../src/logic/webviewHtml';
-import { parseFromWebview } from '../../src/logic/webviewMessages';
+import { parseFromWebview, restoredUri } from '../../src/logic/webviewMessages';
 
 test('the CSP allows only our resources and a nonce-tagged script', () => {
   const csp = contentSecurityPolicy('vscode-resource:', 'abc123');
@@ -32,4 +32,11 @@ test('only well-formed messages from the webview are accepted', () => {
   assert.deepEqual(parseFromWebview({ type: 'analyze', extra: 1 }), { type: 'analyze' });
   assert.equal(parseFromWebview({ type: 'runCommand', command: 'rm' }), null);
   assert.equal(parseFromWebview('ready'), null);
+});
+
+test('a restored panel shows the document its saved results belong to', () => {
+  assert.equal(restoredUri({ results: { uri: 'file:///w/train.py', state: 'ready' } }), 'file:///w/train.py');
+  for (const state of [undefined, null, 'x', {}, { results: null }, { results: { uri: 7 } }, { results: { uri: '' } }]) {
+    assert.equal(restoredUri(state), undefined, JSON.stringify(state));
+  }
 });
