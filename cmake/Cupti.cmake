@@ -3,9 +3,7 @@
 # nvidia-cuda-cupti wheel that PyPI's CUDA torch brings into a Python
 # environment (nvidia/cu13/ in CUDA 13 wheels, nvidia/cuda_cupti/ in CUDA 12
 # ones), so measured mode builds where only `pip install torch` was run.
-set(WAVECAST_PYTHON_ENV "${CMAKE_BINARY_DIR}/python-env"
-    CACHE PATH "The worker's default Python environment (scripts/setup.sh creates it)")
-
+#
 # wavecast::cupti carries CUPTI's headers and the library's path
 # (WAVECAST_CUPTI_LIBRARY), not a link: wavecast_cupti loads the library when
 # measured mode first needs it, so the worker also runs where CUDA is absent.
