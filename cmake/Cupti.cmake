@@ -3,13 +3,18 @@
 # nvidia-cuda-cupti wheel that PyPI's CUDA torch brings into a Python
 # environment (nvidia/cu13/ in CUDA 13 wheels, nvidia/cuda_cupti/ in CUDA 12
 # ones), so measured mode builds where only `pip install torch` was run.
-set(WAVECAST_PYTHON_ENV "${CMAKE_BINARY_DIR}/python-env"
-    CACHE PATH "The worker's default Python environment (scripts/setup.sh creates it)")
-
+#
+# wavecast::cupti carries CUPTI's headers and the library's path
+# (WAVECAST_CUPTI_LIBRARY), not a link: wavecast_cupti loads the library when
+# measured mode first needs it, so the worker also runs where CUDA is absent.
 find_package(CUDAToolkit QUIET)
 if(CUDAToolkit_FOUND AND TARGET CUDA::cupti)
   add_library(wavecast::cupti INTERFACE IMPORTED)
-  target_link_libraries(wavecast::cupti INTERFACE CUDA::cupti)
+  set_target_properties(wavecast::cupti PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES
+      "${CUDAToolkit_INCLUDE_DIRS};$<TARGET_PROPERTY:CUDA::cupti,INTERFACE_INCLUDE_DIRECTORIES>"
+    INTERFACE_COMPILE_DEFINITIONS "WAVECAST_CUPTI_LIBRARY=\"$<TARGET_FILE:CUDA::cupti>\""
+    INTERFACE_LINK_LIBRARIES "${CMAKE_DL_LIBS}")
   set(WAVECAST_HAVE_CUPTI ON)
   message(STATUS "wavecast: CUPTI from the CUDA toolkit ${CUDAToolkit_VERSION}")
   return()
@@ -49,9 +54,11 @@ foreach(_header IN LISTS _wavecast_cupti_headers)
     list(APPEND _includes "${_crt}")
   endif()
   list(REMOVE_DUPLICATES _includes)
-  add_library(wavecast::cupti SHARED IMPORTED)
-  set_target_properties(wavecast::cupti PROPERTIES IMPORTED_LOCATION "${_library}"
-                                                   INTERFACE_INCLUDE_DIRECTORIES "${_includes}")
+  add_library(wavecast::cupti INTERFACE IMPORTED)
+  set_target_properties(wavecast::cupti PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES "${_includes}"
+    INTERFACE_COMPILE_DEFINITIONS "WAVECAST_CUPTI_LIBRARY=\"${_library}\""
+    INTERFACE_LINK_LIBRARIES "${CMAKE_DL_LIBS}")
   set(WAVECAST_HAVE_CUPTI ON)
   message(STATUS "wavecast: CUPTI from the nvidia-cuda-cupti wheel (${_library})")
   break()

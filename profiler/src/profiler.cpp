@@ -312,7 +312,8 @@ std::optional<ProfileError> Profiler::spawnWorker() {
   if (!fs::is_directory(fs::path(options_.pythonPath) / "wavecast_tracer"))
     return makeError(ProfileErrorKind::EnvironmentError,
                      "the tracer package is missing from " + options_.pythonPath,
-                     "Point the profiler at wavecast's profiler/python directory.");
+                     "Rebuild or reinstall wavecast, or set WAVECAST_PYTHON_DIR to the folder "
+                     "holding wavecast_tracer.");
   const uint64_t limit =
       options_.memoryLimitBytes ? *options_.memoryLimitBytes : defaultMemoryLimit();
   try {

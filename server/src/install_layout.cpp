@@ -1,5 +1,7 @@
 #include "install_layout.h"
 
+#include "wavecast/profiler/profiler.h"
+
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
@@ -17,65 +19,62 @@ fs::path executableDir(const char* argv0) {
   return self.parent_path();
 }
 
-std::string fromEnv(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? std::string(value) : std::string();
-}
-
-// The first candidate directory that holds `probe`, else the last candidate.
-std::string firstHolding(std::initializer_list<fs::path> candidates, const char* probe) {
-  fs::path last;
-  for (const auto& dir : candidates) {
-    std::error_code ec;
-    if (fs::exists(dir / probe, ec))
-      return dir.lexically_normal().string();
-    last = dir;
-  }
-  return last.lexically_normal().string();
+std::string normal(const fs::path& path) {
+  return path.lexically_normal().string();
 }
 
 } // namespace
 
+std::string InstallLayout::repairAdvice() const {
+  return installed ? "reinstall wavecast (cmake --install, or its package)"
+                   : "rebuild wavecast (scripts/setup.sh build)";
+}
+
 InstallLayout InstallLayout::discover(const char* argv0) {
-  const fs::path exeDir = executableDir(argv0);
-  const fs::path sourceRoot = WAVECAST_SOURCE_ROOT;
+  return resolve(executableDir(argv0).string(), [](const char* name) {
+    const char* value = std::getenv(name);
+    return value ? std::string(value) : std::string();
+  });
+}
+
+InstallLayout InstallLayout::resolve(const std::string& executableDir,
+                                     const Environment& environment) {
+  const fs::path bin = executableDir;
   InstallLayout layout;
+  std::error_code ec;
+  layout.installed = fs::is_directory(bin / WAVECAST_BIN_TO_DATA, ec);
 
-  layout.dataDir = fromEnv("WAVECAST_DATA_DIR");
-  if (layout.dataDir.empty())
-    layout.dataDir = firstHolding(
-        {exeDir / "../share/wavecast/data", exeDir / "../../data", sourceRoot / "data"},
-        "gpus.json");
+  const fs::path helpers = layout.installed ? bin / WAVECAST_BIN_TO_HELPERS : bin;
+  layout.workerPath = normal(helpers / WAVECAST_WORKER_NAME);
+  layout.learnPath = normal(helpers / WAVECAST_LEARN_NAME);
+  layout.dataDir = normal(layout.installed ? bin / WAVECAST_BIN_TO_DATA
+                                           : fs::path(WAVECAST_BUILD_TREE_DATA_DIR));
+  layout.pythonDir = normal(layout.installed ? bin / WAVECAST_BIN_TO_PYTHON
+                                             : fs::path(WAVECAST_BUILD_TREE_PYTHON_DIR));
 
-  layout.workerPath = fromEnv("WAVECAST_WORKER");
-  if (layout.workerPath.empty())
-    layout.workerPath = (exeDir / "wavecast-worker").string();
+  // The venv recorded at configure time serves the build tree and an
+  // installation on the machine that built it; elsewhere it does not exist
+  // and the embedded interpreter's own packages (Debian's python3-torch) are used.
+  const fs::path configuredEnv = WAVECAST_CONFIGURED_PYTHON_ENV;
+  if (fs::exists(configuredEnv / "pyvenv.cfg", ec))
+    layout.pythonEnv = configuredEnv.string();
 
-  layout.learnPath = (exeDir / "wavecast-learn").string();
+  const auto override = [&](std::string& part, const char* name) {
+    std::string value = environment(name);
+    if (!value.empty())
+      part = std::move(value);
+  };
+  override(layout.dataDir, "WAVECAST_DATA_DIR");
+  override(layout.workerPath, "WAVECAST_WORKER");
+  override(layout.pythonDir, "WAVECAST_PYTHON_DIR");
+  override(layout.pythonEnv, "WAVECAST_PYTHON_ENV");
+  if (layout.pythonEnv == kSystemPythonEnv)
+    layout.pythonEnv.clear();
 
-  layout.pythonDir = fromEnv("WAVECAST_PYTHON_DIR");
-  if (layout.pythonDir.empty())
-    layout.pythonDir =
-        firstHolding({exeDir / "../share/wavecast/python", exeDir / "../../profiler/python",
-                      sourceRoot / "profiler/python"},
-                     "wavecast_tracer");
-
-  // scripts/setup.sh creates build/python-env beside build/bin; an installed
-  // package keeps one in lib/wavecast/. Without either the worker uses the
-  // system interpreter's packages.
-  layout.pythonEnv = fromEnv("WAVECAST_PYTHON_ENV");
-  if (layout.pythonEnv.empty()) {
-    const std::string found = firstHolding(
-        {exeDir / "../python-env", exeDir / "../lib/wavecast/python-env"}, "pyvenv.cfg");
-    std::error_code ec;
-    if (fs::exists(fs::path(found) / "pyvenv.cfg", ec))
-      layout.pythonEnv = found;
-  }
-
-  layout.userGpuFile = fromEnv("WAVECAST_GPU_FILE");
+  layout.userGpuFile = environment("WAVECAST_GPU_FILE");
   if (layout.userGpuFile.empty()) {
-    const std::string config = fromEnv("XDG_CONFIG_HOME");
-    const std::string home = fromEnv("HOME");
+    const std::string config = environment("XDG_CONFIG_HOME");
+    const std::string home = environment("HOME");
     if (!config.empty())
       layout.userGpuFile = config + "/wavecast/gpus.json";
     else if (!home.empty())

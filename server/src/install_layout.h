@@ -1,6 +1,9 @@
-// Where the running wavecast finds its data files, worker and Python sources.
+// Where the running wavecast finds its helpers, data files and Python sources:
+// in an installation (cmake --install, the .deb) relative to its own
+// executable, else in the build tree it was built in.
 #pragma once
 
+#include <functional>
 #include <string>
 
 namespace wavecast {
@@ -12,13 +15,27 @@ struct InstallLayout {
   std::string pythonDir;   // holds the wavecast_tracer package
   std::string pythonEnv;   // the worker's default venv (torch 2.x); empty: the system's
   std::string userGpuFile; // optional user additions/overrides; may not exist
+  bool installed = false;  // false: running from the build tree
 
   std::string gpuDatabasePath() const { return dataDir + "/gpus.json"; }
+  // What to do when one of the files above is missing.
+  std::string repairAdvice() const;
 
-  // Resolves from the executable's location, then the source tree compiled in;
-  // WAVECAST_DATA_DIR, WAVECAST_WORKER, WAVECAST_PYTHON_DIR and
-  // WAVECAST_PYTHON_ENV override each part.
+  // An environment variable's value; empty when unset.
+  using Environment = std::function<std::string(const char* name)>;
+
+  // The layout of the running executable (/proc/self/exe, else argv0) with
+  // the process environment's overrides.
   static InstallLayout discover(const char* argv0);
+
+  // The layout of an executable in `executableDir`: installed when the data
+  // directory sits where cmake --install puts it relative to bin/, else the
+  // build tree (helpers beside the executable, data and tracer in the source
+  // tree). WAVECAST_DATA_DIR, WAVECAST_WORKER, WAVECAST_PYTHON_DIR,
+  // WAVECAST_PYTHON_ENV ('system': none) and WAVECAST_GPU_FILE override each
+  // part; without WAVECAST_PYTHON_ENV the default venv is the one wavecast was
+  // configured with (build/python-env) if it exists, else the system's.
+  static InstallLayout resolve(const std::string& executableDir, const Environment& environment);
 };
 
 } // namespace wavecast

@@ -20,14 +20,17 @@ std::vector<Command> allCommands() {
 
 void printUsage(const std::vector<Command>& commands, std::ostream& out) {
   out << "usage: wavecast <command> [options]\n\n"
-         "Predicts how long each line of a PyTorch training script takes on the GPUs you\n"
-         "are choosing between, without needing a GPU.\n\ncommands:\n";
+         "wavecast "
+      << WAVECAST_VERSION
+      << " predicts how long each line of a PyTorch training script takes on\n"
+         "the GPUs you are choosing between, without needing a GPU.\n\ncommands:\n";
   for (const auto& command : commands) {
     const auto& summary = command.spec.summary;
     out << "  " << command.spec.name << std::string(10 - command.spec.name.size(), ' ')
         << summary.substr(0, summary.find('\n')) << "\n";
   }
-  out << "\nRun 'wavecast <command> --help' for a command's options.\n";
+  out << "\nRun 'wavecast <command> --help' for a command's options, 'wavecast --version' for\n"
+         "the version alone.\n";
 }
 
 } // namespace

@@ -57,9 +57,11 @@ def serve(request_fd, response_fd, crash_fd):
     try:
         import torch  # imported once here, so traces start warm
     except BaseException as exc:  # noqa: B902
-        return _not_ready(channel, f"cannot import torch in the worker ({sys.prefix}): {one_line(exc)}",
-                          "Install PyTorch in the Python environment wavecast uses "
-                          "(scripts/setup.sh makes one), or select a venv that has it.", exc)
+        return _not_ready(channel, f"cannot import torch {_torch_location()}: {one_line(exc)}",
+                          "Install PyTorch there (VENV/bin/pip install torch; for the system "
+                          "python3: apt install python3-torch), or choose a venv that has it "
+                          "(--python-env VENV, the editor's wavecast.pythonEnv or "
+                          "WAVECAST_PYTHON_ENV).", exc)
     oldest = (1, 13)
     if _release(getattr(torch, "__version__", "")) < oldest:
         return _not_ready(channel, f"torch {getattr(torch, '__version__', '(no version)')} in "
@@ -105,6 +107,18 @@ def _not_ready(channel, message, hint, exc=None):
         "traceback": format_exception(exc) if exc is not None else "",
     }})
     return 1
+
+
+def _torch_location():
+    """Where the failed `import torch` found torch, for the error message."""
+    try:
+        import importlib.util
+        spec = importlib.util.find_spec("torch")
+    except BaseException:  # noqa: B902 - a broken torch may fail here too
+        spec = None
+    if spec is None or not spec.origin:
+        return f"(none on the path of {sys.executable})"
+    return f"from {os.path.dirname(spec.origin)}"
 
 
 def _release(version):

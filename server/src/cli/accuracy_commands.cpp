@@ -47,8 +47,8 @@ int runLearn(const InstallLayout& layout, const std::string& command,
     argv.push_back(word.data());
   argv.push_back(nullptr);
   execv(learn.c_str(), argv.data());
-  throw CommandError("cannot run " + learn + " (" + std::strerror(errno) +
-                     "); rebuild wavecast (scripts/setup.sh build)");
+  throw CommandError("cannot run " + learn + " (" + std::strerror(errno) + "); " +
+                     layout.repairAdvice());
 }
 
 } // namespace

@@ -14,11 +14,15 @@ namespace fs = std::filesystem;
 
 OptionSpec pythonEnvOption() {
   return {"python-env", "DIR",
-          "a virtualenv whose torch the worker uses (default: the one scripts/setup.sh "
-          "made; 'system': the system Python's)"};
+          "a virtualenv whose torch the worker uses; 'system': the system python3's "
+          "packages (default: $WAVECAST_PYTHON_ENV, else the venv wavecast was built with if "
+          "it exists, else system)"};
 }
 
 GpuDatabase loadGpuDatabase(const InstallLayout& layout, const CommandLine& args) {
+  if (!fs::exists(layout.gpuDatabasePath()))
+    throw CommandError("wavecast's GPU database " + layout.gpuDatabasePath() + " is missing; " +
+                       layout.repairAdvice() + " or set WAVECAST_DATA_DIR");
   try {
     auto database = GpuDatabase::fromFile(layout.gpuDatabasePath());
     if (const auto userFile = args.value("gpu-file")) {
@@ -137,8 +141,7 @@ Trace obtainTrace(const InstallLayout& layout, const std::string& path,
                        "defines wavecast_model, wavecast_input and wavecast_iteration");
   if (!fs::exists(layout.workerPath))
     throw CommandError("the profiler worker '" + layout.workerPath +
-                       "' is missing; rebuild wavecast (scripts/setup.sh build) or set "
-                       "WAVECAST_WORKER");
+                       "' is missing; " + layout.repairAdvice() + " or set WAVECAST_WORKER");
 
   ProgressLine progress;
   ProfilerOptions options;

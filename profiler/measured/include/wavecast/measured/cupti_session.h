@@ -1,5 +1,7 @@
-// The thin layer that calls CUPTI (built only when the CUDA toolkit has CUPTI):
-// decodes activity buffers and runs one activity-collection session.
+// The thin layer that calls CUPTI (built only where CMake found CUPTI's headers;
+// the library is loaded on first use): decodes activity buffers and runs one
+// activity-collection session. Every call throws CuptiError when CUPTI cannot
+// be loaded.
 #pragma once
 
 #include "wavecast/measured/kernel_activity.h"
