@@ -218,19 +218,19 @@ TEST_F(ServerTest, SaveAnalysesAfterTheDebounceAndServesHintsHoverAndLenses) {
                                           {{"start", {{"line", 0}, {"character", 0}}},
                                            {"end", {{"line", 20}, {"character", 0}}}}}})["result"];
   ASSERT_EQ(hints.size(), 2u);
-  EXPECT_EQ(hints[0]["label"], "H100-SXM 1.5ms \u00b7 T4 12.0ms (15%)");
+  EXPECT_EQ(hints[0]["label"], "H100-SXM 1.50 ms \u00b7 T4 12.0 ms (15%)");
   EXPECT_EQ(hints[0]["position"], Json::parse(R"({"line":2,"character":15})"));
   EXPECT_EQ(hints[1]["position"]["line"], 4);
 
   std::string markdown = hoverAt(2)["result"]["contents"]["value"];
-  EXPECT_NE(markdown.find("| T4 | 4.0ms | 8.0ms |"), std::string::npos) << markdown;
+  EXPECT_NE(markdown.find("| T4 | 4.00 ms | 8.00 ms |"), std::string::npos) << markdown;
   EXPECT_TRUE(hoverAt(3)["result"].is_null());
 
   Json lenses = request("textDocument/codeLens", {{"textDocument", {{"uri", uri("train.py")}}}});
   ASSERT_EQ(lenses["result"].size(), 3u); // two GPUs + memory; no per-line lenses (has inlay hints)
   EXPECT_EQ(lenses["result"][0]["range"]["start"]["line"], 8);
   EXPECT_EQ(lenses["result"][0]["command"]["title"],
-            "H100-SXM: 10.0ms/iter \u00b7 3,200 samples/s \u00b7 $0.012/1k samples");
+            "H100-SXM: 10.0 ms/iter \u00b7 3,200 samples/s \u00b7 $0.012/1k samples");
   EXPECT_EQ(lenses["result"][2]["range"]["start"]["line"], 6);
 
   Json results = request("wavecast/results", {{"uri", uri("train.py")}})["result"];
@@ -270,7 +270,7 @@ TEST_F(ServerTest, HintsAndHoverFollowTheirLinesThroughUnsavedEdits) {
   edit(2, 0, 0, 0, "import torch\nimport math\n");
   EXPECT_EQ(hintLines(), (std::vector<int>{4, 6}));
   EXPECT_TRUE(hoverAt(2)["result"].is_null());
-  EXPECT_NE(hoverAt(4)["result"]["contents"]["value"].get<std::string>().find("| T4 | 4.0ms"),
+  EXPECT_NE(hoverAt(4)["result"]["contents"]["value"].get<std::string>().find("| T4 | 4.00 ms"),
             std::string::npos);
 
   // Editing the conv line itself: its figures no longer describe it.
@@ -457,11 +457,11 @@ TEST_F(ServerTest, LineDiagnosticsAndLineLensesForClientsWithoutInlayHints) {
   Json diagnostics = sent("textDocument/publishDiagnostics").back()["params"]["diagnostics"];
   ASSERT_EQ(diagnostics.size(), 2u);
   EXPECT_EQ(diagnostics[0]["severity"], 3);
-  EXPECT_EQ(diagnostics[0]["message"], "H100-SXM 1.5ms \u00b7 T4 12.0ms (15%)");
+  EXPECT_EQ(diagnostics[0]["message"], "H100-SXM 1.50 ms \u00b7 T4 12.0 ms (15%)");
   Json lenses = request("textDocument/codeLens", {{"textDocument", {{"uri", uri("train.py")}}}});
   ASSERT_EQ(lenses["result"].size(), 5u);
   EXPECT_EQ(lenses["result"][3]["range"]["start"]["line"], 2);
-  EXPECT_EQ(lenses["result"][3]["command"]["title"], "H100-SXM 1.5ms \u00b7 T4 12.0ms (15%)");
+  EXPECT_EQ(lenses["result"][3]["command"]["title"], "H100-SXM 1.50 ms \u00b7 T4 12.0 ms (15%)");
 }
 
 TEST_F(ServerTest, TurningLineLensesOnOrOffAsksForCodeLensesAgain) {

@@ -1,59 +1,114 @@
 #include "fake_analyzer.h"
-#include "lsp/presentation.h"
+#include "presentation.h"
 
 #include <gtest/gtest.h>
 
-namespace wavecast::lsp {
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+
+namespace wavecast {
 namespace {
 
-TEST(Presentation, FormatsTimesCompactly) {
-  EXPECT_EQ(formatMs(0.001), "<0.01ms");
-  EXPECT_EQ(formatMs(0.423), "0.42ms");
-  EXPECT_EQ(formatMs(12.34), "12.3ms");
-  EXPECT_EQ(formatMs(456.7), "457ms");
-  EXPECT_EQ(formatMs(12345), "12.3s");
-  EXPECT_EQ(formatBytes(5LL << 29), "2.5 GiB");
-  EXPECT_EQ(formatUsd(0.0123), "$0.012");
-  EXPECT_EQ(formatUsd(0.0021), "$0.0021");
+using Json = nlohmann::json;
+
+// docs/presentation.md's examples, which vscode-extension/test/unit/presentation.test.ts runs too.
+Json presentationCases() {
+  std::ifstream in(WAVECAST_PRESENTATION_CASES);
+  return Json::parse(in);
 }
 
-TEST(Presentation, LineLabelListsEveryGpuAndTheShareOnTheFirst) {
-  auto output = testing::sampleOutput("/w/train.py");
-  EXPECT_EQ(lineLabel(output.prediction, output.prediction.lines[0]),
-            "H100-SXM 1.5ms \u00b7 T4 12.0ms (15%)");
-  EXPECT_EQ(lineLabel(output.prediction, output.prediction.lines[1]),
-            "H100-SXM 0.20ms \u00b7 T4 1.6ms (2.0%)");
+// null, or a missing key, stands for a number the results do not have.
+double number(const Json& value) {
+  return value.is_null() ? std::numeric_limits<double>::quiet_NaN() : value.get<double>();
+}
+double number(const Json& object, const char* key) {
+  return number(object.value(key, Json()));
 }
 
-TEST(Presentation, HoverHasATableRowPerGpuAndTheOps) {
-  auto output = testing::sampleOutput("/w/train.py");
-  std::string md = lineHover(output.prediction, output.prediction.lines[0]);
-  EXPECT_NE(md.find("| H100-SXM | 0.50ms | 1.0ms | <0.01ms | 1.5ms | 0.30ms | 15% |"),
-            std::string::npos)
-      << md;
-  EXPECT_NE(md.find("| T4 | 4.0ms | 8.0ms | <0.01ms | 12.0ms | 12.0ms | 15% |"), std::string::npos)
-      << md;
-  EXPECT_NE(md.find("**Host-bound** on H100-SXM (GPU idle 1.2ms of 1.5ms): the GPU waits for the "
-                    "CPU"),
-            std::string::npos)
-      << md;
-  EXPECT_EQ(md.find("T4 (GPU idle"), std::string::npos) << "the T4 is busy all the time";
-  EXPECT_NE(md.find("Ops on this line (3): `aten::convolution`, `aten::relu`"), std::string::npos)
-      << md;
+const std::map<std::string, std::function<std::string(double)>>& numberFormats() {
+  static const std::map<std::string, std::function<std::string(double)>> formats = {
+      {"formatMs", formatMs},   {"formatShare", formatShare}, {"formatBytes", formatBytes},
+      {"formatUsd", formatUsd}, {"formatCount", formatCount}};
+  return formats;
+}
+
+TEST(Presentation, EverySectionOfTheSharedCasesIsRunHere) {
+  const Json cases = presentationCases();
+  for (const auto& [section, examples] : cases.items())
+    EXPECT_TRUE(section == "about" || section == "lines" || numberFormats().count(section))
+        << "no test runs the section " << section;
+}
+
+TEST(Presentation, NumbersReadAsTheSharedCasesSay) {
+  const Json cases = presentationCases();
+  for (const auto& [name, format] : numberFormats()) {
+    ASSERT_FALSE(cases.at(name).empty()) << name;
+    for (const Json& example : cases.at(name)) {
+      EXPECT_EQ(format(number(example[0])), example[1].get<std::string>())
+          << name << "(" << example[0] << ")";
+    }
+  }
+}
+
+TEST(Presentation, LineLabelsAndHoversReadAsTheSharedCasesSay) {
+  const Json cases = presentationCases().at("lines");
+  ASSERT_FALSE(cases.empty());
+  for (const Json& example : cases) {
+    SCOPED_TRACE(example.at("name").get<std::string>());
+    Prediction prediction;
+    prediction.batchSize = example.at("prediction").at("batch_size").get<int64_t>();
+    prediction.method = example.at("prediction").at("method").get<std::string>();
+    prediction.gpus = example.at("prediction").at("gpus").get<std::vector<std::string>>();
+    const Json& json = example.at("line");
+    LineBreakdown line;
+    line.loc = {json.at("file").get<std::string>(), json.at("line").get<int>(), ""};
+    line.opNames = json.at("ops").get<std::vector<std::string>>();
+    line.opCount = json.at("op_count").get<int>();
+    for (const Json& gpu : json.at("per_gpu")) {
+      LineTimes times;
+      times.forwardMs = number(gpu, "forward_ms");
+      times.backwardMs = number(gpu, "backward_ms");
+      times.optimizerMs = number(gpu, "optimizer_ms");
+      times.shareOfIteration = number(gpu, "share");
+      times.gpuMs = number(gpu, "gpu_ms");
+      times.gpuIdleMs = number(gpu, "gpu_idle_ms");
+      times.hostBound = gpu.value("host_bound", false);
+      // The results carry total_ms; the daemon adds the phases. A case must agree with both.
+      ASSERT_EQ(times.totalMs(), number(gpu, "total_ms")) << gpu;
+      ASSERT_EQ(gpu.at("gpu").get<std::string>(), prediction.gpus.at(line.perGpu.size()));
+      line.perGpu.push_back(times);
+    }
+    std::string hover;
+    for (const Json& text : example.at("hover"))
+      hover += (hover.empty() ? "" : "\n") + text.get<std::string>();
+    EXPECT_EQ(lineLabel(prediction, line), example.at("label").get<std::string>());
+    EXPECT_EQ(lineHover(prediction, line), hover);
+  }
+}
+
+TEST(Presentation, RoundsAnExactTieAwayFromZero) {
+  EXPECT_EQ(formatFixed(0.125, 2), "0.13");
+  EXPECT_EQ(formatFixed(-0.125, 2), "-0.13");
+  EXPECT_EQ(formatFixed(2.5, 0), "3");
+  EXPECT_EQ(formatFixed(1.115, 2), "1.11") << "1.115 is stored just below the tie";
 }
 
 TEST(Presentation, SummaryAndMemoryTitles) {
-  auto output = testing::sampleOutput("/w/train.py");
+  auto output = lsp::testing::sampleOutput("/w/train.py");
   EXPECT_EQ(summaryTitle(output.prediction.summaries[0]),
-            "H100-SXM: 10.0ms/iter \u00b7 3,200 samples/s \u00b7 $0.012/1k samples");
+            "H100-SXM: 10.0 ms/iter \u00b7 3,200 samples/s \u00b7 $0.012/1k samples");
   EXPECT_EQ(memoryTitle(output.prediction),
             "batch 32 \u00b7 peak memory 2.0 GiB \u00b7 fits on all targets");
   EXPECT_EQ(outOfMemoryMessage(output.prediction), "");
   output.prediction.summaries[0].hostBound = true;
   output.prediction.summaries[0].gpuMs = 2.5;
   EXPECT_EQ(summaryTitle(output.prediction.summaries[0]),
-            "H100-SXM: 10.0ms/iter \u00b7 3,200 samples/s \u00b7 $0.012/1k samples \u00b7 "
-            "host-bound (GPU busy 2.5ms)");
+            "H100-SXM: 10.0 ms/iter \u00b7 3,200 samples/s \u00b7 $0.012/1k samples \u00b7 "
+            "host-bound (GPU busy 2.50 ms)");
   output.prediction.summaries[1].fitsInMemory = false;
   EXPECT_EQ(memoryTitle(output.prediction),
             "batch 32 \u00b7 peak memory 2.0 GiB \u00b7 does not fit on T4");
@@ -63,4 +118,4 @@ TEST(Presentation, SummaryAndMemoryTitles) {
 }
 
 } // namespace
-} // namespace wavecast::lsp
+} // namespace wavecast

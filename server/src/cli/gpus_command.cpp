@@ -1,6 +1,7 @@
 #include "cli/commands.h"
 #include "cli/shared.h"
 #include "cli/terminal.h"
+#include "presentation.h"
 
 #include <iostream>
 #include <nlohmann/json.hpp>

@@ -1,6 +1,7 @@
 #include "cli/commands.h"
 #include "cli/shared.h"
 #include "cli/terminal.h"
+#include "presentation.h"
 #include "wavecast/predictor/predictor.h"
 
 #include <algorithm>
@@ -76,23 +77,14 @@ void printLineTable(const Prediction& prediction, const Trace& trace, std::ostre
     for (const auto& times : line.perGpu) {
       anyHostBound |= times.hostBound;
       out << padLeft(times.totalMs() > 0
-                         ? formatDuration(times.totalMs()) + (times.hostBound ? "*" : " ")
+                         ? formatMs(times.totalMs()) + (times.hostBound ? "*" : " ")
                          : "- ",
                      gpuWidth);
     }
-    const double share = line.perGpu.empty() ? 0 : line.perGpu.front().shareOfIteration;
-    out << padLeft(formatFixed(share * 100, 1) + "%", 8) << "\n";
+    out << padLeft(formatShare(lineShare(line)), 8) << "\n";
   }
   if (anyHostBound)
     out << "* host-bound: the GPU waits for the CPU to issue this line's work most of the time\n";
-}
-
-// Three significant digits, however small: "$0.00123", "$12.3".
-std::string formatUsd(double usd) {
-  int decimals = 2;
-  for (double v = usd; v > 0 && v < 100 && decimals < 8; v *= 10)
-    ++decimals;
-  return "$" + formatFixed(usd, std::max(2, decimals - 2));
 }
 
 void printSummary(const Prediction& prediction, std::ostream& out) {
@@ -112,11 +104,10 @@ void printSummary(const Prediction& prediction, std::ostream& out) {
   for (const auto* s : order) {
     const std::string memory = formatBytes(static_cast<double>(s->memory.peakBytes())) + " / " +
                                formatBytes(static_cast<double>(s->memoryCapacityBytes));
-    out << padRight(s->gpuId, idWidth) << padLeft(formatDuration(s->iterationMs), 12)
-        << padLeft(formatDuration(s->gpuMs), 10) << padLeft(formatDuration(s->forwardMs), 10)
-        << padLeft(formatDuration(s->backwardMs), 10)
-        << padLeft(formatDuration(s->optimizerMs), 10)
-        << padLeft(formatFixed(s->samplesPerSecond, s->samplesPerSecond < 100 ? 1 : 0), 12)
+    out << padRight(s->gpuId, idWidth) << padLeft(formatMs(s->iterationMs), 12)
+        << padLeft(formatMs(s->gpuMs), 10) << padLeft(formatMs(s->forwardMs), 10)
+        << padLeft(formatMs(s->backwardMs), 10) << padLeft(formatMs(s->optimizerMs), 10)
+        << padLeft(formatCount(s->samplesPerSecond), 12)
         << padLeft(s->pricePerHourUsd > 0 ? formatUsd(s->costPer1kSamplesUsd) : "n/a", 14)
         << padLeft(memory, 24) << (s->fitsInMemory ? "" : "  OUT OF MEMORY")
         << (s->hostBound ? "  host-bound" : "") << "\n";

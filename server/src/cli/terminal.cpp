@@ -1,6 +1,5 @@
 #include "cli/terminal.h"
 
-#include <cstdio>
 #include <iostream>
 #include <unistd.h>
 
@@ -48,32 +47,6 @@ void ProgressLine::clear() {
   if (enabled_ && shown_)
     std::cerr << "\r\033[K" << std::flush;
   shown_ = false;
-}
-
-std::string formatFixed(double value, int decimals) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
-  return buffer;
-}
-
-std::string formatDuration(double ms) {
-  if (ms < 1e-3)
-    return ms <= 0 ? "0" : formatFixed(ms * 1e3, 2) + " µs";
-  if (ms < 1.0)
-    return formatFixed(ms * 1e3, ms < 0.01 ? 2 : (ms < 0.1 ? 1 : 0)) + " µs";
-  if (ms < 1000.0)
-    return formatFixed(ms, ms < 10 ? 2 : (ms < 100 ? 1 : 0)) + " ms";
-  return formatFixed(ms / 1000.0, 2) + " s";
-}
-
-std::string formatBytes(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int unit = 0;
-  while (bytes >= 1024.0 && unit < 4) {
-    bytes /= 1024.0;
-    ++unit;
-  }
-  return formatFixed(bytes, unit == 0 ? 0 : (bytes < 10 ? 2 : 1)) + " " + units[unit];
 }
 
 std::string padRight(const std::string& text, size_t width) {

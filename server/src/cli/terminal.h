@@ -1,4 +1,4 @@
-// Terminal helpers: progress on stderr only when it is a terminal, and number formatting.
+// Terminal helpers: progress on stderr only when it is a terminal, and table columns.
 #pragma once
 
 #include <string>
@@ -17,11 +17,6 @@ private:
   bool shown_ = false;
 };
 
-// 0.0123 -> "12.3 µs", 4.5 -> "4.50 ms", 1234 -> "1.23 s".
-std::string formatDuration(double ms);
-// 1536 MiB in bytes -> "1.50 GiB".
-std::string formatBytes(double bytes);
-std::string formatFixed(double value, int decimals);
 // Pads or truncates to `width` display columns (UTF-8 aware).
 std::string padRight(const std::string& text, size_t width);
 std::string padLeft(const std::string& text, size_t width);

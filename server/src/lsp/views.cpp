@@ -1,7 +1,7 @@
 #include "lsp/views.h"
 
 #include "lsp/files.h"
-#include "lsp/presentation.h"
+#include "presentation.h"
 
 #include <algorithm>
 

@@ -85,7 +85,8 @@ describe('wavecast serve over stdio', () => {
     assert.ok(hint, `no inlay hint on line ${forwardLine}: ${JSON.stringify(hints)}`);
     const lineText = sample.text.split('\n')[forwardLine];
     assert.equal(hint.position.character, lineText.length);
-    assert.match(hint.label, /^H100\S* [\d.<]+m?s · T4 [\d.<]+m?s \(\d+(\.\d)?%\)$/);
+    // docs/presentation.md: the line label.
+    assert.match(hint.label, /^H100\S* [\d.]+ (µs|ms|s) · T4 [\d.]+ (µs|ms|s) \((<0\.1|\d+|0\.\d)%\)$/);
 
     const hover = await client.connection.sendRequest(HoverRequest.type, {
       textDocument: { uri: sample.uri },

@@ -1,7 +1,7 @@
 // Turns a results response into what the results panel draws: bar charts per
 // GPU, memory against capacity and the per-line table. Pure, so the webview
 // bundle and the unit tests share it.
-import { formatBytes, formatCount, formatMs, formatShare, formatUsd } from './format';
+import { HOST_BOUND_ADVICE, formatBytes, formatCount, formatMs, formatShare, formatUsd, lineShare } from './presentation';
 import type { GpuSummary, LineGpuTime, LinePrediction, ResultsResponse } from './protocol';
 
 export interface BarSegment {
@@ -90,9 +90,6 @@ export interface ChartModel {
   rows: LineRow[];
   warnings: string[];
 }
-
-/** What to do about a GPU that waits for the CPU (the daemon's advice). */
-export const HOST_BOUND_ADVICE = 'a larger batch, CUDA graphs or torch.compile (fewer, larger kernels) would use it better';
 
 /** "host-bound: GPU idle 3.32 ms of 3.60 ms" for a host-bound span, else null (also for older daemons' results). */
 export function hostBoundLabel(span: { host_bound?: boolean; gpu_idle_ms?: number }, wallMs: number): string | null {
@@ -217,7 +214,7 @@ function lineRows(lines: LinePrediction[], gpus: string[]): LineRow[] {
         ops: summarizeOps(line.ops),
         opCount: line.op_count,
         cells,
-        maxShare: Math.max(0, ...cells.map((c) => c.share)),
+        maxShare: lineShare(line),
         hostBound: cells.some((c) => c.hostBound),
       };
     });

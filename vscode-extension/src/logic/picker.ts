@@ -1,5 +1,5 @@
 // Items of the GPU quick pick, built from `wavecast/listGpus`.
-import { formatGpuList, formatTflops, formatUsd } from './format';
+import { formatGpuList, formatTflops, formatUsd } from './presentation';
 import type { GpuInfo, ListGpusResult } from './protocol';
 
 // Items are labelled by GPU id ("H100-SXM"): short, and what settings and

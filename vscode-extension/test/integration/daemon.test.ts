@@ -17,8 +17,10 @@ import {
   StreamMessageReader,
   StreamMessageWriter,
   type InitializeResult,
+  type MarkupContent,
   type MessageConnection,
 } from 'vscode-languageserver-protocol/node';
+import { lineDecorations } from '../../src/logic/annotations';
 import { WavecastApi } from '../../src/logic/api';
 import { buildChartModel } from '../../src/logic/chartData';
 import { checkServerCapability } from '../../src/logic/errors';
@@ -237,6 +239,12 @@ test('analyze returns a per-line prediction for the sample that charts and hints
     position: { line: forwardLine - 1, character: 8 },
   });
   assert.ok(hover, 'hover on a predicted line');
+  // The daemon's hints and hover read as the extension's decorations do (docs/presentation.md).
+  const decorations = lineDecorations(prediction, line.file);
+  for (const hint of hints) {
+    assert.equal(hint.label, decorations.find((d) => d.line === hint.position.line + 1)?.text);
+  }
+  assert.equal((hover.contents as MarkupContent).value, decorations.find((d) => d.line === forwardLine)?.hover);
   const lenses = await session.connection.sendRequest(CodeLensRequest.type, { textDocument: { uri: sampleUri } });
   assert.ok(lenses && lenses.some((l) => l.command?.command === 'wavecast.showResults'), 'a code lens opening the results');
 

@@ -23,8 +23,9 @@ test('one decoration per predicted line of the file, with a hover table', () => 
   assert.equal(decorations.length, 10, 'the line-0 entry (ops outside the project) is not drawn');
   const line27 = decorations.find((d) => d.line === 27)!;
   assert.equal(line27.text, 'H100-SXM 124 ms · A100-SXM4-40GB 214 ms · L4 509 ms · T4 1.11 s (35%)');
-  assert.match(line27.hover, /58 ops: convolution, batch_norm, relu_, add_/);
-  assert.match(line27.hover, /\| T4 \| 368 ms \| 737 ms \| 0 ms \| 1.11 s \| 35% \|/);
+  assert.match(line27.hover, /^\*\*wavecast\*\* — predicted time of this line per training iteration \(batch 192\)\n/);
+  assert.match(line27.hover, /\n58 ops: `aten::convolution`, `aten::batch_norm`, `aten::relu_`, `aten::add_`\n/);
+  assert.match(line27.hover, /\| T4 \| 368 ms \| 737 ms \| 0 ms \| 1.11 s \| – \| 35% \|/);
   assert.equal(lineDecorations(results.prediction!, '/elsewhere.py').length, 0);
 });
 
@@ -46,9 +47,12 @@ test('with the host model the hover adds GPU busy time and names the host-bound 
   assert.doesNotMatch(decorations.find((d) => d.line === 25)!.hover, /Host-bound/);
 });
 
-test('results without the host model keep the old hover', () => {
+test('results without the host model show GPU busy as missing and no host-bound GPU', () => {
   const decorations = lineDecorations(loadResults().prediction!, '/home/ada/projects/resnet/train_resnet.py');
-  assert.ok(decorations.every((d) => !/GPU busy|Host-bound/.test(d.hover)));
+  assert.ok(decorations.every((d) => !/Host-bound/.test(d.hover)));
+  const rows = decorations.flatMap((d) => d.hover.split('\n').filter((l) => /^\| [A-Z]/.test(l) && !l.startsWith('| GPU |')));
+  assert.equal(rows.length, 4 * decorations.length);
+  for (const row of rows) assert.match(row, / \| – \| [\d.<]+% \|$/);
 });
 
 test('iteration times per GPU mark the host-bound ones', () => {

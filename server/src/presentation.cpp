@@ -1,0 +1,220 @@
+#include "presentation.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <iterator>
+
+namespace wavecast {
+
+namespace {
+
+const char* const kMissing = "\u2013";
+
+// Values below `bound` (once rounded) show `decimals` decimals.
+struct Band {
+  double bound;
+  int decimals;
+};
+constexpr Band kMsBands[] = {{1, 3}, {10, 2}, {100, 1}, {1000, 0}};
+constexpr Band kUsdBands[] = {{0.00001, 7}, {0.0001, 6}, {0.001, 5}, {0.01, 4}, {0.1, 3}, {100, 2}};
+
+// Whether `value` rounded to `decimals` decimals stays below `bound` in magnitude:
+// a band of docs/presentation.md holds the value.
+bool roundsBelow(double value, int decimals, double bound) {
+  const std::string text = formatFixed(std::fabs(value), decimals);
+  double rounded = 0;
+  std::from_chars(text.data(), text.data() + text.size(), rounded);
+  return rounded < bound;
+}
+
+// "2600" -> "2,600"
+std::string groupThousands(const std::string& digits) {
+  std::string out;
+  const size_t start = digits[0] == '-' ? 1 : 0;
+  const size_t end = std::min(digits.find('.'), digits.size());
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > start && i < end && (end - i) % 3 == 0)
+      out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+} // namespace
+
+std::string formatFixed(double value, int decimals) {
+  double doubledScale = 2;
+  for (int i = 0; i < decimals; ++i)
+    doubledScale *= 10;
+  // printf rounds an exact tie to even, JavaScript's toFixed away from zero. The value is a
+  // tie when value * 2 * 10^decimals is an odd integer; fma's zero remainder proves the
+  // product exact.
+  const double doubled = value * doubledScale;
+  if (std::fma(value, doubledScale, -doubled) == 0 && std::fabs(doubled) < 0x1p53 &&
+      doubled == std::trunc(doubled) && std::fmod(doubled, 2) != 0)
+    value = (doubled + std::copysign(1.0, doubled)) / doubledScale;
+  char buffer[400];
+  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+  return buffer;
+}
+
+std::string formatMs(double ms) {
+  if (!std::isfinite(ms))
+    return kMissing;
+  if (ms == 0)
+    return "0 ms";
+  if (roundsBelow(ms * 1000, 1, 10))
+    return formatFixed(ms * 1000, 1) + " \u00b5s";
+  for (const Band& band : kMsBands)
+    if (roundsBelow(ms, band.decimals, band.bound))
+      return formatFixed(ms, band.decimals) + " ms";
+  const double seconds = ms / 1000;
+  return formatFixed(seconds, roundsBelow(seconds, 2, 10) ? 2 : 1) + " s";
+}
+
+std::string formatShare(double share) {
+  if (!std::isfinite(share))
+    return kMissing;
+  const double percent = share * 100;
+  if (percent == 0)
+    return "0%";
+  if (!roundsBelow(percent, 1, 1))
+    return formatFixed(percent, 0) + "%";
+  // Rounds to 0.0: too small to show, but not nothing.
+  return roundsBelow(percent, 1, 0.1) ? "<0.1%" : formatFixed(percent, 1) + "%";
+}
+
+std::string formatBytes(double bytes) {
+  if (!std::isfinite(bytes) || bytes < 0)
+    return kMissing;
+  if (roundsBelow(bytes, 0, 1024))
+    return formatFixed(bytes, 0) + " B";
+  const char* const units[] = {"KiB", "MiB", "GiB", "TiB"};
+  const size_t last = std::size(units) - 1;
+  double value = bytes;
+  for (size_t unit = 0;; ++unit) {
+    value /= 1024; // exact: a power of two
+    if (roundsBelow(value, 1, 100))
+      return formatFixed(value, 1) + " " + units[unit];
+    if (unit == last || roundsBelow(value, 0, 1024))
+      return formatFixed(value, 0) + " " + units[unit];
+  }
+}
+
+std::string formatUsd(double usd) {
+  if (!std::isfinite(usd))
+    return kMissing;
+  if (usd == 0)
+    return "$0";
+  for (const Band& band : kUsdBands)
+    if (roundsBelow(usd, band.decimals, band.bound))
+      return "$" + formatFixed(usd, band.decimals);
+  return "$" + formatFixed(usd, 0);
+}
+
+std::string formatCount(double count) {
+  if (!std::isfinite(count))
+    return kMissing;
+  if (roundsBelow(count, 1, 100))
+    return formatFixed(count, 1);
+  return groupThousands(formatFixed(count, 0));
+}
+
+double lineShare(const LineBreakdown& line) {
+  double share = 0;
+  for (const LineTimes& times : line.perGpu)
+    share = std::max(share, times.shareOfIteration);
+  return share;
+}
+
+std::string lineLabel(const Prediction& prediction, const LineBreakdown& line) {
+  std::string label;
+  for (size_t i = 0; i < line.perGpu.size() && i < prediction.gpus.size(); ++i) {
+    if (!label.empty())
+      label += " \u00b7 ";
+    label += prediction.gpus[i] + " " + formatMs(line.perGpu[i].totalMs());
+  }
+  if (!label.empty())
+    label += " (" + formatShare(lineShare(line)) + ")";
+  return label;
+}
+
+std::string lineHover(const Prediction& prediction, const LineBreakdown& line) {
+  std::string md = "**wavecast** \u2014 predicted time of this line per training iteration "
+                   "(batch " +
+                   std::to_string(prediction.batchSize) + ")\n\n";
+  md += "| GPU | forward | backward | optimizer | total | GPU busy | share |\n";
+  md += "|---|---:|---:|---:|---:|---:|---:|\n";
+  std::string hostBound;
+  for (size_t i = 0; i < line.perGpu.size() && i < prediction.gpus.size(); ++i) {
+    const LineTimes& t = line.perGpu[i];
+    md += "| " + prediction.gpus[i] + " | " + formatMs(t.forwardMs) + " | " +
+          formatMs(t.backwardMs) + " | " + formatMs(t.optimizerMs) + " | " + formatMs(t.totalMs()) +
+          " | " + formatMs(t.gpuMs) + " | " + formatShare(t.shareOfIteration) + " |\n";
+    if (t.hostBound)
+      hostBound += (hostBound.empty() ? "" : ", ") + prediction.gpus[i] + " (GPU idle " +
+                   formatMs(t.gpuIdleMs) + " of " + formatMs(t.totalMs()) + ")";
+  }
+  if (!hostBound.empty())
+    md += "\n**Host-bound** on " + hostBound +
+          ": the GPU waits for the CPU to issue this line's work; a larger batch, CUDA graphs or "
+          "torch.compile (fewer, larger kernels) would use it better.\n";
+  md += "\n" + std::to_string(line.opCount) + (line.opCount == 1 ? " op" : " ops");
+  for (size_t i = 0; i < line.opNames.size(); ++i)
+    md += (i ? ", `" : ": `") + line.opNames[i] + "`";
+  md += "\n\nMethod: " + prediction.method;
+  return md;
+}
+
+std::string summaryTitle(const GpuSummary& summary) {
+  std::string title = summary.gpuId + ": " + formatMs(summary.iterationMs) + "/iter \u00b7 " +
+                      formatCount(summary.samplesPerSecond) + " samples/s";
+  if (summary.costPer1kSamplesUsd > 0)
+    title += " \u00b7 " + formatUsd(summary.costPer1kSamplesUsd) + "/1k samples";
+  if (!summary.fitsInMemory)
+    title += " \u00b7 out of memory";
+  if (summary.hostBound)
+    title += " \u00b7 host-bound (GPU busy " + formatMs(summary.gpuMs) + ")";
+  return title;
+}
+
+std::string memoryTitle(const Prediction& prediction) {
+  if (prediction.summaries.empty())
+    return "batch " + std::to_string(prediction.batchSize);
+  std::string title =
+      "batch " + std::to_string(prediction.batchSize) + " \u00b7 peak memory " +
+      formatBytes(static_cast<double>(prediction.summaries.front().memory.peakBytes()));
+  std::string tooBig;
+  for (const auto& summary : prediction.summaries)
+    if (!summary.fitsInMemory)
+      tooBig += (tooBig.empty() ? "" : ", ") + summary.gpuId;
+  title += tooBig.empty() ? " \u00b7 fits on all targets" : " \u00b7 does not fit on " + tooBig;
+  return title;
+}
+
+std::string outOfMemoryMessage(const Prediction& prediction) {
+  std::string message;
+  for (const auto& summary : prediction.summaries) {
+    if (summary.fitsInMemory)
+      continue;
+    if (!message.empty())
+      message += "\n";
+    message += "Out of memory on " + summary.gpuId + ": batch size " +
+               std::to_string(prediction.batchSize) + " needs about " +
+               formatBytes(static_cast<double>(summary.memory.peakBytes())) + ", the GPU has " +
+               formatBytes(static_cast<double>(summary.memoryCapacityBytes)) +
+               ". Lower the batch size.";
+  }
+  return message;
+}
+
+std::string errorMessage(const ProfileError& error) {
+  std::string message = error.message;
+  if (!error.hint.empty())
+    message += "\n" + error.hint;
+  return message;
+}
+
+} // namespace wavecast

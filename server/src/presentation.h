@@ -1,0 +1,38 @@
+// Turns a prediction into the text people read: numbers, line labels, hover
+// markdown, code-lens titles and diagnostics, as docs/presentation.md says
+// (the VS Code extension's presentation.ts follows the same page). Pure
+// functions; the daemon and the CLI format only through these.
+#pragma once
+
+#include "wavecast/predictor/prediction.h"
+#include "wavecast/profiler/profiler.h"
+
+#include <cstdint>
+#include <string>
+
+namespace wavecast {
+
+// `value` with `decimals` decimals, an exact tie rounded away from zero.
+std::string formatFixed(double value, int decimals);
+std::string formatMs(double ms);          // "0.042 ms", "4.21 ms", "2.57 s"
+std::string formatShare(double share);    // 0.3464 -> "35%"
+std::string formatBytes(double bytes);    // "5.1 GiB"
+std::string formatUsd(double usd);        // "$0.012"
+std::string formatCount(double count);    // "3,200"
+
+// The line's largest share of the iteration over the target GPUs.
+double lineShare(const LineBreakdown& line);
+// "H100-SXM 1.50 ms · T4 12.0 ms (15%)": per-GPU line totals and the line's share.
+std::string lineLabel(const Prediction& prediction, const LineBreakdown& line);
+// Markdown: the per-GPU table, the host-bound GPUs, the line's ops and the method.
+std::string lineHover(const Prediction& prediction, const LineBreakdown& line);
+// "H100-SXM: 12.3 ms/iter · 2,600 samples/s · $0.012/1k samples"
+std::string summaryTitle(const GpuSummary& summary);
+// "batch 32 · peak memory 5.1 GiB · fits on all targets" or which GPUs it does not fit.
+std::string memoryTitle(const Prediction& prediction);
+// One message per GPU the prediction does not fit; empty when it fits everywhere.
+std::string outOfMemoryMessage(const Prediction& prediction);
+// "file:line: message" + hint, for an error diagnostic.
+std::string errorMessage(const ProfileError& error);
+
+} // namespace wavecast
