@@ -50,6 +50,40 @@ TEST(ShippedWeights, KnowWhichGpusTheyWereMeasuredOn) {
     EXPECT_FALSE(model->measuredOn(*database.find(id))) << id;
 }
 
+// NeuSight timed each op with CUDA events: no row is faster than a launch and the
+// timer, tens of microseconds on every GPU it measured.
+TEST(ShippedWeights, RecordTheirLabelsTimingFloor) {
+  const LearnedModels models = LearnedModels::open(kWeights);
+  for (KernelFamily family : allKernelFamilies()) {
+    EXPECT_GT(models.timingFloorMs(family), 0.015) << toString(family);
+    EXPECT_LT(models.timingFloorMs(family), 0.1) << toString(family);
+  }
+}
+
+// The predictor wants kernel time: a kernel bounded below the floor goes to the
+// analytic model, a large one to the networks.
+TEST(ShippedWeights, OpTimeModelLeavesKernelsBelowTheTimingFloorToTheRoofline) {
+  const auto model = LearnedOpTimeModel::open(kWeights);
+  const GpuDatabase database = GpuDatabase::fromFile(WAVECAST_SOURCE_ROOT_DIR "/data/gpus.json");
+  const DeviceSpec& h100 = *database.find("H100-SXM");
+  const auto add = [](int64_t rows, int64_t cols) {
+    OpRecord op;
+    op.name = "aten::add";
+    TensorMeta t;
+    t.shape = {rows, cols};
+    op.inputs = {t, t};
+    op.outputs = {t};
+    return op;
+  };
+  const OpRecord small = add(64, 1024);   // 0.75 MB: well under a microsecond of DRAM time
+  const OpRecord large = add(8192, 8192); // 805 MB: a quarter of a millisecond
+  const auto answers = model->predictMs({{&small, &h100}, {&large, &h100}});
+  ASSERT_EQ(answers.size(), 2u);
+  EXPECT_FALSE(answers[0].has_value());
+  ASSERT_TRUE(answers[1].has_value());
+  EXPECT_GT(*answers[1], 0.2);
+}
+
 TEST(ShippedWeights, MissingFolderSaysHowToTrain) {
   try {
     LearnedModels::open("/nonexistent/weights");

@@ -87,6 +87,16 @@ TEST_F(Training, ReducedRunLearnsAndBeatsAConstantUtilisation) {
   for (const auto& answer : models.predictMs(queries))
     predicted.push_back(answer.value());
   EXPECT_LT(mape(predicted, test.samples), 0.8 * mape(baseline, test.samples));
+
+  // The timing floor is the fastest row the family trained on.
+  for (KernelFamily family : options.families) {
+    double fastest = 0;
+    for (const KernelSample& s : train.samples)
+      if (s.shape.family == family)
+        fastest = fastest == 0 ? s.latencyMs : std::min(fastest, s.latencyMs);
+    EXPECT_GT(fastest, 0) << toString(family);
+    EXPECT_DOUBLE_EQ(models.timingFloorMs(family), fastest) << toString(family);
+  }
 }
 
 TEST_F(Training, SameSeedGivesTheSameModel) {

@@ -31,8 +31,6 @@ struct FamilyModel {
   std::vector<float> scale;
   std::vector<float> lowest; // the training range of each feature
   std::vector<float> highest;
-  // The fastest time a training row could show (launch plus CUDA-event overhead):
-  // a kernel whose roofline bound lies below it was never really measured.
   double timingFloorMs = 0;
   std::once_flag loaded;
   std::vector<DenseNetwork> nets;
@@ -129,6 +127,10 @@ bool LearnedModels::covers(KernelFamily family) const {
   return impl_->families[size_t(family)].present;
 }
 
+double LearnedModels::timingFloorMs(KernelFamily family) const {
+  return impl_->families[size_t(family)].timingFloorMs;
+}
+
 std::vector<std::optional<double>>
 LearnedModels::predictMs(const std::vector<KernelQuery>& queries) const {
   std::vector<std::optional<double>> answers(queries.size());
@@ -145,15 +147,8 @@ LearnedModels::predictMs(const std::vector<KernelQuery>& queries) const {
     std::vector<float> rows;
     rows.reserve(indices.size() * size_t(model.features));
     std::vector<double> bounds;
-    std::vector<size_t> modelled; // the queries the networks answer, in row order
     for (size_t i : indices) {
       const KernelShape shape = launchBoundFloor(queries[i].shape);
-      const double boundMs = rooflineCost(shape, queries[i].gpu).boundMs();
-      // Kernels faster than the labels' timing floor were learned from the timer, not
-      // the kernel: leave them to the analytic model.
-      if (boundMs < model.timingFloorMs)
-        continue;
-      modelled.push_back(i);
       const std::vector<float> x = kernelFeatures(shape, queries[i].gpu);
       // Inputs are held to the range training saw: a ReLU network extrapolates
       // linearly, so a GPU or shape beyond it (H100's 132 SMs, a 7x7 stem) would
@@ -161,18 +156,16 @@ LearnedModels::predictMs(const std::vector<KernelQuery>& queries) const {
       for (size_t j = 0; j < size_t(model.features); ++j)
         rows.push_back((std::clamp(x[j], model.lowest[j], model.highest[j]) - model.mean[j]) /
                        model.scale[j]);
-      bounds.push_back(boundMs);
+      bounds.push_back(rooflineCost(shape, queries[i].gpu).boundMs());
     }
-    if (modelled.empty())
-      continue;
-    std::vector<float> logRatio(modelled.size(), 0.0f);
+    std::vector<float> logRatio(indices.size(), 0.0f);
     for (const DenseNetwork& net : model.nets) {
-      const std::vector<float> out = net.forward(rows, modelled.size());
-      for (size_t r = 0; r < modelled.size(); ++r)
+      const std::vector<float> out = net.forward(rows, indices.size());
+      for (size_t r = 0; r < indices.size(); ++r)
         logRatio[r] += out[r] / float(model.nets.size());
     }
-    for (size_t r = 0; r < modelled.size(); ++r)
-      answers[modelled[r]] =
+    for (size_t r = 0; r < indices.size(); ++r)
+      answers[indices[r]] =
           bounds[r] * std::exp(std::clamp(double(logRatio[r]), kMinLogRatio, kMaxLogRatio));
   }
   return answers;

@@ -160,7 +160,12 @@ LearnedOpTimeModel::predictMs(const std::vector<OpTimeQuery>& queries) const {
     if (!queries[i].op || !queries[i].gpu)
       continue;
     const GpuFeatures gpu = GpuFeatures::fromDeviceSpec(*queries[i].gpu);
-    if (auto shape = kernelShapeOf(*queries[i].op); shape && gpu.valid()) {
+    const auto shape = kernelShapeOf(*queries[i].op);
+    if (!shape || !gpu.valid())
+      continue;
+    // The predictor wants kernel time; a kernel bounded below the labels' timing
+    // floor was learned from the timer, so it is left to the analytic model.
+    if (rooflineCost(*shape, gpu).boundMs() >= models_.timingFloorMs(shape->family)) {
       kernels.push_back({*shape, gpu});
       owner.push_back(i);
     }

@@ -29,6 +29,10 @@ public:
   ~LearnedModels();
 
   bool covers(KernelFamily family) const;
+  // The fastest time any training row of `family` shows: each was timed with CUDA
+  // events around one call, so this is launch and timer overhead, not a kernel. The
+  // networks model such timings; below the floor they say nothing of kernel time.
+  double timingFloorMs(KernelFamily family) const;
   // One answer per query (ms), in order, run batched per family; nullopt when the
   // family has no model or the shape or GPU is invalid.
   std::vector<std::optional<double>> predictMs(const std::vector<KernelQuery>& queries) const;
