@@ -10,6 +10,7 @@
 //   @raw BYTES              bytes for client 1's frame decoder as they are,
 //                           with the four characters \r\n standing for CRLF
 //   @wait                   let queued analyses finish and their results arrive
+// FUZZ_SERVER_ECHO=1 in the environment prints what the server sends.
 // Documents live in kFolder, which holds train.py (an entry with providers)
 // and util.py (a plain module).
 #include "fake_analyzer.h"
@@ -91,6 +92,8 @@ public:
   void start(bool needsToken) { id_ = server_.addClient(shared_from_this(), needsToken); }
 
   void send(std::string body) override {
+    if (std::getenv("FUZZ_SERVER_ECHO")) // to see what an input does: the server's replies
+      std::fprintf(stderr, "server -> client %d: %s\n", id_, body.c_str());
     auto decoded = decodeMessage(body);
     auto* message = std::get_if<Message>(&decoded);
     if (!message)
