@@ -4,6 +4,7 @@
 #include "presentation.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace wavecast::lsp {
 
@@ -64,6 +65,9 @@ std::optional<Hover> hoverAt(const IndexedResult& result, const std::string& pat
       return std::nullopt;
     analysedLine = *before;
   }
+  // A client may ask for any line up to 2^31-1; the last one has no 1-based number.
+  if (analysedLine == std::numeric_limits<int>::max())
+    return std::nullopt;
   auto found = lines->second.find(analysedLine + 1);
   if (found == lines->second.end())
     return std::nullopt;
