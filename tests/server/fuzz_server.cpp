@@ -54,13 +54,13 @@ public:
     progress("tracing " + request.file);
     if (cancel.cancelled()) {
       ProfileError error;
-      error.kind = "cancelled";
+      error.kind = ProfileErrorKind::Cancelled;
       error.message = "cancelled";
       return error;
     }
     if (request.batchSize && *request.batchSize % 2 != 0) {
       ProfileError error;
-      error.kind = "user_exception";
+      error.kind = ProfileErrorKind::UserException;
       error.message = "ValueError: odd batch";
       error.file = request.file;
       error.line = 2;
