@@ -279,19 +279,19 @@ class Daemon:
         self.log.seek(0)
         return self.log.read()
 
-    def rss_kib(self):
+    def status_field(self, name):
+        """An integer field of /proc/PID/status ("VmRSS", "Threads"); 0 when absent."""
         with open(f"/proc/{self.pid}/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(name + ":"):
                     return int(line.split()[1])
         return 0
 
+    def rss_kib(self):
+        return self.status_field("VmRSS")
+
     def threads(self):
-        with open(f"/proc/{self.pid}/status") as f:
-            for line in f:
-                if line.startswith("Threads:"):
-                    return int(line.split()[1])
-        return 0
+        return self.status_field("Threads")
 
     def fds(self):
         return len(os.listdir(f"/proc/{self.pid}/fd"))
