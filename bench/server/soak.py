@@ -56,15 +56,20 @@ def frame(message):
 def read_frames(sock):
     """Yields message bodies until the peer closes; raises nothing."""
     buffer = b""
+
+    def more():
+        nonlocal buffer
+        try:
+            chunk = sock.recv(65536)
+        except OSError:
+            return False
+        buffer += chunk
+        return bool(chunk)
+
     while True:
         while b"\r\n\r\n" not in buffer:
-            try:
-                chunk = sock.recv(65536)
-            except OSError:
+            if not more():
                 return
-            if not chunk:
-                return
-            buffer += chunk
         header, buffer = buffer.split(b"\r\n\r\n", 1)
         length = None
         for line in header.split(b"\r\n"):
@@ -73,13 +78,8 @@ def read_frames(sock):
         if length is None:
             return
         while len(buffer) < length:
-            try:
-                chunk = sock.recv(65536)
-            except OSError:
+            if not more():
                 return
-            if not chunk:
-                return
-            buffer += chunk
         yield json.loads(buffer[:length])
         buffer = buffer[length:]
 

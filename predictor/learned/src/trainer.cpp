@@ -4,12 +4,13 @@
 #include "mlp.h"
 #include "wavecast/learned/kernel_dataset.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <map>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
@@ -180,18 +181,14 @@ TrainReport trainLearnedModels(const TrainOptions& options) {
   manifest["families"] = nlohmann::json::object();
   for (KernelFamily family : options.families) {
     // Each row was timed with CUDA events around one call, which adds the launch and
-    // the timer itself: the fastest row of a GPU is that overhead, not a kernel. The
-    // least of those over the GPUs is where a row stops telling the kernel's time.
-    std::map<std::string, double> fastestOnGpu;
+    // the timer itself: the fastest row on any GPU is that overhead, not a kernel, and
+    // marks where a row stops telling the kernel's time.
+    double timingFloorMs = std::numeric_limits<double>::infinity();
     for (const KernelSample& sample : data.samples)
-      if (sample.shape.family == family) {
-        auto [it, fresh] = fastestOnGpu.emplace(sample.gpu, sample.latencyMs);
-        if (!fresh)
-          it->second = std::min(it->second, sample.latencyMs);
-      }
-    double timingFloorMs = 0;
-    for (const auto& [gpu, ms] : fastestOnGpu)
-      timingFloorMs = timingFloorMs == 0 ? ms : std::min(timingFloorMs, ms);
+      if (sample.shape.family == family)
+        timingFloorMs = std::min(timingFloorMs, sample.latencyMs);
+    if (!std::isfinite(timingFloorMs))
+      timingFloorMs = 0;
     std::vector<std::string> files;
     std::vector<FamilyFit> fits;
     for (int member = 0; member < options.ensembleSize; ++member) {
