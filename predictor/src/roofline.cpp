@@ -18,16 +18,29 @@ struct Tile {
 constexpr std::array<Tile, 4> kGemmTiles{
     {{128, 128, 1.0}, {128, 64, 0.9}, {64, 64, 0.75}, {32, 32, 0.5}}};
 
-// Fraction of the SMs doing useful work across ceil(waves) waves of one tile per SM.
-double gemmWaveEfficiency(const GemmShape& g, int sms) {
+// How well a GEMM's output tiles use the GPU: `occupancy`, the fraction of the SMs
+// busy across ceil(waves) waves of one tile per SM (wave quantisation), and `useful`,
+// that times the fraction of each tile inside the matrix (tile quantisation: an
+// output of 50 x 50 in a 64 x 64 tile still costs the whole tile).
+struct TileUse {
+  double occupancy = 1;
+  double useful = 1;
+};
+
+TileUse gemmTileUse(const GemmShape& g, int sms) {
   if (g.m <= 0 || g.n <= 0)
-    return 1;
-  double best = 0;
+    return {};
+  TileUse best{0, 0};
   for (const Tile& tile : kGemmTiles) {
-    const double tiles =
-        std::max(1.0, g.batch) * std::ceil(g.m / tile.rows) * std::ceil(g.n / tile.cols);
+    const double rowTiles = std::ceil(g.m / tile.rows);
+    const double colTiles = std::ceil(g.n / tile.cols);
+    const double tiles = std::max(1.0, g.batch) * rowTiles * colTiles;
     const double waves = std::ceil(tiles / sms);
-    best = std::max(best, tile.efficiency * tiles / (waves * sms));
+    const double occupancy = tiles / (waves * sms);
+    const double inside = (g.m / (rowTiles * tile.rows)) * (g.n / (colTiles * tile.cols));
+    const double useful = tile.efficiency * occupancy * inside;
+    if (useful > best.useful)
+      best = {occupancy, useful};
   }
   return best;
 }
@@ -40,6 +53,21 @@ constexpr double kElementsPerBlock = 512;
 
 bool usesTf32Cores(const OpCost& cost, const DeviceSpec& gpu) {
   return cost.tf32 && gpu.tf32Tflops > 0;
+}
+
+bool usesTensorCores(const OpCost& cost, const DeviceSpec& gpu) {
+  if (cost.unit != ComputeUnit::Matrix)
+    return false;
+  switch (cost.dtype) {
+  case ScalarType::Float16:
+    return gpu.fp16Tflops > 0;
+  case ScalarType::BFloat16:
+    return gpu.bf16Tflops > 0;
+  case ScalarType::Float32:
+    return usesTf32Cores(cost, gpu);
+  default:
+    return false;
+  }
 }
 
 double peakTflops(const DeviceSpec& gpu, const OpCost& cost) {
@@ -65,17 +93,18 @@ RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
   if (cost.metadataOnly())
     return t;
   const int sms = std::max(1, gpu.smCount);
-  const bool cudnnTf32 = usesTf32Cores(cost, gpu) && runsOnCudnn(cost);
+  const bool cudnnTensorCores = usesTensorCores(cost, gpu) && runsOnCudnn(cost);
   const double efficiency = cost.unit != ComputeUnit::Matrix ? options.vectorEfficiency
-                            : cudnnTf32                     ? options.cudnnTf32Efficiency
+                            : cudnnTensorCores              ? options.cudnnTensorCoreEfficiency
                                                             : options.matrixEfficiency;
   const double peak = peakTflops(gpu, cost) * 1e12 * efficiency;
   const double bandwidth = gpu.memoryBandwidthGBs * 1e9 * options.memoryEfficiency;
   double computeEfficiency = 1;
   double memoryEfficiency = 1;
   if (cost.unit == ComputeUnit::Matrix) {
-    computeEfficiency = gemmWaveEfficiency(cost.gemm, sms);
-    memoryEfficiency = std::min(1.0, computeEfficiency * 4); // a few busy SMs stream well
+    const TileUse use = gemmTileUse(cost.gemm, sms);
+    computeEfficiency = use.useful;
+    memoryEfficiency = std::min(1.0, use.occupancy * 4); // a few busy SMs stream well
   } else if (cost.parallelElements > 0 || cost.parallelBlocks > 0) {
     const double blocks = cost.parallelBlocks > 0
                               ? cost.parallelBlocks

@@ -15,12 +15,13 @@ struct RooflineOptions {
   double memoryEfficiency = 0.85;
   double vectorEfficiency = 0.85;
   double matrixEfficiency = 0.75;
-  // cuDNN's TF32 convolutions and RNNs stay far from the dense TF32 peak: implicit
-  // GEMM moves 4-byte operands through shared memory at fp16 kernels' bandwidth.
-  // Calibrated on the convolutions of ResNet-50, Inception-v3 and DCGAN on an H100
-  // with torch 2.11 (../shared/truth/h100, about 106 of 495 TFLOP/s), one value for
-  // every GPU and shape.
-  double cudnnTf32Efficiency = 0.25;
+  // cuDNN's convolutions and RNNs on tensor cores (TF32, fp16, bf16) stay far from
+  // the dense peak: implicit GEMM is bound by moving operands through shared memory,
+  // and halving the operand size doubles both that bandwidth's throughput and the
+  // peak, so the fraction holds across dtypes. Calibrated on the TF32 convolutions of
+  // ResNet-50, Inception-v3 and DCGAN on an H100 with torch 2.11 (../shared/truth/h100,
+  // about 106 of 495 TFLOP/s), one value for every GPU, dtype and shape.
+  double cudnnTensorCoreEfficiency = 0.25;
   // Smallest GPU time of one kernel launch as CUDA events see it.
   double launchFloorUs = 4.0;
 };
@@ -28,6 +29,9 @@ struct RooflineOptions {
 // Whether `cost`'s TF32 work finds TF32 units on `gpu` (GPUs before Ampere have
 // none: their float32 stays on CUDA cores).
 bool usesTf32Cores(const OpCost& cost, const DeviceSpec& gpu);
+
+// Whether `cost`'s matrix work runs on `gpu`'s tensor cores (TF32, fp16 or bf16).
+bool usesTensorCores(const OpCost& cost, const DeviceSpec& gpu);
 
 // Peak TFLOP/s that runs this work (unit, dtype, TF32) on `gpu` (falls back to FP32
 // when the GPU has no unit for the dtype).

@@ -1,0 +1,76 @@
+#include "wavecast/predictor/roofline.h"
+
+#include <gtest/gtest.h>
+
+namespace wavecast {
+namespace {
+
+DeviceSpec gpu() {
+  DeviceSpec spec;
+  spec.id = "test";
+  spec.smCount = 100;
+  spec.memoryBandwidthGBs = 2000;
+  spec.fp32Tflops = 20;
+  spec.tf32Tflops = 150;
+  spec.fp16Tflops = 300;
+  spec.bf16Tflops = 300;
+  return spec;
+}
+
+OpCost gemm(double batch, double m, double n, double k, ScalarType dtype = ScalarType::Float32) {
+  OpCost cost;
+  cost.family = CostFamily::Gemm;
+  cost.unit = ComputeUnit::Matrix;
+  cost.dtype = dtype;
+  cost.gemm = {batch, m, n, k};
+  cost.flops = 2 * batch * m * n * k;
+  return cost;
+}
+
+TEST(Roofline, AFullWaveOfWholeTilesRunsAtTheMatrixEfficiency) {
+  const RooflineOptions options;
+  // 100 tiles of 128 x 128 on 100 SMs.
+  const RooflineTime t = rooflineTime(gemm(100, 128, 128, 4096), gpu(), options);
+  EXPECT_DOUBLE_EQ(t.waveEfficiency, 1.0);
+  EXPECT_NEAR(t.computeMs, 2 * 100 * 128 * 128 * 4096.0 / (20e12 * options.matrixEfficiency) * 1e3,
+              1e-12);
+}
+
+TEST(Roofline, APartLastWaveCostsAWholeWave) {
+  const RooflineOptions options;
+  // 101 tiles of 128 x 128: two waves, the second with one tile (0.505). Smaller
+  // tiles fill their last wave better: 202 of 128 x 64 in three waves at 0.9.
+  const RooflineTime t = rooflineTime(gemm(101, 128, 128, 4096), gpu(), options);
+  EXPECT_NEAR(t.waveEfficiency, 202.0 / 300 * 0.9, 1e-12);
+}
+
+TEST(Roofline, AnOutputSmallerThanItsTileStillCostsTheTile) {
+  const RooflineOptions options;
+  // 50 x 50 outputs: a 64 x 64 tile is 61% inside the matrix, a 32 x 32 tile (four
+  // per output) 61% too at a lower efficiency; 100 of them fill one wave.
+  const RooflineTime padded = rooflineTime(gemm(100, 50, 50, 4096), gpu(), options);
+  EXPECT_NEAR(padded.waveEfficiency, 0.75 * (50.0 * 50) / (64 * 64), 1e-12);
+  // The same tiles, full: the padded GEMM takes as long for 61% of the FLOPs.
+  const RooflineTime full = rooflineTime(gemm(100, 64, 64, 4096), gpu(), options);
+  EXPECT_NEAR(padded.computeMs, full.computeMs, 1e-12);
+}
+
+TEST(Roofline, CudnnReachesTheSameShareOfTheTensorCorePeakInEveryDtype) {
+  const RooflineOptions options;
+  OpCost conv = gemm(1, 128 * 100, 128, 4096);
+  conv.family = CostFamily::Conv;
+  conv.tf32 = true;
+  const double tf32 = rooflineTime(conv, gpu(), options).computeMs;
+  conv.tf32 = false;
+  conv.dtype = ScalarType::BFloat16;
+  const double bf16 = rooflineTime(conv, gpu(), options).computeMs;
+  EXPECT_NEAR(tf32 / bf16, 300.0 / 150.0, 1e-12);
+  EXPECT_NEAR(bf16, conv.flops / (300e12 * options.cudnnTensorCoreEfficiency) * 1e3, 1e-12);
+  // cuBLAS's bf16 GEMM of the same shape reaches the matrix efficiency.
+  conv.family = CostFamily::Gemm;
+  EXPECT_NEAR(rooflineTime(conv, gpu(), options).computeMs,
+              conv.flops / (300e12 * options.matrixEfficiency) * 1e3, 1e-12);
+}
+
+} // namespace
+} // namespace wavecast
