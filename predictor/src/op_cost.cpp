@@ -283,7 +283,19 @@ OpCost convolutionBackward(const OpRecord& op) {
   // Each of the two cuDNN calls transforms its three operands when they are NCHW halves.
   const bool layouts = transposesLayout(input);
   const double layoutPerCall = 2 * (gradOutBytes + bytesOf(weight) + bytesOf(input));
+  const double groups = std::max<double>(1, op.intArg("groups").value_or(1));
+  // weight: (Cout, Cin / groups, R, S); transposed: (Cin, Cout / groups, R, S).
+  const double w0 = dim(weight, 0) / groups, w1 = dim(weight, 1);
+  const double taps = numel(weight) / std::max(1.0, dim(weight, 0) * w1);
+  const TensorMeta* positionsSide = transposed ? input : gradOutput;
+  const double positions = numel(positionsSide) / std::max(1.0, dim(positionsSide, 1));
+  const double inputPositions = numel(input) / std::max(1.0, dim(input, 1));
   if (mask[0]) { // grad_input = conv_transpose(grad_output, weight)
+    // Implicit GEMM over the input's positions: M = N x input positions, N = Cin,
+    // K = Cout x R x S (of a transposed convolution: its forward's shape).
+    const GemmShape shape = transposed ? GemmShape{groups, inputPositions, w0, w1 * taps}
+                                       : GemmShape{groups, inputPositions, w1, w0 * taps};
+    cost.gemms.push_back({shape, gemmFlops});
     cost.flops += gemmFlops;
     cost.bytes += gradOutBytes + bytesOf(weight) + bytesOf(input);
     ++cost.kernels;
@@ -293,6 +305,11 @@ OpCost convolutionBackward(const OpRecord& op) {
     }
   }
   if (mask[1]) { // grad_weight = correlate(input, grad_output)
+    // M = Cout, N = Cin x R x S, K = N x output positions: a small output over a
+    // long K, split into slices when its tiles cannot fill the GPU.
+    GemmShape shape{groups, w0, w1 * taps, positions};
+    shape.splitK = true;
+    cost.gemms.push_back({shape, gemmFlops});
     cost.flops += gemmFlops;
     cost.bytes += gradOutBytes + bytesOf(input) + bytesOf(weight);
     ++cost.kernels;
@@ -307,9 +324,6 @@ OpCost convolutionBackward(const OpRecord& op) {
     ++cost.kernels;
   }
   cost.kernels = std::max(cost.kernels, 1);
-  const TensorMeta* positionsSide = transposed ? input : gradOutput;
-  const double positions = numel(positionsSide) / std::max(1.0, dim(positionsSide, 1));
-  const double groups = std::max<double>(1, op.intArg("groups").value_or(1));
   cost.gemm = {groups, positions, dim(weight, 0) / (transposed ? 1 : groups),
                numel(weight) / std::max(1.0, dim(weight, 0))};
   return cost;

@@ -27,14 +27,18 @@ struct TileUse {
   double useful = 1;
 };
 
-TileUse gemmTileUse(const GemmShape& g, int sms) {
+TileUse gemmTileUse(const GemmShape& g, int sms, double minSliceK) {
   if (g.m <= 0 || g.n <= 0)
     return {};
   TileUse best{0, 0};
   for (const Tile& tile : kGemmTiles) {
     const double rowTiles = std::ceil(g.m / tile.rows);
     const double colTiles = std::ceil(g.n / tile.cols);
-    const double tiles = std::max(1.0, g.batch) * rowTiles * colTiles;
+    const double outputTiles = std::max(1.0, g.batch) * rowTiles * colTiles;
+    const double slices =
+        g.splitK ? std::max(1.0, std::min(std::floor(sms / outputTiles), std::floor(g.k / minSliceK)))
+                 : 1.0;
+    const double tiles = outputTiles * slices;
     const double waves = std::ceil(tiles / sms);
     const double occupancy = tiles / (waves * sms);
     const double inside = (g.m / (rowTiles * tile.rows)) * (g.n / (colTiles * tile.cols));
@@ -102,7 +106,19 @@ RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
   double computeEfficiency = 1;
   double memoryEfficiency = 1;
   if (cost.unit == ComputeUnit::Matrix) {
-    const TileUse use = gemmTileUse(cost.gemm, sms);
+    TileUse use = gemmTileUse(cost.gemm, sms, options.splitKMinSliceK);
+    if (!cost.gemms.empty()) {
+      // Each GEMM at its own efficiency: the op's is their FLOP-weighted harmonic mean.
+      double weighted = 0, flops = 0, occupancy = 0;
+      for (const GemmWork& work : cost.gemms) {
+        const TileUse part = gemmTileUse(work.shape, sms, options.splitKMinSliceK);
+        weighted += work.flops / part.useful;
+        occupancy += work.flops * part.occupancy;
+        flops += work.flops;
+      }
+      if (flops > 0 && weighted > 0)
+        use = {occupancy / flops, flops / weighted};
+    }
     computeEfficiency = use.useful;
     memoryEfficiency = std::min(1.0, use.occupancy * 4); // a few busy SMs stream well
   } else if (cost.parallelElements > 0 || cost.parallelBlocks > 0) {

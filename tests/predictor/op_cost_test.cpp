@@ -101,6 +101,43 @@ TEST(OpCost, ConvolutionBackwardHonoursOutputMask) {
   EXPECT_EQ(noInput.kernels, 2);
 }
 
+TEST(OpCost, ConvolutionBackwardRunsTheInputAndWeightGradientsAsTheirOwnGemms) {
+  // 3x3, 64 -> 128 channels, 16x16 -> 8x8 (stride 2), batch 8.
+  const std::vector<std::optional<TensorMeta>> inputs{
+      tensor({8, 128, 8, 8}), tensor({8, 64, 16, 16}), tensor({128, 64, 3, 3})};
+  const auto cost = estimateOpCost(op("aten::convolution_backward", inputs, {},
+                                      {{"output_mask", Ints{1, 1, 0}}}, Phase::Backward));
+  ASSERT_EQ(cost.gemms.size(), 2u);
+  // grad_input: M = N x input positions, N = Cin, K = Cout x R x S.
+  const GemmShape& input = cost.gemms[0].shape;
+  EXPECT_DOUBLE_EQ(input.m, 8 * 256);
+  EXPECT_DOUBLE_EQ(input.n, 64);
+  EXPECT_DOUBLE_EQ(input.k, 128 * 9);
+  EXPECT_FALSE(input.splitK);
+  // grad_weight: M = Cout, N = Cin x R x S, K = N x output positions, split-K.
+  const GemmShape& weight = cost.gemms[1].shape;
+  EXPECT_DOUBLE_EQ(weight.m, 128);
+  EXPECT_DOUBLE_EQ(weight.n, 64 * 9);
+  EXPECT_DOUBLE_EQ(weight.k, 8 * 64);
+  EXPECT_TRUE(weight.splitK);
+  EXPECT_DOUBLE_EQ(cost.gemms[0].flops + cost.gemms[1].flops, cost.flops);
+
+  // Transposed (weight: Cin, Cout, R, S), 8x8 -> 16x16: the input gradient is the
+  // forward's GEMM, the weight gradient sums over the input's positions.
+  const std::vector<std::optional<TensorMeta>> transposedInputs{
+      tensor({8, 64, 16, 16}), tensor({8, 128, 8, 8}), tensor({128, 64, 4, 4})};
+  const auto transposed =
+      estimateOpCost(op("aten::convolution_backward", transposedInputs, {},
+                        {{"output_mask", Ints{1, 1, 0}}, {"transposed", true}}, Phase::Backward));
+  ASSERT_EQ(transposed.gemms.size(), 2u);
+  EXPECT_DOUBLE_EQ(transposed.gemms[0].shape.m, 8 * 64);
+  EXPECT_DOUBLE_EQ(transposed.gemms[0].shape.n, 128);
+  EXPECT_DOUBLE_EQ(transposed.gemms[0].shape.k, 64 * 16);
+  EXPECT_DOUBLE_EQ(transposed.gemms[1].shape.m, 128);
+  EXPECT_DOUBLE_EQ(transposed.gemms[1].shape.n, 64 * 16);
+  EXPECT_DOUBLE_EQ(transposed.gemms[1].shape.k, 8 * 64);
+}
+
 TEST(OpCost, MatrixProducts) {
   auto cost =
       estimateOpCost(op("aten::mm", {tensor({64, 128}), tensor({128, 256})}, {tensor({64, 256})}));

@@ -55,6 +55,32 @@ TEST(Roofline, AnOutputSmallerThanItsTileStillCostsTheTile) {
   EXPECT_NEAR(padded.computeMs, full.computeMs, 1e-12);
 }
 
+TEST(Roofline, ASmallOutputOverALongKIsSplitIntoSlicesOfAtLeastTheMinimumK) {
+  RooflineOptions options;
+  options.splitKMinSliceK = 1000;
+  // A 128 x 128 output on 100 SMs: at best sixteen 32 x 32 tiles (0.16 x 0.5).
+  OpCost cost = gemm(1, 128, 128, 20000);
+  EXPECT_DOUBLE_EQ(rooflineTime(cost, gpu(), options).waveEfficiency, 0.08);
+  // Split into at most 20 slices of 1000: four 64 x 64 tiles x 20 slices (0.8 x 0.75)
+  // beat one 128 x 128 tile x 20 (0.2) and sixteen 32 x 32 x 6 (0.96 x 0.5).
+  cost.gemm.splitK = true;
+  EXPECT_DOUBLE_EQ(rooflineTime(cost, gpu(), options).waveEfficiency, 0.6);
+  // A K shorter than two slices stays whole.
+  cost.gemm.k = 1500;
+  EXPECT_DOUBLE_EQ(rooflineTime(cost, gpu(), options).waveEfficiency, 0.08);
+}
+
+TEST(Roofline, AnOpOfSeveralGemmsTakesTheirFlopWeightedEfficiency) {
+  const RooflineOptions options;
+  OpCost cost = gemm(100, 128, 128, 4096); // one full wave: efficiency 1
+  const double full = cost.flops;
+  // The second GEMM: a 128 x 128 output, 0.08 (above).
+  cost.gemms = {{cost.gemm, full}, {GemmShape{1, 128, 128, 4096}, full / 100}};
+  cost.flops = full * 1.01;
+  const RooflineTime t = rooflineTime(cost, gpu(), options);
+  EXPECT_NEAR(t.waveEfficiency, 1.01 / (1 + 0.01 / 0.08), 1e-12);
+}
+
 TEST(Roofline, CudnnReachesTheSameShareOfTheTensorCorePeakInEveryDtype) {
   const RooflineOptions options;
   OpCost conv = gemm(1, 128 * 100, 128, 4096);

@@ -18,6 +18,16 @@ struct GemmShape {
   double m = 0;
   double n = 0;
   double k = 0;
+  // Whether the kernel may cut K into slices when its output tiles cannot fill the
+  // GPU (split-K: each slice sums part of K, a reduction adds them), as cuDNN's
+  // weight-gradient kernels do.
+  bool splitK = false;
+};
+
+// One GEMM an op runs and its share of the op's FLOPs.
+struct GemmWork {
+  GemmShape shape;
+  double flops = 0;
 };
 
 // Which formula prices an op (docs/predictor.md's table); text only at the edges.
@@ -48,6 +58,9 @@ struct OpCost {
   ScalarType dtype = ScalarType::Float32; // compute dtype (first floating input)
   bool tf32 = false;             // float32 matrix work on TF32 tensor cores (set by the predictor)
   GemmShape gemm;                // matrix ops only
+  // Ops that run several GEMMs of different shapes (a convolution's backward: the
+  // input and the weight gradients); empty: `gemm` runs all of `flops`.
+  std::vector<GemmWork> gemms;
   double parallelElements = 0;   // independent output elements (vector ops)
   // Thread blocks the kernel runs when its parallelism is not per element but per
   // reduction (one block per channel); 0: from parallelElements.

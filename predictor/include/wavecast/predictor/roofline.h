@@ -22,6 +22,11 @@ struct RooflineOptions {
   // ResNet-50, Inception-v3 and DCGAN on an H100 with torch 2.11 (../shared/truth/h100,
   // about 106 of 495 TFLOP/s), one value for every GPU, dtype and shape.
   double cudnnTensorCoreEfficiency = 0.25;
+  // Shortest K a split-K slice gets: a weight gradient's output (Cout x Cin.R.S) is
+  // small and its K (N x positions) long, and cuDNN splits K only where each slice
+  // stays long. Calibrated on the convolution backward of ResNet-50, Inception-v3,
+  // DCGAN and small_cnn on an H100 (../shared/truth/h100: 16K and 64K do worse).
+  double splitKMinSliceK = 32768;
   // Smallest GPU time of one kernel launch as CUDA events see it.
   double launchFloorUs = 4.0;
 };
