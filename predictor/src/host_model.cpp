@@ -26,7 +26,9 @@ double hostOpUs(const OpRecord& op, const OpCost& cost, const HostOptions& optio
     return options.cpuOpUs;
   if (cost.metadataOnly())
     return 0.0;
-  return options.opUs + std::max(0, cost.kernels - 1) * options.extraLaunchUs;
+  const double launchUs =
+      cost.family == CostFamily::Rnn ? options.rnnStepLaunchUs : options.extraLaunchUs;
+  return options.opUs + std::max(0, cost.kernels - 1) * launchUs;
 }
 
 bool synchronizesHost(const OpRecord& op) {

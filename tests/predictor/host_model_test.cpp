@@ -25,6 +25,7 @@ HostOptions host() {
   HostOptions options;
   options.opUs = 10;
   options.extraLaunchUs = 2;
+  options.rnnStepLaunchUs = 3;
   options.cpuOpUs = 1;
   options.backwardCallUs = 100;
   options.optimizerStepUs = 100;
@@ -45,6 +46,10 @@ TEST(HostModel, OpCostsByKind) {
   const HostOptions options = host();
   EXPECT_DOUBLE_EQ(hostOpUs(op("aten::add"), work(), options), 10);
   EXPECT_DOUBLE_EQ(hostOpUs(op("aten::_foreach_add_"), work(5), options), 10 + 4 * 2);
+  // cuDNN launches an RNN's steps one by one, each at its own price.
+  OpCost lstm = work(101);
+  lstm.family = CostFamily::Rnn;
+  EXPECT_DOUBLE_EQ(hostOpUs(op("aten::lstm"), lstm, options), 10 + 100 * 3);
   OpCost view;
   view.family = CostFamily::Metadata;
   view.kernels = 0;
