@@ -421,33 +421,40 @@ OpCost normalization(const OpRecord& op, const std::string& stem) {
   if (!x)
     x = op.input(0);
   const double elements = numel(x);
-  const double xBytes = bytesOf(x);
-  const double paramBytes = inputBytes(op) - (backward ? bytesOf(op.input(0)) + xBytes : xBytes);
   const bool layerNorm = contains(stem, "layer_norm") || contains(stem, "rms_norm");
   const bool training = op.boolArg("training").value_or(op.boolArg("train").value_or(true));
-  if (!backward) {
-    // Batch/group norm in training read x for the statistics and again to normalise;
-    // layer norm keeps a row on chip. Eval batch norm is a single elementwise pass.
-    const double reads = (layerNorm || !training) ? 1 : 2;
-    cost.bytes = reads * xBytes + outputBytes(op) + std::max(0.0, paramBytes);
-    cost.flops = 8 * elements;
-  } else {
-    // Reduction pass over (dy, x) for the weight/statistics gradients, then an
-    // elementwise pass reading (dy, x) and writing dx.
-    const double dyBytes = bytesOf(op.input(0));
-    cost.bytes = 2 * (dyBytes + xBytes) + outputBytes(op) + std::max(0.0, paramBytes);
-    cost.flops = 12 * elements;
-    cost.kernels = layerNorm ? 2 : 1;
-  }
-  cost.parallelElements = elements;
   // cuDNN's batch norm on NCHW (CUDNN_BATCHNORM_SPATIAL, which PyTorch uses unless the
   // input is channels_last) reduces each channel in one thread block, in forward and
   // backward: a layer with fewer channels than SMs leaves SMs without work.
   const bool batchNorm = contains(stem, "batch_norm") && !contains(stem, "elemt") &&
                          !contains(stem, "stats") && !contains(stem, "gather") &&
                          !contains(stem, "reduce");
-  if (batchNorm && training && x && x->contiguous && x->shape.size() >= 3)
+  const bool perChannel = batchNorm && training && x && x->contiguous && x->shape.size() >= 3;
+  if (perChannel)
     cost.parallelBlocks = static_cast<double>(std::max<int64_t>(1, x->shape[1]));
+  // PyTorch sends bfloat16 batch norm to its own kernels, not cuDNN's
+  // (_select_batch_norm_backend): one block per channel too, reading element by
+  // element into float32 math, so they take as long as on float32 data.
+  const double widen =
+      perChannel && x->dtype == ScalarType::BFloat16 ? 4.0 / x->elementSize() : 1.0;
+  const double xBytes = bytesOf(x);
+  const double paramBytes = inputBytes(op) - (backward ? bytesOf(op.input(0)) + xBytes : xBytes);
+  const double outBytes = outputBytes(op) + (widen - 1) * bytesOf(op.output(0));
+  if (!backward) {
+    // Batch/group norm in training read x for the statistics and again to normalise;
+    // layer norm keeps a row on chip. Eval batch norm is a single elementwise pass.
+    const double reads = (layerNorm || !training) ? 1 : 2;
+    cost.bytes = reads * xBytes * widen + outBytes + std::max(0.0, paramBytes);
+    cost.flops = 8 * elements;
+  } else {
+    // Reduction pass over (dy, x) for the weight/statistics gradients, then an
+    // elementwise pass reading (dy, x) and writing dx.
+    const double dyBytes = bytesOf(op.input(0));
+    cost.bytes = 2 * (dyBytes + xBytes) * widen + outBytes + std::max(0.0, paramBytes);
+    cost.flops = 12 * elements;
+    cost.kernels = layerNorm ? 2 : 1;
+  }
+  cost.parallelElements = elements;
   return cost;
 }
 

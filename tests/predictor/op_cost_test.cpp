@@ -223,6 +223,18 @@ TEST(OpCost, Normalisation) {
                                      {nhwc, tensor({16}), tensor({16})}, {{"training", true}}))
                        .parallelBlocks,
                    0);
+  // bfloat16 (autocast: float32 weights): PyTorch's own per-channel kernels, as long as
+  // on float32 data; the fp16 input still goes to cuDNN at its own size.
+  const auto bf16 = tensor({8, 16, 4, 4}, ScalarType::BFloat16);
+  const auto bnBf16 = estimateOpCost(
+      op("aten::native_batch_norm", {bf16, tensor({16}), tensor({16}), tensor({16}), tensor({16})},
+         {bf16, tensor({16}), tensor({16})}, {{"training", true}}));
+  EXPECT_DOUBLE_EQ(bnBf16.bytes, bn.bytes);
+  const auto fp16 = tensor({8, 16, 4, 4}, ScalarType::Float16);
+  const auto bnFp16 = estimateOpCost(
+      op("aten::native_batch_norm", {fp16, tensor({16}), tensor({16}), tensor({16}), tensor({16})},
+         {fp16, tensor({16}), tensor({16})}, {{"training", true}}));
+  EXPECT_DOUBLE_EQ(bnFp16.bytes, 2 * 4096.0 + 4096 + 128 + 256);
   const auto gn =
       estimateOpCost(op("aten::native_group_norm", {tensor({2, 4, 8, 8}), tensor({4}), tensor({4})},
                         {tensor({2, 4, 8, 8}), tensor({2, 2}), tensor({2, 2})}));
