@@ -6,7 +6,9 @@ ready. Medians over RUNS on the GPT-2 sample.
 
 SLEEP (seconds, default 0.6) is how long after the first save's analysis
 started the second save comes."""
-import json, os, shutil, subprocess, sys, tempfile, threading, time, queue
+import os, shutil, subprocess, sys, tempfile, threading, time, queue
+
+from lsp_frames import frame, read_frames
 
 wavecast, runs = sys.argv[1], int(sys.argv[2])
 d = tempfile.mkdtemp()
@@ -16,19 +18,11 @@ uri = "file://" + path
 p = subprocess.Popen([wavecast, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
 q = queue.Queue()
 def reader():
-    f = p.stdout
-    while True:
-        header = b""
-        while not header.endswith(b"\r\n\r\n"):
-            c = f.read(1)
-            if not c: return
-            header += c
-        n = int([l for l in header.decode().split("\r\n") if l.lower().startswith("content-length")][0].split(":")[1])
-        q.put((time.monotonic(), json.loads(f.read(n))))
+    for message in read_frames(lambda: p.stdout.read1(65536)):
+        q.put((time.monotonic(), message))
 threading.Thread(target=reader, daemon=True).start()
 def send(msg):
-    b = json.dumps(msg).encode()
-    p.stdin.write(b"Content-Length: %d\r\n\r\n" % len(b) + b); p.stdin.flush()
+    p.stdin.write(frame(msg)); p.stdin.flush()
 def wait(pred, timeout=120):
     end = time.monotonic() + timeout
     while True:

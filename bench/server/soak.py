@@ -34,6 +34,8 @@ import tempfile
 import threading
 import time
 
+from lsp_frames import frame, read_frames, socket_reader
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 REQUEST_CANCELLED = -32800
 INVALID_PARAMS = -32602
@@ -46,42 +48,6 @@ TRACING_PROGRESS = ("building model", "creating inputs", "tracing forward", "tra
 # reuses what evicted results freed. Only a warm-up that long makes RSS comparable.
 FULL_CACHE_RESULTS = 150
 ANSWER_TIMEOUT_S = 300  # a request unanswered this long counts as never answered
-
-
-def frame(message):
-    body = json.dumps(message).encode()
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
-
-
-def read_frames(sock):
-    """Yields message bodies until the peer closes; raises nothing."""
-    buffer = b""
-
-    def more():
-        nonlocal buffer
-        try:
-            chunk = sock.recv(65536)
-        except OSError:
-            return False
-        buffer += chunk
-        return bool(chunk)
-
-    while True:
-        while b"\r\n\r\n" not in buffer:
-            if not more():
-                return
-        header, buffer = buffer.split(b"\r\n\r\n", 1)
-        length = None
-        for line in header.split(b"\r\n"):
-            if line.lower().startswith(b"content-length:"):
-                length = int(line.split(b":")[1])
-        if length is None:
-            return
-        while len(buffer) < length:
-            if not more():
-                return
-        yield json.loads(buffer[:length])
-        buffer = buffer[length:]
 
 
 class Pending:
@@ -162,7 +128,7 @@ class Client:
             self.failures.append(f"{self.name}: {what}")
 
     def _read(self):
-        for message in read_frames(self.sock):
+        for message in read_frames(socket_reader(self.sock)):
             if "method" in message and "id" in message:
                 self._answer_server_request(message)
             elif "method" in message:
@@ -540,7 +506,7 @@ class Soak:
                                            "initializationOptions": {"token": "guess"}}}))
         else:
             sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-        replies = list(read_frames(sock))  # ends when the daemon closes the connection
+        replies = list(read_frames(socket_reader(sock)))  # ends when the daemon closes the connection
         sock.close()
         if not replies or "error" not in replies[0]:
             raise RuntimeError(f"a stranger got {replies} instead of an error and a closed socket")

@@ -86,9 +86,7 @@ Endpoint parseListen(const std::string& text, bool allowRemote) {
 lsp::ProfilingAnalyzerOptions analyzerOptions(const InstallLayout& layout,
                                               const CommandLine& args) {
   lsp::ProfilingAnalyzerOptions options;
-  options.profiler.workerPath = layout.workerPath;
-  options.profiler.pythonPath = layout.pythonDir;
-  options.profiler.defaultPythonEnv = layout.pythonEnv;
+  options.profiler = profilerOptions(layout);
   options.predictor = predictorOptions(layout, args);
   options.defaultTargets = splitList(args.value("gpu").value_or("H100,A100,T4"));
   if (auto timeout = args.positiveInt("timeout"))

@@ -128,6 +128,14 @@ std::string describe(const ProfileError& error) {
 
 } // namespace
 
+ProfilerOptions profilerOptions(const InstallLayout& layout) {
+  ProfilerOptions options;
+  options.workerPath = layout.workerPath;
+  options.pythonPath = layout.pythonDir;
+  options.defaultPythonEnv = layout.pythonEnv;
+  return options;
+}
+
 Trace obtainTrace(const InstallLayout& layout, const std::string& path,
                   std::optional<int64_t> batchSize, const CommandLine& args) {
   std::error_code ec;
@@ -144,11 +152,8 @@ Trace obtainTrace(const InstallLayout& layout, const std::string& path,
                        "' is missing; " + layout.repairAdvice() + " or set WAVECAST_WORKER");
 
   ProgressLine progress;
-  ProfilerOptions options;
-  options.workerPath = layout.workerPath;
-  options.pythonPath = layout.pythonDir;
+  ProfilerOptions options = profilerOptions(layout);
   options.pythonEnv = args.value("python-env").value_or("");
-  options.defaultPythonEnv = layout.pythonEnv;
   options.progress = [&progress](const std::string& status) { progress.update(status); };
   Profiler profiler(std::move(options));
 

@@ -5,6 +5,7 @@
 #include "install_layout.h"
 #include "wavecast/predictor/gpu_database.h"
 #include "wavecast/predictor/predictor.h"
+#include "wavecast/profiler/profiler.h"
 #include "wavecast/trace.h"
 
 #include <optional>
@@ -25,6 +26,9 @@ std::vector<OptionSpec> precisionOptions();
 // <data>/weights answer the ops they cover unless --roofline is given. Throws
 // CommandError when the weights cannot be read.
 PredictorOptions predictorOptions(const InstallLayout& layout, const CommandLine& args);
+
+// Where the profiler finds its worker, the tracer and the default Python environment.
+ProfilerOptions profilerOptions(const InstallLayout& layout);
 
 // Traces FILE.py in a worker, or reads a saved trace when `path` ends in .json.
 // Throws CommandError with "file:line: message (hint)" for a script the worker
