@@ -410,14 +410,7 @@ class Soak:
     def edit_step(self, client, doc, rng, step):
         roll = rng.random()
         if roll < 0.85:  # edit, then save
-            doc.text = doc.next_text(rng, unique=rng.random() < 0.3)
-            with open(doc.path, "w") as f:
-                f.write(doc.text)
-            doc.version += 1
-            client.notify("textDocument/didChange", {
-                "textDocument": {"uri": doc.uri, "version": doc.version},
-                "contentChanges": [{"text": doc.text}]})
-            client.notify("textDocument/didSave", {"textDocument": {"uri": doc.uri}})
+            self.edit_and_save(client, doc, rng, unique=rng.random() < 0.3)
             self.saves["with an edit"] += 1
         elif roll < 0.93:  # save unchanged: answered from the cache
             client.notify("textDocument/didSave", {"textDocument": {"uri": doc.uri}})
@@ -559,9 +552,10 @@ class Soak:
                                  f"{'/'.join(states)}: {json.dumps(result)[:400]}")
         return time.monotonic() - t0, result
 
-    def fresh_edit(self, client):
-        doc = self.docs[client]
-        doc.text = doc.next_text(self.rng, unique=True)
+    @staticmethod
+    def edit_and_save(client, doc, rng, unique):
+        """Writes the document's next text to disk and tells the daemon: change, save."""
+        doc.text = doc.next_text(rng, unique=unique)
         with open(doc.path, "w") as f:
             f.write(doc.text)
         doc.version += 1
@@ -569,6 +563,10 @@ class Soak:
             "textDocument": {"uri": doc.uri, "version": doc.version},
             "contentChanges": [{"text": doc.text}]})
         client.notify("textDocument/didSave", {"textDocument": {"uri": doc.uri}})
+
+    def fresh_edit(self, client):
+        doc = self.docs[client]
+        self.edit_and_save(client, doc, self.rng, unique=True)
         return doc
 
     def arm(self, doc):

@@ -49,6 +49,21 @@ TileUse gemmTileUse(const GemmShape& g, int sms, double minSliceK) {
   return best;
 }
 
+// An op's GEMMs each at their own efficiency: the op's is their FLOP-weighted harmonic
+// mean (occupancy: their FLOP-weighted mean).
+TileUse matrixTileUse(const OpCost& cost, int sms, double minSliceK) {
+  double weighted = 0, flops = 0, occupancy = 0;
+  for (const GemmWork& work : cost.gemms) {
+    const TileUse part = gemmTileUse(work.shape, sms, minSliceK);
+    weighted += work.flops / part.useful;
+    occupancy += work.flops * part.occupancy;
+    flops += work.flops;
+  }
+  if (flops > 0 && weighted > 0)
+    return {occupancy / flops, flops / weighted};
+  return gemmTileUse(cost.gemm, sms, minSliceK);
+}
+
 // Elementwise-style kernels: 128 threads x 4 elements per block; the memory system is
 // saturated once every SM has a block, compute once every wave is full.
 constexpr double kElementsPerBlock = 512;
@@ -106,19 +121,7 @@ RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
   double computeEfficiency = 1;
   double memoryEfficiency = 1;
   if (cost.unit == ComputeUnit::Matrix) {
-    TileUse use = gemmTileUse(cost.gemm, sms, options.splitKMinSliceK);
-    if (!cost.gemms.empty()) {
-      // Each GEMM at its own efficiency: the op's is their FLOP-weighted harmonic mean.
-      double weighted = 0, flops = 0, occupancy = 0;
-      for (const GemmWork& work : cost.gemms) {
-        const TileUse part = gemmTileUse(work.shape, sms, options.splitKMinSliceK);
-        weighted += work.flops / part.useful;
-        occupancy += work.flops * part.occupancy;
-        flops += work.flops;
-      }
-      if (flops > 0 && weighted > 0)
-        use = {occupancy / flops, flops / weighted};
-    }
+    const TileUse use = matrixTileUse(cost, sms, options.splitKMinSliceK);
     computeEfficiency = use.useful;
     memoryEfficiency = std::min(1.0, use.occupancy * 4); // a few busy SMs stream well
   } else if (cost.parallelElements > 0 || cost.parallelBlocks > 0) {
