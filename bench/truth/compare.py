@@ -68,8 +68,10 @@ FAMILY_PATTERNS = [
     ("embedding", r"embedding"),
     ("pooling", r"pool"),
     ("reduction", r"::(sum|mean|max|min|amax|amin|norm|var|std|prod|argmax|argmin|cumsum)$"),
-    ("copy", r"copy_|::to$|_to_copy|contiguous|clone|cat$|stack$|Memcpy|Memset|index|gather|scatter|fill_|zero_"),
+    ("copy", r"copy_|::to$|_to_copy|contiguous|clone|cat$|stack$|Memcpy|index|gather|scatter"),
 ]
+# Everything else is elementwise, as the predictor prices it: fills and zeroing
+# (fill_, zero_, masked_fill_, the allocator's Memset) included.
 PROFILER_RANGES = re.compile(r"^(Optimizer\.|Activity Buffer|ProfilerStep|cudaDeviceSynchronize)")
 
 

@@ -384,6 +384,22 @@ OpCost gemm(const OpRecord& op, const std::string& stem) {
   return cost;
 }
 
+// Share of the L x S score blocks a fused causal kernel computes: it skips the key
+// blocks wholly after a query block's last row (torch's is_causal is top-left aligned).
+// Blocks of 128 x 128 (FlashAttention-2's forward on sm80+) or 64 x 64 (the
+// memory-efficient kernel's for head sizes up to 128); a short sequence fits one
+// block and gains nothing.
+double causalBlockShare(double l, double s, double block) {
+  const double queryBlocks = std::ceil(l / block);
+  const double keyBlocks = std::ceil(s / block);
+  if (queryBlocks <= 0 || keyBlocks <= 0)
+    return 1;
+  double computed = 0;
+  for (double i = 0; i < queryBlocks; ++i)
+    computed += std::min(keyBlocks, std::ceil(std::min(s, (i + 1) * block) / block));
+  return computed / (queryBlocks * keyBlocks);
+}
+
 OpCost attention(const OpRecord& op, const std::string& stem) {
   OpCost cost;
   cost.family = CostFamily::Attention;
@@ -402,8 +418,15 @@ OpCost attention(const OpRecord& op, const std::string& stem) {
   }
   const double batch = batchOf(q);
   const double l = dim(q, -2), s = dim(k, -2), e = dim(q, -1), ev = dim(v, -1);
-  const double forwardMatmuls = 2 * batch * l * s * (e + ev);
-  const double softmaxFlops = 5 * batch * l * s;
+  // The math fallback (and the un-fused composite) computes every score; the fused
+  // kernels skip the blocks a causal mask hides.
+  const bool fused = contains(stem, "flash") || contains(stem, "efficient") || contains(stem, "cudnn");
+  const double causalShare =
+      fused && op.boolArg("is_causal").value_or(false)
+          ? causalBlockShare(l, s, contains(stem, "efficient") ? 64 : 128)
+          : 1.0;
+  const double forwardMatmuls = 2 * batch * l * s * (e + ev) * causalShare;
+  const double softmaxFlops = 5 * batch * l * s * causalShare;
   // Backward recomputes Q.K^T and runs four more GEMMs (dV, dP, dQ, dK).
   cost.flops = backward ? 2.5 * forwardMatmuls + 2 * softmaxFlops : forwardMatmuls + softmaxFlops;
   // Fused (flash / memory-efficient) kernels: no L x S matrix in DRAM.

@@ -185,6 +185,33 @@ TEST(OpCost, ScaledDotProductAttention) {
   EXPECT_DOUBLE_EQ(bwd.flops, 2.5 * 2.0 * 8 * 128 * 128 * 128 + 10.0 * 8 * 128 * 128);
 }
 
+TEST(OpCost, CausalAttentionSkipsTheMaskedBlocks) {
+  const auto q = tensor({1, 12, 1024, 64});
+  const double full = 2.0 * 12 * 1024 * 1024 * 128 + 5.0 * 12 * 1024 * 1024;
+  // Flash: 8 x 8 blocks of 128, of which 8 + 7 + ... + 1 = 36 are computed.
+  const auto flash = estimateOpCost(op("aten::_scaled_dot_product_flash_attention", {q, q, q},
+                                       {q}, {{"is_causal", true}}));
+  EXPECT_DOUBLE_EQ(flash.flops, full * 36 / 64);
+  // Memory-efficient: 16 x 16 blocks of 64, 136 computed; its backward skips them too.
+  const auto efficientBackward = estimateOpCost(
+      op("aten::_scaled_dot_product_efficient_attention_backward", {q, q, q, q, q}, {q, q, q},
+         {{"is_causal", true}}, Phase::Backward));
+  EXPECT_DOUBLE_EQ(efficientBackward.flops,
+                   (2.5 * 2.0 * 12 * 1024 * 1024 * 128 + 10.0 * 12 * 1024 * 1024) * 136 / 256);
+  // A sequence within one block, a non-causal call and the math composite compute it all.
+  const auto shortSeq = tensor({16, 8, 50, 64});
+  const auto oneBlock = estimateOpCost(op("aten::_scaled_dot_product_flash_attention",
+                                          {shortSeq, shortSeq, shortSeq}, {shortSeq},
+                                          {{"is_causal", true}}));
+  EXPECT_DOUBLE_EQ(oneBlock.flops, 2.0 * 128 * 50 * 50 * 128 + 5.0 * 128 * 50 * 50);
+  const auto notCausal = estimateOpCost(op("aten::_scaled_dot_product_flash_attention", {q, q, q},
+                                           {q}, {{"is_causal", false}}));
+  EXPECT_DOUBLE_EQ(notCausal.flops, full);
+  const auto composite = estimateOpCost(
+      op("aten::scaled_dot_product_attention", {q, q, q}, {q}, {{"is_causal", true}}));
+  EXPECT_DOUBLE_EQ(composite.flops, full);
+}
+
 TEST(OpCost, Normalisation) {
   const auto ln = estimateOpCost(
       op("aten::native_layer_norm", {tensor({32, 128, 768}), tensor({768}), tensor({768})},
