@@ -1,5 +1,7 @@
 #include "op_tables.h"
 
+#include "cost_shapes.h"
+
 #include <unordered_map>
 
 namespace wavecast::op_tables {
@@ -387,6 +389,76 @@ const std::unordered_set<std::string>& reductionOps() {
                                                       "cdist",
                                                       "trace"};
   return ops;
+}
+
+using cost_shapes::contains;
+
+bool isConvolutionBackward(const std::string& stem) {
+  return stem == "convolution_backward" || stem == "cudnn_convolution_backward" ||
+         stem == "convolution_backward_overrideable" || stem == "mkldnn_convolution_backward" ||
+         stem == "cudnn_convolution_transpose_backward";
+}
+
+bool isConvolution(const std::string& stem) {
+  return stem == "convolution" || stem == "_convolution" || stem == "conv1d" || stem == "conv2d" ||
+         stem == "conv3d" || stem == "cudnn_convolution" || stem == "cudnn_convolution_transpose" ||
+         stem == "conv_transpose1d" || stem == "conv_transpose2d" || stem == "conv_transpose3d" ||
+         stem == "mkldnn_convolution" || stem == "_slow_conv2d_forward" ||
+         stem == "slow_conv_transpose2d" || stem == "thnn_conv2d" || stem == "_convolution_mode" ||
+         stem == "conv_depthwise2d" || stem == "_conv_depthwise2d" ||
+         stem == "cudnn_convolution_relu" || stem == "cudnn_convolution_add_relu";
+}
+
+bool isGemm(const std::string& stem) {
+  static const std::unordered_set<std::string> ops = {"linear",       "addmm",
+                                                      "mm",           "bmm",
+                                                      "matmul",       "baddbmm",
+                                                      "addbmm",       "addmv",
+                                                      "mv",           "dot",
+                                                      "vdot",         "inner",
+                                                      "outer",        "ger",
+                                                      "addr",         "_addmm_activation",
+                                                      "einsum",       "tensordot",
+                                                      "_scaled_mm",   "_int_mm",
+                                                      "chain_matmul", "linalg_multi_dot"};
+  return ops.count(stem) > 0;
+}
+
+bool isAttention(const std::string& stem) {
+  return contains(stem, "scaled_dot_product") || contains(stem, "flash_attention") ||
+         contains(stem, "efficient_attention") || stem == "_native_multi_head_attention";
+}
+
+bool isNormalization(const std::string& stem) {
+  return contains(stem, "batch_norm") || contains(stem, "layer_norm") ||
+         contains(stem, "group_norm") || contains(stem, "instance_norm") ||
+         contains(stem, "rms_norm") || stem == "_batch_norm_impl_index" ||
+         stem == "_batch_norm_impl_index_backward";
+}
+
+bool isPooling(const std::string& stem) {
+  return contains(stem, "pool");
+}
+
+bool isLoss(const std::string& stem) {
+  return contains(stem, "nll_loss") || contains(stem, "mse_loss") || contains(stem, "l1_loss") ||
+         contains(stem, "huber_loss") || contains(stem, "binary_cross_entropy") ||
+         contains(stem, "kl_div") || contains(stem, "cross_entropy") ||
+         contains(stem, "soft_margin") || contains(stem, "hinge") || contains(stem, "ctc_loss") ||
+         contains(stem, "poisson_nll");
+}
+
+bool isRecurrent(const std::string& stem) {
+  return stem == "lstm" || stem == "gru" || stem == "rnn_tanh" || stem == "rnn_relu" ||
+         contains(stem, "cudnn_rnn") || contains(stem, "lstm_cell") || contains(stem, "gru_cell") ||
+         contains(stem, "rnn_tanh_cell") || contains(stem, "rnn_relu_cell") ||
+         contains(stem, "miopen_rnn") || stem == "_lstm_mps";
+}
+
+bool isEmbedding(const std::string& stem) {
+  return stem == "embedding" || stem == "embedding_dense_backward" ||
+         stem == "embedding_backward" || stem == "_embedding_bag" ||
+         stem == "_embedding_bag_backward" || stem == "embedding_renorm";
 }
 
 } // namespace wavecast::op_tables

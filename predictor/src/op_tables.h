@@ -1,6 +1,6 @@
 // The op-name tables of the cost model: which ATen ops are views, elementwise, copies
 // or reductions, and what an elementwise op costs per element. An op added here gets
-// its family's formula in op_cost.cpp.
+// its family's formula (family_costs.h).
 #pragma once
 
 #include <string>
@@ -16,5 +16,16 @@ const std::unordered_set<std::string>& elementwiseOps();
 // Data movement: copies, concatenation, gathers and scatters, padding.
 const std::unordered_set<std::string>& copyOps();
 const std::unordered_set<std::string>& reductionOps();
+
+// Families whose ops are named by pattern rather than listed one by one.
+bool isConvolution(const std::string& stem);
+bool isConvolutionBackward(const std::string& stem);
+bool isGemm(const std::string& stem);
+bool isAttention(const std::string& stem);
+bool isNormalization(const std::string& stem);
+bool isPooling(const std::string& stem);
+bool isLoss(const std::string& stem);
+bool isRecurrent(const std::string& stem);
+bool isEmbedding(const std::string& stem);
 
 } // namespace wavecast::op_tables

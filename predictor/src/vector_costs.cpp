@@ -1,0 +1,274 @@
+#include "cost_shapes.h"
+#include "family_costs.h"
+#include "op_tables.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace wavecast::family_costs {
+
+using namespace cost_shapes;
+
+using op_tables::elementwiseFlops;
+
+OpCost elementwise(const OpRecord& op, const std::string& stem, bool inplace) {
+  OpCost cost;
+  cost.family = CostFamily::Elementwise;
+  cost.bytes = inputBytes(op) + outputBytes(op);
+  double elements = std::max(largestNumel(op.outputs), largestNumel(op.inputs));
+  // In-place ops that report no output still write their first operand.
+  if (inplace && op.outputs.empty() && op.input(0))
+    cost.bytes += bytesOf(op.input(0));
+  cost.flops = elements * elementwiseFlops(stem);
+  cost.parallelElements = elements;
+  // Out of place, ATen clones self and fills the clone in place: the copy, then a pass
+  // reading and writing the whole result.
+  if (!inplace && (stem == "masked_fill" || stem == "masked_scatter")) {
+    cost.bytes += 2 * outputBytes(op);
+    cost.kernels = 2;
+  }
+  return cost;
+}
+
+OpCost copyLike(const OpRecord& op, const std::string& stem) {
+  OpCost cost;
+  cost.family = CostFamily::Copy;
+  double in = inputBytes(op);
+  double out = outputBytes(op);
+  const double outElems = largestNumel(op.outputs);
+  if (stem == "slice_backward" || stem == "select_backward" || stem == "index_select_backward" ||
+      stem == "unfold_backward" || stem == "diagonal_backward" || stem == "scatter_add" ||
+      stem == "index_add" || stem == "index_put" || stem == "_index_put_impl") {
+    out *= 2; // zero-fill of the full result, then the copy/scatter into it
+  }
+  if (stem == "index_select" || stem == "gather" || stem == "index" || stem == "take" ||
+      stem == "_unsafe_index") {
+    // Reads only the gathered rows of the source, not all of it.
+    const TensorMeta* source = op.input(0);
+    if (source && numel(source) > outElems)
+      in = in - bytesOf(source) + outElems * source->elementSize();
+  }
+  if (stem == "_local_scalar_dense" || stem == "item")
+    cost.note = "device-to-host copy of a scalar; synchronises the GPU";
+  cost.bytes = in + out;
+  cost.parallelElements = std::max(outElems, largestNumel(op.inputs));
+  cost.flops = 0;
+  return cost;
+}
+
+OpCost reduction(const OpRecord& op, const std::string& stem) {
+  OpCost cost;
+  cost.family = CostFamily::Reduction;
+  const double inElems = largestNumel(op.inputs);
+  cost.bytes = inputBytes(op) + outputBytes(op);
+  const bool twoPass = stem == "var" || stem == "std" || stem == "var_mean" || stem == "std_mean" ||
+                       contains(stem, "norm") || stem == "logsumexp";
+  double flopsPerElement = twoPass ? 3 : 1;
+  if (stem == "sort" || stem == "argsort" || stem == "topk" || stem == "median" ||
+      stem == "kthvalue" || stem == "unique" || stem == "_unique2" || stem == "mode") {
+    flopsPerElement = std::max(1.0, std::log2(std::max(2.0, dim(op.input(0), -1))));
+    cost.bytes *= 2; // sorting networks pass over the data several times
+  }
+  cost.flops = inElems * flopsPerElement;
+  cost.parallelElements = inElems;
+  return cost;
+}
+
+OpCost softmax(const OpRecord& op, const std::string& stem) {
+  OpCost cost;
+  cost.family = CostFamily::Softmax;
+  const bool backward = contains(stem, "backward");
+  const double elements = std::max(largestNumel(op.inputs), largestNumel(op.outputs));
+  cost.bytes = inputBytes(op) + outputBytes(op);
+  // max, subtract, exp, sum, divide (log_softmax: log instead of divide).
+  cost.flops = elements * (backward ? 4 : 5);
+  cost.parallelElements = elements;
+  return cost;
+}
+
+// Batch/group/instance norm (statistics over all but the channel dim) and layer norm.
+OpCost normalization(const OpRecord& op, const std::string& stem) {
+  OpCost cost;
+  cost.family = CostFamily::Norm;
+  const bool backward = contains(stem, "backward");
+  const TensorMeta* x = backward ? op.input(1) : op.input(0);
+  if (!x)
+    x = op.input(0);
+  const double elements = numel(x);
+  const bool layerNorm = contains(stem, "layer_norm") || contains(stem, "rms_norm");
+  const bool training = op.boolArg("training").value_or(op.boolArg("train").value_or(true));
+  // cuDNN's batch norm on NCHW (CUDNN_BATCHNORM_SPATIAL, which PyTorch uses unless the
+  // input is channels_last) reduces each channel in one thread block, in forward and
+  // backward: a layer with fewer channels than SMs leaves SMs without work.
+  const bool batchNorm = contains(stem, "batch_norm") && !contains(stem, "elemt") &&
+                         !contains(stem, "stats") && !contains(stem, "gather") &&
+                         !contains(stem, "reduce");
+  const bool perChannel = batchNorm && training && x && x->contiguous && x->shape.size() >= 3;
+  if (perChannel)
+    cost.parallelBlocks = static_cast<double>(std::max<int64_t>(1, x->shape[1]));
+  // PyTorch sends bfloat16 batch norm to its own kernels, not cuDNN's
+  // (_select_batch_norm_backend): one block per channel too, reading element by
+  // element into float32 math, so they take as long as on float32 data.
+  const double widen =
+      perChannel && x->dtype == ScalarType::BFloat16 ? 4.0 / x->elementSize() : 1.0;
+  const double xBytes = bytesOf(x);
+  const double paramBytes = inputBytes(op) - (backward ? bytesOf(op.input(0)) + xBytes : xBytes);
+  const double outBytes = outputBytes(op) + (widen - 1) * bytesOf(op.output(0));
+  if (!backward) {
+    // Batch/group norm in training read x for the statistics and again to normalise;
+    // layer norm keeps a row on chip. Eval batch norm is a single elementwise pass.
+    const double reads = (layerNorm || !training) ? 1 : 2;
+    cost.bytes = reads * xBytes * widen + outBytes + std::max(0.0, paramBytes);
+    cost.flops = 8 * elements;
+  } else {
+    // Reduction pass over (dy, x) for the weight/statistics gradients, then an
+    // elementwise pass reading (dy, x) and writing dx.
+    const double dyBytes = bytesOf(op.input(0));
+    cost.bytes = 2 * (dyBytes + xBytes) * widen + outBytes + std::max(0.0, paramBytes);
+    cost.flops = 12 * elements;
+    cost.kernels = layerNorm ? 2 : 1;
+  }
+  cost.parallelElements = elements;
+  return cost;
+}
+
+OpCost embedding(const OpRecord& op, const std::string& stem) {
+  OpCost cost;
+  cost.family = CostFamily::Embedding;
+  if (stem == "embedding") { // (weight, indices): gather rows
+    const TensorMeta* weight = op.input(0);
+    const TensorMeta* indices = op.input(1);
+    const double rowElems = dim(weight, -1);
+    const double outElems = numel(indices) * rowElems;
+    const int elementSize = weight ? weight->elementSize() : 4;
+    cost.bytes = bytesOf(indices) + 2 * outElems * elementSize;
+    cost.parallelElements = outElems;
+  } else { // embedding_dense_backward(grad_output, indices, num_weights, ...): scatter-add
+    const TensorMeta* grad = op.input(0);
+    const double gradElems = numel(grad);
+    const double rowElems = dim(grad, -1);
+    const double numWeights = static_cast<double>(op.intArg("num_weights").value_or(0)) * rowElems;
+    const double outBytes =
+        op.output(0) ? bytesOf(op.output(0)) : numWeights * (grad ? grad->elementSize() : 4);
+    // Zero the weight gradient, sort indices, accumulate rows.
+    cost.bytes = bytesOf(grad) + 2 * bytesOf(op.input(1)) + 2 * outBytes;
+    cost.flops = gradElems;
+    cost.parallelElements = gradElems;
+    cost.kernels = 3;
+  }
+  return cost;
+}
+
+// PyTorch's windowed pooling kernels run one thread per output (forward) or per input
+// gradient (backward); each decodes its N, C, H, W from a 64-bit linear index (integer
+// division, emulated in software on GPUs) and walks the windows that touch it. Their
+// time is that arithmetic, not DRAM traffic. Work per thread in FP32-operation units,
+// calibrated on the max and average pooling of ResNet-50, Inception-v3 and the small CNN
+// on an H100 (../shared/truth/h100, docs/predictor.md).
+constexpr double kPoolingIndexOps = 350;
+constexpr double kPoolingWindowOps = 55;
+
+OpCost pooling(const OpRecord& op, const std::string& stem) {
+  OpCost cost;
+  cost.family = CostFamily::Pooling;
+  const bool backward = contains(stem, "backward");
+  double window = 1;
+  double covering = 1; // windows that touch one input element (backward's loop)
+  const auto kernel = op.intListArg("kernel_size");
+  const bool windowed = kernel && !kernel->empty();
+  if (windowed) {
+    const auto stride = op.intListArg("stride");
+    const size_t dims = kernel->size() == 1 && rank(op.input(0)) >= 4 ? 2 : kernel->size();
+    for (size_t d = 0; d < dims; ++d) {
+      const int64_t k = std::max<int64_t>(1, (*kernel)[std::min(d, kernel->size() - 1)]);
+      int64_t s = k; // PyTorch's default stride is the kernel size
+      if (stride && !stride->empty())
+        s = std::max<int64_t>(1, (*stride)[std::min(d, stride->size() - 1)]);
+      window *= k;
+      covering *= (k + s - 1) / s;
+    }
+  } else if (op.input(0) && op.output(0) && numel(op.output(0)) > 0) {
+    window = std::max(1.0, numel(op.input(0)) / numel(op.output(0))); // adaptive pooling
+  }
+  if (!backward) {
+    const double outElems = largestNumel(op.outputs);
+    cost.bytes = inputBytes(op) + outputBytes(op);
+    cost.flops =
+        windowed ? outElems * (kPoolingIndexOps + kPoolingWindowOps * window) : outElems * window;
+    cost.parallelElements = outElems;
+  } else {
+    const double gradInElems = largestNumel(op.outputs);
+    const bool maxPool = contains(stem, "max");
+    // Max pooling backward zero-fills grad_input then scatters through the indices.
+    cost.bytes = inputBytes(op) + outputBytes(op) * (maxPool ? 2 : 1);
+    cost.flops = windowed ? gradInElems * (kPoolingIndexOps + kPoolingWindowOps * covering)
+                          : std::max(gradInElems, numel(op.input(0)) * window);
+    cost.parallelElements = gradInElems;
+    if (maxPool)
+      cost.kernels = 2;
+  }
+  return cost;
+}
+
+OpCost loss(const OpRecord& op, const std::string& stem) {
+  OpCost cost;
+  cost.family = CostFamily::Loss;
+  const bool backward = contains(stem, "backward");
+  if (contains(stem, "nll_loss")) {
+    const TensorMeta* input = backward ? op.input(1) : op.input(0);
+    const TensorMeta* target = backward ? op.input(2) : op.input(1);
+    const double rows = numel(target);
+    const int elementSize = input ? input->elementSize() : 4;
+    if (!backward) { // gathers one log-probability per row, reduces them
+      cost.bytes = bytesOf(target) + 2 * rows * elementSize + outputBytes(op);
+      cost.flops = rows;
+    } else { // grad_input is zero-filled then one element per row is written
+      cost.bytes = bytesOf(target) + bytesOf(input) + rows * elementSize;
+      cost.flops = rows;
+      cost.kernels = 2;
+    }
+    cost.parallelElements = std::max(rows, numel(input));
+    return cost;
+  }
+  // mse, l1, smooth_l1, huber, bce(_with_logits), kl_div, ...: elementwise + reduction.
+  const double elements = largestNumel(op.inputs);
+  cost.bytes = inputBytes(op) + outputBytes(op);
+  cost.flops = elements * (contains(stem, "binary_cross_entropy") ? 8 : 3);
+  cost.parallelElements = elements;
+  return cost;
+}
+
+// _foreach_* (multi-tensor apply) and _fused_adam(w) optimizer kernels.
+OpCost optimizerForeach(const OpRecord& op, const std::string& stem, bool inplace) {
+  OpCost cost;
+  cost.family = CostFamily::Optimizer;
+  const double tensorsPerList = std::max<double>(
+      1, op.intArg("num_tensors").value_or(static_cast<int64_t>(op.inputs.size())));
+  double elements = 0;
+  double firstListBytes = 0;
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    if (!op.inputs[i])
+      continue;
+    if (i < tensorsPerList) {
+      elements += numel(&*op.inputs[i]);
+      firstListBytes += bytesOf(&*op.inputs[i]);
+    }
+  }
+  cost.bytes = inputBytes(op) + outputBytes(op);
+  if (contains(stem, "_fused_adam")) {
+    // Reads param, grad, exp_avg, exp_avg_sq; writes param, exp_avg, exp_avg_sq.
+    cost.bytes = inputBytes(op) + 3 * firstListBytes;
+    cost.flops = 16 * elements;
+  } else {
+    if (inplace && op.outputs.empty())
+      cost.bytes += firstListBytes;
+    cost.flops = elements * elementwiseFlops(stem.substr(std::string("_foreach_").size()));
+  }
+  cost.parallelElements = elements;
+  // multi_tensor_apply launches one kernel per ~64 tensors or 320 chunks of 64Ki elements.
+  cost.kernels = static_cast<int>(
+      std::max({1.0, std::ceil(tensorsPerList / 64.0), std::ceil(elements / (320.0 * 65536.0))}));
+  return cost;
+}
+
+} // namespace wavecast::family_costs
