@@ -101,7 +101,7 @@ see below; the shipped weights use one network).
 
 End-to-end MAPE over 80 NVIDIA single-GPU labels (including GPUs not in this
 data): NeuSight 8.9%, roofline 31.4%, Li et al. 60.3%, Habitat (NeuSight's
-re-implementation) 385% (median 24%). On the five GPUs here NeuSight scores
+re-implementation) 385% (median 24%). On the five GPU models here NeuSight scores
 about 6-9%, except P4 ~27% and T4 ~18% for inference. NeuSight's per-GPU
 figures are not published in more detail than this.
 
@@ -128,7 +128,7 @@ script's run.
   the T4 fold borrowed the P4's low efficiency. Now the T4 fold over-estimates
   the T4's speed by about 30%, and the T4 is the main gap.
 - **Too few GPUs to learn how efficiency follows from a spec sheet.** With one
-  GPU held out, its efficiency is inferred from four others, and the five
+  GPU held out, its efficiency is inferred from four others, and the five GPU models
   differ a lot. In the kernel data, large FP32 linear layers reach a median of
   0.84 of the spec-sheet peak on the V100, 0.75 on the A100, 0.57 on the P100,
   0.37 on the T4 and 0.19 on the P4; large elementwise ops stream at about
@@ -159,7 +159,7 @@ script's run.
   labels' softmax over [batch, heads, seq, seq] streams at about 0.88 of the
   V100's bandwidth, the kernel data's softmax of any shape at most about
   0.65. A model fitted to the kernel data inherits both gaps, which is also
-  why the shipped weights, trained on all five GPUs, score worse on the P4
+  why the shipped weights, trained on all five GPU models, score worse on the P4
   and T4 labels than the leave-one-out models do.
 - **Seed spread.** The same design from another seed moves the overall figure
   by 2-3 points and single GPUs by more, so differences of a few points
@@ -174,9 +174,9 @@ script's run.
   backward (it also clears the vocab-sized weight gradient, whose size the
   label row does not give) and tiny fills are modelled crudely ("other"
   family), a small share of the time.
-- **NeuSight comparison.** Its published end-to-end figures on these five GPUs
+- **NeuSight comparison.** Its published end-to-end figures on these five GPU models
   are "about 6-9%", P4 ~27% and T4 ~18% for inference (no finer breakdown is
-  published). Its kernel data covers exactly these five GPUs, so those
+  published). Its kernel data covers exactly these five GPU models (six cards), so those
   figures are, as far as the data README tells, for GPUs it was trained on;
   the per-GPU MAPE column above is for a GPU left out of training.
 - **A next step this data allows.** The label CSVs time every op of real
@@ -188,7 +188,7 @@ script's run.
 NOTES
   cat <<'MIDDLE'
 
-## Shipped weights on every label (in-sample: trained on all five GPUs' kernels)
+## Shipped weights on every label (in-sample: trained on all five GPU models' kernels)
 
 These weights (`data/weights`) saw every GPU below during training, so this is
 not a generalisation figure; it shows what the shipped models do on the labels.
