@@ -112,18 +112,11 @@ int runEval(const std::vector<std::string>& words) {
     training.maxRowsPerFile = 300;
     training.maxRowsPerElementwiseFile = 100;
   }
-  try {
-    if (const auto epochs = args.value("epochs"))
-      training.epochs = std::stoi(*epochs);
-    if (const auto maxRows = args.value("max-rows"))
-      training.maxRowsPerFile = std::stoll(*maxRows);
-    if (const auto seed = args.value("seed"))
-      training.seed = std::stoull(*seed);
-    if (const auto ensemble = args.value("ensemble"))
-      training.ensembleSize = std::stoi(*ensemble);
-  } catch (const std::exception&) {
-    throw UsageError("--epochs, --max-rows, --seed and --ensemble expect numbers");
-  }
+  training.epochs = int(args.positiveInt("epochs").value_or(training.epochs));
+  training.maxRowsPerFile = args.integerAtLeast("max-rows", 0).value_or(training.maxRowsPerFile);
+  if (const auto seed = args.integerAtLeast("seed", 0))
+    training.seed = uint64_t(*seed);
+  training.ensembleSize = int(args.positiveInt("ensemble").value_or(training.ensembleSize));
   if (!kernels && !logo && labelDir.empty())
     throw UsageError("give LABEL_DIR, --kernels or --logo; run 'wavecast eval --help' for usage");
 

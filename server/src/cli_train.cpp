@@ -36,17 +36,6 @@ CommandSpec trainSpec() {
           0};
 }
 
-int intValue(const CommandLine& args, const std::string& name, int fallback) {
-  const auto text = args.value(name);
-  if (!text)
-    return fallback;
-  try {
-    return std::stoi(*text);
-  } catch (const std::exception&) {
-    throw UsageError("--" + name + " expects a number, got '" + *text + "'");
-  }
-}
-
 } // namespace
 
 int runTrain(const std::vector<std::string>& words) {
@@ -61,22 +50,17 @@ int runTrain(const std::vector<std::string>& words) {
   options.outDir = args.value("out").value_or("data/weights");
   options.gpuDatabase = args.value("gpus").value_or("data/gpus.json");
   options.verbose = !args.has("quiet");
-  if (const auto seed = args.value("seed")) {
-    try {
-      options.seed = uint64_t(std::stoull(*seed));
-    } catch (const std::exception&) {
-      throw UsageError("--seed expects a number, got '" + *seed + "'");
-    }
-  }
+  if (const auto seed = args.integerAtLeast("seed", 0))
+    options.seed = uint64_t(*seed);
   if (args.has("fast")) {
     options.epochs = 3;
     options.maxRowsPerFile = 300;
     options.maxRowsPerElementwiseFile = 100;
   }
-  options.epochs = intValue(args, "epochs", options.epochs);
-  options.ensembleSize = intValue(args, "ensemble", options.ensembleSize);
-  options.maxRowsPerFile = intValue(args, "max-rows", int(options.maxRowsPerFile));
-  options.threads = intValue(args, "threads", options.threads);
+  options.epochs = int(args.positiveInt("epochs").value_or(options.epochs));
+  options.ensembleSize = int(args.positiveInt("ensemble").value_or(options.ensembleSize));
+  options.maxRowsPerFile = args.integerAtLeast("max-rows", 0).value_or(options.maxRowsPerFile);
+  options.threads = int(args.positiveInt("threads").value_or(options.threads));
   std::vector<learned::KernelFamily> families;
   for (const auto& name : args.values("family")) {
     auto family = learned::kernelFamilyFromString(name);
@@ -88,8 +72,6 @@ int runTrain(const std::vector<std::string>& words) {
   if (!families.empty())
     options.families = families;
   options.excludeGpus = args.values("exclude-gpu");
-  if (options.epochs <= 0 || options.threads <= 0 || options.ensembleSize <= 0)
-    throw UsageError("--epochs, --threads and --ensemble must be positive");
 
   try {
     const learned::TrainReport report = learned::trainLearnedModels(options);

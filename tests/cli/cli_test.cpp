@@ -94,6 +94,17 @@ TEST(CliTest, UnknownCommandAndOption) {
                      "positive integer");
 }
 
+// train and eval parse their numbers as every other command does, before loading
+// any data.
+TEST(CliTest, TrainAndEvalCheckTheirNumbers) {
+  expectOneLineError(wavecast("train --epochs=x"), "--epochs must be a positive integer, not 'x'");
+  expectOneLineError(wavecast("train --threads 0"), "--threads must be a positive integer");
+  expectOneLineError(wavecast("eval --logo --seed -3"),
+                     "--seed must be a non-negative integer, not '-3'");
+  expectOneLineError(wavecast("eval --logo --max-rows=-1"),
+                     "--max-rows must be a non-negative integer");
+}
+
 TEST(CliTest, MissingFile) {
   expectOneLineError(wavecast("predict /nonexistent/train.py --gpu T4"), "no such file");
 }

@@ -83,7 +83,8 @@ std::vector<std::string> CommandLine::values(const std::string& name) const {
   return it == values_.end() ? std::vector<std::string>() : it->second;
 }
 
-std::optional<long long> CommandLine::positiveInt(const std::string& name) const {
+std::optional<long long> CommandLine::integerAtLeast(const std::string& name,
+                                                     long long minimum) const {
   const auto text = value(name);
   if (!text)
     return std::nullopt;
@@ -94,8 +95,12 @@ std::optional<long long> CommandLine::positiveInt(const std::string& name) const
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used != text->size() || used == 0 || number <= 0)
-    throw UsageError("--" + name + " must be a positive integer, not '" + *text + "'");
+  if (used != text->size() || used == 0 || number < minimum)
+    throw UsageError("--" + name + " must be " +
+                     (minimum == 1   ? std::string("a positive integer")
+                      : minimum == 0 ? std::string("a non-negative integer")
+                                     : "an integer of at least " + std::to_string(minimum)) +
+                     ", not '" + *text + "'");
   return number;
 }
 

@@ -43,8 +43,11 @@ public:
   std::optional<std::string> value(const std::string& name) const;
   // Every value given for a repeatable option, in order.
   std::vector<std::string> values(const std::string& name) const;
-  // The value as a positive integer; UsageError naming the option otherwise.
-  std::optional<long long> positiveInt(const std::string& name) const;
+  // The value as an integer of at least `minimum`; UsageError naming the option otherwise.
+  std::optional<long long> integerAtLeast(const std::string& name, long long minimum) const;
+  std::optional<long long> positiveInt(const std::string& name) const {
+    return integerAtLeast(name, 1);
+  }
   const std::vector<std::string>& positional() const { return positional_; }
 
 private:
