@@ -109,5 +109,89 @@ class ScaledDotProductAttention(unittest.TestCase):
         self.assertEqual(ops_named(trace, "scaled_dot_product")[0]["args"]["backend"], "efficient")
 
 
+# nn.MultiheadAttention called directly, and an encoder layer, in training or in
+# inference (eval + no_grad, where CUDA could take the native fast path).
+MODULES = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attention = nn.MultiheadAttention(64, 4, batch_first=True)
+        self.layer = nn.TransformerEncoderLayer(64, 4, dim_feedforward=128, batch_first=True)
+
+    def forward(self, x):
+        y, _ = self.attention(x, x, x{mha_kwargs})
+        return self.layer(y)
+
+
+def wavecast_model():
+    model = Model()
+    return model.eval() if {inference} else model
+
+
+def wavecast_input(batch_size=2):
+    return (torch.randn(batch_size, 32, 64),)
+
+
+def wavecast_iteration(model):
+    def iteration(x):
+        if {inference}:
+            with torch.no_grad():
+                model(x)
+        else:
+            model(x).sum().backward()
+
+    return iteration
+"""
+
+
+def trace_modules(directory, mha_kwargs="", inference=False):
+    path = os.path.join(directory, f"modules_{len(os.listdir(directory))}.py")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(MODULES.format(mha_kwargs=mha_kwargs, inference=inference))
+    return run_trace(path, batch_size=2)
+
+
+@unittest.skipUnless(HAS_SDPA, "torch 1.13 has no scaled_dot_product_attention")
+class AttentionModules(unittest.TestCase):
+    def setUp(self):
+        self.directory = tempfile.mkdtemp()
+
+    def attention_ops(self, trace, module):
+        return [op["name"] for op in trace["ops"]
+                if op.get("module", "").startswith(module) and op["phase"] == "forward"
+                and ("attention" in op["name"] or "softmax" in op["name"] or op["name"] == "aten::bmm")]
+
+    def test_multihead_attention_returning_its_weights_runs_bmm_softmax_bmm(self):
+        # need_weights=True (the default) asks for the averaged attention matrix, which
+        # only the explicit path computes: CUDA runs bmm + softmax + bmm, as traced.
+        trace = trace_modules(self.directory)
+        self.assertEqual(self.attention_ops(trace, "attention"),
+                         ["aten::bmm", "aten::_softmax", "aten::bmm"])
+        # The encoder layer passes need_weights=False: memory-efficient SDPA in float32.
+        self.assertEqual(self.attention_ops(trace, "layer"),
+                         ["aten::_scaled_dot_product_efficient_attention"])
+
+    def test_multihead_attention_without_weights_runs_sdpa(self):
+        trace = trace_modules(self.directory, mha_kwargs=", need_weights=False")
+        self.assertEqual(self.attention_ops(trace, "attention"),
+                         ["aten::_scaled_dot_product_efficient_attention"])
+
+    def test_inference_records_cuda_kernels_not_the_cpu_fast_path(self):
+        # In eval under no_grad torch may take the native fast path; on the CPU it would
+        # run CPU-only fused kernels, so the tracer keeps the Python path, whose SDPA is
+        # recorded as the CUDA kernel, with no backward.
+        trace = trace_modules(self.directory, mha_kwargs=", need_weights=False", inference=True)
+        names = [op["name"] for op in trace["ops"]]
+        self.assertEqual(self.attention_ops(trace, "attention") + self.attention_ops(trace, "layer"),
+                         ["aten::_scaled_dot_product_efficient_attention"] * 2)
+        self.assertFalse([n for n in names if "_for_cpu" in n or "native_multi_head" in n
+                          or "transformer_encoder_layer_fwd" in n], names)
+        self.assertFalse([op for op in trace["ops"] if op["phase"] == "backward"])
+
+
 if __name__ == "__main__":
     unittest.main()
