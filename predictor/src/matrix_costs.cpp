@@ -280,10 +280,23 @@ OpCost attention(const OpRecord& op, const std::string& stem) {
   const double forwardMatmuls = 2 * batch * l * s * (e + ev) * causalShare;
   const double softmaxFlops = 5 * batch * l * s * causalShare;
   // Backward recomputes Q.K^T and runs four more GEMMs (dV, dP, dQ, dK).
-  cost.flops = backward ? 2.5 * forwardMatmuls + 2 * softmaxFlops : forwardMatmuls + softmaxFlops;
+  const auto flopsOf = [&](double matmuls, double softmax) {
+    return backward ? 2.5 * matmuls + 2 * softmax : matmuls + softmax;
+  };
+  cost.flops = flopsOf(forwardMatmuls, softmaxFlops);
   // Fused (flash / memory-efficient) kernels: no L x S matrix in DRAM.
   cost.bytes = inputBytes(op) + outputBytes(op);
   cost.gemm = {batch, l, s, e};
+  if (fused) {
+    cost.attention.backend = contains(stem, "flash")       ? AttentionBackend::Flash
+                             : contains(stem, "efficient") ? AttentionBackend::Efficient
+                                                           : AttentionBackend::Cudnn;
+    cost.attention.backward = backward;
+    cost.attention.dropout = op.floatArg("dropout_p").value_or(0.0) > 0;
+    cost.attention.scores = batch * l * s;
+    cost.attention.allScoresFlops =
+        flopsOf(forwardMatmuls / causalShare, softmaxFlops / causalShare);
+  }
   return cost;
 }
 

@@ -25,8 +25,7 @@ std::optional<double> waveScaledOpMs(const OpRecord& op, const OpCost& cost,
   // Eq. 3 needs the kernel's arithmetic intensity; without hardware counters the
   // op's analytic FLOPs/bytes stand in for every kernel of the op.
   const double intensity = cost.bytes > 0 ? cost.flops / cost.bytes : -1;
-  const double ridge = peakTflops(gpu, cost) * 1e12 /
-                       (gpu.memoryBandwidthGBs * 1e9);
+  const double ridge = peakTflops(gpu, cost) * 1e12 / (gpu.memoryBandwidthGBs * 1e9);
   const double gamma = waveScalingGamma(intensity, ridge);
   double total = 0;
   for (const auto& kernel : op.kernels) {
@@ -194,8 +193,9 @@ std::vector<FamilyPrecision> familyPrecisions(const std::vector<OpCost>& costs) 
       flops[cost.family][mathPrecision(cost)] += cost.flops;
   std::vector<std::pair<double, FamilyPrecision>> ranked;
   for (const auto& [family, byPrecision] : flops) {
-    const auto top = std::max_element(byPrecision.begin(), byPrecision.end(),
-                                      [](const auto& a, const auto& b) { return a.second < b.second; });
+    const auto top =
+        std::max_element(byPrecision.begin(), byPrecision.end(),
+                         [](const auto& a, const auto& b) { return a.second < b.second; });
     double total = 0;
     for (const auto& entry : byPrecision)
       total += entry.second;
@@ -207,6 +207,29 @@ std::vector<FamilyPrecision> familyPrecisions(const std::vector<OpCost>& costs) 
   for (auto& entry : ranked)
     out.push_back(std::move(entry.second));
   return out;
+}
+
+// One line per attention kernel a GPU lacks, e.g. "T4 (compute capability 7.5) has no
+// flash attention: 12 attention ops predicted as memory-efficient attention, ...".
+std::vector<std::string> attentionFallbacks(const std::vector<OpCost>& costs,
+                                            const std::vector<DeviceSpec>& gpus) {
+  std::vector<std::string> lines;
+  for (const auto& gpu : gpus) {
+    std::map<std::pair<AttentionBackend, AttentionBackend>, int> changed;
+    for (const OpCost& cost : costs)
+      if (cost.attention.backend != AttentionBackend::None) {
+        const AttentionBackend runs = attentionBackendOn(cost, gpu);
+        if (runs != cost.attention.backend)
+          ++changed[{cost.attention.backend, runs}];
+      }
+    for (const auto& [backends, count] : changed)
+      lines.push_back(
+          gpu.id + " (compute capability " + std::to_string(gpu.computeCapabilityMajor) + "." +
+          std::to_string(gpu.computeCapabilityMinor) + ") has no " + toString(backends.first) +
+          ": " + std::to_string(count) + " attention ops predicted as " +
+          toString(backends.second) + ", which torch runs there instead");
+  }
+  return lines;
 }
 
 } // namespace
@@ -357,6 +380,8 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
   for (const auto& [problem, count] : waveProblems)
     prediction.warnings.push_back(
         problem + (count > 1 ? " (" + std::to_string(count) + " times)" : std::string()));
+  for (const std::string& fallback : attentionFallbacks(costs, gpus))
+    prediction.warnings.push_back(fallback);
   if (!approximateOps.empty())
     prediction.warnings.push_back(describeApproximations(approximateOps));
 

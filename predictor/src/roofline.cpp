@@ -36,8 +36,9 @@ TileUse gemmTileUse(const GemmShape& g, int sms, double minSliceK) {
     const double colTiles = std::ceil(g.n / tile.cols);
     const double outputTiles = std::max(1.0, g.batch) * rowTiles * colTiles;
     const double slices =
-        g.splitK ? std::max(1.0, std::min(std::floor(sms / outputTiles), std::floor(g.k / minSliceK)))
-                 : 1.0;
+        g.splitK
+            ? std::max(1.0, std::min(std::floor(sms / outputTiles), std::floor(g.k / minSliceK)))
+            : 1.0;
     const double tiles = outputTiles * slices;
     const double waves = std::ceil(tiles / sms);
     const double occupancy = tiles / (waves * sms);
@@ -98,24 +99,60 @@ double peakTflops(const DeviceSpec& gpu, const OpCost& cost) {
       return gpu.bf16Tflops;
     if (dtype == ScalarType::Float32 && usesTf32Cores(cost, gpu))
       return gpu.tf32Tflops;
-    if (gpu.fp32MatrixTflops > 0 && (dtype == ScalarType::Float32 ||
-                                     dtype == ScalarType::Float16 || dtype == ScalarType::BFloat16))
+    if (gpu.fp32MatrixTflops > 0 && (dtype == ScalarType::Float32 || dtype == ScalarType::Float16 ||
+                                     dtype == ScalarType::BFloat16))
       return gpu.fp32MatrixTflops;
   }
   // Elementwise math on fp16/bf16 runs in fp32 registers (PyTorch's opmath type).
   return gpu.fp32Tflops;
 }
 
+AttentionBackend attentionBackendOn(const OpCost& cost, const DeviceSpec& gpu) {
+  const int sm = gpu.computeCapabilityMajor * 10 + gpu.computeCapabilityMinor;
+  AttentionBackend backend = cost.attention.backend;
+  if (backend == AttentionBackend::Cudnn && sm < 90)
+    backend = AttentionBackend::Flash;
+  if (backend == AttentionBackend::Flash && sm < 80)
+    backend = AttentionBackend::Efficient;
+  if (backend == AttentionBackend::Efficient &&
+      (sm < 50 || (cost.dtype == ScalarType::BFloat16 && sm < 80)))
+    backend = AttentionBackend::Math;
+  return backend;
+}
+
+OpCost asRunOn(const OpCost& cost, const DeviceSpec& gpu) {
+  const AttentionBackend backend = attentionBackendOn(cost, gpu);
+  if (backend == cost.attention.backend)
+    return cost;
+  OpCost run = cost;
+  run.attention.backend = backend;
+  if (backend != AttentionBackend::Math)
+    return run; // the fused kernels are priced alike
+  // Forward: Q.K^T writes the scores, softmax reads and writes them, dropout too (and
+  // its mask), P.V reads them. Backward: dP written, dropout's backward, softmax's
+  // backward (reads dP and P, writes dS), then dQ, dK and dV each read a score matrix.
+  const AttentionWork& work = cost.attention;
+  const double passes = work.backward ? 7 + (work.dropout ? 2 : 0) : 4 + (work.dropout ? 2 : 0);
+  const double maskBytes = work.dropout ? work.scores : 0;
+  run.flops = work.allScoresFlops;
+  run.bytes = cost.bytes + passes * work.scores * elementSize(cost.dtype) + maskBytes;
+  run.kernels = (work.backward ? 5 : 3) + (work.dropout ? 1 : 0);
+  return run;
+}
+
 RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
                           const RooflineOptions& options) {
+  if (cost.attention.backend != AttentionBackend::None &&
+      attentionBackendOn(cost, gpu) != cost.attention.backend)
+    return rooflineTime(asRunOn(cost, gpu), gpu, options);
   RooflineTime t;
   if (cost.metadataOnly())
     return t;
   const int sms = std::max(1, gpu.smCount);
   const bool cudnnTensorCores = usesTensorCores(cost, gpu) && runsOnCudnn(cost);
   const double efficiency = cost.unit != ComputeUnit::Matrix ? options.vectorEfficiency
-                            : cudnnTensorCores              ? options.cudnnTensorCoreEfficiency
-                                                            : options.matrixEfficiency;
+                            : cudnnTensorCores               ? options.cudnnTensorCoreEfficiency
+                                                             : options.matrixEfficiency;
   const double peak = peakTflops(gpu, cost) * 1e12 * efficiency;
   const double bandwidth = gpu.memoryBandwidthGBs * 1e9 * options.memoryEfficiency;
   double computeEfficiency = 1;
@@ -137,8 +174,8 @@ RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
   t.computeMs = peak > 0 ? cost.flops / (peak * computeEfficiency) * 1e3 : 0;
   t.memoryMs = bandwidth > 0 ? cost.bytes / (bandwidth * memoryEfficiency) * 1e3 : 0;
   const double layoutMs = bandwidth > 0 ? cost.layoutBytes / bandwidth * 1e3 : 0;
-  t.timeMs = std::max({t.computeMs + layoutMs, t.memoryMs + layoutMs,
-                       cost.kernels * options.launchFloorUs * 1e-3});
+  t.timeMs = std::max(
+      {t.computeMs + layoutMs, t.memoryMs + layoutMs, cost.kernels * options.launchFloorUs * 1e-3});
   return t;
 }
 

@@ -160,10 +160,10 @@ TEST(Predictor, BatchNormWithFewChannelsLeavesSmsIdle) {
   const auto gpus = db().resolve({"H100"});
   const auto bn = [](int64_t channels) {
     const auto x = tensor({64, channels, (int64_t{1} << 20) / channels, 1});
-    auto record = op(0, "aten::native_batch_norm", Phase::Forward, 1,
-                     {x, tensor({channels}), tensor({channels}), tensor({channels}),
-                      tensor({channels})},
-                     {x, tensor({channels}), tensor({channels})});
+    auto record =
+        op(0, "aten::native_batch_norm", Phase::Forward, 1,
+           {x, tensor({channels}), tensor({channels}), tensor({channels}), tensor({channels})},
+           {x, tensor({channels}), tensor({channels})});
     record.args = {{"training", true}};
     Trace trace;
     trace.ops.push_back(record);
@@ -246,7 +246,8 @@ TEST(Predictor, PrecisionFollowsTheScriptWithTorchsDefaults) {
   // cuDNN's TF32 reaches a quarter of its peak, FP32 three quarters of its own.
   const RooflineOptions roofline;
   EXPECT_NEAR(p.ops[0][0].timeMs / convTf32,
-              156.0 * roofline.cudnnTensorCoreEfficiency / (19.5 * roofline.matrixEfficiency), 1e-9);
+              156.0 * roofline.cudnnTensorCoreEfficiency / (19.5 * roofline.matrixEfficiency),
+              1e-9);
   EXPECT_NEAR(mmFp32 / p.ops[0][1].timeMs, 156.0 / 19.5, 1e-9);
 
   // The command line overrides the script.
@@ -403,6 +404,27 @@ TEST(Predictor, UnknownOpsAreFlaggedNeverZero) {
   EXPECT_NE(std::find_if(p.warnings.begin(), p.warnings.end(), approximate), p.warnings.end());
 }
 
+TEST(Predictor, GpusWithoutTheTracedAttentionKernelSaySoAndPriceTheirOwn) {
+  Trace trace;
+  trace.batchSize = 2;
+  TensorMeta q = tensor({2, 8, 2048, 64});
+  q.dtype = ScalarType::BFloat16;
+  trace.ops.push_back(
+      op(0, "aten::_scaled_dot_product_flash_attention", Phase::Forward, 5, {q, q, q}, {q}));
+  const Prediction p = Predictor().predict(trace, db().resolve({"A100", "T4"}));
+  const auto fallback = [](const std::string& w) {
+    return w.rfind("T4 (compute capability 7.5) has no flash attention: 1 attention ops "
+                   "predicted as the math decomposition",
+                   0) == 0;
+  };
+  EXPECT_EQ(std::count_if(p.warnings.begin(), p.warnings.end(), fallback), 1);
+  EXPECT_EQ(std::count_if(p.warnings.begin(), p.warnings.end(),
+                          [](const std::string& w) { return w.find("A100") == 0; }),
+            0);
+  // The T4 writes and reads 2 x 8 x 2048 x 2048 bfloat16 scores: memory-bound.
+  EXPECT_GT(p.ops[1][0].timeMs, 4 * 2.0 * 8 * 2048 * 2048 * 2 / 320e9 * 1e3);
+}
+
 TEST(Predictor, JsonHasTheDocumentedShape) {
   const auto gpus = db().resolve({"T4,A10"});
   const auto doc = predictionToJson(Predictor().predict(smallTrace(), gpus));
@@ -410,10 +432,9 @@ TEST(Predictor, JsonHasTheDocumentedShape) {
   EXPECT_EQ(doc["gpus"], nlohmann::json({"T4", "A10"}));
   const auto& summary = doc["summaries"][0];
   for (const char* key :
-       {"gpu", "name", "iteration_ms", "forward_ms", "backward_ms", "optimizer_ms",
-        "gpu_ms", "host_ms", "gpu_idle_ms", "host_bound", "samples_per_second",
-        "cost_per_1k_samples_usd", "price_per_hour_usd", "memory", "memory_capacity_bytes",
-        "fits_in_memory"})
+       {"gpu", "name", "iteration_ms", "forward_ms", "backward_ms", "optimizer_ms", "gpu_ms",
+        "host_ms", "gpu_idle_ms", "host_bound", "samples_per_second", "cost_per_1k_samples_usd",
+        "price_per_hour_usd", "memory", "memory_capacity_bytes", "fits_in_memory"})
     EXPECT_TRUE(summary.contains(key)) << key;
   for (const char* key : {"weights_bytes", "gradients_bytes", "optimizer_state_bytes",
                           "activations_bytes", "workspace_bytes", "peak_bytes"})

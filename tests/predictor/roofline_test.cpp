@@ -98,5 +98,63 @@ TEST(Roofline, CudnnReachesTheSameShareOfTheTensorCorePeakInEveryDtype) {
               conv.flops / (300e12 * options.matrixEfficiency) * 1e3, 1e-12);
 }
 
+DeviceSpec withComputeCapability(int major, int minor) {
+  DeviceSpec spec = gpu();
+  spec.computeCapabilityMajor = major;
+  spec.computeCapabilityMinor = minor;
+  return spec;
+}
+
+// A flash-attention forward of (2 x 8) heads, 1,024 x 1,024 scores, with dropout.
+OpCost flashForward(ScalarType dtype) {
+  OpCost cost;
+  cost.family = CostFamily::Attention;
+  cost.unit = ComputeUnit::Matrix;
+  cost.dtype = dtype;
+  cost.flops = 1e11;
+  cost.bytes = 4e6;
+  cost.gemm = {16, 1024, 1024, 64};
+  cost.attention = {AttentionBackend::Flash, false, true, 16.0 * 1024 * 1024, 1.6e11};
+  return cost;
+}
+
+TEST(Roofline, EachGpuRunsTheAttentionKernelItHas) {
+  const OpCost flash = flashForward(ScalarType::Float16);
+  EXPECT_EQ(attentionBackendOn(flash, withComputeCapability(9, 0)), AttentionBackend::Flash);
+  EXPECT_EQ(attentionBackendOn(flash, withComputeCapability(7, 5)), AttentionBackend::Efficient);
+  // Memory-efficient bfloat16 needs sm80 too: what is left is the math decomposition.
+  EXPECT_EQ(attentionBackendOn(flashForward(ScalarType::BFloat16), withComputeCapability(7, 0)),
+            AttentionBackend::Math);
+  OpCost cudnn = flash;
+  cudnn.attention.backend = AttentionBackend::Cudnn;
+  EXPECT_EQ(attentionBackendOn(cudnn, withComputeCapability(9, 0)), AttentionBackend::Cudnn);
+  EXPECT_EQ(attentionBackendOn(cudnn, withComputeCapability(8, 0)), AttentionBackend::Flash);
+  // The fused kernels are priced alike; non-attention work is left as it is.
+  const RooflineOptions options;
+  EXPECT_DOUBLE_EQ(rooflineTime(flash, withComputeCapability(7, 5), options).timeMs,
+                   rooflineTime(flash, withComputeCapability(8, 0), options).timeMs);
+  EXPECT_EQ(attentionBackendOn(gemm(1, 64, 64, 64), withComputeCapability(7, 5)),
+            AttentionBackend::None);
+}
+
+TEST(Roofline, TheMathDecompositionWritesAndRereadsTheScores) {
+  const OpCost flash = flashForward(ScalarType::BFloat16);
+  const OpCost math = asRunOn(flash, withComputeCapability(7, 5));
+  EXPECT_EQ(math.attention.backend, AttentionBackend::Math);
+  // Every score computed (no causal block skipped), 4 passes over them plus dropout's
+  // read and write in bfloat16, and dropout's 1-byte mask.
+  const double scores = 16.0 * 1024 * 1024;
+  EXPECT_DOUBLE_EQ(math.flops, 1.6e11);
+  EXPECT_DOUBLE_EQ(math.bytes, 4e6 + 6 * scores * 2 + scores);
+  EXPECT_EQ(math.kernels, 4);
+  OpCost backward = flash;
+  backward.attention.backward = true;
+  backward.attention.dropout = false;
+  EXPECT_DOUBLE_EQ(asRunOn(backward, withComputeCapability(7, 5)).bytes, 4e6 + 7 * scores * 2);
+  const RooflineOptions options;
+  EXPECT_GT(rooflineTime(flash, withComputeCapability(7, 5), options).memoryMs,
+            10 * rooflineTime(flash, withComputeCapability(8, 0), options).memoryMs);
+}
+
 } // namespace
 } // namespace wavecast

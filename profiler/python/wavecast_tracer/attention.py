@@ -8,11 +8,13 @@ each has its own backward. The CUDA ops have shape (Meta) kernels, so the
 choice is made here and that op is called: it is recorded, with its backward,
 like any other, and `args.backend` names the choice.
 
-The rule does not depend on the target GPU beyond what every GPU the
-predictor prices (sm80+) shares: flash needs fp16/bf16, no arbitrary mask,
-head_dim <= 256 and equal q/k/v head sizes; memory-efficient takes fp32 too
-and masks, with head sizes aligned to 16 bytes; anything else runs the math
-decomposition. (torch >= 2.10 with cuDNN > 9.15 may prefer cuDNN attention on
+The trace is made once for every GPU, so the choice here is torch's on an
+sm80+ GPU: flash needs fp16/bf16, no arbitrary mask, head_dim <= 256 and
+equal q/k/v head sizes; memory-efficient takes fp32 too and masks, with head
+sizes aligned to 16 bytes; anything else runs the math decomposition. The
+predictor moves an op to the kernel an older GPU has instead (no flash before
+sm80, no memory-efficient bfloat16 before sm80: the math decomposition) and
+says so. (torch >= 2.10 with cuDNN > 9.15 may prefer cuDNN attention on
 sm90/sm100; the predictor prices it like flash.)
 """
 

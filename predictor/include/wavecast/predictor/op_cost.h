@@ -50,27 +50,43 @@ enum class CostFamily {
 // "conv", "gemm", ... as the results JSON names them (docs/results-json.md, `family`).
 const char* toString(CostFamily family);
 
+// The fused scaled-dot-product-attention kernels of torch 2.x on CUDA, and the math
+// decomposition it falls back to (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp).
+enum class AttentionBackend { None, Flash, Efficient, Cudnn, Math };
+// "flash attention", "memory-efficient attention", ... as messages name them.
+const char* toString(AttentionBackend backend);
+
+// What an SDPA kernel computes, to price it again where a GPU lacks its backend.
+struct AttentionWork {
+  AttentionBackend backend = AttentionBackend::None; // None: not an SDPA kernel
+  bool backward = false;
+  bool dropout = false;
+  double scores = 0;         // batch x heads x L x S
+  double allScoresFlops = 0; // FLOPs with every score computed (no causal block skipped)
+};
+
 struct OpCost {
   CostFamily family = CostFamily::Elementwise;
   double flops = 0;
   double bytes = 0; // DRAM traffic: tensors read + written
   ComputeUnit unit = ComputeUnit::Vector;
   ScalarType dtype = ScalarType::Float32; // compute dtype (first floating input)
-  bool tf32 = false;             // float32 matrix work on TF32 tensor cores (set by the predictor)
-  GemmShape gemm;                // matrix ops only
+  bool tf32 = false; // float32 matrix work on TF32 tensor cores (set by the predictor)
+  GemmShape gemm;    // matrix ops only
   // Ops that run several GEMMs of different shapes (a convolution's backward: the
   // input and the weight gradients); empty: `gemm` runs all of `flops`.
   std::vector<GemmWork> gemms;
-  double parallelElements = 0;   // independent output elements (vector ops)
+  double parallelElements = 0; // independent output elements (vector ops)
   // Thread blocks the kernel runs when its parallelism is not per element but per
   // reduction (one block per channel); 0: from parallelElements.
   double parallelBlocks = 0;
-  int kernels = 1;               // kernel launches; 0 for metadata-only ops
+  int kernels = 1; // kernel launches; 0 for metadata-only ops
   // DRAM traffic of helper kernels that run before and after the main one, serially:
   // cuDNN's NCHW <-> NHWC transforms around half-precision convolutions.
   double layoutBytes = 0;
-  bool approximate = false;      // no formula of its own: closest family used
-  std::string note;              // why approximate, zero or unusual
+  AttentionWork attention;  // scaled-dot-product-attention kernels only
+  bool approximate = false; // no formula of its own: closest family used
+  std::string note;         // why approximate, zero or unusual
 
   bool metadataOnly() const { return kernels == 0; }
 };

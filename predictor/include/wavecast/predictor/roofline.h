@@ -42,6 +42,15 @@ bool usesTensorCores(const OpCost& cost, const DeviceSpec& gpu);
 // when the GPU has no unit for the dtype).
 double peakTflops(const DeviceSpec& gpu, const OpCost& cost);
 
+// The attention kernel `cost` runs on `gpu`: the traced backend where the GPU has it
+// (flash needs sm80+, cuDNN's sm90+, memory-efficient bfloat16 sm80+), else the next
+// torch would pick, down to the math decomposition.
+AttentionBackend attentionBackendOn(const OpCost& cost, const DeviceSpec& gpu);
+
+// `cost` as `gpu` runs it: an attention kernel the GPU lacks becomes its fallback (the
+// math decomposition writes the L x S scores to DRAM and reads them back).
+OpCost asRunOn(const OpCost& cost, const DeviceSpec& gpu);
+
 struct RooflineTime {
   double computeMs = 0;
   double memoryMs = 0;
