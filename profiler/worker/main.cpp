@@ -141,6 +141,10 @@ int main(int argc, char** argv) {
         path.insert(1, added[i]);
     }
     sys.attr("dont_write_bytecode") = true; // never leave stale .pyc files in the user's project
+    // Errors name the environment and its pip, which the embedded interpreter cannot tell.
+    py::module_::import("wavecast_tracer.environment")
+        .attr("configure")(env.root.empty() ? py::object(py::none())
+                                            : py::object(py::str(env.root.string())));
     py::module_ worker = py::module_::import("wavecast_tracer.worker");
     return worker.attr("serve")(args.requestFd, args.responseFd, args.crashFd).cast<int>();
   } catch (const py::error_already_set& error) {

@@ -1,5 +1,6 @@
 // The worker's Python environment: what --python-env may name (a venv folder
-// or its bin/python).
+// or its bin/python), and environments that cannot trace, each one error
+// naming the environment and the fix, after which the next trace works.
 #include "python_environment.h"
 #include "wavecast/profiler/profiler.h"
 
@@ -173,6 +174,12 @@ Trace expectTrace(const TraceResult& result) {
   return std::get<Trace>(result);
 }
 
+void expectNextTraceWorks(Profiler& profiler) {
+  const Trace trace =
+      expectTrace(profiler.trace(request(fs::path(WAVECAST_SAMPLES_DIR) / "small_cnn.py")));
+  EXPECT_FALSE(trace.ops.empty());
+}
+
 void writeEntry(const fs::path& file, const std::string& imports) {
   std::ofstream(file) << "import torch\n"
                       << imports
@@ -201,6 +208,88 @@ TEST(PythonEnvironment, TheWorkerTracesWithAVenvGivenAsItsPython) {
   EXPECT_NE(e.hint.find((dir.path() / "isolated" / "bin" / "pip").string() + " install torch"),
             std::string::npos)
       << e.hint;
+}
+
+TEST(PythonEnvironment, AModelImportingAMissingPackageNamesTheEnvironmentAndThePip) {
+  TempDir dir("wavecast-env-missing");
+  const fs::path env = makeVenv(dir.path() / "venv", true);
+  writeEntry(dir.path() / "entry.py", "import wavecast_absent_package.models\n");
+  Profiler profiler(options(env));
+  const ProfileError e = expectError(profiler.trace(request(dir.path() / "entry.py")));
+  EXPECT_EQ(e.kind, ProfileErrorKind::ImportError);
+  EXPECT_EQ(e.message,
+            "No module named 'wavecast_absent_package' in the Python environment " + env.string());
+  EXPECT_EQ(e.hint, "Install it there (" + (env / "bin" / "pip").string() +
+                        " install wavecast_absent_package), or select a Python environment "
+                        "that has it.");
+  EXPECT_EQ(e.line, 2);
+  expectNextTraceWorks(profiler);
+
+  // Without a venv the fix is one to make.
+  Profiler system(options({}));
+  const ProfileError s = expectError(system.trace(request(dir.path() / "entry.py")));
+  EXPECT_NE(s.message.find("in the system Python ("), std::string::npos) << s.message;
+  EXPECT_NE(s.hint.find("python" + kOurs +
+                        " -m venv VENV && VENV/bin/pip install "
+                        "wavecast_absent_package"),
+            std::string::npos)
+      << s.hint;
+  expectNextTraceWorks(system);
+}
+
+// A venv whose torch package only has `_C` as `core` (a file name) and imports it as torch does.
+fs::path venvWithBrokenTorch(const fs::path& env, const fs::path& core, const std::string& name) {
+  makeVenv(env, true); // a broken torch of its own hides the system's
+  const fs::path torch = sitePackages(env) / "torch";
+  fs::create_directories(torch);
+  std::ofstream(torch / "__init__.py") << "from torch._C import *  # noqa: F403\n";
+  if (core.empty())
+    std::ofstream(torch / name) << "";
+  else
+    fs::copy_file(core, torch / name);
+  return torch;
+}
+
+TEST(PythonEnvironment, TorchBuiltForAnotherPythonNamesTheEnvironmentAndTheFix) {
+  TempDir dir("wavecast-env-torch-abi");
+  const fs::path env = dir.path() / "venv";
+  const fs::path torch = venvWithBrokenTorch(env, {}, "_C.cpython-399-x86_64-linux-gnu.so");
+  Profiler profiler(options(env / "bin" / "python"));
+  for (int attempt = 0; attempt < 2; ++attempt) { // the same error again, not a hang or a crash
+    const ProfileError e =
+        expectError(profiler.trace(request(fs::path(WAVECAST_SAMPLES_DIR) / "small_cnn.py")));
+    EXPECT_EQ(e.kind, ProfileErrorKind::EnvironmentError);
+    EXPECT_EQ(e.message, "torch in " + torch.string() +
+                             " was built for Python 3.99, but wavecast's worker runs Python " +
+                             kOurs + " (" + env.string() + ")");
+    EXPECT_EQ(e.hint, "Reinstall it for Python " + kOurs + " (" + (env / "bin" / "pip").string() +
+                          " install --force-reinstall torch), or select a Python environment "
+                          "that has it.");
+  }
+  fs::remove_all(torch); // fixed: the system's torch shows through again
+  expectNextTraceWorks(profiler);
+}
+
+TEST(PythonEnvironment, TorchWithAnUndefinedSymbolNamesTheEnvironmentAndTheFix) {
+  TempDir dir("wavecast-env-torch-symbol");
+  const fs::path env = dir.path() / "venv";
+  const fs::path torch =
+      venvWithBrokenTorch(env, WAVECAST_FAKE_TORCH_CORE, "_C" WAVECAST_PYTHON_EXT_SUFFIX);
+  Profiler profiler(options(env));
+  const ProfileError e =
+      expectError(profiler.trace(request(fs::path(WAVECAST_SAMPLES_DIR) / "small_cnn.py")));
+  EXPECT_EQ(e.kind, ProfileErrorKind::EnvironmentError);
+  EXPECT_EQ(e.message.rfind(
+                "torch in " + torch.string() + " does not load with Python " + kOurs + ": ", 0),
+            0u)
+      << e.message;
+  EXPECT_NE(e.message.find("undefined symbol: wavecast_symbol_of_another_python"),
+            std::string::npos)
+      << e.message;
+  EXPECT_NE(e.hint.find((env / "bin" / "pip").string() + " install --force-reinstall torch"),
+            std::string::npos);
+  fs::remove_all(torch);
+  expectNextTraceWorks(profiler);
 }
 
 } // namespace
