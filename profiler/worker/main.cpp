@@ -1,10 +1,11 @@
 // wavecast-worker: embeds CPython and serves trace requests from its parent
 // (wavecast_profiler) over dedicated file descriptors. The request loop is
 // wavecast_tracer.worker.serve; this program only prepares the interpreter.
+#include "python_environment.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <pybind11/embed.h>
 #include <string>
 #include <unistd.h>
@@ -23,7 +24,7 @@ struct WorkerArgs {
 };
 
 const char* kUsage = "usage: wavecast-worker --request-fd N --response-fd N --crash-fd N "
-                     "--python-path DIR [--python-env VENV]\n"
+                     "--python-path DIR [--python-env VENV|VENV/bin/python]\n"
                      "Started by wavecast; not meant to be run by hand.\n";
 
 bool parseArgs(int argc, char** argv, WorkerArgs& args) {
@@ -82,50 +83,6 @@ int failStartup(int responseFd, const std::string& message, const std::string& h
   return 2;
 }
 
-// The venv's site-packages for this interpreter's version, or an error message.
-std::string venvSitePackages(const fs::path& env, std::string& error) {
-  const std::string ours =
-      "python" + std::to_string(PY_MAJOR_VERSION) + "." + std::to_string(PY_MINOR_VERSION);
-  if (!fs::is_directory(env)) {
-    error = "the Python environment " + env.string() + " does not exist";
-    return {};
-  }
-  const fs::path site = env / "lib" / ours / "site-packages";
-  if (fs::is_directory(site))
-    return site.string();
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(env / "lib", ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("python3.", 0) == 0) {
-      error = "the Python environment " + env.string() + " uses " + name +
-              ", but wavecast-worker embeds " + ours;
-      return {};
-    }
-  }
-  error = env.string() + " is not a Python virtual environment (no lib/" + ours + "/site-packages)";
-  return {};
-}
-
-// Whether the venv was made with --system-site-packages (pyvenv.cfg says so):
-// only then may the system's packages (e.g. Debian's torch 1.13) show through.
-bool venvSeesSystemPackages(const fs::path& env) {
-  std::ifstream cfg(env / "pyvenv.cfg");
-  std::string line;
-  while (std::getline(cfg, line)) {
-    const auto equals = line.find('=');
-    if (equals == std::string::npos)
-      continue;
-    auto trim = [](std::string text) {
-      const auto first = text.find_first_not_of(" \t\r");
-      const auto last = text.find_last_not_of(" \t\r");
-      return first == std::string::npos ? std::string() : text.substr(first, last - first + 1);
-    };
-    if (trim(line.substr(0, equals)) == "include-system-site-packages")
-      return trim(line.substr(equals + 1)) == "true";
-  }
-  return false;
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -134,23 +91,20 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, stderr);
     return 64;
   }
-  const std::string python = "python3." + std::to_string(PY_MINOR_VERSION);
-  std::string envSite;
-  bool systemPackages = true;
+  const std::string ours =
+      std::to_string(PY_MAJOR_VERSION) + "." + std::to_string(PY_MINOR_VERSION);
+  wavecast::worker::PythonEnvironment env; // no --python-env: the interpreter's own packages
   if (!args.pythonEnv.empty()) {
-    std::string error;
-    envSite = venvSitePackages(args.pythonEnv, error);
-    if (envSite.empty())
-      return failStartup(args.responseFd, error,
-                         "Create the venv with " + python + " (" + python +
-                             " -m venv DIR && DIR/bin/pip install torch) or clear the Python "
-                             "environment setting.");
-    systemPackages = venvSeesSystemPackages(args.pythonEnv);
-    if (!systemPackages && !fs::exists(fs::path(envSite) / "torch"))
+    auto resolved = wavecast::worker::resolvePythonEnvironment(args.pythonEnv, ours,
+                                                               WAVECAST_PYTHON_EXECUTABLE);
+    if (auto* error = std::get_if<wavecast::worker::PythonEnvironmentError>(&resolved))
+      return failStartup(args.responseFd, error->message, error->hint);
+    env = std::get<wavecast::worker::PythonEnvironment>(resolved);
+    if (!env.seesSystemPackages && !fs::exists(env.sitePackages / "torch"))
       return failStartup(args.responseFd,
-                         "the Python environment " + args.pythonEnv + " has no torch",
-                         "Install it there (" + args.pythonEnv +
-                             "/bin/pip install torch) or choose another Python environment.");
+                         "the Python environment " + env.root.string() + " has no torch",
+                         "Install it there (" + (env.root / "bin" / "pip").string() +
+                             " install torch) or choose another Python environment.");
   }
 
   // Python derives its prefix (stdlib, site-packages) from the program name,
@@ -165,7 +119,7 @@ int main(int argc, char** argv) {
     py::module_ sys = py::module_::import("sys");
     py::list path = sys.attr("path");
     path.insert(0, args.pythonPath);
-    if (!systemPackages) {
+    if (!env.seesSystemPackages) {
       // A venv made without --system-site-packages sees only its own packages,
       // as its own python would.
       py::module_ site = py::module_::import("site");
@@ -175,11 +129,11 @@ int main(int argc, char** argv) {
         while (path.contains(dir))
           path.attr("remove")(dir);
     }
-    if (!envSite.empty()) {
+    if (!env.sitePackages.empty()) {
       // site.addsitedir also processes the venv's .pth files; its entries must
       // win over the system's dist-packages, so they move to the front.
       const auto before = py::len(path);
-      py::module_::import("site").attr("addsitedir")(envSite);
+      py::module_::import("site").attr("addsitedir")(env.sitePackages.string());
       py::list added = path[py::slice(before, py::len(path), 1)];
       for (size_t i = 0; i < py::len(added); ++i)
         path.attr("remove")(added[i]);
@@ -187,6 +141,10 @@ int main(int argc, char** argv) {
         path.insert(1, added[i]);
     }
     sys.attr("dont_write_bytecode") = true; // never leave stale .pyc files in the user's project
+    // Errors name the environment and its pip, which the embedded interpreter cannot tell.
+    py::module_::import("wavecast_tracer.environment")
+        .attr("configure")(env.root.empty() ? py::object(py::none())
+                                            : py::object(py::str(env.root.string())));
     py::module_ worker = py::module_::import("wavecast_tracer.worker");
     return worker.attr("serve")(args.requestFd, args.responseFd, args.crashFd).cast<int>();
   } catch (const py::error_already_set& error) {

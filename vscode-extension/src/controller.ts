@@ -3,7 +3,6 @@
 // panel. Decisions live in ./logic; this file only wires them to `vscode`.
 import * as vscode from 'vscode';
 import { daemonConnection, isExecutableFile, type Transport } from './daemonConnection';
-import { LineDecorator } from './decorations';
 import { iterationTimes, statusView, type ClientPhase } from './logic/annotations';
 import { WavecastApi, type RpcEndpoint } from './logic/api';
 import { baseName } from './logic/chartData';
@@ -19,10 +18,11 @@ import {
   SETTING_NAMES,
   type WavecastSettings,
 } from './logic/settings';
-import { restoredUri } from './logic/webviewMessages';
+import { Action, Notifier } from './notifier';
 import { RemoteTokenStore } from './remoteTokenStore';
 import { askForBatchSize, askForGpus } from './prompts';
-import { ResultsPanel, RESULTS_VIEW_TYPE } from './resultsPanel';
+import { RESULTS_VIEW_TYPE } from './resultsPanel';
+import { ResultsView } from './resultsView';
 import { StatusBar } from './statusBar';
 
 export interface ClientSpec {
@@ -79,9 +79,9 @@ export class WavecastController implements vscode.Disposable {
   private readonly restartPolicy: RestartPolicy;
   private readonly statusBar: StatusBar;
   private readonly output: vscode.OutputChannel;
-  private readonly decorator: LineDecorator;
-  private readonly panel: ResultsPanel;
+  private readonly results: ResultsView;
   private readonly tokens: RemoteTokenStore;
+  private readonly notifier: Notifier;
   private readonly subscriptions: vscode.Disposable[] = [];
 
   constructor(
@@ -93,14 +93,21 @@ export class WavecastController implements vscode.Disposable {
     this.restartPolicy = restartPolicy;
     this.output = vscode.window.createOutputChannel('wavecast');
     this.statusBar = new StatusBar();
-    this.decorator = new LineDecorator();
     this.tokens = new RemoteTokenStore(context, (message) => this.log(message));
-    this.panel = new ResultsPanel(context.extensionUri, {
-      reveal: (file, line) => void this.reveal(file, line),
+    this.notifier = new Notifier({
+      restartServer: () => this.restart(),
+      openServerLog: () => this.output.show(true),
+      showResults: () => this.whenRunning('showing the results', (api) => this.showResults(api)),
+    });
+    this.results = new ResultsView(context.extensionUri, {
+      api: () => this.api,
+      running: () => this.phase === 'running',
+      display: () => this.settings.display,
+      log: (message) => this.log(message),
       analyze: (uri) => void this.whenRunning(`analysing ${baseName(vscode.Uri.parse(uri).fsPath)}`, (api) => this.analyze(api, uri)),
       pickGpus: () => void this.whenRunning('picking target GPUs', (api) => this.pickGpus(api)),
     });
-    this.subscriptions.push(this.output, this.statusBar, this.decorator, this.panel);
+    this.subscriptions.push(this.output, this.statusBar, this.results);
   }
 
   /** Registers commands and listeners, then starts the daemon if the workspace is trusted. */
@@ -119,9 +126,9 @@ export class WavecastController implements vscode.Disposable {
       this.tokens.onDidChange(() => void this.onTokenChanged()),
       vscode.workspace.onDidChangeConfiguration((event) => void this.onConfigurationChanged(event)),
       vscode.workspace.onDidGrantWorkspaceTrust(() => void this.start()),
-      vscode.window.onDidChangeVisibleTextEditors((editors) => editors.forEach((e) => void this.refreshEditor(e))),
+      vscode.window.onDidChangeVisibleTextEditors((editors) => editors.forEach((e) => void this.results.refreshEditor(e))),
       vscode.window.registerWebviewPanelSerializer(RESULTS_VIEW_TYPE, {
-        deserializeWebviewPanel: async (panel, state) => this.restorePanel(panel, state),
+        deserializeWebviewPanel: async (panel, state) => this.results.restorePanel(panel, state),
       }),
     );
     this.context.subscriptions.push(this);
@@ -146,7 +153,7 @@ export class WavecastController implements vscode.Disposable {
     this.settings = settings;
     this.targets = settings.targets;
     for (const problem of problems) this.log(`settings: ${problem}`);
-    if (problems.length > 0) void this.offer(vscode.window.showWarningMessage(problems.join(' '), 'Open Settings'));
+    if (problems.length > 0) void this.notifier.warning(problems.join(' '), Action.openSettings);
 
     const launch = ++this.launches;
     const connection = await daemonConnection(settings, {
@@ -190,7 +197,7 @@ export class WavecastController implements vscode.Disposable {
         this.serverStatus = status;
         this.updateStatus();
       }),
-      api.onResultsChanged((change) => void this.onResultsChanged(change.uri)),
+      api.onResultsChanged((change) => void this.results.onResultsChanged(change.uri)),
       client.onRunning(() => void this.onRestarted()),
     );
 
@@ -214,22 +221,26 @@ export class WavecastController implements vscode.Disposable {
       const reason = outcome.reason;
       await this.stopClient();
       if (outcome.timedOut) this.fail(reason);
-      else if (isProtocolMismatchError(reason)) this.fail(reason, false);
-      else if (isAuthenticationError(reason)) this.fail(`The wavecast daemon refused the connection: ${reason}. Set the right token with "wavecast: Set Remote Token".`, false);
+      else if (isProtocolMismatchError(reason)) this.fail(reason, [Action.openSettings, Action.openServerLog]);
+      else if (isAuthenticationError(reason))
+        this.fail(`The wavecast daemon refused the connection: ${reason}. Set the right token with "wavecast: Set Remote Token".`, [
+          Action.openSettings,
+          Action.openServerLog,
+        ]);
       else this.fail(`The wavecast daemon did not start: ${reason}`);
       return;
     }
     const check = checkServerCapability(client.serverExperimentalCapabilities());
     if (!check.ok) {
       await this.stopClient();
-      this.fail(check.message, false);
+      this.fail(check.message, [Action.openSettings, Action.openServerLog]);
       return;
     }
     this.log(`Connected (${check.message}).`);
     this.setPhase('running');
     await this.refreshGpuList();
-    vscode.window.visibleTextEditors.forEach((editor) => void this.refreshEditor(editor));
-    await this.refreshRestoredPanel(api);
+    vscode.window.visibleTextEditors.forEach((editor) => void this.results.refreshEditor(editor));
+    await this.results.refreshRestoredPanel(api);
   }
 
   async restart(): Promise<void> {
@@ -247,29 +258,6 @@ export class WavecastController implements vscode.Disposable {
     if (!this.settings.remote || this.phase === 'untrusted') return;
     this.log('The remote token changed; reconnecting.');
     await this.restart();
-  }
-
-  /** VS Code restores the results panel after a reload; it is filled once the daemon runs. */
-  private async restorePanel(panel: vscode.WebviewPanel, state: unknown): Promise<void> {
-    const uri = restoredUri(state);
-    if (!uri) {
-      panel.dispose();
-      return;
-    }
-    this.panel.restore(panel, uri);
-    if (this.api && this.phase === 'running') await this.refreshRestoredPanel(this.api);
-  }
-
-  private async refreshRestoredPanel(api: WavecastApi): Promise<void> {
-    const uri = this.panel.uri;
-    if (!uri) return;
-    try {
-      const results = await api.results(uri);
-      // A fresh daemon knows nothing yet: keep what the panel saved until it does.
-      if (results.state !== 'none') this.panel.update(results);
-    } catch (error) {
-      this.log(`wavecast/results failed: ${error instanceof Error ? error.message : String(error)}`);
-    }
   }
 
   /** After an automatic restart the client is back: show it and refresh. */
@@ -297,7 +285,7 @@ export class WavecastController implements vscode.Disposable {
     } else {
       this.lastFailure = decision.message;
       this.setPhase('failed');
-      void this.offer(vscode.window.showErrorMessage(decision.message, 'Restart Server', 'Open Server Log'));
+      void this.notifier.error(decision.message, Action.restartServer, Action.openServerLog);
     }
     return decision;
   }
@@ -340,37 +328,15 @@ export class WavecastController implements vscode.Disposable {
     if (this.phase !== 'untrusted') this.setPhase('stopped');
   }
 
-  private fail(message: string, offerRestart = true): void {
+  private fail(message: string, actions: Action[] = [Action.openSettings, Action.restartServer, Action.openServerLog]): void {
     this.lastFailure = message;
     this.log(message);
     this.setPhase('failed');
-    const actions = offerRestart ? ['Open Settings', 'Restart Server', 'Open Server Log'] : ['Open Settings', 'Open Server Log'];
-    void this.offer(vscode.window.showErrorMessage(message, ...actions));
-  }
-
-  /** Runs the button the user chose on a notification. */
-  private async offer(choice: Thenable<string | undefined>): Promise<void> {
-    switch (await choice) {
-      case 'Open Settings':
-        await vscode.commands.executeCommand('workbench.action.openSettings', 'wavecast');
-        break;
-      case 'Restart Server':
-        await this.restart();
-        break;
-      case 'Open Server Log':
-        this.output.show(true);
-        break;
-      case 'Manage Workspace Trust':
-        await vscode.commands.executeCommand('workbench.trust.manage');
-        break;
-      case 'Show Results':
-        await this.whenRunning('showing the results', (api) => this.showResults(api));
-        break;
-    }
+    void this.notifier.error(message, ...actions);
   }
 
   private async explainUntrusted(): Promise<void> {
-    await this.offer(vscode.window.showInformationMessage(TRUST_EXPLANATION, 'Manage Workspace Trust'));
+    await this.notifier.information(TRUST_EXPLANATION, Action.manageTrust);
   }
 
   /**
@@ -388,8 +354,8 @@ export class WavecastController implements vscode.Disposable {
       if (!api || this.phase !== 'running') {
         const phase = this.phase === 'starting' ? 'starting' : this.phase === 'failed' ? 'failed' : 'stopped';
         const message = notRunningMessage(phase, this.lastFailure);
-        const show = phase === 'failed' ? vscode.window.showErrorMessage : vscode.window.showWarningMessage;
-        await this.offer(show(message, 'Restart Server', 'Open Server Log'));
+        const show = phase === 'failed' ? this.notifier.error : this.notifier.warning;
+        await show.call(this.notifier, message, Action.restartServer, Action.openServerLog);
         return;
       }
       try {
@@ -397,7 +363,7 @@ export class WavecastController implements vscode.Disposable {
       } catch (error) {
         const message = requestFailureMessage(what, error);
         this.log(message);
-        await this.offer(vscode.window.showErrorMessage(message, 'Open Server Log', 'Restart Server'));
+        await this.notifier.error(message, Action.openServerLog, Action.restartServer);
       }
     } catch (error) {
       // Showing the message itself failed: the log is all that is left.
@@ -457,7 +423,7 @@ export class WavecastController implements vscode.Disposable {
     if (previous.display !== settings.display) {
       for (const editor of vscode.window.visibleTextEditors) {
         this.client?.refreshInlayHints(editor.document);
-        await this.refreshEditor(editor);
+        await this.results.refreshEditor(editor);
       }
     }
   }
@@ -499,18 +465,17 @@ export class WavecastController implements vscode.Disposable {
   }
 
   private async showOutcome(results: ResultsResponse, name: string): Promise<void> {
-    this.panel.update(results);
-    await this.refreshEditorsFor(results.uri, results);
+    this.results.show(results);
     if (results.state === 'error' && results.error) {
       const where = results.error.line ? ` (line ${results.error.line})` : '';
       const hint = results.error.hint ? ` ${results.error.hint}` : '';
-      await this.offer(vscode.window.showErrorMessage(`wavecast: ${name}${where}: ${results.error.message}${hint}`, 'Show Results', 'Open Server Log'));
+      await this.notifier.error(`wavecast: ${name}${where}: ${results.error.message}${hint}`, Action.showResults, Action.openServerLog);
       return;
     }
     const prediction = results.prediction;
     if (prediction) {
       const times = iterationTimes(prediction.summaries);
-      await this.offer(vscode.window.showInformationMessage(`wavecast: ${name}, batch ${prediction.batch_size}: ${times} per iteration.`, 'Show Results'));
+      await this.notifier.information(`wavecast: ${name}, batch ${prediction.batch_size}: ${times} per iteration.`, Action.showResults);
     }
   }
 
@@ -532,60 +497,12 @@ export class WavecastController implements vscode.Disposable {
   }
 
   private async showResults(api: WavecastApi, uriArgument?: string): Promise<void> {
-    const uri = uriArgument ?? this.activePythonUri() ?? this.panel.uri ?? this.lastAnalyzedUri;
+    const uri = uriArgument ?? this.activePythonUri() ?? this.results.panelUri ?? this.lastAnalyzedUri;
     if (!uri) {
       void vscode.window.showInformationMessage('Open a Python training script to see its wavecast results.');
       return;
     }
-    this.panel.show(uri);
-    this.panel.update(await api.results(uri));
-  }
-
-  private async onResultsChanged(uri: string): Promise<void> {
-    const wantsPanel = this.panel.uri === uri;
-    const wantsDecorations =
-      this.settings.display === 'decorations' && vscode.window.visibleTextEditors.some((e) => e.document.uri.toString() === uri);
-    if (!this.api || (!wantsPanel && !wantsDecorations)) return;
-    try {
-      const results = await this.api.results(uri);
-      this.panel.update(results);
-      await this.refreshEditorsFor(uri, results);
-    } catch (error) {
-      this.log(`wavecast/results failed: ${error instanceof Error ? error.message : String(error)}`);
-    }
-  }
-
-  private async refreshEditorsFor(uri: string, results: ResultsResponse): Promise<void> {
-    for (const editor of vscode.window.visibleTextEditors) {
-      if (editor.document.uri.toString() === uri) this.decorate(editor, results);
-    }
-  }
-
-  private async refreshEditor(editor: vscode.TextEditor): Promise<void> {
-    if (editor.document.languageId !== 'python') return;
-    if (this.settings.display !== 'decorations' || !this.api) {
-      this.decorator.draw(editor, null);
-      return;
-    }
-    try {
-      this.decorate(editor, await this.api.results(editor.document.uri.toString()));
-    } catch (error) {
-      this.log(`wavecast/results failed: ${error instanceof Error ? error.message : String(error)}`);
-    }
-  }
-
-  private decorate(editor: vscode.TextEditor, results: ResultsResponse): void {
-    this.decorator.draw(editor, this.settings.display === 'decorations' ? results : null);
-  }
-
-  private async reveal(file: string, line: number): Promise<void> {
-    const document = await vscode.workspace.openTextDocument(vscode.Uri.file(file));
-    const position = new vscode.Position(Math.max(0, line - 1), 0);
-    const editor = await vscode.window.showTextDocument(document, {
-      viewColumn: vscode.ViewColumn.One,
-      selection: new vscode.Range(position, position),
-    });
-    editor.revealRange(new vscode.Range(position, position), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+    await this.results.openPanel(api, uri);
   }
 
   /** Stops the daemon and waits for it; used on deactivation. */

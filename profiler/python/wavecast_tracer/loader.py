@@ -7,6 +7,7 @@ import os
 import sys
 import types
 
+from . import environment
 from .errors import TraceError, TraceInterrupted, error_at, format_exception, one_line
 
 ENTRY_MODULE_NAME = "__wavecast_entry__"
@@ -104,15 +105,12 @@ def load_entry_module(project):
             traceback=format_exception(exc),
         ) from None
     except ImportError as exc:
-        raise error_at(
-            "import_error",
+        message, hint = environment.missing_module(exc) or (
             one_line(exc),
-            exc,
-            project,
             "Install the missing package in the Python environment wavecast uses, "
             "or select a virtual environment that has it.",
-            fallback_file=path,
-        ) from None
+        )
+        raise error_at("import_error", message, exc, project, hint, fallback_file=path) from None
     except TraceInterrupted:
         raise
     except MemoryError:

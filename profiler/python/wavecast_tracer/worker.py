@@ -12,6 +12,7 @@ import re
 import signal
 import sys
 
+from . import environment
 from .errors import TraceError, TraceInterrupted, error_at, format_exception, one_line, out_of_memory_error, timeout_error
 from .project import Project
 
@@ -57,6 +58,9 @@ def serve(request_fd, response_fd, crash_fd):
     try:
         import torch  # imported once here, so traces start warm
     except BaseException as exc:  # noqa: B902
+        mismatch = environment.torch_import_failure(exc, _torch_dir())
+        if mismatch:
+            return _not_ready(channel, *mismatch, exc)
         return _not_ready(channel, f"cannot import torch {_torch_location()}: {one_line(exc)}",
                           "Install PyTorch there (VENV/bin/pip install torch; for the system "
                           "python3: apt install python3-torch), or choose a venv that has it "
@@ -109,16 +113,20 @@ def _not_ready(channel, message, hint, exc=None):
     return 1
 
 
-def _torch_location():
-    """Where the failed `import torch` found torch, for the error message."""
+def _torch_dir():
+    """The folder a failed `import torch` found torch in, or None."""
     try:
         import importlib.util
         spec = importlib.util.find_spec("torch")
     except BaseException:  # noqa: B902 - a broken torch may fail here too
         spec = None
-    if spec is None or not spec.origin:
-        return f"(none on the path of {sys.executable})"
-    return f"from {os.path.dirname(spec.origin)}"
+    return os.path.dirname(spec.origin) if spec is not None and spec.origin else None
+
+
+def _torch_location():
+    """Where the failed `import torch` found torch, for the error message."""
+    found = _torch_dir()
+    return f"from {found}" if found else f"(none on the path of {sys.executable})"
 
 
 def _release(version):

@@ -1,0 +1,131 @@
+// Where results are shown: the results panel and, in `decorations` mode, the
+// end-of-line times in the editors. The controller hands it results and the
+// running daemon's API; this keeps both views in step.
+import * as vscode from 'vscode';
+import { LineDecorator } from './decorations';
+import type { WavecastApi } from './logic/api';
+import type { ResultsResponse } from './logic/protocol';
+import type { DisplayMode } from './logic/settings';
+import { restoredUri } from './logic/webviewMessages';
+import { ResultsPanel } from './resultsPanel';
+
+export interface ResultsViewHost {
+  /** The daemon's API; null while there is no client. */
+  api(): WavecastApi | null;
+  /** Whether the daemon has finished starting. */
+  running(): boolean;
+  display(): DisplayMode;
+  log(message: string): void;
+  /** The panel's buttons. */
+  analyze(uri: string): void;
+  pickGpus(): void;
+}
+
+export class ResultsView implements vscode.Disposable {
+  private readonly panel: ResultsPanel;
+  private readonly decorator = new LineDecorator();
+
+  constructor(
+    extensionUri: vscode.Uri,
+    private readonly host: ResultsViewHost,
+  ) {
+    this.panel = new ResultsPanel(extensionUri, {
+      reveal: (file, line) => void this.reveal(file, line),
+      analyze: (uri) => host.analyze(uri),
+      pickGpus: () => host.pickGpus(),
+    });
+  }
+
+  /** The document the open panel shows. */
+  get panelUri(): string | undefined {
+    return this.panel.uri;
+  }
+
+  /** New results of one document, in the panel and its editors. */
+  show(results: ResultsResponse): void {
+    this.panel.update(results);
+    for (const editor of vscode.window.visibleTextEditors) {
+      if (editor.document.uri.toString() === results.uri) this.decorate(editor, results);
+    }
+  }
+
+  async openPanel(api: WavecastApi, uri: string): Promise<void> {
+    this.panel.show(uri);
+    this.panel.update(await api.results(uri));
+  }
+
+  /** The daemon says `uri`'s results changed: fetched only when a view shows them. */
+  async onResultsChanged(uri: string): Promise<void> {
+    const wantsPanel = this.panel.uri === uri;
+    const wantsDecorations =
+      this.host.display() === 'decorations' && vscode.window.visibleTextEditors.some((e) => e.document.uri.toString() === uri);
+    const api = this.host.api();
+    if (!api || (!wantsPanel && !wantsDecorations)) return;
+    try {
+      this.show(await api.results(uri));
+    } catch (error) {
+      this.logFailure(error);
+    }
+  }
+
+  async refreshEditor(editor: vscode.TextEditor): Promise<void> {
+    if (editor.document.languageId !== 'python') return;
+    const api = this.host.api();
+    if (this.host.display() !== 'decorations' || !api) {
+      this.decorator.draw(editor, null);
+      return;
+    }
+    try {
+      this.decorate(editor, await api.results(editor.document.uri.toString()));
+    } catch (error) {
+      this.logFailure(error);
+    }
+  }
+
+  /** VS Code restores the results panel after a reload; it is filled once the daemon runs. */
+  async restorePanel(panel: vscode.WebviewPanel, state: unknown): Promise<void> {
+    const uri = restoredUri(state);
+    if (!uri) {
+      panel.dispose();
+      return;
+    }
+    this.panel.restore(panel, uri);
+    const api = this.host.api();
+    if (api && this.host.running()) await this.refreshRestoredPanel(api);
+  }
+
+  async refreshRestoredPanel(api: WavecastApi): Promise<void> {
+    const uri = this.panel.uri;
+    if (!uri) return;
+    try {
+      const results = await api.results(uri);
+      // A fresh daemon knows nothing yet: keep what the panel saved until it does.
+      if (results.state !== 'none') this.panel.update(results);
+    } catch (error) {
+      this.logFailure(error);
+    }
+  }
+
+  private decorate(editor: vscode.TextEditor, results: ResultsResponse): void {
+    this.decorator.draw(editor, this.host.display() === 'decorations' ? results : null);
+  }
+
+  private async reveal(file: string, line: number): Promise<void> {
+    const document = await vscode.workspace.openTextDocument(vscode.Uri.file(file));
+    const position = new vscode.Position(Math.max(0, line - 1), 0);
+    const editor = await vscode.window.showTextDocument(document, {
+      viewColumn: vscode.ViewColumn.One,
+      selection: new vscode.Range(position, position),
+    });
+    editor.revealRange(new vscode.Range(position, position), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+  }
+
+  private logFailure(error: unknown): void {
+    this.host.log(`wavecast/results failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+
+  dispose(): void {
+    this.panel.dispose();
+    this.decorator.dispose();
+  }
+}
