@@ -160,10 +160,10 @@ TEST(Predictor, BatchNormWithFewChannelsLeavesSmsIdle) {
   const auto gpus = db().resolve({"H100"});
   const auto bn = [](int64_t channels) {
     const auto x = tensor({64, channels, (int64_t{1} << 20) / channels, 1});
-    auto record = op(0, "aten::native_batch_norm", Phase::Forward, 1,
-                     {x, tensor({channels}), tensor({channels}), tensor({channels}),
-                      tensor({channels})},
-                     {x, tensor({channels}), tensor({channels})});
+    auto record =
+        op(0, "aten::native_batch_norm", Phase::Forward, 1,
+           {x, tensor({channels}), tensor({channels}), tensor({channels}), tensor({channels})},
+           {x, tensor({channels}), tensor({channels})});
     record.args = {{"training", true}};
     Trace trace;
     trace.ops.push_back(record);
@@ -246,7 +246,8 @@ TEST(Predictor, PrecisionFollowsTheScriptWithTorchsDefaults) {
   // cuDNN's TF32 reaches a quarter of its peak, FP32 three quarters of its own.
   const RooflineOptions roofline;
   EXPECT_NEAR(p.ops[0][0].timeMs / convTf32,
-              156.0 * roofline.cudnnTensorCoreEfficiency / (19.5 * roofline.matrixEfficiency), 1e-9);
+              156.0 * roofline.cudnnTensorCoreEfficiency / (19.5 * roofline.matrixEfficiency),
+              1e-9);
   EXPECT_NEAR(mmFp32 / p.ops[0][1].timeMs, 156.0 / 19.5, 1e-9);
 
   // The command line overrides the script.
@@ -345,16 +346,20 @@ TEST(Predictor, MeasuredKernelsAreWaveScaledFromTheOrigin) {
   options.originGpu = *db().find("T4");
   const auto gpus = db().resolve({"T4,A100"});
   const Prediction p = Predictor(options).predict(trace, gpus);
-  EXPECT_EQ(p.ops[0][2].method, PredictionMethod::WaveScaling);
+  EXPECT_EQ(p.ops[0][2].method, PredictionMethod::Measured);
   EXPECT_DOUBLE_EQ(p.ops[0][2].timeMs, 0.2) << "same GPU: the measurement";
+  EXPECT_EQ(p.ops[1][2].method, PredictionMethod::WaveScaling);
   EXPECT_LT(p.ops[1][2].timeMs, 0.2);
-  EXPECT_EQ(p.ops[1][0].method, PredictionMethod::Roofline) << "no kernels recorded";
-  EXPECT_NE(p.method.find("wave scaling of kernels measured on T4"), std::string::npos);
+  EXPECT_DOUBLE_EQ(p.ops[1][0].timeMs, 0) << "measured without kernels: no GPU work";
+  EXPECT_EQ(p.method, "T4: measured on T4; A100-SXM4-40GB: scaled from T4 (Habitat's wave "
+                      "scaling of each measured kernel)");
 
   options.originGpu.reset();
   const Prediction unknownOrigin = Predictor(options).predict(trace, gpus);
   ASSERT_FALSE(unknownOrigin.warnings.empty());
-  EXPECT_NE(unknownOrigin.warnings[0].find("origin GPU"), std::string::npos);
+  EXPECT_NE(unknownOrigin.warnings[0].find("which the GPU database does not know"),
+            std::string::npos)
+      << unknownOrigin.warnings[0];
 }
 
 TEST(Predictor, MemoryEstimateAndFit) {
@@ -410,10 +415,9 @@ TEST(Predictor, JsonHasTheDocumentedShape) {
   EXPECT_EQ(doc["gpus"], nlohmann::json({"T4", "A10"}));
   const auto& summary = doc["summaries"][0];
   for (const char* key :
-       {"gpu", "name", "iteration_ms", "forward_ms", "backward_ms", "optimizer_ms",
-        "gpu_ms", "host_ms", "gpu_idle_ms", "host_bound", "samples_per_second",
-        "cost_per_1k_samples_usd", "price_per_hour_usd", "memory", "memory_capacity_bytes",
-        "fits_in_memory"})
+       {"gpu", "name", "iteration_ms", "forward_ms", "backward_ms", "optimizer_ms", "gpu_ms",
+        "host_ms", "gpu_idle_ms", "host_bound", "samples_per_second", "cost_per_1k_samples_usd",
+        "price_per_hour_usd", "memory", "memory_capacity_bytes", "fits_in_memory"})
     EXPECT_TRUE(summary.contains(key)) << key;
   for (const char* key : {"weights_bytes", "gradients_bytes", "optimizer_state_bytes",
                           "activations_bytes", "workspace_bytes", "peak_bytes"})
