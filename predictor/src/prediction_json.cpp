@@ -62,6 +62,7 @@ json summariesJson(const Prediction& prediction) {
     append(summaries, ObjectBuilder()
                           .add("gpu", s.gpuId)
                           .add("name", s.gpuName)
+                          .add("method", s.method)
                           .add("iteration_ms", s.iterationMs)
                           .add("forward_ms", s.forwardMs)
                           .add("backward_ms", s.backwardMs)
@@ -132,9 +133,10 @@ json opJson(const Prediction& prediction, size_t i, const std::vector<json>& gpu
 
 json opsJson(const Prediction& prediction, const std::vector<json>& gpuIds) {
   // The method names as JSON strings, built once.
-  const json methods[] = {
-      toString(PredictionMethod::Roofline), toString(PredictionMethod::WaveScaling),
-      toString(PredictionMethod::Learned), toString(PredictionMethod::Fallback)};
+  const json methods[] = {toString(PredictionMethod::Roofline),
+                          toString(PredictionMethod::WaveScaling),
+                          toString(PredictionMethod::Learned), toString(PredictionMethod::Fallback),
+                          toString(PredictionMethod::Measured)};
   json ops = arrayWithCapacity(prediction.opInfo.size());
   for (size_t i = 0; i < prediction.opInfo.size(); ++i)
     append(ops, opJson(prediction, i, gpuIds, methods));

@@ -1,9 +1,11 @@
 #include "wavecast/predictor/predictor.h"
 
+#include "wavecast/predictor/measured_trace.h"
 #include "wavecast/predictor/op_cost.h"
 #include "wavecast/predictor/wave_scaling.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <sstream>
 #include <unordered_map>
@@ -15,13 +17,10 @@ bool isInplace(const std::string& name) {
   return name.size() > 1 && name.back() == '_' && name[name.size() - 2] != '_';
 }
 
-// Wave-scales the measured kernels of `op` from the origin to `gpu`; nullopt when the
-// op carries no kernels.
-std::optional<double> waveScaledOpMs(const OpRecord& op, const OpCost& cost,
-                                     const DeviceSpec& origin, const DeviceSpec& gpu,
-                                     std::string& problem) {
-  if (op.kernels.empty())
-    return std::nullopt;
+// Wave-scales the measured kernels of `op` from the origin to `gpu` (0 without kernels:
+// the op ran no GPU work where it was measured).
+double waveScaledOpMs(const OpRecord& op, const OpCost& cost, const DeviceSpec& origin,
+                      const DeviceSpec& gpu, std::string& problem) {
   // Eq. 3 needs the kernel's arithmetic intensity; without hardware counters the
   // op's analytic FLOPs/bytes stand in for every kernel of the op.
   const double intensity = cost.bytes > 0 ? cost.flops / cost.bytes : -1;
@@ -35,6 +34,111 @@ std::optional<double> waveScaledOpMs(const OpRecord& op, const OpCost& cost,
     total += scaled.timeMs;
   }
   return total;
+}
+
+double measuredOpMs(const OpRecord& op) {
+  double total = 0;
+  for (const auto& kernel : op.kernels)
+    total += kernel.durationMs;
+  return total;
+}
+
+constexpr size_t kPredictionMethods = 5;
+using MethodsUsed = std::array<bool, kPredictionMethods>;
+
+bool uses(const MethodsUsed& used, PredictionMethod method) {
+  return used[static_cast<size_t>(method)];
+}
+
+// The GPU time of one op on one GPU and how it was obtained.
+PredictionMethod timeOp(const OpRecord& op, const OpCost& cost, const DeviceSpec& gpu,
+                        bool onOrigin, bool measured, const std::optional<double>& learnedMs,
+                        const PredictorOptions& options, double& timeMs,
+                        std::map<std::string, int>& waveProblems) {
+  timeMs = 0;
+  if (measured && onOrigin) {
+    timeMs = measuredOpMs(op);
+    return PredictionMethod::Measured;
+  }
+  if (cost.metadataOnly())
+    return PredictionMethod::Roofline;
+  if (learnedMs) {
+    timeMs = *learnedMs;
+    return PredictionMethod::Learned;
+  }
+  if (measured) {
+    std::string problem;
+    timeMs = waveScaledOpMs(op, cost, *options.originGpu, gpu, problem);
+    if (!problem.empty())
+      ++waveProblems[problem];
+    return PredictionMethod::WaveScaling;
+  }
+  timeMs = rooflineTime(cost, gpu, options.roofline).timeMs;
+  return cost.approximate ? PredictionMethod::Fallback : PredictionMethod::Roofline;
+}
+
+// One GPU's method in words: "measured on H100-SXM", "scaled from H100-SXM", or the
+// models that predicted it from shapes.
+std::string gpuMethod(const MethodsUsed& used, const PredictorOptions& options) {
+  if (uses(used, PredictionMethod::Measured))
+    return "measured on " + options.originGpu->id;
+  std::vector<std::string> parts;
+  if (uses(used, PredictionMethod::WaveScaling))
+    parts.push_back("scaled from " + options.originGpu->id);
+  if (uses(used, PredictionMethod::Learned))
+    parts.push_back(parts.empty() ? "learned per-op model"
+                                  : "learned models for kernel-varying ops");
+  if (uses(used, PredictionMethod::Roofline) || uses(used, PredictionMethod::Fallback) ||
+      parts.empty())
+    parts.push_back("analytic roofline");
+  std::string text;
+  for (size_t p = 0; p < parts.size(); ++p)
+    text += (p ? " + " : "") + parts[p];
+  return text;
+}
+
+// The whole prediction's method: the models used, and for a measured trace which GPU
+// was measured and which were scaled from it.
+std::string describeMethods(const std::vector<MethodsUsed>& used,
+                            const std::vector<DeviceSpec>& gpus, const PredictorOptions& options) {
+  MethodsUsed any{};
+  for (const auto& perGpu : used)
+    for (size_t m = 0; m < kPredictionMethods; ++m)
+      any[m] = any[m] || perGpu[m];
+  if (!uses(any, PredictionMethod::Measured) && !uses(any, PredictionMethod::WaveScaling)) {
+    std::vector<std::string> parts;
+    if (uses(any, PredictionMethod::Learned))
+      parts.push_back("learned per-op model (" + options.opTimeModel->name() + ")");
+    if (uses(any, PredictionMethod::Roofline) || uses(any, PredictionMethod::Fallback) ||
+        parts.empty())
+      parts.push_back("analytic roofline (FLOPs and bytes against each GPU's spec-sheet peaks)");
+    std::string text;
+    for (size_t p = 0; p < parts.size(); ++p)
+      text += (p ? " + " : "") + parts[p];
+    return text;
+  }
+  // "H100-SXM: measured on H100-SXM; A100, T4: scaled from H100-SXM (...)"
+  std::map<std::string, std::string> gpusByMethod;
+  std::vector<std::string> order;
+  for (size_t g = 0; g < gpus.size(); ++g) {
+    const std::string method = gpuMethod(used[g], options);
+    auto [it, added] = gpusByMethod.emplace(method, gpus[g].id);
+    if (added)
+      order.push_back(method);
+    else
+      it->second += ", " + gpus[g].id;
+  }
+  std::string text;
+  for (const auto& method : order)
+    text += (text.empty() ? "" : "; ") + gpusByMethod[method] + ": " + method;
+  if (uses(any, PredictionMethod::WaveScaling))
+    text += " (Habitat's wave scaling of each measured kernel" +
+            std::string(uses(any, PredictionMethod::Learned)
+                            ? "; convolutions, matmuls and RNNs by the learned per-op model (" +
+                                  options.opTimeModel->name() + ")"
+                            : "") +
+            ")";
+  return text;
 }
 
 bool isHostBound(double gpuIdleMs, double wallMs, const HostOptions& options) {
@@ -254,6 +358,8 @@ const char* toString(PredictionMethod method) {
     return "learned";
   case PredictionMethod::Fallback:
     return "fallback";
+  case PredictionMethod::Measured:
+    return "measured";
   }
   return "unknown";
 }
@@ -299,78 +405,75 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
     }
   }
 
-  // 1. The pluggable model, asked once for every (op, GPU) pair that does work.
+  // A measured trace on its own GPU is its measurements; on every other GPU its kernels
+  // are wave-scaled, and the learned models answer only kernel-varying ops (Habitat).
+  const bool measured = hasMeasuredKernels(trace) && options_.originGpu.has_value();
+  std::vector<bool> onOrigin(gpuCount, false);
+  for (size_t g = 0; g < gpuCount && measured; ++g)
+    onOrigin[g] = gpus[g].id == options_.originGpu->id;
+  if (trace.mode == TraceMode::Cuda && !hasMeasuredKernels(trace))
+    prediction.warnings.push_back(
+        "the trace was measured on a GPU but carries no kernels (an older wavecast recorded "
+        "none); re-record it with `wavecast trace FILE.py --mode cuda` to use the "
+        "measurements (analytic model used instead)");
+  else if (hasMeasuredKernels(trace) && !options_.originGpu)
+    prediction.warnings.push_back(
+        "the trace was measured on '" + trace.device.value_or("an unnamed GPU") +
+        "', which the GPU database does not know; add it to your GPU file (docs/gpus.md) to "
+        "use its measurements (analytic model used instead)");
+  if (measured)
+    for (size_t i = 0; i < opCount; ++i)
+      if (!trace.ops[i].kernels.empty()) // the host model issues what the GPU really ran
+        costs[i].kernels = static_cast<int>(trace.ops[i].kernels.size());
+
+  // 1. The pluggable model, asked once for every (op, GPU) pair it may answer.
   std::vector<std::optional<double>> learned(opCount * gpuCount);
   if (options_.opTimeModel && gpuCount > 0) {
     std::vector<OpTimeQuery> queries;
     std::vector<size_t> slots;
     for (size_t g = 0; g < gpuCount; ++g)
-      for (size_t i = 0; i < opCount; ++i)
+      for (size_t i = 0; i < opCount; ++i) {
+        if (costs[i].metadataOnly() || (measured && (onOrigin[g] || !isKernelVarying(costs[i]))))
+          continue;
         // The learned models were trained on FP32 without TF32 (NeuSight's setting).
-        if (!costs[i].metadataOnly() && !usesTf32Cores(costs[i], gpus[g])) {
+        if (!usesTf32Cores(costs[i], gpus[g])) {
           queries.push_back({&trace.ops[i], &gpus[g]});
           slots.push_back(g * opCount + i);
         }
+      }
     const auto answers = options_.opTimeModel->predictMs(queries);
     for (size_t q = 0; q < answers.size() && q < slots.size(); ++q)
       if (answers[q] && *answers[q] >= 0)
         learned[slots[q]] = answers[q];
   }
 
-  const bool measured = std::any_of(trace.ops.begin(), trace.ops.end(),
-                                    [](const OpRecord& op) { return !op.kernels.empty(); });
-  if (measured && !options_.originGpu)
-    prediction.warnings.push_back(
-        "the trace carries measured kernels but its GPU is unknown; give the origin GPU to "
-        "wave-scale them (analytic model used instead)");
-
   prediction.precisions = familyPrecisions(costs);
 
-  // 2. Per op and GPU: learned, else wave scaling of measured kernels, else roofline.
-  bool usedLearned = false, usedWaveScaling = false, usedRoofline = false;
-  std::vector<bool> learnedOn(gpuCount, false);
+  // 2. Per op and GPU: the measurement on its own GPU; else learned, else wave scaling of
+  // measured kernels, else roofline.
+  std::vector<std::array<bool, kPredictionMethods>> used(gpuCount);
   std::map<std::string, int> waveProblems;
   prediction.ops.assign(gpuCount, std::vector<OpPrediction>(opCount));
   for (size_t g = 0; g < gpuCount; ++g) {
     for (size_t i = 0; i < opCount; ++i) {
       const OpCost& cost = costs[i];
+      const OpRecord& op = trace.ops[i];
       OpPrediction& out = prediction.ops[g][i];
-      out.opId = trace.ops[i].id;
+      out.opId = op.id;
       out.family = cost.family;
       out.flops = cost.flops;
       out.bytes = cost.bytes;
       out.approximate = cost.approximate;
-      if (cost.metadataOnly()) {
-        out.method = PredictionMethod::Roofline;
-        continue;
-      }
-      if (const auto& ms = learned[g * opCount + i]) {
-        out.method = PredictionMethod::Learned;
-        out.timeMs = *ms;
-        usedLearned = true;
-        learnedOn[g] = true;
-        continue;
-      }
-      if (options_.originGpu) {
-        std::string problem;
-        if (const auto ms =
-                waveScaledOpMs(trace.ops[i], cost, *options_.originGpu, gpus[g], problem)) {
-          out.method = PredictionMethod::WaveScaling;
-          out.timeMs = *ms;
-          usedWaveScaling = true;
-          if (!problem.empty())
-            ++waveProblems[problem];
-          continue;
-        }
-      }
-      out.method = cost.approximate ? PredictionMethod::Fallback : PredictionMethod::Roofline;
-      out.timeMs = rooflineTime(cost, gpus[g], options_.roofline).timeMs;
-      usedRoofline = true;
+      out.method = timeOp(op, cost, gpus[g], onOrigin[g], measured, learned[g * opCount + i],
+                          options_, out.timeMs, waveProblems);
+      if (!cost.metadataOnly())
+        used[g][static_cast<size_t>(out.method)] = true;
     }
   }
   std::string unmeasured;
   for (size_t g = 0; g < gpuCount; ++g)
-    if (learnedOn[g] && !options_.opTimeModel->measuredOn(gpus[g]))
+    if (used[g][static_cast<size_t>(PredictionMethod::Learned)] &&
+        !options_.opTimeModel->measuredOn(gpus[g]))
       unmeasured += (unmeasured.empty() ? "" : ", ") + gpus[g].id;
   if (!unmeasured.empty())
     prediction.warnings.push_back(
@@ -384,16 +487,7 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
     prediction.warnings.push_back(fallback);
   if (!approximateOps.empty())
     prediction.warnings.push_back(describeApproximations(approximateOps));
-
-  std::vector<std::string> parts;
-  if (usedLearned)
-    parts.push_back("learned per-op model (" + options_.opTimeModel->name() + ")");
-  if (usedWaveScaling)
-    parts.push_back("wave scaling of kernels measured on " + options_.originGpu->id);
-  if (usedRoofline || parts.empty())
-    parts.push_back("analytic roofline (FLOPs and bytes against each GPU's spec-sheet peaks)");
-  for (size_t p = 0; p < parts.size(); ++p)
-    prediction.method += (p ? " + " : "") + parts[p];
+  prediction.method = describeMethods(used, gpus, options_);
 
   // 3. The host model's timeline per GPU: wall time per op.
   const std::vector<double> hostMs = issueMs(trace, costs, options_.host);
@@ -467,6 +561,7 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
     GpuSummary summary;
     summary.gpuId = gpus[g].id;
     summary.gpuName = gpus[g].name;
+    summary.method = gpuMethod(used[g], options_);
     for (const auto& line : prediction.lines) {
       summary.forwardMs += line.perGpu[g].forwardMs;
       summary.backwardMs += line.perGpu[g].backwardMs;

@@ -45,6 +45,16 @@ double waveScalingGamma(double intensity, double ridgePoint) {
 WaveScaledKernel waveScaleKernel(const KernelRecord& kernel, const DeviceSpec& origin,
                                  const DeviceSpec& destination, double gamma) {
   WaveScaledKernel result;
+  if (kernel.kind != GpuActivityKind::Kernel) {
+    // No grid: a copy or fill streams through DRAM (γ = 1), except a copy to or from the
+    // host, which the PCIe/NVLink link bounds and the spec sheets do not describe.
+    const bool hostLink = kernel.name.find("HtoD") != std::string::npos ||
+                          kernel.name.find("DtoH") != std::string::npos;
+    result.timeMs =
+        hostLink ? kernel.durationMs
+                 : kernel.durationMs * origin.memoryBandwidthGBs / destination.memoryBandwidthGBs;
+    return result;
+  }
   result.gamma = std::clamp(gamma, 0.0, 1.0);
   const double blocks = static_cast<double>(std::max<int64_t>(1, product(kernel.grid)));
   result.originWaveSize = waveSize(kernel, origin, result.problem);

@@ -21,6 +21,10 @@ py::dict kernelJson(const KernelActivity& kernel) {
   out["static_shared_bytes"] = kernel.staticSharedBytes;
   out["dynamic_shared_bytes"] = kernel.dynamicSharedBytes;
   out["duration_ms"] = kernel.durationMs();
+  if (kernel.kind != ActivityKind::Kernel) {
+    out["kind"] = toString(kernel.kind);
+    out["bytes"] = kernel.bytes;
+  }
   return out;
 }
 
@@ -31,14 +35,11 @@ public:
   void pushOp(uint64_t opId) { live().pushOp(opId); }
   void popOp() { live().popOp(); }
 
-  // windows: [(op_id, start_ns, end_ns)] -> {"kernels": {op_id: [kernel]}, "unmatched": n,
-  // "dropped": n}
-  py::dict collect(const std::vector<std::tuple<uint64_t, uint64_t, uint64_t>>& windows) {
-    std::vector<OpWindow> opWindows;
-    for (const auto& [op, start, end] : windows)
-      opWindows.push_back({op, start, end});
+  // -> {"kernels": {external_id: [kernel]}, "unmatched": n, "unmatched_ms": ms,
+  // "dropped": n}; the caller synchronizes the GPU first.
+  py::dict collect() {
     const ActivityBatch batch = live().collect();
-    const KernelMatch match = matchKernelsToOps(batch, opWindows);
+    const KernelMatch match = matchKernelsToOps(batch);
     py::dict byOp;
     for (const auto& [op, kernels] : match.kernelsByOp) {
       py::list list;
@@ -49,6 +50,10 @@ public:
     py::dict out;
     out["kernels"] = byOp;
     out["unmatched"] = match.unmatched.size();
+    double unmatchedMs = 0;
+    for (const KernelActivity& kernel : match.unmatched)
+      unmatchedMs += kernel.durationMs();
+    out["unmatched_ms"] = unmatchedMs;
     out["dropped"] = batch.droppedRecords;
     return out;
   }
@@ -69,7 +74,6 @@ private:
 PYBIND11_EMBEDDED_MODULE(wavecast_measured, m) {
   m.doc() = "CUPTI kernel activity for wavecast's measured (cuda) mode";
   py::register_exception<CuptiError>(m, "CuptiError", PyExc_RuntimeError);
-  m.def("timestamp", &cuptiTimestamp, "CUPTI's clock in ns (the kernels' clock)");
   py::class_<PySession>(m, "Session")
       .def(py::init<>())
       .def("push_op", &PySession::pushOp)

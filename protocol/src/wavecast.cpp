@@ -49,6 +49,16 @@ std::vector<std::string> customMethods() {
           methods::kResults,  methods::kResultsChanged, methods::kStatus};
 }
 
+const char* toString(AnalysisMode mode) {
+  switch (mode) {
+  case AnalysisMode::Shape:
+    return "shape";
+  case AnalysisMode::Measured:
+    return "measured";
+  }
+  return "shape";
+}
+
 std::optional<RpcError> checkProtocolVersion(int clientVersion) {
   if (clientVersion == kProtocolVersion)
     return std::nullopt;
@@ -93,6 +103,15 @@ void mergeSettings(Settings& settings, const Json& object, std::string_view wher
       throwInvalidParams(at + ".debounceMs must be between 0 and 60000");
     merged.debounceMs = static_cast<int>(*debounce);
   }
+  if (auto mode = optionalString(object, "mode", where)) {
+    if (*mode == "shape")
+      merged.mode = AnalysisMode::Shape;
+    else if (*mode == "measured")
+      merged.mode = AnalysisMode::Measured;
+    else
+      throwInvalidParams(at + ".mode must be \"shape\" (no GPU needed) or \"measured\" (on "
+                              "this machine's GPU)");
+  }
   settings = std::move(merged);
 }
 
@@ -103,7 +122,8 @@ Json toJson(const Settings& settings) {
           {"pythonEnv", settings.pythonEnv},
           {"lineDiagnostics", settings.lineDiagnostics},
           {"lineCodeLens", settings.lineCodeLens ? Json(*settings.lineCodeLens) : Json()},
-          {"debounceMs", settings.debounceMs}};
+          {"debounceMs", settings.debounceMs},
+          {"mode", toString(settings.mode)}};
 }
 
 InitializationOptions initializationOptionsFromJson(const Json& value) {

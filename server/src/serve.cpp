@@ -39,6 +39,9 @@ CommandSpec serveSpec() {
        pythonEnvOption(),
        {"trigger", "WHEN", "onSave (default) or manual: when documents are analysed"},
        {"debounce-ms", "MS", "wait this long after a save before analysing (default 300)"},
+       {"mode", "MODE",
+        "shape (default: no GPU needed) or measured (on this machine's GPU, scaled to the "
+        "other targets)"},
        {"timeout", "SECONDS", "give up tracing after this long (default 120)"},
        {"roofline", "", "analytic model only (no learned per-op models)"}},
       0,
@@ -102,6 +105,8 @@ protocol::Settings defaultSettings(const CommandLine& args) {
     settings["pythonEnv"] = *env;
   if (auto trigger = args.value("trigger"))
     settings["trigger"] = *trigger;
+  if (auto mode = args.value("mode"))
+    settings["mode"] = *mode;
   if (auto debounce = args.value("debounce-ms")) {
     try {
       settings["debounceMs"] = std::stoi(*debounce);
@@ -176,8 +181,7 @@ int runServe(const CommandLine& args, const InstallLayout& layout) {
     std::ostringstream announcement;
     announcement << "wavecast serve: listening on " << endpoint->address.to_string() << ":"
                  << listener->port() << "; clients authenticate with "
-                 << (args.has("token") ? "the --token value" : "the token in " + tokenFile)
-                 << "\n";
+                 << (args.has("token") ? "the --token value" : "the token in " + tokenFile) << "\n";
     std::cerr << announcement.str() << std::flush;
   }
   for (;;) {

@@ -219,6 +219,34 @@ TEST(CliTest, PredictJsonIsConsistent) {
 // Published FP32 training throughput of ResNet-50 is about 90-100 images/s on a
 // T4 and 350-450 on an A100 (no TF32): batch 32 takes roughly 330 ms and 80 ms.
 // The bounds are wide; they catch a model that extrapolates to nonsense.
+TEST(CliTest, SavedMeasuredTraceIsTheMeasurementsOnItsGpuAndScaledElsewhere) {
+  const std::string trace =
+      std::string(WAVECAST_SOURCE_ROOT) + "/tests/predictor/fixtures/measured_small_cnn.json";
+  const CliRun table = wavecast("predict " + trace + " --gpu H100,T4 --roofline");
+  ASSERT_EQ(table.status, 0) << table.err;
+  EXPECT_TRUE(contains(table.out, "H100-SXM: measured on H100-SXM; T4: scaled from H100-SXM"))
+      << table.out;
+  const CliRun run = wavecast("predict " + trace + " --gpu H100,T4 --json");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto doc = nlohmann::json::parse(run.out);
+  EXPECT_EQ(doc["trace_mode"], "cuda");
+  EXPECT_EQ(doc["summaries"][0]["method"], "measured on H100-SXM");
+  EXPECT_NEAR(doc["summaries"][0]["gpu_ms"].get<double>(), 0.1491, 1e-9)
+      << "the fixture's kernels, as measured";
+  const std::string scaled = doc["summaries"][1]["method"];
+  EXPECT_EQ(scaled.rfind("scaled from H100-SXM", 0), 0u) << scaled;
+  EXPECT_GT(doc["summaries"][1]["gpu_ms"].get<double>(), 0.1491) << "a T4 is slower";
+}
+
+TEST(CliTest, CpuTensorMixedWithGpuTensorsIsANoteOnItsLine) {
+  const std::string script =
+      std::string(WAVECAST_SOURCE_ROOT) + "/tests/python/fixtures/cpu_tensor_in_iteration.py";
+  const CliRun run = wavecast("predict " + script + " --gpu H100 --roofline --batch-size 4");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_TRUE(contains(run.out, "note: " + script + ":")) << run.out;
+  EXPECT_TRUE(contains(run.out, ": a tensor created on the CPU inside the iteration")) << run.out;
+}
+
 TEST(CliTest, ResNet50PredictionIsPlausible) {
   const CliRun run =
       wavecast("predict " + sample("resnet50.py") + " --gpu H100,A100,T4 --batch-size 32 --json");

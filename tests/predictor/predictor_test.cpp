@@ -346,16 +346,20 @@ TEST(Predictor, MeasuredKernelsAreWaveScaledFromTheOrigin) {
   options.originGpu = *db().find("T4");
   const auto gpus = db().resolve({"T4,A100"});
   const Prediction p = Predictor(options).predict(trace, gpus);
-  EXPECT_EQ(p.ops[0][2].method, PredictionMethod::WaveScaling);
+  EXPECT_EQ(p.ops[0][2].method, PredictionMethod::Measured);
   EXPECT_DOUBLE_EQ(p.ops[0][2].timeMs, 0.2) << "same GPU: the measurement";
+  EXPECT_EQ(p.ops[1][2].method, PredictionMethod::WaveScaling);
   EXPECT_LT(p.ops[1][2].timeMs, 0.2);
-  EXPECT_EQ(p.ops[1][0].method, PredictionMethod::Roofline) << "no kernels recorded";
-  EXPECT_NE(p.method.find("wave scaling of kernels measured on T4"), std::string::npos);
+  EXPECT_DOUBLE_EQ(p.ops[1][0].timeMs, 0) << "measured without kernels: no GPU work";
+  EXPECT_EQ(p.method, "T4: measured on T4; A100-SXM4-40GB: scaled from T4 (Habitat's wave "
+                      "scaling of each measured kernel)");
 
   options.originGpu.reset();
   const Prediction unknownOrigin = Predictor(options).predict(trace, gpus);
   ASSERT_FALSE(unknownOrigin.warnings.empty());
-  EXPECT_NE(unknownOrigin.warnings[0].find("origin GPU"), std::string::npos);
+  EXPECT_NE(unknownOrigin.warnings[0].find("which the GPU database does not know"),
+            std::string::npos)
+      << unknownOrigin.warnings[0];
 }
 
 TEST(Predictor, MemoryEstimateAndFit) {

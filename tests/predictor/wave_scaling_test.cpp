@@ -85,5 +85,24 @@ TEST(WaveScaling, KernelTooBigForTheDestinationAssumesOneBlockPerSm) {
   EXPECT_GT(scaled.timeMs, 1.0);
 }
 
+TEST(WaveScaling, CopiesScaleWithBandwidthAndHostCopiesNot) {
+  // V100-PCIe (900 GB/s) -> A100-PCIe-40GB (1555 GB/s).
+  const auto& origin = *db().find("V100-PCIE-32GB");
+  const auto& destination = *db().find("A100-PCIE-40GB");
+  KernelRecord copy;
+  copy.kind = GpuActivityKind::Memcpy;
+  copy.name = "Memcpy DtoD";
+  copy.durationMs = 1.0;
+  EXPECT_NEAR(waveScaleKernel(copy, origin, destination, 0.5).timeMs, 900.0 / 1555.0, 1e-9)
+      << "γ does not apply: a copy only streams memory";
+  KernelRecord fill = copy;
+  fill.kind = GpuActivityKind::Memset;
+  fill.name = "Memset";
+  EXPECT_NEAR(waveScaleKernel(fill, origin, destination, 1.0).timeMs, 900.0 / 1555.0, 1e-9);
+  KernelRecord upload = copy;
+  upload.name = "Memcpy HtoD";
+  EXPECT_DOUBLE_EQ(waveScaleKernel(upload, origin, destination, 1.0).timeMs, 1.0);
+}
+
 } // namespace
 } // namespace wavecast

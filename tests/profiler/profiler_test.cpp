@@ -306,8 +306,9 @@ TEST(Profiler, VenvWithAnotherPythonIsRefused) {
 fs::path makeVenv(const std::string& name, bool systemPackages) {
   const fs::path env = fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()));
   fs::create_directories(env / "lib" / ("python" WAVECAST_PYTHON_VERSION) / "site-packages");
-  std::ofstream(env / "pyvenv.cfg") << "home = /usr/bin\ninclude-system-site-packages = "
-                                    << (systemPackages ? "true" : "false") << "\n";
+  std::ofstream(env / "pyvenv.cfg")
+      << "home = /usr/bin\ninclude-system-site-packages = " << (systemPackages ? "true" : "false")
+      << "\n";
   return env;
 }
 

@@ -119,6 +119,16 @@ TEST(WavecastProtocol, MergesSettingsAndRejectsBadValuesWithoutChangingAnything)
 
   mergeSettings(settings, Json::parse(R"({"batchSize":null})"), "settings");
   EXPECT_FALSE(settings.batchSize);
+
+  EXPECT_EQ(settings.mode, AnalysisMode::Shape);
+  mergeSettings(settings, Json::parse(R"({"mode":"measured"})"), "settings");
+  EXPECT_EQ(settings.mode, AnalysisMode::Measured);
+  EXPECT_EQ(toJson(settings)["mode"], "measured");
+  EXPECT_EQ(
+      invalidParamsMessage(
+          [&] { mergeSettings(settings, Json::parse(R"({"mode":"cuda"})"), "settings"); }),
+      "settings.mode must be \"shape\" (no GPU needed) or \"measured\" (on this machine's GPU)");
+  EXPECT_EQ(settings.mode, AnalysisMode::Measured);
 }
 
 TEST(WavecastProtocol, VersionMismatchSaysWhichSideToUpdate) {

@@ -469,7 +469,8 @@ TEST_F(ServerTest, TurningLineLensesOnOrOffAsksForCodeLensesAgain) {
   open("train.py", kScript);
   analyzeTrain();
   auto lenses = [&] {
-    return request("textDocument/codeLens", {{"textDocument", {{"uri", uri("train.py")}}}})["result"];
+    return request("textDocument/codeLens",
+                   {{"textDocument", {{"uri", uri("train.py")}}}})["result"];
   };
   ASSERT_EQ(lenses().size(), 3u); // the summary only: this client shows inlay hints
   size_t refreshes = sent("workspace/codeLens/refresh").size();
@@ -499,6 +500,17 @@ TEST_F(ServerTest, SetTargetsResolvesNamesAndReanalyses) {
   EXPECT_EQ(analyzer_.requests()[1].targets, std::vector<std::string>{"T4"});
   EXPECT_EQ(request("wavecast/listGpus", nullptr)["result"]["targets"], Json::array({"T4"}));
   EXPECT_EQ(request("wavecast/listGpus", nullptr)["result"]["gpus"][0]["computeCapability"], "9.0");
+  analyzer_.release();
+}
+
+TEST_F(ServerTest, MeasuredModeSettingAnalysesAgainOnTheGpu) {
+  initialize();
+  analyzeTrain();
+  EXPECT_EQ(analyzer_.requests()[0].mode, TraceMode::Shape);
+  notify("workspace/didChangeConfiguration",
+         {{"settings", {{"wavecast", {{"mode", "measured"}}}}}});
+  ASSERT_TRUE(waitStarted(2)) << "a mode change re-analyses";
+  EXPECT_EQ(analyzer_.requests()[1].mode, TraceMode::Cuda);
   analyzer_.release();
 }
 

@@ -113,14 +113,17 @@ TEST(ResultCache, AnEntryInsertedAgainAfterGoingStaleIsEvictedLast) {
 TEST(ResultCache, KeysNameTheContentAndEverySettingOfTheRequest) {
   const AnalysisRequest request{"/w/train.py", 32, {"H100-SXM", "T4"}, ""};
   const std::string key = cacheKey("text", request);
-  EXPECT_EQ(key, contentHash("text") + "|H100-SXM|T4|32|");
+  EXPECT_EQ(key, contentHash("text") + "|H100-SXM|T4|32||mode0");
   EXPECT_NE(cacheKey("text2", request), key);
   AnalysisRequest other = request;
   other.batchSize.reset();
-  EXPECT_EQ(cacheKey("text", other), contentHash("text") + "|H100-SXM|T4|default|");
+  EXPECT_EQ(cacheKey("text", other), contentHash("text") + "|H100-SXM|T4|default||mode0");
   other = request;
   other.pythonEnv = "system";
   EXPECT_NE(cacheKey("text", other), key);
+  other = request;
+  other.mode = TraceMode::Cuda;
+  EXPECT_NE(cacheKey("text", other), key) << "measured and shape results are not interchangeable";
 }
 
 } // namespace

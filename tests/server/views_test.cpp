@@ -69,6 +69,37 @@ TEST(Views, AnErrorIsADiagnosticAtItsLineOfItsFile) {
   EXPECT_TRUE(diagnosticsFor(entries, "/w/model.py", false, [] { return ""; }).empty());
 }
 
+TEST(Views, TraceWarningsAboutALineAreWarningsThere) {
+  auto parsed = lineWarning("/w/train.py:3: a tensor created on the CPU inside the iteration");
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(parsed->file, "/w/train.py");
+  EXPECT_EQ(parsed->line, 3);
+  EXPECT_EQ(parsed->message, "a tensor created on the CPU inside the iteration");
+  EXPECT_FALSE(lineWarning("CUDA was mapped to the CPU: 3 calls"));
+  EXPECT_FALSE(lineWarning("/w/train.py: no line"));
+  EXPECT_EQ(lineWarning("/w/a:b.py:12: x")->file, "/w/a:b.py") << "a colon in the path";
+
+  Entries entries;
+  Entry& entry = entries["file:///w/train.py"];
+  entry.path = "/w/train.py";
+  entry.state = protocol::ResultsState::Ready;
+  auto result = sampleResult();
+  result->output.traceWarnings = {
+      "/w/train.py:3: a tensor created on the CPU inside the iteration (created at "
+      "/w/train.py:1) is used with tensors on the GPU",
+      "/w/model.py:7: elsewhere", "torch.compile traced eagerly"};
+  entry.result = result;
+  auto diagnostics = diagnosticsFor(entries, "/w/train.py", false, [] { return kAnalysed; });
+  ASSERT_EQ(diagnostics.size(), 1u);
+  EXPECT_EQ(diagnostics[0].range.start.line, 2);
+  EXPECT_EQ(diagnostics[0].severity, protocol::DiagnosticSeverity::Warning);
+  EXPECT_EQ(diagnostics[0].code, "trace_warning");
+  EXPECT_EQ(diagnostics[0].message.rfind("a tensor created on the CPU", 0), 0u);
+  EXPECT_EQ(
+      diagnosticsFor(entries, "/w/model.py", false, [] { return "a\nb\nc\nd\ne\nf\ng\n"; }).size(),
+      1u);
+}
+
 TEST(DocumentStore, UnsavedPythonFilesAreThoseEditedSinceTheirSave) {
   DocumentStore documents;
   documents.open("file:///w/a.py", "/w/a.py", "x = 1\n", 1);

@@ -30,7 +30,11 @@ json sampleDoc() {
        "measured": {"time_ms": 0.25},
        "kernels": [{"name": "k", "grid": [10, 1, 1], "block": [256, 1, 1],
                     "registers_per_thread": 64, "static_shared_bytes": 1024,
-                    "dynamic_shared_bytes": 0, "duration_ms": 0.2}]}
+                    "dynamic_shared_bytes": 0, "duration_ms": 0.2},
+                   {"kind": "memset", "name": "Memset", "grid": [], "block": [],
+                    "bytes": 4096, "duration_ms": 0.01},
+                   {"kind": "future_kind", "name": "k2", "grid": [1, 1, 1], "block": [32, 1, 1],
+                    "duration_ms": 0.03}]}
     ],
     "fallback_ops": ["aten::convolution_backward"],
     "memory": {"parameters_bytes": 1000, "gradients_bytes": 1000, "optimizer_state_bytes": 2000}
@@ -66,8 +70,12 @@ TEST(TraceTest, ReadsEveryField) {
   EXPECT_EQ(back.forwardId, 0);
   EXPECT_TRUE(back.fallback);
   EXPECT_DOUBLE_EQ(*back.measuredMs, 0.25);
-  ASSERT_EQ(back.kernels.size(), 1u);
+  ASSERT_EQ(back.kernels.size(), 3u);
   EXPECT_EQ(back.kernels[0].registersPerThread, 64);
+  EXPECT_EQ(back.kernels[0].kind, GpuActivityKind::Kernel) << "absent kind: a kernel";
+  EXPECT_EQ(back.kernels[1].kind, GpuActivityKind::Memset);
+  EXPECT_EQ(back.kernels[1].bytes, 4096);
+  EXPECT_EQ(back.kernels[2].kind, GpuActivityKind::Kernel) << "an unknown kind reads as a kernel";
   EXPECT_EQ(t.memory.optimizerStateBytes, 2000);
   EXPECT_EQ(t.mode, TraceMode::Shape) << "absent: a shape trace";
 }
@@ -77,6 +85,9 @@ TEST(TraceTest, RoundTripsThroughJson) {
   const Trace again = traceFromJson(traceToJson(t));
   EXPECT_EQ(traceToJson(again), traceToJson(t));
   EXPECT_EQ(again.ops[0].intListArg("padding"), (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(again.ops[1].kernels[1].kind, GpuActivityKind::Memset);
+  EXPECT_EQ(traceToJson(t)["ops"][1]["kernels"][1]["kind"], "memset");
+  EXPECT_FALSE(traceToJson(t)["ops"][1]["kernels"][0].contains("kind")) << "kernels stay as before";
 }
 
 TEST(TraceTest, NewerVersionSaysToUpdate) {
@@ -131,7 +142,8 @@ TEST(TraceTest, ModesAreTextOnlyInTheDocument) {
 TEST(TensorMetaTest, ElementSizesFollowDtype) {
   EXPECT_EQ((TensorMeta{{2, 3}, ScalarType::BFloat16, true}).bytes(), 12);
   EXPECT_EQ((TensorMeta{{4}, ScalarType::Int64, true}).bytes(), 32);
-  EXPECT_EQ((TensorMeta{{}, ScalarType::Float32, true}).numel(), 1) << "a scalar tensor has one element";
+  EXPECT_EQ((TensorMeta{{}, ScalarType::Float32, true}).numel(), 1)
+      << "a scalar tensor has one element";
   EXPECT_EQ((TensorMeta{{0, 5}, ScalarType::Float32, true}).numel(), 0);
 }
 

@@ -16,7 +16,7 @@ from .errors import TraceError, TraceInterrupted, error_at, one_line, out_of_mem
 from .loader import find_providers, load_entry_module, purge_project_modules, user_exception
 from .memory import MemoryTracker
 from .project import Project
-from .recorder import OpRecorder, TraceState
+from .recorder import METADATA_OPS, OpRecorder, TraceState
 from .values import flatten_tensors
 from .rnn import fuse_recurrent_layers
 
@@ -124,6 +124,8 @@ def _trace(project, batch_size, mode, progress, assume_gpu=False):
                     inputs = (inputs,)
                 if not isinstance(inputs, (tuple, list)):
                     raise _bad_return(providers.input, project, "a tuple of inputs", inputs)
+                if mode == "cuda":  # measured as the truth harness runs it: model and batch on the GPU
+                    model, inputs = measured.to_gpu(model, inputs)
                 iteration = _call_provider(providers.iteration, project, "the iteration provider", model)
                 if not callable(iteration):
                     raise _bad_return(providers.iteration, project, "a callable iteration(*inputs)", iteration)
@@ -173,19 +175,30 @@ def _trace(project, batch_size, mode, progress, assume_gpu=False):
 
 
 def _measure(state, project, iteration, inputs, progress):
-    """cuda mode: warm-up iterations, then one recorded iteration with every op timed."""
-    progress("warming up on the GPU")
-    with state.suppressing():
-        for _ in range(measured.WARMUP_ITERATIONS):
-            _call_user(iteration, project, "during the training iteration", *inputs)
-    torch.cuda.synchronize()
+    """cuda mode: CUPTI on, warm-up iterations, then the iteration recorded op by op and
+    repeated (measured.py)."""
     session = measured.open_session()
     try:
+        progress("warming up on the GPU")
+        with state.suppressing():
+            for _ in range(measured.WARMUP_ITERATIONS):
+                _call_user(iteration, project, "during the training iteration", *inputs)
+        torch.cuda.synchronize()
+        session.collect()  # the warm-up's kernels are not measurements
         timer = measured.OpTimer(session)
         progress("tracing forward")
         with OpRecorder(state, None, timer):
             _call_user(iteration, project, "during the training iteration", *inputs)
-        state.warnings.extend(timer.attach(state.ops))
+        repeats, skipped = [0], []
+        for repeat in range(1, measured.REPEATS):
+            progress(f"measuring (repeat {repeat + 1} of {measured.REPEATS})")
+            mode = measured.RepeatMode(session, repeat, lambda name: name not in METADATA_OPS)
+            with mode:
+                _call_user(iteration, project, "during the training iteration", *inputs)
+            (repeats if mode.names == timer.names else skipped).append(repeat)
+        torch.cuda.synchronize()  # CUPTI's flush does not wait for the GPU
+        # Only the repeats that ran the recorded ops count (combine_repeats reads those).
+        state.warnings.extend(measured.attach(state.ops, session.collect(), repeats, skipped))
     finally:
         session.close()  # cuptiFinalize: the next trace in this worker can subscribe again
 

@@ -80,6 +80,10 @@ json argToJson(const ArgValue& v) {
 
 KernelRecord kernelFromJson(const json& j) {
   KernelRecord k;
+  // Unknown kinds (a newer worker's) are read as kernels: their grid decides their scaling.
+  k.kind = gpuActivityKindFromString(j.value("kind", std::string("kernel")))
+               .value_or(GpuActivityKind::Kernel);
+  k.bytes = j.value("bytes", int64_t{0});
   k.name = j.value("name", std::string());
   k.grid = j.value("grid", std::vector<int64_t>{});
   k.block = j.value("block", std::vector<int64_t>{});
@@ -91,13 +95,18 @@ KernelRecord kernelFromJson(const json& j) {
 }
 
 json kernelToJson(const KernelRecord& k) {
-  return json{{"name", k.name},
-              {"grid", k.grid},
-              {"block", k.block},
-              {"registers_per_thread", k.registersPerThread},
-              {"static_shared_bytes", k.staticSharedBytes},
-              {"dynamic_shared_bytes", k.dynamicSharedBytes},
-              {"duration_ms", k.durationMs}};
+  json j{{"name", k.name},
+         {"grid", k.grid},
+         {"block", k.block},
+         {"registers_per_thread", k.registersPerThread},
+         {"static_shared_bytes", k.staticSharedBytes},
+         {"dynamic_shared_bytes", k.dynamicSharedBytes},
+         {"duration_ms", k.durationMs}};
+  if (k.kind != GpuActivityKind::Kernel) {
+    j["kind"] = toString(k.kind);
+    j["bytes"] = k.bytes;
+  }
+  return j;
 }
 
 OpRecord opFromJson(const json& j, size_t index) {
@@ -237,6 +246,28 @@ std::optional<TraceMode> traceModeFromString(const std::string& text) {
   return std::nullopt;
 }
 
+const char* toString(GpuActivityKind kind) {
+  switch (kind) {
+  case GpuActivityKind::Kernel:
+    return "kernel";
+  case GpuActivityKind::Memcpy:
+    return "memcpy";
+  case GpuActivityKind::Memset:
+    return "memset";
+  }
+  return "kernel";
+}
+
+std::optional<GpuActivityKind> gpuActivityKindFromString(const std::string& text) {
+  if (text == "kernel")
+    return GpuActivityKind::Kernel;
+  if (text == "memcpy")
+    return GpuActivityKind::Memcpy;
+  if (text == "memset")
+    return GpuActivityKind::Memset;
+  return std::nullopt;
+}
+
 int64_t TensorMeta::numel() const {
   int64_t n = 1;
   for (const auto d : shape)
@@ -369,9 +400,10 @@ json traceToJson(const Trace& t) {
   if (t.device)
     doc["device"] = *t.device;
   if (t.precision) {
-    doc["precision"] = {{"matmul_tf32", t.precision->matmulTf32},
-                        {"cudnn_tf32", t.precision->cudnnTf32},
-                        {"autocast", t.precision->autocast ? json(toString(*t.precision->autocast)) : json()}};
+    doc["precision"] = {
+        {"matmul_tf32", t.precision->matmulTf32},
+        {"cudnn_tf32", t.precision->cudnnTf32},
+        {"autocast", t.precision->autocast ? json(toString(*t.precision->autocast)) : json()}};
   }
   json& memory = doc["memory"];
   if (t.memory.activationsSavedBytes)

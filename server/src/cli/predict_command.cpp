@@ -2,6 +2,7 @@
 #include "cli/shared.h"
 #include "cli/terminal.h"
 #include "presentation.h"
+#include "wavecast/predictor/measured_trace.h"
 #include "wavecast/predictor/predictor.h"
 
 #include <algorithm>
@@ -76,9 +77,8 @@ void printLineTable(const Prediction& prediction, const Trace& trace, std::ostre
         << padRight(trimmed(sources.line(line.loc.file, line.loc.line)), codeWidth);
     for (const auto& times : line.perGpu) {
       anyHostBound |= times.hostBound;
-      out << padLeft(times.totalMs() > 0
-                         ? formatMs(times.totalMs()) + (times.hostBound ? "*" : " ")
-                         : "- ",
+      out << padLeft(times.totalMs() > 0 ? formatMs(times.totalMs()) + (times.hostBound ? "*" : " ")
+                                         : "- ",
                      gpuWidth);
     }
     out << padLeft(formatShare(lineShare(line)), 8) << "\n";
@@ -87,7 +87,7 @@ void printLineTable(const Prediction& prediction, const Trace& trace, std::ostre
     out << "* host-bound: the GPU waits for the CPU to issue this line's work most of the time\n";
 }
 
-void printSummary(const Prediction& prediction, std::ostream& out) {
+void printSummary(const Prediction& prediction, bool measured, std::ostream& out) {
   std::vector<const GpuSummary*> order;
   for (const auto& summary : prediction.summaries)
     order.push_back(&summary);
@@ -110,7 +110,7 @@ void printSummary(const Prediction& prediction, std::ostream& out) {
         << padLeft(formatCount(s->samplesPerSecond), 12)
         << padLeft(s->pricePerHourUsd > 0 ? formatUsd(s->costPer1kSamplesUsd) : "n/a", 14)
         << padLeft(memory, 24) << (s->fitsInMemory ? "" : "  OUT OF MEMORY")
-        << (s->hostBound ? "  host-bound" : "") << "\n";
+        << (s->hostBound ? "  host-bound" : "") << (measured ? "  " + s->method : "") << "\n";
   }
 }
 
@@ -129,23 +129,26 @@ int runPredict(const CommandLine& args, const InstallLayout& layout) {
   const std::string file = args.positional().front();
   const Trace trace = obtainTrace(layout, file, args.positiveInt("batch-size"), args);
 
-  const Prediction prediction = Predictor(predictorOptions(layout, args)).predict(trace, gpus);
+  PredictorOptions options = predictorOptions(layout, args);
+  options.originGpu = measuredOrigin(trace, database);
+  const Prediction prediction = Predictor(std::move(options)).predict(trace, gpus);
 
   if (args.has("json")) {
     auto doc = predictionToJson(prediction);
     doc["file"] = trace.entryFile;
     doc["trace_mode"] = toString(trace.mode);
     doc["fallback_ops"] = trace.fallbackOps;
+    doc["trace_warnings"] = trace.warnings;
     std::cout << doc.dump(2) << "\n";
     return 0;
   }
 
   std::cout << "wavecast " << WAVECAST_VERSION << ": " << prediction.method << "\n"
             << displayPath(trace.entryFile, fs::current_path()) << ", batch size "
-            << trace.batchSize << ", " << trace.ops.size() << " ops traced (" << toString(trace.mode)
-            << " mode)\n\n";
+            << trace.batchSize << ", " << trace.ops.size() << " ops traced ("
+            << toString(trace.mode) << " mode)\n\n";
   printLineTable(prediction, trace, std::cout);
-  printSummary(prediction, std::cout);
+  printSummary(prediction, hasMeasuredKernels(trace), std::cout);
   if (!prediction.precisions.empty()) {
     std::cout << "precision:";
     for (size_t i = 0; i < prediction.precisions.size(); ++i)
@@ -154,6 +157,8 @@ int runPredict(const CommandLine& args, const InstallLayout& layout) {
     std::cout << " (as the script sets it; --tf32-matmul/--tf32-conv override)\n";
   }
   for (const auto& warning : prediction.warnings)
+    std::cout << "note: " << warning << "\n";
+  for (const auto& warning : trace.warnings) // the script's own: "FILE:LINE: ..." where it can
     std::cout << "note: " << warning << "\n";
   if (!trace.fallbackOps.empty()) {
     std::cout << "note: ran for real on the CPU (no shape-only kernel):";
@@ -179,16 +184,13 @@ Command predictCommand() {
   for (auto& option : precisionOptions())
     options.push_back(std::move(option));
   return {
-      {"predict",
-       "FILE.py --gpu NAME[,NAME...] [--batch-size N] [--json]",
+      {"predict", "FILE.py --gpu NAME[,NAME...] [--batch-size N] [--json]",
        "Trace one training iteration of FILE.py without a GPU and predict, for each source line\n"
        "and each named GPU, its time; then iteration time, samples/s, cost and memory per GPU.\n"
        "FILE.py defines wavecast_model(), wavecast_input(batch_size=N) and\n"
        "wavecast_iteration(model) (deepview_*_provider names work too). FILE may also be a trace\n"
        "saved by 'wavecast trace'.",
-       std::move(options),
-       1,
-       1},
+       std::move(options), 1, 1},
       runPredict,
       {}};
 }

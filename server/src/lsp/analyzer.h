@@ -23,6 +23,7 @@ struct AnalysisRequest {
   std::optional<int64_t> batchSize;
   std::vector<std::string> targets; // canonical GPU ids
   std::string pythonEnv;
+  TraceMode mode = TraceMode::Shape; // Cuda: measured on this machine's GPU
 };
 
 struct AnalysisOutput {
@@ -31,6 +32,9 @@ struct AnalysisOutput {
   std::map<std::string, int> providerLines; // "model"|"input"|"iteration" -> 1-based line
   std::string entryFile;
   std::vector<std::string> sourceFiles; // project files the iteration ran code from
+  // The trace's warnings; those that begin "FILE:LINE: " (e.g. a CPU tensor mixed with GPU
+  // tensors) become Warning diagnostics on that line.
+  std::vector<std::string> traceWarnings;
 };
 
 using AnalysisOutcome = std::variant<AnalysisOutput, ProfileError>;

@@ -350,7 +350,7 @@ void LanguageServer::applySettings(const Json& object, std::string_view where) {
     }
   }
   bool rerun = targets != targets_ || merged.batchSize != settings_.batchSize ||
-               merged.pythonEnv != settings_.pythonEnv;
+               merged.pythonEnv != settings_.pythonEnv || merged.mode != settings_.mode;
   bool redisplay = merged.lineDiagnostics != settings_.lineDiagnostics;
   bool relens = merged.lineCodeLens != settings_.lineCodeLens;
   settings_ = std::move(merged);
@@ -422,7 +422,7 @@ void LanguageServer::didOpen(ClientId client, const Json& params) {
   if (!hasResults && definesProviders(doc.text)) {
     auto content = readFile(doc.path);
     if (content) {
-      const AnalysisRequest request{doc.path, settings_.batchSize, targets_, settings_.pythonEnv};
+      const AnalysisRequest request = analysisRequest(doc.path, settings_.batchSize);
       if (auto cached = cache_.peek(cacheKey(*content, request))) {
         Entry& created = entries_[uri];
         created.path = doc.path;

@@ -132,6 +132,8 @@ private:
   void pullConfiguration(ClientId client);
   void applySettings(const Json& object, std::string_view where);
   void startAnalysis(const std::string& uri, std::chrono::milliseconds delay);
+  // What analysing `path` with the current settings asks of the analyzer.
+  AnalysisRequest analysisRequest(const std::string& path, std::optional<int64_t> batchSize) const;
   void reanalyzeEntriesWithResults();
   void runAnalysesBlockedBySaves();
   // Python documents with unsaved edits that the analysis of `uri` would read

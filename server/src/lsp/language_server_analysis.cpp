@@ -37,6 +37,13 @@ void LanguageServer::runAnalysesBlockedBySaves() {
   }
 }
 
+AnalysisRequest LanguageServer::analysisRequest(const std::string& path,
+                                                std::optional<int64_t> batchSize) const {
+  const TraceMode mode =
+      settings_.mode == protocol::AnalysisMode::Measured ? TraceMode::Cuda : TraceMode::Shape;
+  return AnalysisRequest{path, batchSize, targets_, settings_.pythonEnv, mode};
+}
+
 void LanguageServer::startAnalysis(const std::string& uri, std::chrono::milliseconds delay) {
   std::string path = requirePath(uri);
   auto content = readFile(path);
@@ -44,9 +51,8 @@ void LanguageServer::startAnalysis(const std::string& uri, std::chrono::millisec
     throwInvalidParams("cannot read " + path + ": the file must exist on disk");
   Entry& entry = entries_[uri];
   entry.path = path;
-  AnalysisRequest request{path,
-                          entry.batchSizeOverride ? entry.batchSizeOverride : settings_.batchSize,
-                          targets_, settings_.pythonEnv};
+  AnalysisRequest request = analysisRequest(path, entry.batchSizeOverride ? entry.batchSizeOverride
+                                                                          : settings_.batchSize);
   const Document* doc = documents_.find(uri);
   entry.versionAtRequest = doc ? std::optional<int64_t>(doc->version) : std::nullopt;
   entry.cacheKeyAtRequest = cacheKey(*content, request);

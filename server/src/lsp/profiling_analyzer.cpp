@@ -1,5 +1,7 @@
 #include "lsp/profiling_analyzer.h"
 
+#include "wavecast/predictor/measured_trace.h"
+
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -7,7 +9,7 @@
 namespace wavecast::lsp {
 
 ProfilingAnalyzer::ProfilingAnalyzer(GpuDatabase database, ProfilingAnalyzerOptions options)
-    : database_(std::move(database)), options_(std::move(options)), predictor_(options_.predictor) {
+    : database_(std::move(database)), options_(std::move(options)) {
   defaultTargets_ = resolveTargets(options_.defaultTargets);
 }
 
@@ -50,7 +52,7 @@ AnalysisOutcome ProfilingAnalyzer::analyze(const AnalysisRequest& request,
     profiler = profiler_;
   }
   TraceResult traced = profiler->trace(
-      TraceRequest{request.file, request.batchSize, options_.mode, options_.timeout}, cancel);
+      TraceRequest{request.file, request.batchSize, request.mode, options_.timeout}, cancel);
   if (auto* error = std::get_if<ProfileError>(&traced))
     return *error;
   const Trace& trace = std::get<Trace>(traced);
@@ -63,10 +65,14 @@ AnalysisOutcome ProfilingAnalyzer::analyze(const AnalysisRequest& request,
       if (const DeviceSpec* spec = database_.find(id))
         devices.push_back(*spec);
     AnalysisOutput output;
-    output.prediction = predictor_.predict(trace, devices);
+    // A measured trace is the measurements on its own GPU and scaled to the others.
+    PredictorOptions predictorOptions = options_.predictor;
+    predictorOptions.originGpu = measuredOrigin(trace, database_);
+    output.prediction = Predictor(std::move(predictorOptions)).predict(trace, devices);
     output.predictionJson = predictionToJson(output.prediction);
     output.providerLines = trace.providerLines;
     output.entryFile = trace.entryFile.empty() ? request.file : trace.entryFile;
+    output.traceWarnings = trace.warnings;
     std::set<std::string> files{output.entryFile};
     for (const auto& op : trace.ops) {
       if (op.loc.valid())

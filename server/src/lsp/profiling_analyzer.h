@@ -15,7 +15,6 @@ struct ProfilingAnalyzerOptions {
   ProfilerOptions profiler; // its `progress` and `pythonEnv` are set per analysis
   PredictorOptions predictor;
   std::vector<std::string> defaultTargets; // names; resolved against the database
-  TraceMode mode = TraceMode::Shape;
   std::chrono::milliseconds timeout{120000};
 };
 
@@ -33,7 +32,6 @@ private:
   GpuDatabase database_;
   ProfilingAnalyzerOptions options_;
   std::vector<std::string> defaultTargets_;
-  Predictor predictor_;
   std::mutex
       mutex_; // guards profiler_ (replaced when the Python environment changes) and progress_
   std::shared_ptr<Profiler> profiler_;

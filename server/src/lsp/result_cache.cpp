@@ -23,7 +23,7 @@ std::string cacheKey(std::string_view entryText, const AnalysisRequest& request)
   for (const auto& target : request.targets)
     key += "|" + target;
   key += "|" + (request.batchSize ? std::to_string(*request.batchSize) : "default") + "|" +
-         request.pythonEnv;
+         request.pythonEnv + "|mode" + std::to_string(static_cast<int>(request.mode));
   return key;
 }
 

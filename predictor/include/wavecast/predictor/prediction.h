@@ -12,16 +12,16 @@
 
 namespace wavecast {
 
-// How an op's time on a GPU was obtained.
-enum class PredictionMethod { Roofline, WaveScaling, Learned, Fallback };
+// How an op's time on a GPU was obtained; Measured: its kernels' times on this very GPU.
+enum class PredictionMethod { Roofline, WaveScaling, Learned, Fallback, Measured };
 const char* toString(PredictionMethod method);
 
 struct OpPrediction {
   int64_t opId = 0;
   CostFamily family = CostFamily::Elementwise;
   PredictionMethod method = PredictionMethod::Roofline;
-  double timeMs = 0; // GPU time on the GPU of the enclosing vector index
-  double wallMs = 0; // how much the op moved the iteration's end (host model)
+  double timeMs = 0;    // GPU time on the GPU of the enclosing vector index
+  double wallMs = 0;    // how much the op moved the iteration's end (host model)
   double gpuIdleMs = 0; // the GPU waiting for the CPU to launch this op's kernels
   double flops = 0;
   double bytes = 0;
@@ -49,7 +49,7 @@ struct OpInfo {
   Phase phase = Phase::Forward;
   SourceLocation loc;
   std::string module;
-  std::string note; // why approximate / zero, empty otherwise
+  std::string note;  // why approximate / zero, empty otherwise
   double hostMs = 0; // CPU time issuing it (host model; the same on every GPU)
 };
 
@@ -95,6 +95,9 @@ struct MemoryEstimate {
 struct GpuSummary {
   std::string gpuId;
   std::string gpuName;
+  // How this GPU's times were obtained: "measured on H100-SXM", "scaled from H100-SXM +
+  // learned models for kernel-varying ops", "learned per-op model + analytic roofline".
+  std::string method;
   double iterationMs = 0; // wall time: forward + backward + optimizer
   double forwardMs = 0;   // wall time per phase
   double backwardMs = 0;
@@ -115,11 +118,13 @@ struct GpuSummary {
 // what the script's precision settings and autocast made of it.
 struct FamilyPrecision {
   CostFamily family = CostFamily::Gemm; // conv, gemm, attention, rnn
-  std::string precision; // the precision of most of the family's FLOPs
+  std::string precision;                // the precision of most of the family's FLOPs
 };
 
 struct Prediction {
-  std::string method; // human description, e.g. "analytic roofline"
+  // Human description, e.g. "analytic roofline"; for a measured trace which GPUs were
+  // measured and which scaled ("H100-SXM: measured on H100-SXM; T4: scaled from ...").
+  std::string method;
   std::vector<FamilyPrecision> precisions; // matrix families, by FLOPs (largest first)
   int64_t batchSize = 0;
   std::vector<std::string> gpus;              // ids, in the order the caller asked

@@ -24,6 +24,7 @@ struct WaveScaledKernel {
 
 // Eq. 1 with ceil(B / W): T_d = ceil(B/W_d) (D_o/D_d * W'_d/W'_o)^g (C_o/C_d)^(1-g)
 // / ceil(B/W_o) * T_o, where W'_i = min(B, W_i) is the wave actually in flight.
+// Copies and fills (no grid) scale with the DRAM bandwidth; host copies do not scale.
 WaveScaledKernel waveScaleKernel(const KernelRecord& kernel, const DeviceSpec& origin,
                                  const DeviceSpec& destination, double gamma);
 

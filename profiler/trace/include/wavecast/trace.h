@@ -96,7 +96,14 @@ struct SourceLocation {
 // A cost-relevant scalar argument: bool, integer, float, string or a list of integers.
 using ArgValue = std::variant<bool, int64_t, double, std::string, std::vector<int64_t>>;
 
+// What GPU work a measured record is: a kernel, or a copy or fill the copy engines or
+// the driver run without a grid (cudaMemcpyAsync, cudaMemsetAsync).
+enum class GpuActivityKind { Kernel, Memcpy, Memset };
+const char* toString(GpuActivityKind kind);
+std::optional<GpuActivityKind> gpuActivityKindFromString(const std::string& text);
+
 struct KernelRecord {
+  GpuActivityKind kind = GpuActivityKind::Kernel;
   std::string name;
   std::vector<int64_t> grid;  // x, y, z
   std::vector<int64_t> block; // x, y, z
@@ -104,6 +111,7 @@ struct KernelRecord {
   int64_t staticSharedBytes = 0;
   int64_t dynamicSharedBytes = 0;
   double durationMs = 0.0;
+  int64_t bytes = 0; // memcpy and memset records: bytes moved or written
 };
 
 struct OpRecord {

@@ -34,6 +34,11 @@ std::optional<RpcError> checkProtocolVersion(int clientVersion);
 
 enum class AnalysisTrigger { OnSave, Manual };
 
+// How the daemon's worker traces a script: on shape-only tensors (no GPU needed), or
+// measured on the daemon machine's GPU (CUPTI) and scaled to the other targets.
+enum class AnalysisMode { Shape, Measured };
+const char* toString(AnalysisMode mode);
+
 struct Settings {
   std::vector<std::string> targets; // GPU names; empty: the daemon's defaults
   std::optional<int64_t> batchSize; // nullopt: the input provider's default
@@ -42,10 +47,11 @@ struct Settings {
   bool lineDiagnostics = false;     // per-line Information diagnostics
   std::optional<bool> lineCodeLens; // nullopt: only for clients without inlay hints
   int debounceMs = 300;
+  AnalysisMode mode = AnalysisMode::Shape;
 };
 
 // Applies the keys present in `object` ("targets", "batchSize", "trigger",
-// "pythonEnv", "lineDiagnostics", "lineCodeLens", "debounceMs"); unknown keys
+// "pythonEnv", "lineDiagnostics", "lineCodeLens", "debounceMs", "mode"); unknown keys
 // are ignored. Throws InvalidParams naming a malformed key; `settings` is then unchanged.
 void mergeSettings(Settings& settings, const Json& object, std::string_view where);
 Json toJson(const Settings& settings);

@@ -1,9 +1,9 @@
-// The thin layer that calls CUPTI (built only where CMake found CUPTI's headers;
-// the library is loaded on first use): decodes activity buffers and runs one
-// activity-collection session. Every call throws CuptiError when CUPTI cannot
-// be loaded.
+// The thin layer that calls CUPTI (built only where CMake found CUPTI's headers):
+// decodes activity buffers and runs one activity-collection session. Every call throws
+// CuptiError when CUPTI cannot be loaded or refuses.
 #pragma once
 
+#include "wavecast/measured/cupti_api.h"
 #include "wavecast/measured/kernel_activity.h"
 
 #include <cstddef>
@@ -24,30 +24,38 @@ private:
 };
 
 // The message for CUPTI result `code` returned by `call` (with the fix where one is known).
-std::string describeCuptiFailure(const char* call, int code);
+std::string describeCuptiFailure(const CuptiApi& api, const char* call, int code);
 
-// Appends the kernel (KERNEL, CONCURRENT_KERNEL) and EXTERNAL_CORRELATION records of a
-// completed CUPTI activity buffer to `into`; other record kinds are skipped.
-void decodeActivityBuffer(uint8_t* buffer, size_t validBytes, ActivityBatch& into);
+// Appends the kernel, memcpy, memset and external-correlation records of a completed
+// CUPTI activity buffer to `into`; other record kinds (API calls) are skipped.
+void decodeActivityBuffer(const CuptiApi& api, uint8_t* buffer, size_t validBytes,
+                          ActivityBatch& into);
 
 // CUPTI's timestamp clock (ns), the clock of KernelActivity::startNs/endNs.
-uint64_t cuptiTimestamp();
+uint64_t cuptiTimestamp(const CuptiApi& api);
 
-// Enables kernel and external-correlation activity while alive. CUPTI allows one
-// subscriber per process, so only one session may exist at a time; the destructor
-// calls cuptiFinalize so a long-running worker can start the next session.
+// Records kernels, copies and fills with the API calls that launched them (external
+// correlation records exist only for API records) while alive. CUPTI's buffer callbacks
+// take no user pointer, so one session may exist per process; the destructor calls
+// cuptiFinalize so a long-running worker can start the next session.
 class CuptiSession {
 public:
-  CuptiSession();
+  explicit CuptiSession(const CuptiApi& api = processCupti());
   ~CuptiSession();
   CuptiSession(const CuptiSession&) = delete;
   CuptiSession& operator=(const CuptiSession&) = delete;
 
-  // Kernels launched between push and pop carry `opId` as external correlation id.
+  // Work launched from this thread between push and pop carries `opId` as its external
+  // correlation id (CUPTI keeps one stack per thread: autograd's backward thread pushes
+  // its own ops' ids).
   void pushOp(uint64_t opId);
   void popOp();
-  // Flushes CUPTI's buffers and returns (and clears) everything collected so far.
+  // Flushes CUPTI's buffers and returns (and clears) everything collected so far. CUPTI
+  // does not synchronize: the caller waits for the GPU first (torch.cuda.synchronize()).
   ActivityBatch collect();
+
+private:
+  const CuptiApi& api_;
 };
 
 } // namespace wavecast::measured
