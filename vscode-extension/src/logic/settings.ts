@@ -184,20 +184,54 @@ export function parseRemoteAddress(text: string): RemoteAddress | { error: strin
   return { host: match[1], port };
 }
 
-/** `token` authenticates with a remote daemon; it is sent only to one. */
-export function initializationOptions(settings: WavecastSettings, token: string | null = null): InitializationOptions {
+/**
+ * `token` authenticates with a remote daemon; it is sent only to one.
+ * `pythonEnv` is the worker's environment (see workerEnvironment).
+ */
+export function initializationOptions(
+  settings: WavecastSettings,
+  token: string | null = null,
+  pythonEnv: string | null = settings.pythonEnv,
+): InitializationOptions {
   const options: InitializationOptions = {
     protocolVersion: PROTOCOL_VERSION,
     targets: settings.targets,
     batchSize: settings.batchSize,
     trigger: settings.trigger,
-    pythonEnv: settings.pythonEnv,
+    pythonEnv,
     debounceMs: settings.debounceMs,
     lineCodeLens: settings.lineCodeLens,
     lineDiagnostics: settings.lineDiagnostics,
   };
   if (settings.remote && token) options.token = token;
   return options;
+}
+
+/**
+ * The `wavecast` section as the running daemon gets it (workspace/configuration
+ * and didChangeConfiguration): only values readSettings accepted, because the
+ * daemon drops a whole change for one wrong value. Targets are left out: they
+ * go through wavecast/setTargets, whose error names an unknown GPU.
+ */
+export interface DaemonSettings {
+  batchSize: number | null;
+  trigger: Trigger;
+  /** '' is the daemon's default environment (null would keep the previous one). */
+  pythonEnv: string;
+  debounceMs: number;
+  lineCodeLens: boolean;
+  lineDiagnostics: boolean;
+}
+
+export function daemonSettings(settings: WavecastSettings, pythonEnv: string | null): DaemonSettings {
+  return {
+    batchSize: settings.batchSize,
+    trigger: settings.trigger,
+    pythonEnv: pythonEnv ?? '',
+    debounceMs: settings.debounceMs,
+    lineCodeLens: settings.lineCodeLens,
+    lineDiagnostics: settings.lineDiagnostics,
+  };
 }
 
 /** `~/…` from the home folder, a relative path from the first workspace folder. */
