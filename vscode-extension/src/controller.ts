@@ -6,7 +6,13 @@ import { daemonConnection, isExecutableFile, type Transport } from './daemonConn
 import { iterationTimes, statusView, type ClientPhase } from './logic/annotations';
 import { WavecastApi, type RpcEndpoint } from './logic/api';
 import { baseName } from './logic/chartData';
-import { checkServerCapability, isProtocolMismatchError, notRunningMessage, requestFailureMessage } from './logic/errors';
+import {
+  checkServerCapability,
+  isInvalidParamsError,
+  isProtocolMismatchError,
+  notRunningMessage,
+  requestFailureMessage,
+} from './logic/errors';
 import type { InitializationOptions, ResultsResponse, StatusParams } from './logic/protocol';
 import { isAuthenticationError } from './logic/remote';
 import { RestartPolicy, type RestartDecision } from './logic/restartPolicy';
@@ -108,11 +114,15 @@ export class WavecastController implements vscode.Disposable {
     this.output = vscode.window.createOutputChannel('wavecast');
     this.statusBar = new StatusBar();
     this.tokens = new RemoteTokenStore(context, (message) => this.log(message));
-    this.notifier = new Notifier({
-      restartServer: () => this.restart(),
-      openServerLog: () => this.output.show(true),
-      showResults: () => this.whenRunning('showing the results', (api) => this.showResults(api)),
-    });
+    this.notifier = new Notifier(
+      {
+        restartServer: () => this.restart(),
+        openServerLog: () => this.output.show(true),
+        showResults: () => this.whenRunning('showing the results', (api) => this.showResults(api)),
+        setRemoteToken: async () => void (await vscode.commands.executeCommand('wavecast.setRemoteToken')),
+      },
+      (message) => this.log(message),
+    );
     this.interpreter = new PythonInterpreterWatcher((message) => this.log(message));
     this.results = new ResultsView(context.extensionUri, {
       api: () => this.api,
@@ -167,11 +177,8 @@ export class WavecastController implements vscode.Disposable {
       return;
     }
     if (this.client) return;
-    const { settings, problems } = readSettings(this.rawSettings());
-    this.settings = settings;
+    const settings = this.readSettings();
     this.targets = settings.targets;
-    for (const problem of problems) this.log(`settings: ${problem}`);
-    if (problems.length > 0) void this.notifier.warning(problems.join(' '), Action.openSettings);
     this.noteWorkerEnvironment();
     const environment = this.workerEnvironment();
 
@@ -185,7 +192,8 @@ export class WavecastController implements vscode.Disposable {
     // Stopped, or started again, meanwhile: the later call carries on.
     if (launch !== this.launches || this.client) return;
     if ('error' in connection) {
-      this.fail(connection.error);
+      if (connection.cause === 'noRemoteToken') this.fail(connection.error, [Action.setRemoteToken, Action.openServerLog]);
+      else this.fail(connection.error);
       return;
     }
     const transport = connection.transport;
@@ -249,7 +257,7 @@ export class WavecastController implements vscode.Disposable {
       else if (isProtocolMismatchError(reason)) this.fail(reason, [Action.openSettings, Action.openServerLog]);
       else if (isAuthenticationError(reason))
         this.fail(`The wavecast daemon refused the connection: ${reason}. Set the right token with "wavecast: Set Remote Token".`, [
-          Action.openSettings,
+          Action.setRemoteToken,
           Action.openServerLog,
         ]);
       else this.fail(`The wavecast daemon did not start: ${reason}`);
@@ -406,6 +414,14 @@ export class WavecastController implements vscode.Disposable {
     this.statusBar.show(statusView(this.phase, this.targets, this.serverStatus, this.lastFailure));
   }
 
+  /** Reads the settings; a wrong value is reported once and replaced by its default. */
+  private readSettings(): WavecastSettings {
+    const { settings, problems } = readSettings(this.rawSettings());
+    this.settings = settings;
+    this.notifier.settingsProblems('extension', problems);
+    return settings;
+  }
+
   private workerEnvironment(settings = this.settings): WorkerEnvironment {
     return workerEnvironment(settings.pythonEnv, this.interpreter.current, settings.remote !== null);
   }
@@ -453,17 +469,11 @@ export class WavecastController implements vscode.Disposable {
     }
     const previous = this.settings;
     // The language client sends the daemon the valid values (daemonSettings) itself.
-    const { settings } = readSettings(this.rawSettings());
-    this.settings = settings;
+    const settings = this.readSettings();
     if (previous.pythonEnv !== settings.pythonEnv) this.noteWorkerEnvironment();
     if (event.affectsConfiguration('wavecast.targets') && this.api) {
       const wanted = settings.targets;
-      if (wanted.join('\n') !== this.targets.join('\n') && wanted.length > 0) {
-        await this.whenRunning('applying wavecast.targets', async (api) => {
-          this.targets = await api.setTargets(wanted);
-          this.updateStatus();
-        });
-      }
+      if (wanted.join('\n') !== this.targets.join('\n') && wanted.length > 0) await this.applyTargets(wanted);
     }
     if (previous.display !== settings.display) {
       for (const editor of vscode.window.visibleTextEditors) {
@@ -471,6 +481,21 @@ export class WavecastController implements vscode.Disposable {
         await this.results.refreshEditor(editor);
       }
     }
+  }
+
+  /** Only the daemon knows its GPUs: an unknown one is a settings problem; the others still apply. */
+  private async applyTargets(wanted: string[]): Promise<void> {
+    await this.whenRunning('applying wavecast.targets', async (api) => {
+      try {
+        this.targets = await api.setTargets(wanted);
+        this.notifier.settingsProblems('daemon', []);
+      } catch (error) {
+        if (!isInvalidParamsError(error)) throw error;
+        const reason = error instanceof Error ? error.message : String(error);
+        this.notifier.settingsProblems('daemon', [`wavecast.targets: ${reason}; keeping ${this.targets.join(', ')}.`]);
+      }
+      this.updateStatus();
+    });
   }
 
   private async pickGpus(api: WavecastApi): Promise<void> {

@@ -75,7 +75,7 @@ export function readSettings(raw: Readonly<Record<string, unknown>>): SettingsRe
   if (raw.batchSize !== undefined && raw.batchSize !== null && raw.batchSize !== '') {
     const parsed = parseBatchSize(String(raw.batchSize));
     if (typeof parsed === 'number') batchSize = parsed;
-    else problems.push(`wavecast.batchSize: ${parsed.error}`);
+    else problems.push(`wavecast.batchSize: ${parsed.error.replace(/\.$/, '')}; using the script's default.`);
   }
 
   let display: DisplayMode = 'inlayHints';
@@ -232,6 +232,22 @@ export function daemonSettings(settings: WavecastSettings, pythonEnv: string | n
     lineCodeLens: settings.lineCodeLens,
     lineDiagnostics: settings.lineDiagnostics,
   };
+}
+
+/**
+ * Remembers which settings problems the user was told about, so the same
+ * wrong value is reported once, not on every restart or unrelated change; a
+ * value fixed and then broken again is reported again.
+ */
+export class SettingsProblemMemory {
+  private reported = new Set<string>();
+
+  /** The problems of `current` not reported yet; `current` becomes what was reported. */
+  unreported(current: readonly string[]): string[] {
+    const fresh = current.filter((problem) => !this.reported.has(problem));
+    this.reported = new Set(current);
+    return fresh;
+  }
 }
 
 /** `~/…` from the home folder, a relative path from the first workspace folder. */
