@@ -6,19 +6,29 @@ import { daemonConnection, isExecutableFile, type Transport } from './daemonConn
 import { iterationTimes, statusView, type ClientPhase } from './logic/annotations';
 import { WavecastApi, type RpcEndpoint } from './logic/api';
 import { baseName } from './logic/chartData';
-import { checkServerCapability, isProtocolMismatchError, notRunningMessage, requestFailureMessage } from './logic/errors';
+import {
+  checkServerCapability,
+  isInvalidParamsError,
+  isProtocolMismatchError,
+  notRunningMessage,
+  requestFailureMessage,
+} from './logic/errors';
 import type { InitializationOptions, ResultsResponse, StatusParams } from './logic/protocol';
 import { isAuthenticationError } from './logic/remote';
 import { RestartPolicy, type RestartDecision } from './logic/restartPolicy';
+import { describeWorkerEnvironment, workerEnvironment, type WorkerEnvironment } from './logic/pythonEnvironment';
 import { initializeTimeoutMessage, startOutcome, withTimeout } from './logic/startup';
 import {
+  daemonSettings,
   initializationOptions,
   readSettings,
   RESTART_SETTINGS,
   SETTING_NAMES,
+  type DaemonSettings,
   type WavecastSettings,
 } from './logic/settings';
 import { Action, Notifier } from './notifier';
+import { PythonInterpreterWatcher } from './pythonInterpreter';
 import { RemoteTokenStore } from './remoteTokenStore';
 import { askForBatchSize, askForGpus } from './prompts';
 import { RESULTS_VIEW_TYPE } from './resultsPanel';
@@ -33,6 +43,8 @@ export interface ClientSpec {
   onClosed: () => RestartDecision;
   onInitializeFailed: (message: string) => void;
   inlayHintsEnabled: () => boolean;
+  /** The `wavecast` section as the daemon gets it, read when it asks (see DaemonSettings). */
+  daemonSettings: () => DaemonSettings;
 }
 
 export interface ClientLike extends RpcEndpoint {
@@ -44,9 +56,14 @@ export interface ClientLike extends RpcEndpoint {
   refreshInlayHints(document: vscode.TextDocument): void;
   /** Fires each time the client reaches the running state, restarts included. */
   onRunning(listener: () => void): vscode.Disposable;
+  /** Sends the daemon spec.daemonSettings() (workspace/didChangeConfiguration). */
+  sendSettings(): void;
 }
 
 export type ClientFactory = (spec: ClientSpec) => ClientLike;
+
+/** How long activation waits for the Python extension's interpreter before starting without it. */
+const PYTHON_EXTENSION_WAIT_MS = 10_000;
 
 const TRUST_EXPLANATION =
   'wavecast is off in this workspace because analysing a file runs it (it imports your model and executes one training step). ' +
@@ -74,6 +91,8 @@ export class WavecastController implements vscode.Disposable {
   /** Fails an automatic restart that does not come back within the initialize time-out. */
   private restartWatch: ReturnType<typeof setTimeout> | undefined;
   private lastAnalyzedUri: string | undefined;
+  /** The worker's environment last logged and given to the daemon. */
+  private workerEnvironmentPath: string | null | undefined;
   /** Counts start() and stopClient() calls, so a start that awaited its connection knows it is still wanted. */
   private launches = 0;
   private readonly restartPolicy: RestartPolicy;
@@ -82,6 +101,7 @@ export class WavecastController implements vscode.Disposable {
   private readonly results: ResultsView;
   private readonly tokens: RemoteTokenStore;
   private readonly notifier: Notifier;
+  private readonly interpreter: PythonInterpreterWatcher;
   private readonly subscriptions: vscode.Disposable[] = [];
 
   constructor(
@@ -94,11 +114,16 @@ export class WavecastController implements vscode.Disposable {
     this.output = vscode.window.createOutputChannel('wavecast');
     this.statusBar = new StatusBar();
     this.tokens = new RemoteTokenStore(context, (message) => this.log(message));
-    this.notifier = new Notifier({
-      restartServer: () => this.restart(),
-      openServerLog: () => this.output.show(true),
-      showResults: () => this.whenRunning('showing the results', (api) => this.showResults(api)),
-    });
+    this.notifier = new Notifier(
+      {
+        restartServer: () => this.restart(),
+        openServerLog: () => this.output.show(true),
+        showResults: () => this.whenRunning('showing the results', (api) => this.showResults(api)),
+        setRemoteToken: async () => void (await vscode.commands.executeCommand('wavecast.setRemoteToken')),
+      },
+      (message) => this.log(message),
+    );
+    this.interpreter = new PythonInterpreterWatcher((message) => this.log(message));
     this.results = new ResultsView(context.extensionUri, {
       api: () => this.api,
       running: () => this.phase === 'running',
@@ -107,7 +132,7 @@ export class WavecastController implements vscode.Disposable {
       analyze: (uri) => void this.whenRunning(`analysing ${baseName(vscode.Uri.parse(uri).fsPath)}`, (api) => this.analyze(api, uri)),
       pickGpus: () => void this.whenRunning('picking target GPUs', (api) => this.pickGpus(api)),
     });
-    this.subscriptions.push(this.output, this.statusBar, this.results);
+    this.subscriptions.push(this.output, this.statusBar, this.results, this.interpreter);
   }
 
   /** Registers commands and listeners, then starts the daemon if the workspace is trusted. */
@@ -130,9 +155,12 @@ export class WavecastController implements vscode.Disposable {
       vscode.window.registerWebviewPanelSerializer(RESULTS_VIEW_TYPE, {
         deserializeWebviewPanel: async (panel, state) => this.results.restorePanel(panel, state),
       }),
+      this.interpreter.onDidChange(() => this.onInterpreterChanged()),
     );
     this.context.subscriptions.push(this);
     this.updateStatus();
+    // The first start uses the interpreter if the Python extension tells it in time; a later answer is sent then.
+    await Promise.race([this.interpreter.connect(), new Promise((resolve) => setTimeout(resolve, PYTHON_EXTENSION_WAIT_MS).unref?.())]);
     await this.start();
   }
 
@@ -149,11 +177,10 @@ export class WavecastController implements vscode.Disposable {
       return;
     }
     if (this.client) return;
-    const { settings, problems } = readSettings(this.rawSettings());
-    this.settings = settings;
+    const settings = this.readSettings();
     this.targets = settings.targets;
-    for (const problem of problems) this.log(`settings: ${problem}`);
-    if (problems.length > 0) void this.notifier.warning(problems.join(' '), Action.openSettings);
+    this.noteWorkerEnvironment();
+    const environment = this.workerEnvironment();
 
     const launch = ++this.launches;
     const connection = await daemonConnection(settings, {
@@ -165,7 +192,8 @@ export class WavecastController implements vscode.Disposable {
     // Stopped, or started again, meanwhile: the later call carries on.
     if (launch !== this.launches || this.client) return;
     if ('error' in connection) {
-      this.fail(connection.error);
+      if (connection.cause === 'noRemoteToken') this.fail(connection.error, [Action.setRemoteToken, Action.openServerLog]);
+      else this.fail(connection.error);
       return;
     }
     const transport = connection.transport;
@@ -177,7 +205,7 @@ export class WavecastController implements vscode.Disposable {
     let created: ClientLike | null = null;
     const client = this.createClient({
       transport,
-      initializationOptions: initializationOptions(settings, connection.token),
+      initializationOptions: initializationOptions(settings, connection.token, environment.path),
       outputChannel: this.output,
       onClosed: () =>
         created !== null && created === this.client
@@ -187,6 +215,11 @@ export class WavecastController implements vscode.Disposable {
         if (created === null || created === this.client) this.initializeError = message;
       },
       inlayHintsEnabled: () => this.settings.display === 'inlayHints',
+      // Read when sent: the client's own configuration listener may run before this controller's.
+      daemonSettings: () => {
+        const current = readSettings(this.rawSettings()).settings;
+        return daemonSettings(current, this.workerEnvironment(current).path);
+      },
     });
     created = client;
     const api = new WavecastApi(client);
@@ -224,7 +257,7 @@ export class WavecastController implements vscode.Disposable {
       else if (isProtocolMismatchError(reason)) this.fail(reason, [Action.openSettings, Action.openServerLog]);
       else if (isAuthenticationError(reason))
         this.fail(`The wavecast daemon refused the connection: ${reason}. Set the right token with "wavecast: Set Remote Token".`, [
-          Action.openSettings,
+          Action.setRemoteToken,
           Action.openServerLog,
         ]);
       else this.fail(`The wavecast daemon did not start: ${reason}`);
@@ -381,6 +414,32 @@ export class WavecastController implements vscode.Disposable {
     this.statusBar.show(statusView(this.phase, this.targets, this.serverStatus, this.lastFailure));
   }
 
+  /** Reads the settings; a wrong value is reported once and replaced by its default. */
+  private readSettings(): WavecastSettings {
+    const { settings, problems } = readSettings(this.rawSettings());
+    this.settings = settings;
+    this.notifier.settingsProblems('extension', problems);
+    return settings;
+  }
+
+  private workerEnvironment(settings = this.settings): WorkerEnvironment {
+    return workerEnvironment(settings.pythonEnv, this.interpreter.current, settings.remote !== null);
+  }
+
+  /** Logs a new worker environment; returns whether it changed. */
+  private noteWorkerEnvironment(): boolean {
+    const environment = this.workerEnvironment();
+    if (environment.path === this.workerEnvironmentPath) return false;
+    this.workerEnvironmentPath = environment.path;
+    this.log(describeWorkerEnvironment(environment, this.interpreter.current));
+    return true;
+  }
+
+  /** Another interpreter selected: a running daemon is told (one still starting reads daemonSettings() once it runs). */
+  private onInterpreterChanged(): void {
+    if (this.noteWorkerEnvironment() && this.phase === 'running') this.client?.sendSettings();
+  }
+
   private rawSettings(): Record<string, unknown> {
     const config = vscode.workspace.getConfiguration('wavecast');
     return Object.fromEntries(SETTING_NAMES.map((name) => [name, config.get(name)]));
@@ -409,16 +468,12 @@ export class WavecastController implements vscode.Disposable {
       return;
     }
     const previous = this.settings;
-    const { settings } = readSettings(this.rawSettings());
-    this.settings = settings;
+    // The language client sends the daemon the valid values (daemonSettings) itself.
+    const settings = this.readSettings();
+    if (previous.pythonEnv !== settings.pythonEnv) this.noteWorkerEnvironment();
     if (event.affectsConfiguration('wavecast.targets') && this.api) {
       const wanted = settings.targets;
-      if (wanted.join('\n') !== this.targets.join('\n') && wanted.length > 0) {
-        await this.whenRunning('applying wavecast.targets', async (api) => {
-          this.targets = await api.setTargets(wanted);
-          this.updateStatus();
-        });
-      }
+      if (wanted.join('\n') !== this.targets.join('\n') && wanted.length > 0) await this.applyTargets(wanted);
     }
     if (previous.display !== settings.display) {
       for (const editor of vscode.window.visibleTextEditors) {
@@ -426,6 +481,21 @@ export class WavecastController implements vscode.Disposable {
         await this.results.refreshEditor(editor);
       }
     }
+  }
+
+  /** Only the daemon knows its GPUs: an unknown one is a settings problem; the others still apply. */
+  private async applyTargets(wanted: string[]): Promise<void> {
+    await this.whenRunning('applying wavecast.targets', async (api) => {
+      try {
+        this.targets = await api.setTargets(wanted);
+        this.notifier.settingsProblems('daemon', []);
+      } catch (error) {
+        if (!isInvalidParamsError(error)) throw error;
+        const reason = error instanceof Error ? error.message : String(error);
+        this.notifier.settingsProblems('daemon', [`wavecast.targets: ${reason}; keeping ${this.targets.join(', ')}.`]);
+      }
+      this.updateStatus();
+    });
   }
 
   private async pickGpus(api: WavecastApi): Promise<void> {

@@ -21,6 +21,9 @@ export interface Connection {
   token: string | null;
 }
 
+/** Why no connection could be made: the fix differs. */
+export type ConnectionFailure = { error: string; cause: 'noRemoteToken' | 'noDaemonFound' };
+
 export interface ConnectionContext {
   context: vscode.ExtensionContext;
   tokens: RemoteTokenStore;
@@ -37,11 +40,11 @@ export function isExecutableFile(file: string): boolean {
   }
 }
 
-export async function daemonConnection(settings: WavecastSettings, from: ConnectionContext): Promise<Connection | { error: string }> {
+export async function daemonConnection(settings: WavecastSettings, from: ConnectionContext): Promise<Connection | ConnectionFailure> {
   if (settings.remote) {
     const remote = settings.remote;
     const token = await from.tokens.token(settings.settingsToken);
-    if (!token) return { error: missingTokenMessage() };
+    if (!token) return { error: missingTokenMessage(), cause: 'noRemoteToken' };
     from.log(`Connecting to the daemon at ${remote.host}:${remote.port}.`);
     return { transport: { kind: 'tcp', connect: () => connectRemote(remote) }, token };
   }
@@ -59,7 +62,7 @@ export async function daemonConnection(settings: WavecastSettings, from: Connect
   });
   if ('error' in located) {
     from.log(`Searched: ${located.searched.join(', ')}`);
-    return { error: located.error };
+    return { error: located.error, cause: 'noDaemonFound' };
   }
   const args = serveArguments(settings, (text) => resolveUserPath(text, os.homedir(), folders[0]));
   from.log(`Starting ${located.path} ${args.join(' ')} (found via ${located.source}).`);

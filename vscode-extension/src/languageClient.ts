@@ -7,6 +7,7 @@ import type * as net from 'net';
 import type * as vscode from 'vscode';
 import {
   CloseAction,
+  DidChangeConfigurationNotification,
   ErrorAction,
   InlayHintRequest,
   LanguageClient,
@@ -92,7 +93,7 @@ export function createLanguageClient(spec: ClientSpec): ClientLike {
     documentSelector: [{ scheme: 'file', language: 'python' }],
     outputChannel: spec.outputChannel,
     initializationOptions: spec.initializationOptions,
-    // The daemon pulls the `wavecast` section on didChangeConfiguration.
+    // Each change of the `wavecast` section sends the daemon its settings (see the middleware).
     synchronize: { configurationSection: 'wavecast' },
     errorHandler: {
       error: () => ({ action: ErrorAction.Continue }),
@@ -107,10 +108,21 @@ export function createLanguageClient(spec: ClientSpec): ClientLike {
     },
     middleware: {
       provideInlayHints: (document, viewPort, token, next) => (spec.inlayHintsEnabled() ? next(document, viewPort, token) : []),
+      // The daemon gets the checked settings with the worker's environment,
+      // not settings.json's raw values (see DaemonSettings).
+      workspace: {
+        configuration: async (params, token, next) => {
+          const values = await next(params, token);
+          if (!Array.isArray(values)) return values;
+          return values.map((value, i) => (params.items[i]?.section === 'wavecast' ? spec.daemonSettings() : value));
+        },
+        didChangeConfiguration: () => sendSettings(),
+      },
     },
   };
 
   const client = new WavecastLanguageClient('wavecast', 'wavecast', serverOptions, clientOptions);
+  const sendSettings = () => client.sendNotification(DidChangeConfigurationNotification.type, { settings: { wavecast: spec.daemonSettings() } });
   return {
     start: () => client.start(),
     stop: async () => {
@@ -132,6 +144,11 @@ export function createLanguageClient(spec: ClientSpec): ClientLike {
     serverExperimentalCapabilities: () => client.initializeResult?.capabilities.experimental,
     lastWords: () => stderrTail.split('\n').map((line) => line.trim()).filter((line) => line !== '').at(-1) ?? null,
     onRunning: (listener) => client.onDidChangeState((event) => event.newState === State.Running && listener()),
+    sendSettings: () => {
+      sendSettings().catch((error: unknown) =>
+        spec.outputChannel.appendLine(`Sending the settings: ${error instanceof Error ? error.message : String(error)}`),
+      );
+    },
     refreshInlayHints: (document: vscode.TextDocument) => {
       client.getFeature(InlayHintRequest.method).getProvider(document)?.onDidChangeInlayHints.fire();
     },

@@ -1,6 +1,7 @@
 // What wavecast tells the user in notifications, and what the button they
-// choose runs.
+// choose runs. Settings problems are told once per wrong value.
 import * as vscode from 'vscode';
+import { SettingsProblemMemory } from './logic/settings';
 
 /** The buttons wavecast's notifications offer. */
 export const Action = {
@@ -9,6 +10,7 @@ export const Action = {
   openServerLog: 'Open Server Log',
   manageTrust: 'Manage Workspace Trust',
   showResults: 'Show Results',
+  setRemoteToken: 'Set Remote Token',
 } as const;
 export type Action = (typeof Action)[keyof typeof Action];
 
@@ -17,10 +19,25 @@ export interface ActionHandlers {
   restartServer(): Promise<void>;
   openServerLog(): void;
   showResults(): Promise<void>;
+  setRemoteToken(): Promise<void>;
 }
 
+/**
+ * Where a settings problem was found: the extension reads every value;
+ * the daemon alone knows its GPUs (wavecast.targets).
+ */
+export type SettingsProblemSource = 'extension' | 'daemon';
+
 export class Notifier {
-  constructor(private readonly handlers: ActionHandlers) {}
+  private readonly problems = new Map<SettingsProblemSource, SettingsProblemMemory>([
+    ['extension', new SettingsProblemMemory()],
+    ['daemon', new SettingsProblemMemory()],
+  ]);
+
+  constructor(
+    private readonly handlers: ActionHandlers,
+    private readonly log: (message: string) => void,
+  ) {}
 
   error(message: string, ...actions: Action[]): Promise<void> {
     return this.offer(vscode.window.showErrorMessage<Action>(message, ...actions));
@@ -32,6 +49,17 @@ export class Notifier {
 
   information(message: string, ...actions: Action[]): Promise<void> {
     return this.offer(vscode.window.showInformationMessage<Action>(message, ...actions));
+  }
+
+  /**
+   * The current problems from `source`, each logged and shown (with Open
+   * Settings) the first time it appears; the rest of the settings apply.
+   */
+  settingsProblems(source: SettingsProblemSource, current: readonly string[]): void {
+    const fresh = this.problems.get(source)!.unreported(current);
+    if (fresh.length === 0) return;
+    for (const problem of fresh) this.log(`settings: ${problem}`);
+    void this.warning(fresh.join(' '), Action.openSettings);
   }
 
   /** Runs the button the user chose on a notification. */
@@ -51,6 +79,9 @@ export class Notifier {
         break;
       case Action.showResults:
         await this.handlers.showResults();
+        break;
+      case Action.setRemoteToken:
+        await this.handlers.setRemoteToken();
         break;
       case undefined:
         break;

@@ -73,3 +73,10 @@ export function notRunningMessage(phase: 'starting' | 'stopped' | 'failed', last
   if (lastFailure) return `The wavecast daemon is not running: ${lastFailure.replace(/\s+$/, '')}`;
   return 'The wavecast daemon is not running. Restart it to use wavecast.';
 }
+
+/** JSON-RPC's InvalidParams: the daemon refused a value (an unknown GPU, a bad batch size). */
+export const INVALID_PARAMS = -32602;
+
+export function isInvalidParamsError(error: unknown): error is Error & { code: number } {
+  return error instanceof Error && (error as { code?: unknown }).code === INVALID_PARAMS;
+}

@@ -75,7 +75,7 @@ export function readSettings(raw: Readonly<Record<string, unknown>>): SettingsRe
   if (raw.batchSize !== undefined && raw.batchSize !== null && raw.batchSize !== '') {
     const parsed = parseBatchSize(String(raw.batchSize));
     if (typeof parsed === 'number') batchSize = parsed;
-    else problems.push(`wavecast.batchSize: ${parsed.error}`);
+    else problems.push(`wavecast.batchSize: ${parsed.error.replace(/\.$/, '')}; using the script's default.`);
   }
 
   let display: DisplayMode = 'inlayHints';
@@ -184,20 +184,70 @@ export function parseRemoteAddress(text: string): RemoteAddress | { error: strin
   return { host: match[1], port };
 }
 
-/** `token` authenticates with a remote daemon; it is sent only to one. */
-export function initializationOptions(settings: WavecastSettings, token: string | null = null): InitializationOptions {
+/**
+ * `token` authenticates with a remote daemon; it is sent only to one.
+ * `pythonEnv` is the worker's environment (see workerEnvironment).
+ */
+export function initializationOptions(
+  settings: WavecastSettings,
+  token: string | null = null,
+  pythonEnv: string | null = settings.pythonEnv,
+): InitializationOptions {
   const options: InitializationOptions = {
     protocolVersion: PROTOCOL_VERSION,
     targets: settings.targets,
     batchSize: settings.batchSize,
     trigger: settings.trigger,
-    pythonEnv: settings.pythonEnv,
+    pythonEnv,
     debounceMs: settings.debounceMs,
     lineCodeLens: settings.lineCodeLens,
     lineDiagnostics: settings.lineDiagnostics,
   };
   if (settings.remote && token) options.token = token;
   return options;
+}
+
+/**
+ * The `wavecast` section as the running daemon gets it (workspace/configuration
+ * and didChangeConfiguration): only values readSettings accepted, because the
+ * daemon drops a whole change for one wrong value. Targets are left out: they
+ * go through wavecast/setTargets, whose error names an unknown GPU.
+ */
+export interface DaemonSettings {
+  batchSize: number | null;
+  trigger: Trigger;
+  /** '' is the daemon's default environment (null would keep the previous one). */
+  pythonEnv: string;
+  debounceMs: number;
+  lineCodeLens: boolean;
+  lineDiagnostics: boolean;
+}
+
+export function daemonSettings(settings: WavecastSettings, pythonEnv: string | null): DaemonSettings {
+  return {
+    batchSize: settings.batchSize,
+    trigger: settings.trigger,
+    pythonEnv: pythonEnv ?? '',
+    debounceMs: settings.debounceMs,
+    lineCodeLens: settings.lineCodeLens,
+    lineDiagnostics: settings.lineDiagnostics,
+  };
+}
+
+/**
+ * Remembers which settings problems the user was told about, so the same
+ * wrong value is reported once, not on every restart or unrelated change; a
+ * value fixed and then broken again is reported again.
+ */
+export class SettingsProblemMemory {
+  private reported = new Set<string>();
+
+  /** The problems of `current` not reported yet; `current` becomes what was reported. */
+  unreported(current: readonly string[]): string[] {
+    const fresh = current.filter((problem) => !this.reported.has(problem));
+    this.reported = new Set(current);
+    return fresh;
+  }
 }
 
 /** `~/…` from the home folder, a relative path from the first workspace folder. */

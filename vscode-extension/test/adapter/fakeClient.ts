@@ -55,6 +55,13 @@ export class FakeClient implements ClientLike {
     this.inlayRefreshes += 1;
   }
 
+  /** What each workspace/didChangeConfiguration the controller asked for carried. */
+  readonly settingsSent: unknown[] = [];
+
+  sendSettings(): void {
+    this.settingsSent.push(this.spec.daemonSettings());
+  }
+
   async sendRequest<P, R>(type: RequestType<P, R, void>, params: P): Promise<R> {
     this.requests.push({ method: type.method, params });
     const handler = this.handlers.get(type.method);

@@ -4,6 +4,7 @@
 
 import * as fs from 'fs';
 import * as path from 'path';
+import { PYTHON_EXTENSION_ID, type FakePythonExtension } from './pythonExtension';
 import { CancellationTokenSource, Disposable, EventEmitter, Position, Range, Uri, type ConfigurationTarget, type Listener, type StatusBarAlignment } from './vscodeTypes';
 
 export * from './vscodeTypes';
@@ -181,6 +182,9 @@ export const harness = {
   textDocuments: [] as FakeTextDocument[],
   documentOpened: new EventEmitter<FakeTextDocument>(),
   documentSaved: new EventEmitter<FakeTextDocument>(),
+  /** The Python extension (ms-python.python); undefined: not installed. */
+  pythonExtension: undefined as FakePythonExtension | undefined,
+  extensionsChanged: new EventEmitter<void>(),
   /** Providers registered through `languages`, by kind ("hover", "inlayHints", "codeLens"). */
   providers: new Map<string, any[]>(),
   diagnostics: new Map<string, any[]>(),
@@ -219,6 +223,8 @@ export const harness = {
     this.configurationChanged = new EventEmitter();
     this.trustGranted = new EventEmitter();
     this.visibleEditorsChanged = new EventEmitter();
+    this.pythonExtension = undefined;
+    this.extensionsChanged = new EventEmitter();
     window.visibleTextEditors = [];
     window.activeTextEditor = undefined;
     workspace.workspaceFolders = [{ uri: Uri.file('/home/ada/projects/resnet'), name: 'resnet', index: 0 }];
@@ -332,6 +338,13 @@ export const workspace = {
     const document = harness.documents.get(uri.fsPath);
     return document ? Promise.resolve(document) : Promise.reject(new Error(`no document ${uri.fsPath}`));
   },
+};
+
+export const extensions = {
+  getExtension(id: string) {
+    return id === PYTHON_EXTENSION_ID ? harness.pythonExtension : undefined;
+  },
+  onDidChange: (listener: Listener<void>) => harness.extensionsChanged.event(listener),
 };
 
 export const commands = {

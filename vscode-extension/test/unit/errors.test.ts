@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
-import { checkServerCapability, isProtocolMismatchError, mismatchMessage, notRunningMessage, requestFailureMessage } from '../../src/logic/errors';
+import { checkServerCapability, isInvalidParamsError, isProtocolMismatchError, mismatchMessage, notRunningMessage, requestFailureMessage } from '../../src/logic/errors';
 import { REQUIRED_METHODS } from '../../src/logic/protocol';
 
 test('a matching server with every method passes', () => {
@@ -44,4 +44,10 @@ test('"not running" says why the last start failed, when it did', () => {
   assert.equal(notRunningMessage('starting', 'old'), 'The wavecast daemon is still starting; try again in a moment.');
   assert.equal(notRunningMessage('failed', 'The wavecast daemon did not start: EACCES'), 'The wavecast daemon is not running: The wavecast daemon did not start: EACCES');
   assert.equal(notRunningMessage('stopped', null), 'The wavecast daemon is not running. Restart it to use wavecast.');
+});
+
+test('an InvalidParams response error is recognised by its code', () => {
+  assert.equal(isInvalidParamsError(Object.assign(new Error("unknown GPU 'H10'"), { code: -32602 })), true);
+  assert.equal(isInvalidParamsError(Object.assign(new Error('internal'), { code: -32603 })), false);
+  assert.equal(isInvalidParamsError('unknown GPU'), false);
 });

@@ -1,12 +1,14 @@
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
 import {
+  daemonSettings,
   initializationOptions,
   parseBatchSize,
   parseRemoteAddress,
   readSettings,
   resolveUserPath,
   serveArguments,
+  SettingsProblemMemory,
 } from '../../src/logic/settings';
 
 test('defaults when nothing is set', () => {
@@ -155,4 +157,29 @@ test('initialization options carry the protocol version and settings', () => {
     lineCodeLens: false,
     lineDiagnostics: false,
   });
+});
+
+test('the daemon gets only accepted values, the worker environment, and no targets (they go through setTargets)', () => {
+  const { settings, problems } = readSettings({ targets: ['H100'], batchSize: 0, trigger: 'manual', debounceMs: 'x', lineCodeLens: true });
+  assert.equal(problems.length, 2);
+  assert.match(problems[0], /wavecast.batchSize: the batch size must be at least 1; using the script's default\./);
+  assert.deepEqual(daemonSettings(settings, null), {
+    batchSize: null,
+    trigger: 'manual',
+    pythonEnv: '',
+    debounceMs: 300,
+    lineCodeLens: true,
+    lineDiagnostics: false,
+  });
+  assert.equal(daemonSettings(settings, '/v/bin/python').pythonEnv, '/v/bin/python');
+  assert.equal(initializationOptions(settings, null, '/v/bin/python').pythonEnv, '/v/bin/python');
+});
+
+test('a settings problem is new once; fixed and back, it is new again', () => {
+  const memory = new SettingsProblemMemory();
+  assert.deepEqual(memory.unreported(['a', 'b']), ['a', 'b']);
+  assert.deepEqual(memory.unreported(['a', 'b']), []);
+  assert.deepEqual(memory.unreported(['b', 'c']), ['c']);
+  assert.deepEqual(memory.unreported([]), []);
+  assert.deepEqual(memory.unreported(['a']), ['a']);
 });

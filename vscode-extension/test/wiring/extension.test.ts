@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import { afterEach, beforeEach, test } from 'node:test';
 import { activate, deactivate } from '../../src/extension';
 import { installFolders } from '../../src/logic/serverLocator';
+import { FakePythonExtension, globalInterpreter, venvEnvironment } from '../mock/pythonExtension';
 import {
   CancellationTokenSource,
   ExtensionMode,
@@ -206,6 +207,33 @@ test('a daemon that never answers initialize is stopped after wavecast.initializ
   assert.match(harness.shown[0].message, /did not answer initialize within 1 s and was stopped/);
   assert.match(statusText(), /^\$\(error\) wavecast: /);
   await waitFor('the silent daemon to be ended', () => childrenRunning('/bin/sleep').length === 0, 5000);
+});
+
+test("the Python extension's interpreter reaches the daemon's worker; selecting another applies without a restart", {
+  skip,
+  timeout: 2 * ANALYSIS_TIMEOUT_MS,
+}, async () => {
+  const missing = path.join(folder, 'no-such-venv', 'bin', 'python');
+  const extension = new FakePythonExtension(globalInterpreter(missing));
+  harness.pythonExtension = extension;
+  harness.config.set('serverPath', binary);
+  openSample();
+  await activate(extensionContext() as never);
+  const [daemon] = childrenRunning(binary);
+  assert.ok(daemon, `not running; shown: ${JSON.stringify(harness.shown)}`);
+
+  await harness.commands.get('wavecast.analyzeNow')!();
+  assert.equal(errors().length, 1);
+  assert.match(errors()[0].message, new RegExp(`^wavecast: small_cnn.py: the Python environment ${missing} does not exist`));
+
+  // The build's venv, named by its bin/python (a link to the system interpreter), else the system's own.
+  const venv = path.join(repoRoot, 'build', 'python-env');
+  const selected = fs.existsSync(path.join(venv, 'bin', 'python')) ? venvEnvironment(venv) : globalInterpreter('/usr/bin/python3');
+  extension.environments.select(selected);
+  await waitFor('the new interpreter', () => harness.outputLines.some((l) => l.includes(`interpreter, Python 3.11.2`) && l.includes(selected.path)));
+  await harness.commands.get('wavecast.analyzeNow')!();
+  assert.match(harness.shown.at(-1)!.message, /^wavecast: small_cnn.py, batch 64: H100\S* [\d.]+ (µs|ms)/, JSON.stringify(harness.shown));
+  assert.deepEqual(childrenRunning(binary), [daemon], 'the same daemon');
 });
 
 const installed = installFolders(os.homedir())
