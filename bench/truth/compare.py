@@ -14,7 +14,14 @@ absolute percentage errors against kernel time and against wall time.
 
 The predicted GPU time (`gpu_ms`) is compared with the kernel sum, and the
 predicted wall time (`iteration_ms`: host model and GPU on two clocks) with the
-measured wall time.
+measured wall time; per op family with torch.profiler's per-op times; per
+source line with the truth's `lines_us` where it has them (bench/truth/record.py
+writes them from a measured trace).
+
+Any prediction can be compared: by default each sample is traced in shape
+mode; with --traces DIR a saved trace DIR/<sample>_<batch>.json is predicted
+instead, e.g. one measured on another GPU (`wavecast trace --mode cuda` there),
+whose prediction for the truth's GPU is then scaled from that GPU.
 """
 
 import argparse
@@ -72,6 +79,7 @@ FAMILY_PATTERNS = [
 ]
 # Everything else is elementwise, as the predictor prices it: fills and zeroing
 # (fill_, zero_, masked_fill_, the allocator's Memset) included.
+LINES_SHOWN = 12
 PROFILER_RANGES = re.compile(r"^(Optimizer\.|Activity Buffer|ProfilerStep|cudaDeviceSynchronize)")
 
 
@@ -92,8 +100,14 @@ def predict(wavecast, script, batch, gpu, extra):
     return json.loads(done.stdout)
 
 
+def line_key(file, line):
+    """Lines compare by file name and number: truth files name samples relative to
+    where they were recorded, predictions absolutely."""
+    return f"{os.path.basename(file)}:{line}"
+
+
 def summarize(prediction, gpu):
-    """The figures compared: GPU time, wall time and GPU time per family (ms)."""
+    """The figures compared: GPU time, wall time, GPU time per family and per line (ms)."""
     index = prediction["gpus"].index(gpu)
     summary = prediction["summaries"][index]
     families = {}
@@ -101,7 +115,32 @@ def summarize(prediction, gpu):
         time = op["per_gpu"][index]["time_ms"]
         if time:
             families[op["family"]] = families.get(op["family"], 0.0) + time
-    return {"gpu_ms": summary["gpu_ms"], "wall_ms": summary["iteration_ms"], "families": families}
+    lines = {}
+    for line in prediction["lines"]:
+        if line["file"] and line["per_gpu"][index]["gpu_ms"]:
+            key = line_key(line["file"], line["line"])
+            lines[key] = lines.get(key, 0.0) + line["per_gpu"][index]["gpu_ms"]
+    return {"gpu_ms": summary["gpu_ms"], "wall_ms": summary["iteration_ms"], "families": families,
+            "lines": lines, "method": summary.get("method", prediction.get("method", ""))}
+
+
+def truth_lines(lines_us):
+    out = {}
+    for key, us in lines_us.items():
+        if ":" in key:
+            file, line = key.rsplit(":", 1)
+            out[line_key(file, line)] = out.get(line_key(file, line), 0.0) + us / 1000.0
+    return out
+
+
+def line_error(predicted, real):
+    """Weighted per-line error: the lines' absolute misses over the truth's line total (%);
+    a line only one side has counts in full."""
+    total = sum(real.values())
+    if total <= 0:
+        return float("nan")
+    keys = set(predicted) | set(real)
+    return sum(abs(predicted.get(k, 0.0) - real.get(k, 0.0)) for k in keys) / total * 100.0
 
 
 def truth_families(per_op):
@@ -134,6 +173,13 @@ def mean(values):
     return sum(values) / len(values) if values else float("nan")
 
 
+def saved_trace(folder, sample, batch):
+    if not folder:
+        return None
+    path = os.path.join(folder, f"{os.path.basename(sample)[:-3]}_{batch}.json")
+    return path if os.path.exists(path) else None
+
+
 def run(options):
     with open(options.truth) as f:
         truth = json.load(f)
@@ -144,7 +190,10 @@ def run(options):
         def one(job):
             _, sample, batch, precision, _ = job
             script = os.path.join(options.samples_root, sample)
-            if precision == "bf16":
+            saved = saved_trace(options.traces, sample, batch)
+            if saved and precision == "fp32":
+                script = saved
+            elif precision == "bf16":
                 script_path = os.path.join(work, f"{os.path.basename(sample)[:-3]}_bf16_{batch}.py")
                 with open(script_path, "w") as out:
                     out.write(AUTOCAST_WRAPPER.format(sample=os.path.abspath(script)))
@@ -162,6 +211,7 @@ def run(options):
         if precision == "fp32":
             row["kernel_ms"] = measured["lines"]["kernel_sum_us"] / 1000.0
             row["truth_families"] = truth_families(measured["lines"]["per_op"])
+            row["truth_lines"] = truth_lines(measured["lines"].get("lines_us", {}))
         if "error" in prediction:
             row["error"] = " ".join(prediction["error"])
         else:
@@ -175,7 +225,9 @@ def metrics(report):
     ok = [r for r in report["rows"] if "error" not in r]
     fp32 = [r for r in ok if r["precision"] == "fp32"]
     bf16 = [r for r in ok if r["precision"] == "bf16"]
+    with_lines = [r for r in fp32 if r["truth_lines"]]
     return {
+        "fp32_line_error": mean(line_error(r["predicted_lines"], r["truth_lines"]) for r in with_lines),
         "fp32_kernel_mape": mean(ape(r["predicted_gpu_ms"], r["kernel_ms"]) for r in fp32),
         "fp32_wall_mape": mean(ape(r["predicted_wall_ms"], r["wall_ms"]) for r in fp32),
         "bf16_wall_mape": mean(ape(r["predicted_wall_ms"], r["wall_ms"]) for r in bf16),
@@ -191,14 +243,17 @@ def markdown(report):
            f"- FP32, MAPE against wall time: **{m['fp32_wall_mape']:.1f}%**",
            f"- bf16 autocast, MAPE against wall time: **{m['bf16_wall_mape']:.1f}%**",
            f"- runs compared: {m['runs']}" + (f", failed to predict: {m['failed']}" if m["failed"] else ""),
-           "", "| run | precision | predicted GPU ms | real kernels ms | predicted wall ms | real wall ms "
-           "| error vs kernels | error vs wall |", "|---|---|---|---|---|---|---|---|"]
+           "", "| run | precision | method | predicted GPU ms | real kernels ms | predicted wall ms "
+           "| real wall ms | error vs kernels | error vs wall |", "|---|---|---|---|---|---|---|---|---|"]
+    if any(r.get("truth_lines") for r in report["rows"]):
+        out.insert(5, f"- FP32, per-line error (misses over the lines' kernel time): "
+                      f"**{m['fp32_line_error']:.1f}%**")
     for r in report["rows"]:
         if "error" in r:
-            out.append(f"| {r['run']} | {r['precision']} | failed: {r['error']} | | | | | |")
+            out.append(f"| {r['run']} | {r['precision']} | failed: {r['error']} | | | | | | |")
             continue
         kernel = r.get("kernel_ms")
-        cells = [r["run"], r["precision"], f"{r['predicted_gpu_ms']:.1f}",
+        cells = [r["run"], r["precision"], r["predicted_method"], f"{r['predicted_gpu_ms']:.1f}",
                  f"{kernel:.1f}" if kernel is not None else "–",
                  f"{r['predicted_wall_ms']:.1f}", f"{r['wall_ms']:.1f}",
                  f"{ape(r['predicted_gpu_ms'], kernel):.0f}%" if kernel is not None else "–",
@@ -217,6 +272,16 @@ def markdown(report):
     for family, (p, t) in sorted(families.items(), key=lambda item: -item[1][1]):
         ratio = f"{p / t:.2f}" if t > 0 else "–"
         out.append(f"| {family} | {p:.1f} | {t:.1f} | {ratio} |")
+    for r in report["rows"]:
+        if "error" in r or not r.get("truth_lines"):
+            continue
+        out += ["", f"Per line, {r['run']} (GPU time, the truth's {LINES_SHOWN} slowest lines; "
+                f"error {line_error(r['predicted_lines'], r['truth_lines']):.1f}%):", "",
+                "| line | predicted ms | real ms | predicted / real |", "|---|---|---|---|"]
+        ranked = sorted(r["truth_lines"].items(), key=lambda item: -item[1])[:LINES_SHOWN]
+        for key, t in ranked:
+            p = r["predicted_lines"].get(key, 0.0)
+            out.append(f"| {key} | {p:.3f} | {t:.3f} | {p / t:.2f} |" if t > 0 else f"| {key} | {p:.3f} | 0 | – |")
     return "\n".join(out) + "\n"
 
 
@@ -230,10 +295,17 @@ def main(argv=None):
     parser.add_argument("--runs", default="", help="regular expression selecting runs (sample:batch)")
     parser.add_argument("--precision", default="fp32,bf16", help="fp32, bf16 or both (default)")
     parser.add_argument("--jobs", type=int, default=2, help="predictions run at once")
+    parser.add_argument("--traces", help="folder of saved traces <sample>_<batch>.json to predict "
+                        "instead of tracing the samples (e.g. measured on another GPU)")
     parser.add_argument("--markdown", help="write the report as Markdown to this file")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("extra", nargs="*", help="more `wavecast predict` options, after --")
-    options = parser.parse_args(argv)
+    # The options after "--" go to wavecast whatever comes before them (argparse would
+    # refuse them after other options).
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra = argv[argv.index("--") + 1:] if "--" in argv else []
+    options = parser.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    options.extra = extra
     report = run(options)
     report["metrics"] = metrics(report)
     if options.json:

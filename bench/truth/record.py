@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""Records ground truth on a GPU machine: real training iterations of samples.
+
+For each SAMPLE:BATCH[,BATCH...] it runs the sample's own iteration with the
+model and batch on the GPU (as measured mode does) and writes, in the format of
+../shared/truth/h100/sweep.json (read by bench/truth/compare.py):
+
+- `fp32_default` / `bf16_autocast`: wall time of one iteration with CUDA
+  events around it, WARMUP iterations first, then the median, min and max of
+  --iterations timed ones (host work included), as written and with the whole
+  iteration under torch.autocast("cuda", bfloat16);
+- `lines.kernel_sum_us` and `lines.per_op`: the GPU time of one iteration and
+  each ATen op's self GPU time and call count, from torch.profiler;
+- `lines.lines_us`: GPU time per source line ("samples/x.py:LINE", backward
+  and optimizer ops on the lines wavecast credits them to), from `wavecast
+  trace --mode cuda` when --wavecast is given (measured mode, CUPTI kernels);
+  `lines.measured_kernel_sum_us`: the same trace's total, to hold against
+  torch.profiler's;
+- `peak_mem_bytes`: torch.cuda.max_memory_allocated() over the runs;
+- the GPU, driver, CUDA, torch and cuDNN versions at the top.
+
+Run it from the repository root on the GPU machine:
+
+    build/python-env/bin/python bench/truth/record.py OUT.json \\
+        samples/small_cnn.py:64 samples/resnet50.py:32,128 --wavecast build/bin/wavecast
+
+It needs torch with CUDA; wavecast itself only for the per-line figures.
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+WARMUP = 3
+
+
+def load_sample(path):
+    spec = importlib.util.spec_from_file_location("wavecast_truth_sample", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def to_device(value, device):
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_device(v, device) for v in value)
+    return value
+
+
+def prepare(path, batch):
+    """A fresh model, batch and iteration on the GPU."""
+    import torch
+
+    sample = load_sample(path)
+    model = sample.wavecast_model().cuda()
+    inputs = sample.wavecast_input(batch_size=batch)
+    if isinstance(inputs, torch.Tensor):
+        inputs = (inputs,)
+    return model, to_device(tuple(inputs), torch.device("cuda")), sample.wavecast_iteration(model)
+
+
+def timed(step, inputs, iterations, autocast):
+    import torch
+
+    def one():
+        if autocast:
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                step(*inputs)
+        else:
+            step(*inputs)
+
+    for _ in range(WARMUP):
+        one()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iterations):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        one()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return {"median_ms": statistics.median(times), "min_ms": min(times), "max_ms": max(times)}
+
+
+def profiled(step, inputs):
+    """torch.profiler's GPU time of one iteration: the total and per ATen op."""
+    import torch
+
+    step(*inputs)
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        step(*inputs)
+        torch.cuda.synchronize()
+    per_op = {}
+    for event in prof.key_averages():
+        if event.self_device_time_total > 0:
+            per_op[event.key] = {"self_device_us": round(event.self_device_time_total, 3),
+                                 "count": event.count}
+    total = sum(entry["self_device_us"] for entry in per_op.values())
+    return round(total, 3), per_op
+
+
+def measured_lines(wavecast, path, batch, root):
+    """GPU time per source line from a measured (CUPTI) trace: {"samples/x.py:N": us}."""
+    with tempfile.TemporaryDirectory() as directory:
+        out = os.path.join(directory, "trace.json")
+        subprocess.run([wavecast, "trace", path, "--mode", "cuda", "--batch-size", str(batch),
+                        "--out", out], check=True)
+        with open(out, encoding="utf-8") as f:
+            trace = json.load(f)
+    lines, total = {}, 0.0
+    for op in trace["ops"]:
+        us = sum(k["duration_ms"] for k in op.get("kernels", [])) * 1000.0
+        total += us
+        loc = op.get("loc") or {}
+        key = f"{os.path.relpath(loc['file'], root)}:{loc['line']}" if loc.get("file") else "unattributed"
+        lines[key] = lines.get(key, 0.0) + us
+    return {key: round(us, 3) for key, us in lines.items()}, round(total, 3), trace.get("warnings", [])
+
+
+def versions():
+    import torch
+
+    props = torch.cuda.get_device_properties(0)
+    driver = ""
+    try:
+        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                capture_output=True, text=True, check=True).stdout.strip().splitlines()[0]
+    except (OSError, subprocess.CalledProcessError, IndexError):
+        pass
+    return {"device": torch.cuda.get_device_name(), "sms": props.multi_processor_count,
+            "driver": driver, "cuda": torch.version.cuda, "torch": torch.__version__,
+            "cudnn": torch.backends.cudnn.version(),
+            "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
+            "tf32_cudnn": torch.backends.cudnn.allow_tf32,
+            "recorded": time.strftime("%Y-%m-%d")}
+
+
+def record_run(path, batch, options, root):
+    import torch
+
+    started = time.perf_counter()
+    torch.cuda.reset_peak_memory_stats()
+    model, inputs, step = prepare(path, batch)
+    run = {"batch_size": batch, "fp32_default": timed(step, inputs, options.iterations, autocast=False)}
+    kernel_sum, per_op = profiled(step, inputs)
+    run["lines"] = {"kernel_sum_us": kernel_sum, "per_op": per_op, "lines_us": {}}
+    if options.bf16:
+        try:
+            model, inputs, step = prepare(path, batch)  # fresh optimizer state for bf16
+            run["bf16_autocast"] = timed(step, inputs, options.iterations, autocast=True)
+        except Exception as error:  # noqa: B902 - e.g. BCELoss refuses autocast: recorded, not fatal
+            run["bf16_error"] = f"{type(error).__name__}: {error}"
+    run["peak_mem_bytes"] = torch.cuda.max_memory_allocated()
+    del model, inputs, step
+    torch.cuda.empty_cache()
+    if options.wavecast:
+        lines, total, warnings = measured_lines(options.wavecast, path, batch, root)
+        run["lines"]["lines_us"] = lines
+        run["lines"]["measured_kernel_sum_us"] = total
+        if warnings:
+            run["lines"]["measured_warnings"] = warnings
+    run["wall_s"] = round(time.perf_counter() - started, 1)
+    return run
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", help="the truth JSON to write")
+    parser.add_argument("runs", nargs="+", help="SAMPLE.py:BATCH[,BATCH...]")
+    parser.add_argument("--iterations", type=int, default=10, help="timed iterations per run")
+    parser.add_argument("--no-bf16", dest="bf16", action="store_false", help="FP32 only")
+    parser.add_argument("--wavecast", help="the wavecast binary, for per-line kernel times")
+    parser.add_argument("--root", default=os.getcwd(), help="sample paths are relative to this")
+    options = parser.parse_args(argv)
+
+    import torch
+
+    if not torch.cuda.is_available():
+        sys.exit("record.py: no CUDA GPU visible to torch; run it on the GPU machine")
+    truth = dict(versions(), samples={})
+    for spec in options.runs:
+        sample, batches = spec.rsplit(":", 1)
+        path = os.path.join(options.root, sample)
+        for batch in (int(b) for b in batches.split(",")):
+            key = f"{os.path.relpath(path, options.root)}:{batch}"
+            print(f"record.py: {key}", file=sys.stderr)
+            truth["samples"][key] = record_run(path, batch, options, options.root)
+            with open(options.out, "w", encoding="utf-8") as f:  # kept after every run
+                json.dump(truth, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

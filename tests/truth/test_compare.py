@@ -1,0 +1,79 @@
+"""bench/truth/compare.py on CPU: per-line, per-family and per-iteration comparisons,
+and a prediction scaled from another GPU (a saved measured trace) against a truth file."""
+
+import io
+import json
+import os
+import sys
+import tempfile
+import unittest
+from contextlib import redirect_stdout
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "bench", "truth"))
+import compare  # noqa: E402
+
+WAVECAST = os.environ.get("WAVECAST_BINARY", os.path.join(ROOT, "build", "bin", "wavecast"))
+TRUTH = os.path.join(ROOT, "tests", "truth", "fixtures", "synthetic_small_cnn.json")
+MEASURED = os.path.join(ROOT, "tests", "predictor", "fixtures", "measured_small_cnn.json")
+
+
+class Lines(unittest.TestCase):
+    def test_truth_lines_are_keyed_by_file_name_and_line(self):
+        self.assertEqual(compare.truth_lines({"samples/a.py:3": 1500.0, "b/a.py:3": 500.0, "x": 1.0}),
+                         {"a.py:3": 2.0})
+        self.assertEqual(compare.line_key("/abs/samples/a.py", 3), "a.py:3")
+
+    def test_line_error_counts_every_miss_against_the_truths_total(self):
+        real = {"a.py:1": 8.0, "a.py:2": 2.0}
+        self.assertEqual(compare.line_error({"a.py:1": 8.0, "a.py:2": 2.0}, real), 0.0)
+        # 1 ms short on line 1, line 2 missing (2 ms), 1 ms on a line the truth lacks.
+        self.assertAlmostEqual(compare.line_error({"a.py:1": 7.0, "a.py:9": 1.0}, real), 40.0)
+
+
+@unittest.skipUnless(os.path.exists(WAVECAST), f"no wavecast binary at {WAVECAST}")
+class ScaledFromAnotherGpu(unittest.TestCase):
+    def test_a_trace_measured_on_an_a100_against_h100_truth(self):
+        with open(MEASURED, encoding="utf-8") as f:
+            trace = json.load(f)
+        trace["device"] = "NVIDIA A100-SXM4-80GB"  # as if measured there
+        with tempfile.TemporaryDirectory() as traces:
+            with open(os.path.join(traces, "small_cnn_64.json"), "w", encoding="utf-8") as f:
+                json.dump(trace, f)
+            options = ["--wavecast", WAVECAST, "--traces", traces, "--precision", "fp32", "--json"]
+            out = io.StringIO()
+            with redirect_stdout(out):
+                status = compare.main([TRUTH] + options + ["--", "--roofline"])
+        self.assertEqual(status, 0, out.getvalue())
+        report = json.loads(out.getvalue().split("\nTruth:")[0])
+        row = report["rows"][0]
+        self.assertEqual(row["predicted_method"], "scaled from A100-SXM4-80GB")
+        # The H100 runs the A100's kernels faster: the scaled sum is below the measured 0.1491 ms.
+        self.assertLess(row["predicted_gpu_ms"], 0.1491)
+        self.assertGreater(row["predicted_gpu_ms"], 0.03)
+        self.assertEqual(set(row["predicted_lines"]) & set(row["truth_lines"]),
+                         {"small_cnn.py:22", "small_cnn.py:26"})
+        self.assertAlmostEqual(row["truth_lines"]["small_cnn.py:22"], 0.088)
+        error = report["metrics"]["fp32_line_error"]
+        self.assertGreater(error, 0)
+        self.assertLess(error, 200)
+        self.assertIn("conv", row["predicted_families"])
+        self.assertAlmostEqual(row["truth_families"]["conv"], 0.07)
+
+    def test_markdown_has_the_line_table(self):
+        with tempfile.TemporaryDirectory() as traces:
+            with open(MEASURED, encoding="utf-8") as f, \
+                    open(os.path.join(traces, "small_cnn_64.json"), "w", encoding="utf-8") as out_file:
+                out_file.write(f.read())
+            out = io.StringIO()
+            with redirect_stdout(out):
+                compare.main([TRUTH, "--wavecast", WAVECAST, "--traces", traces, "--precision", "fp32",
+                              "--", "--roofline"])
+        text = out.getvalue()
+        self.assertIn("per-line error", text)
+        self.assertIn("| small_cnn.py:22 | 0.118 | 0.088 |", text)  # measured on H100: its kernels
+        self.assertIn("measured on H100-SXM", text)
+
+
+if __name__ == "__main__":
+    unittest.main()
