@@ -145,7 +145,10 @@ class Client:
             result = [{} for _ in message["params"]["items"]]
         else:  # progress create, inlay hint and code lens refresh
             result = None
-        self._send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+        try:
+            self._send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+        except OSError:  # a churning client closed its socket on purpose, mid-conversation
+            pass
 
     def _notification(self, message):
         method, params = message["method"], message.get("params")
