@@ -11,6 +11,8 @@ model and batch on the GPU (as measured mode does) and writes, in the format of
   iteration under torch.autocast("cuda", bfloat16);
 - `lines.kernel_sum_us` and `lines.per_op`: the GPU time of one iteration and
   each ATen op's self GPU time and call count, from torch.profiler;
+  `bf16_lines` the same under bf16 autocast (which kernels mixed precision
+  really runs: casts, tensor-core GEMMs, fp32 softmax and norms);
 - `lines.lines_us`: GPU time per source line ("samples/x.py:LINE", backward
   and optimizer ops on the lines wavecast credits them to), from `wavecast
   trace --mode cuda` when --wavecast is given (measured mode, CUPTI kernels);
@@ -69,15 +71,27 @@ def prepare(path, batch):
     return model, to_device(tuple(inputs), torch.device("cuda")), sample.wavecast_iteration(model)
 
 
-def timed(step, inputs, iterations, autocast):
+def in_precision(step, autocast):
+    """The iteration as run: under bf16 CUDA autocast (the whole of it) or as written."""
     import torch
 
-    def one():
+    def one(*inputs):
         if autocast:
             with torch.autocast("cuda", dtype=torch.bfloat16):
                 step(*inputs)
         else:
             step(*inputs)
+
+    return one
+
+
+def timed(step, inputs, iterations, autocast):
+    import torch
+
+    run = in_precision(step, autocast)
+
+    def one():
+        run(*inputs)
 
     for _ in range(WARMUP):
         one()
@@ -94,14 +108,15 @@ def timed(step, inputs, iterations, autocast):
     return {"median_ms": statistics.median(times), "min_ms": min(times), "max_ms": max(times)}
 
 
-def profiled(step, inputs):
+def profiled(step, inputs, autocast=False):
     """torch.profiler's GPU time of one iteration: the total and per ATen op."""
     import torch
 
-    step(*inputs)
+    run = in_precision(step, autocast)
+    run(*inputs)
     torch.cuda.synchronize()
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        step(*inputs)
+        run(*inputs)
         torch.cuda.synchronize()
     per_op = {}
     for event in prof.key_averages():
@@ -161,6 +176,9 @@ def record_run(path, batch, options, root):
         try:
             model, inputs, step = prepare(path, batch)  # fresh optimizer state for bf16
             run["bf16_autocast"] = timed(step, inputs, options.iterations, autocast=True)
+            # Per-op kernel time under autocast too: which kernels bf16 really runs.
+            bf16_sum, bf16_per_op = profiled(step, inputs, autocast=True)
+            run["bf16_lines"] = {"kernel_sum_us": bf16_sum, "per_op": bf16_per_op}
         except Exception as error:  # noqa: B902 - e.g. BCELoss refuses autocast: recorded, not fatal
             run["bf16_error"] = f"{type(error).__name__}: {error}"
     run["peak_mem_bytes"] = torch.cuda.max_memory_allocated()
