@@ -1,5 +1,6 @@
 // Drives the real wavecast-worker: every failure kind, and that the next
 // trace after each failure works.
+#include "trace_results.h"
 #include "wavecast/profiler/profiler.h"
 
 #include <algorithm>
@@ -26,31 +27,9 @@ ProfilerOptions options() {
   return o;
 }
 
-TraceRequest request(const std::string& file, std::chrono::milliseconds timeout = 120s) {
-  TraceRequest r;
-  r.file = file;
-  r.batchSize = 4;
-  r.timeout = timeout;
-  return r;
-}
-
-ProfileError expectError(const TraceResult& result) {
-  if (!std::holds_alternative<ProfileError>(result)) {
-    ADD_FAILURE() << "expected an error, got a trace";
-    return {};
-  }
-  return std::get<ProfileError>(result);
-}
-
-Trace expectTrace(const TraceResult& result) {
-  if (!std::holds_alternative<Trace>(result)) {
-    const auto& e = std::get<ProfileError>(result);
-    ADD_FAILURE() << "expected a trace, got " << toString(e.kind) << ": " << e.message << "\n"
-                  << e.traceback;
-    return {};
-  }
-  return std::get<Trace>(result);
-}
+using testing::expectError;
+using testing::expectTrace;
+using testing::request;
 
 size_t countOps(const Trace& trace, const std::string& name, Phase phase) {
   return std::count_if(trace.ops.begin(), trace.ops.end(),

@@ -2,6 +2,7 @@
 // or its bin/python), and environments that cannot trace, each one error
 // naming the environment and the fix, after which the next trace works.
 #include "python_environment.h"
+#include "trace_results.h"
 #include "wavecast/profiler/profiler.h"
 
 #include <filesystem>
@@ -147,32 +148,9 @@ ProfilerOptions options(const fs::path& env) {
   return o;
 }
 
-TraceRequest request(const fs::path& file) {
-  TraceRequest r;
-  r.file = file.string();
-  r.batchSize = 4;
-  r.timeout = 120s;
-  return r;
-}
-
-ProfileError expectError(const TraceResult& result) {
-  if (!std::holds_alternative<ProfileError>(result)) {
-    ADD_FAILURE() << "expected an error, got a trace";
-    return {};
-  }
-  return std::get<ProfileError>(result);
-}
-
-Trace expectTrace(const TraceResult& result) {
-  if (!std::holds_alternative<Trace>(result)) {
-    const auto& e = std::get<ProfileError>(result);
-    ADD_FAILURE() << "expected a trace, got " << toString(e.kind) << ": " << e.message << "\n"
-                  << e.hint << "\n"
-                  << e.traceback;
-    return {};
-  }
-  return std::get<Trace>(result);
-}
+using testing::expectError;
+using testing::expectTrace;
+using testing::request;
 
 void expectNextTraceWorks(Profiler& profiler) {
   const Trace trace =
