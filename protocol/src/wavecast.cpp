@@ -115,6 +115,26 @@ void mergeSettings(Settings& settings, const Json& object, std::string_view wher
   settings = std::move(merged);
 }
 
+std::vector<std::string> mergeValidSettings(Settings& settings, const Json& object,
+                                            std::string_view where) {
+  if (object.is_null())
+    return {};
+  try {
+    requireObject(object, where);
+  } catch (const RpcError& error) {
+    return {error.what()};
+  }
+  std::vector<std::string> problems;
+  for (const auto& [key, value] : object.items()) {
+    try {
+      mergeSettings(settings, Json{{key, value}}, where);
+    } catch (const RpcError& error) {
+      problems.push_back(error.what());
+    }
+  }
+  return problems;
+}
+
 Json toJson(const Settings& settings) {
   return {{"targets", settings.targets},
           {"batchSize", settings.batchSize ? Json(*settings.batchSize) : Json()},

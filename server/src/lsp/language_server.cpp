@@ -274,7 +274,7 @@ std::optional<Json> LanguageServer::initialize(ClientId client, const Json& id,
     if (auto mismatch = checkProtocolVersion(static_cast<int>(*options.protocolVersion)))
       throw *mismatch;
   }
-  applySettings(options.settings, "params.initializationOptions");
+  applySettings(client, options.settings, "params.initializationOptions");
   if (state.needsToken)
     state.sink->authenticated();
   state.needsToken = false;
@@ -321,34 +321,40 @@ void LanguageServer::exit(ClientId client, const Json&) {
 void LanguageServer::pullConfiguration(ClientId client) {
   if (!clients_.at(client).capabilities.configuration)
     return;
-  sendRequest(
-      client, "workspace/configuration", {{"items", {{{"section", "wavecast"}}}}},
-      [this, client](const Response& response) {
-        auto* result = std::get_if<Json>(&response.outcome);
-        if (!result || !result->is_array() || result->empty() || !result->front().is_object())
-          return;
-        try {
-          applySettings(result->front(), "workspace/configuration[wavecast]");
-        } catch (const RpcError& error) {
-          send(client, encodeNotification(
-                           "window/showMessage",
-                           {{"type", 1}, {"message", std::string("wavecast: ") + error.what()}}));
-        }
-      });
+  sendRequest(client, "workspace/configuration", {{"items", {{{"section", "wavecast"}}}}},
+              [this, client](const Response& response) {
+                auto* result = std::get_if<Json>(&response.outcome);
+                if (!result || !result->is_array() || result->empty() ||
+                    !result->front().is_object())
+                  return;
+                applySettings(client, result->front(), "workspace/configuration[wavecast]");
+              });
 }
 
-void LanguageServer::applySettings(const Json& object, std::string_view where) {
+void LanguageServer::applySettings(ClientId client, const Json& object, std::string_view where) {
   Settings merged = settings_;
-  mergeSettings(merged, object, where);
+  std::vector<std::string> problems = mergeValidSettings(merged, object, where);
   std::vector<std::string> targets = targets_;
   if (merged.targets != settings_.targets || targets.empty()) {
     try {
       targets = merged.targets.empty() ? analyzer_.defaultTargets()
                                        : analyzer_.resolveTargets(merged.targets);
     } catch (const UnknownGpuError& error) {
-      throw unknownGpuError(error);
+      problems.push_back(std::string(where) + ".targets: " + error.what() +
+                         "; the GPUs stay as they were");
+      merged.targets = settings_.targets;
     }
   }
+  // A wrong value is shown once; shown again only after it was fixed in between.
+  std::set<std::string> current(problems.begin(), problems.end());
+  for (const auto& problem : current)
+    if (!settingProblems_.count(problem))
+      send(client, encodeNotification(
+                       "window/showMessage",
+                       {{"type", 2},
+                        {"message", "wavecast: " + problem +
+                                        " (that setting keeps its value; the others apply)"}}));
+  settingProblems_ = std::move(current);
   bool rerun = targets != targets_ || merged.batchSize != settings_.batchSize ||
                merged.pythonEnv != settings_.pythonEnv || merged.mode != settings_.mode;
   bool redisplay = merged.lineDiagnostics != settings_.lineDiagnostics;
@@ -366,7 +372,7 @@ void LanguageServer::applySettings(const Json& object, std::string_view where) {
 void LanguageServer::didChangeConfiguration(ClientId client, const Json& params) {
   const Json settings = params.is_object() ? params.value("settings", Json()) : Json();
   if (settings.is_object() && settings.contains("wavecast"))
-    applySettings(settings["wavecast"], "params.settings.wavecast");
+    applySettings(client, settings["wavecast"], "params.settings.wavecast");
   else
     pullConfiguration(client); // VS Code's pull model sends no values
 }

@@ -130,7 +130,9 @@ private:
 
   // Analysis.
   void pullConfiguration(ClientId client);
-  void applySettings(const Json& object, std::string_view where);
+  // Applies every well-formed setting; each wrong one keeps its value and is shown to
+  // `client` once (until it changes).
+  void applySettings(ClientId client, const Json& object, std::string_view where);
   void startAnalysis(const std::string& uri, std::chrono::milliseconds delay);
   // What analysing `path` with the current settings asks of the analyzer.
   AnalysisRequest analysisRequest(const std::string& path, std::optional<int64_t> batchSize) const;
@@ -163,7 +165,8 @@ private:
   Analyzer& analyzer_;
   ServerOptions options_;
   protocol::Settings settings_;
-  std::vector<std::string> targets_; // canonical ids
+  std::set<std::string> settingProblems_; // wrong values of the last settings applied, shown
+  std::vector<std::string> targets_;      // canonical ids
   std::map<ClientId, Client> clients_;
   ClientId nextClientId_ = 1;
   DocumentStore documents_;

@@ -54,6 +54,10 @@ struct Settings {
 // "pythonEnv", "lineDiagnostics", "lineCodeLens", "debounceMs", "mode"); unknown keys
 // are ignored. Throws InvalidParams naming a malformed key; `settings` is then unchanged.
 void mergeSettings(Settings& settings, const Json& object, std::string_view where);
+// The same, key by key, for settings an editor sends: every well-formed key applies
+// and each malformed one leaves its setting as it was; returns their messages.
+std::vector<std::string> mergeValidSettings(Settings& settings, const Json& object,
+                                            std::string_view where);
 Json toJson(const Settings& settings);
 
 struct InitializationOptions {

@@ -1,0 +1,102 @@
+#include "server_fixture.h"
+
+#include <gtest/gtest.h>
+
+namespace wavecast::lsp {
+namespace {
+
+using namespace testing;
+
+TEST_F(ServerTest, TurningLineLensesOnOrOffAsksForCodeLensesAgain) {
+  initialize();
+  open("train.py", kScript);
+  analyzeTrain();
+  auto lenses = [&] {
+    return request("textDocument/codeLens",
+                   {{"textDocument", {{"uri", uri("train.py")}}}})["result"];
+  };
+  ASSERT_EQ(lenses().size(), 3u); // the summary only: this client shows inlay hints
+  size_t refreshes = sent("workspace/codeLens/refresh").size();
+
+  notify("workspace/didChangeConfiguration", {{"settings", {{"wavecast", {{"debounceMs", 50}}}}}});
+  EXPECT_EQ(sent("workspace/codeLens/refresh").size(), refreshes);
+  notify("workspace/didChangeConfiguration",
+         {{"settings", {{"wavecast", {{"lineCodeLens", true}}}}}});
+  EXPECT_EQ(sent("workspace/codeLens/refresh").size(), refreshes + 1);
+  EXPECT_EQ(lenses().size(), 5u);
+  notify("workspace/didChangeConfiguration",
+         {{"settings", {{"wavecast", {{"lineCodeLens", false}}}}}});
+  EXPECT_EQ(sent("workspace/codeLens/refresh").size(), refreshes + 2);
+  EXPECT_EQ(lenses().size(), 3u);
+}
+
+TEST_F(ServerTest, SetTargetsResolvesNamesAndReanalyses) {
+  initialize();
+  open("train.py", kScript);
+  Json unknown = request("wavecast/setTargets", {{"gpus", {"H200x"}}});
+  EXPECT_EQ(errorCode(unknown), -32602);
+  EXPECT_EQ(unknown["error"]["data"]["suggestions"], Json::array({"H100-SXM"}));
+  analyzeTrain();
+  Json reply = request("wavecast/setTargets", {{"gpus", {"t4"}}});
+  EXPECT_EQ(reply["result"]["targets"], Json::array({"T4"}));
+  ASSERT_TRUE(waitStarted(2));
+  EXPECT_EQ(analyzer_.requests()[1].targets, std::vector<std::string>{"T4"});
+  EXPECT_EQ(request("wavecast/listGpus", nullptr)["result"]["targets"], Json::array({"T4"}));
+  EXPECT_EQ(request("wavecast/listGpus", nullptr)["result"]["gpus"][0]["computeCapability"], "9.0");
+  analyzer_.release();
+}
+
+TEST_F(ServerTest, MeasuredModeSettingAnalysesAgainOnTheGpu) {
+  initialize();
+  analyzeTrain();
+  EXPECT_EQ(analyzer_.requests()[0].mode, TraceMode::Shape);
+  notify("workspace/didChangeConfiguration",
+         {{"settings", {{"wavecast", {{"mode", "measured"}}}}}});
+  ASSERT_TRUE(waitStarted(2)) << "a mode change re-analyses";
+  EXPECT_EQ(analyzer_.requests()[1].mode, TraceMode::Cuda);
+  analyzer_.release();
+}
+
+// An editor's settings apply key by key: a wrong value keeps its setting, is shown
+// once with what happened, and does not hold back the other values of the change.
+TEST_F(ServerTest, AWrongSettingIsShownOnceAndTheOthersApply) {
+  initialize();
+  analyzeTrain();
+  auto shown = [&] {
+    std::vector<std::string> messages;
+    for (const auto& message : sent("window/showMessage"))
+      messages.push_back(message["params"]["message"]);
+    return messages;
+  };
+  const auto change = [&](const Json& settings) {
+    notify("workspace/didChangeConfiguration", {{"settings", {{"wavecast", settings}}}});
+  };
+  change({{"batchSize", 0}, {"mode", "measured"}, {"targets", {"H200x"}}});
+  ASSERT_TRUE(waitStarted(2)) << "the valid mode still applies and re-analyses";
+  EXPECT_EQ(analyzer_.requests()[1].mode, TraceMode::Cuda);
+  EXPECT_EQ(analyzer_.requests()[1].targets, (std::vector<std::string>{"H100-SXM", "T4"}));
+  EXPECT_EQ(analyzer_.requests()[1].batchSize, std::nullopt);
+  analyzer_.release();
+  ASSERT_EQ(shown().size(), 2u);
+  EXPECT_EQ(shown()[0], "wavecast: params.settings.wavecast.batchSize must be a positive integer "
+                        "(that setting keeps its value; the others apply)");
+  EXPECT_NE(shown()[1].find("targets: unknown GPU 'H200x'; did you mean H100-SXM?; the GPUs "
+                            "stay as they were"),
+            std::string::npos)
+      << shown()[1];
+  EXPECT_EQ(sent("window/showMessage").front()["params"]["type"], 2);
+
+  // The same wrong values again: nothing new is shown. Fixed, then wrong again: shown.
+  change({{"batchSize", 0}, {"targets", {"H200x"}}});
+  EXPECT_EQ(shown().size(), 2u);
+  change({{"batchSize", 16}, {"targets", {"H200x"}}});
+  EXPECT_EQ(shown().size(), 2u);
+  change({{"batchSize", 0}, {"targets", {"H200x"}}});
+  EXPECT_EQ(shown().size(), 3u);
+  EXPECT_EQ(request("wavecast/listGpus", nullptr)["result"]["targets"],
+            Json::array({"H100-SXM", "T4"}));
+  analyzer_.release();
+}
+
+} // namespace
+} // namespace wavecast::lsp
