@@ -1,5 +1,6 @@
 #include "wavecast/predictor/predictor.h"
 
+#include "memory_estimate.h"
 #include "wavecast/predictor/measured_trace.h"
 #include "wavecast/predictor/op_cost.h"
 #include "wavecast/predictor/wave_scaling.h"
@@ -12,10 +13,6 @@
 
 namespace wavecast {
 namespace {
-
-bool isInplace(const std::string& name) {
-  return name.size() > 1 && name.back() == '_' && name[name.size() - 2] != '_';
-}
 
 // Wave-scales the measured kernels of `op` from the origin to `gpu` (0 without kernels:
 // the op ran no GPU work where it was measured).
@@ -186,96 +183,6 @@ void addTime(LineTimes& times, Phase phase, const OpPrediction& op) {
   }
 }
 
-int64_t tensorBytes(const std::optional<TensorMeta>& t) {
-  return t ? std::max<int64_t>(0, t->numel()) * t->elementSize() : 0;
-}
-
-// What an older trace (no `saved_bytes`) is assumed to keep for backward: every fresh
-// result of a forward op that does work (views and in-place results share storage).
-int64_t upperBoundKeptBytes(const OpRecord& op, const OpCost& cost) {
-  if (op.phase != Phase::Forward || cost.metadataOnly() || isInplace(op.name))
-    return 0;
-  int64_t bytes = 0;
-  for (const auto& t : op.outputs)
-    bytes += tensorBytes(t);
-  return bytes;
-}
-
-bool hasBackward(const Trace& trace) {
-  return std::any_of(trace.ops.begin(), trace.ops.end(),
-                     [](const OpRecord& op) { return op.phase == Phase::Backward; });
-}
-
-// The GPU-independent part of the memory estimate.
-struct TensorMemory {
-  MemoryEstimate tensors; // workspaceBytes left 0
-  int64_t largestConvOperandBytes = 0;
-};
-
-TensorMemory tensorMemory(const Trace& trace, const std::vector<OpCost>& costs) {
-  TensorMemory result;
-  MemoryEstimate& memory = result.tensors;
-  const bool training = hasBackward(trace);
-  memory.weightsBytes = trace.memory.parametersBytes;
-  memory.optimizerStateBytes = trace.memory.optimizerStateBytes;
-  memory.gradientsBytes = training ? trace.memory.gradientsBytes : 0;
-  if (training && memory.gradientsBytes == 0)
-    memory.gradientsBytes = memory.weightsBytes; // one gradient per parameter
-
-  if (trace.memory.peakLiveBytes) {
-    // The tracer's peak holds every tensor live at that moment; what is not weights,
-    // gradients or optimizer state is activations, temporaries and the batch.
-    memory.activationsSource = ActivationsSource::Traced;
-    memory.activationsBytes =
-        std::max<int64_t>(0, *trace.memory.peakLiveBytes - memory.weightsBytes -
-                                 memory.gradientsBytes - memory.optimizerStateBytes);
-    memory.activationsSavedBytes = trace.memory.activationsSavedBytes.value_or(0);
-    memory.peakPhase = trace.memory.peakPhase;
-    memory.peakOpId = trace.memory.peakOpId;
-  } else {
-    int64_t kept = 0;
-    int64_t largestStep = 0;
-    for (size_t i = 0; i < trace.ops.size(); ++i) {
-      const OpRecord& op = trace.ops[i];
-      if (op.phase != Phase::Forward || costs[i].metadataOnly())
-        continue;
-      int64_t step = 0;
-      for (const auto& t : op.inputs)
-        step += tensorBytes(t);
-      for (const auto& t : op.outputs)
-        step += tensorBytes(t);
-      largestStep = std::max(largestStep, step);
-      kept += upperBoundKeptBytes(op, costs[i]);
-    }
-    memory.activationsBytes = training ? kept : largestStep;
-    memory.activationsSavedBytes = training ? kept : 0;
-  }
-
-  for (size_t i = 0; i < trace.ops.size(); ++i) {
-    if (costs[i].family != CostFamily::Conv)
-      continue;
-    for (const auto& t : trace.ops[i].inputs)
-      result.largestConvOperandBytes = std::max(result.largestConvOperandBytes, tensorBytes(t));
-    for (const auto& t : trace.ops[i].outputs)
-      result.largestConvOperandBytes = std::max(result.largestConvOperandBytes, tensorBytes(t));
-  }
-  return result;
-}
-
-MemoryEstimate onGpu(const TensorMemory& tensors, const DeviceSpec& gpu,
-                     const PredictorOptions& options) {
-  MemoryEstimate memory = tensors.tensors;
-  const double tensorBytesTotal =
-      static_cast<double>(memory.weightsBytes + memory.gradientsBytes + memory.optimizerStateBytes +
-                          memory.activationsBytes);
-  const int64_t cublas = gpu.computeCapabilityMajor >= 9 ? options.cublasWorkspaceBytesSm90
-                                                         : options.cublasWorkspaceBytes;
-  const int64_t conv = std::min(tensors.largestConvOperandBytes, options.convWorkspaceLimitBytes);
-  memory.workspaceBytes = options.runtimeReserveBytes + cublas + conv +
-                          static_cast<int64_t>(tensorBytesTotal * options.allocatorOverhead);
-  return memory;
-}
-
 std::string describeApproximations(const std::map<std::string, std::pair<int, std::string>>& ops) {
   std::ostringstream out;
   out << ops.size() << " kind(s) of op have no formula of their own and were predicted "
@@ -365,15 +272,6 @@ const char* toString(PredictionMethod method) {
 }
 
 Predictor::Predictor(PredictorOptions options) : options_(std::move(options)) {}
-
-MemoryEstimate estimateMemory(const Trace& trace, const DeviceSpec& gpu,
-                              const PredictorOptions& options) {
-  std::vector<OpCost> costs;
-  costs.reserve(trace.ops.size());
-  for (const auto& op : trace.ops)
-    costs.push_back(estimateOpCost(op));
-  return onGpu(tensorMemory(trace, costs), gpu, options);
-}
 
 Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>& gpus) const {
   Prediction prediction;
