@@ -74,6 +74,13 @@ PredictionMethod timeOp(const OpRecord& op, const OpCost& cost, const DeviceSpec
   return cost.approximate ? PredictionMethod::Fallback : PredictionMethod::Roofline;
 }
 
+std::string joined(const std::vector<std::string>& parts, const char* separator) {
+  std::string text;
+  for (size_t p = 0; p < parts.size(); ++p)
+    text += (p ? separator : "") + parts[p];
+  return text;
+}
+
 // One GPU's method in words: "measured on H100-SXM", "scaled from H100-SXM", or the
 // models that predicted it from shapes.
 std::string gpuMethod(const MethodsUsed& used, const PredictorOptions& options) {
@@ -88,10 +95,7 @@ std::string gpuMethod(const MethodsUsed& used, const PredictorOptions& options) 
   if (uses(used, PredictionMethod::Roofline) || uses(used, PredictionMethod::Fallback) ||
       parts.empty())
     parts.push_back("analytic roofline");
-  std::string text;
-  for (size_t p = 0; p < parts.size(); ++p)
-    text += (p ? " + " : "") + parts[p];
-  return text;
+  return joined(parts, " + ");
 }
 
 // The whole prediction's method: the models used, and for a measured trace which GPU
@@ -109,10 +113,7 @@ std::string describeMethods(const std::vector<MethodsUsed>& used,
     if (uses(any, PredictionMethod::Roofline) || uses(any, PredictionMethod::Fallback) ||
         parts.empty())
       parts.push_back("analytic roofline (FLOPs and bytes against each GPU's spec-sheet peaks)");
-    std::string text;
-    for (size_t p = 0; p < parts.size(); ++p)
-      text += (p ? " + " : "") + parts[p];
-    return text;
+    return joined(parts, " + ");
   }
   // "H100-SXM: measured on H100-SXM; A100, T4: scaled from H100-SXM (...)"
   std::map<std::string, std::string> gpusByMethod;

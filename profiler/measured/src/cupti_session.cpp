@@ -176,6 +176,20 @@ std::string describeCuptiFailure(const CuptiApi& api, const char* call, int code
   }
 }
 
+namespace {
+
+// The fields every GPU activity record has, whatever its kind: when it ran, on which
+// device and stream, and the API call that launched it.
+template <typename Record> void takeWhenAndWhere(KernelActivity& activity, const Record& record) {
+  activity.startNs = record.start;
+  activity.endNs = record.end;
+  activity.correlationId = record.correlationId;
+  activity.deviceId = record.deviceId;
+  activity.streamId = record.streamId;
+}
+
+} // namespace
+
 void decodeActivityBuffer(const CuptiApi& api, uint8_t* buffer, size_t validBytes,
                           ActivityBatch& into) {
   CUpti_Activity* record = nullptr;
@@ -192,11 +206,7 @@ void decodeActivityBuffer(const CuptiApi& api, uint8_t* buffer, size_t validByte
       activity.registersPerThread = k->registersPerThread;
       activity.staticSharedBytes = k->staticSharedMemory;
       activity.dynamicSharedBytes = k->dynamicSharedMemory;
-      activity.startNs = k->start;
-      activity.endNs = k->end;
-      activity.correlationId = k->correlationId;
-      activity.deviceId = k->deviceId;
-      activity.streamId = k->streamId;
+      takeWhenAndWhere(activity, *k);
       break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -204,11 +214,7 @@ void decodeActivityBuffer(const CuptiApi& api, uint8_t* buffer, size_t validByte
       activity.kind = ActivityKind::Memcpy;
       activity.name = copyName(m->copyKind);
       activity.bytes = static_cast<int64_t>(m->bytes);
-      activity.startNs = m->start;
-      activity.endNs = m->end;
-      activity.correlationId = m->correlationId;
-      activity.deviceId = m->deviceId;
-      activity.streamId = m->streamId;
+      takeWhenAndWhere(activity, *m);
       break;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
@@ -216,11 +222,7 @@ void decodeActivityBuffer(const CuptiApi& api, uint8_t* buffer, size_t validByte
       activity.kind = ActivityKind::Memset;
       activity.name = "Memset";
       activity.bytes = static_cast<int64_t>(m->bytes);
-      activity.startNs = m->start;
-      activity.endNs = m->end;
-      activity.correlationId = m->correlationId;
-      activity.deviceId = m->deviceId;
-      activity.streamId = m->streamId;
+      takeWhenAndWhere(activity, *m);
       break;
     }
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
