@@ -3,6 +3,7 @@
 // then predictionToJson, its dump to text and the teardown. Prints medians of 15 runs.
 // Goals: predict < 100 ms (issue 4), predictionToJson < 30 ms.
 #include "wavecast/predictor/gpu_database.h"
+#include "wavecast/predictor/prediction_json.h"
 #include "wavecast/predictor/predictor.h"
 
 #include <algorithm>

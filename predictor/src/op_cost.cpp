@@ -136,40 +136,6 @@ OpCost estimateOpCost(const OpRecord& op) {
   return cost;
 }
 
-const char* toString(CostFamily family) {
-  switch (family) {
-  case CostFamily::Conv:
-    return "conv";
-  case CostFamily::Gemm:
-    return "gemm";
-  case CostFamily::Attention:
-    return "attention";
-  case CostFamily::Norm:
-    return "norm";
-  case CostFamily::Elementwise:
-    return "elementwise";
-  case CostFamily::Reduction:
-    return "reduction";
-  case CostFamily::Softmax:
-    return "softmax";
-  case CostFamily::Embedding:
-    return "embedding";
-  case CostFamily::Pooling:
-    return "pooling";
-  case CostFamily::Loss:
-    return "loss";
-  case CostFamily::Rnn:
-    return "rnn";
-  case CostFamily::Optimizer:
-    return "optimizer";
-  case CostFamily::Copy:
-    return "copy";
-  case CostFamily::Metadata:
-    return "metadata";
-  }
-  return "unknown";
-}
-
 const char* toString(AttentionBackend backend) {
   switch (backend) {
   case AttentionBackend::None:

@@ -1,4 +1,4 @@
-#include "wavecast/predictor/prediction.h"
+#include "wavecast/predictor/prediction_json.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>

@@ -246,32 +246,6 @@ std::vector<std::string> attentionFallbacks(const std::vector<OpCost>& costs,
 
 } // namespace
 
-const char* toString(ActivationsSource source) {
-  switch (source) {
-  case ActivationsSource::Traced:
-    return "traced";
-  case ActivationsSource::UpperBound:
-    return "upper_bound";
-  }
-  return "unknown";
-}
-
-const char* toString(PredictionMethod method) {
-  switch (method) {
-  case PredictionMethod::Roofline:
-    return "roofline";
-  case PredictionMethod::WaveScaling:
-    return "wave_scaling";
-  case PredictionMethod::Learned:
-    return "learned";
-  case PredictionMethod::Fallback:
-    return "fallback";
-  case PredictionMethod::Measured:
-    return "measured";
-  }
-  return "unknown";
-}
-
 Predictor::Predictor(PredictorOptions options) : options_(std::move(options)) {}
 
 Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>& gpus) const {

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "wavecast/predictor/prediction.h"
-#include "wavecast/profiler/profiler.h"
+#include "wavecast/profiler/trace_job.h"
 
 #include <cstdint>
 #include <string>

@@ -3,6 +3,7 @@
 // learned models only for kernel-varying ops.
 #include "wavecast/predictor/gpu_database.h"
 #include "wavecast/predictor/measured_trace.h"
+#include "wavecast/predictor/prediction_json.h"
 #include "wavecast/predictor/predictor.h"
 
 #include <fstream>

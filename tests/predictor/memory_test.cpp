@@ -1,6 +1,7 @@
 // Memory figures: the tracer's saved-for-backward and peak live bytes when the trace has
 // them, the upper bound otherwise, per-GPU workspace, fitsInMemory and the JSON fields.
 #include "wavecast/predictor/gpu_database.h"
+#include "wavecast/predictor/prediction_json.h"
 #include "wavecast/predictor/predictor.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,6 @@
 #include "wavecast/predictor/gpu_database.h"
 #include "wavecast/predictor/op_cost.h"
+#include "wavecast/predictor/prediction_json.h"
 #include "wavecast/predictor/predictor.h"
 
 #include <algorithm>

@@ -3,6 +3,7 @@
 #include "cli/terminal.h"
 #include "presentation.h"
 #include "wavecast/predictor/measured_trace.h"
+#include "wavecast/predictor/prediction_json.h"
 #include "wavecast/predictor/predictor.h"
 
 #include <algorithm>

@@ -4,7 +4,7 @@
 
 #include "wavecast/predictor/device_spec.h"
 #include "wavecast/predictor/prediction.h"
-#include "wavecast/profiler/profiler.h"
+#include "wavecast/profiler/trace_job.h"
 
 #include <cstdint>
 #include <functional>

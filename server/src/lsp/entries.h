@@ -4,7 +4,7 @@
 #pragma once
 
 #include "lsp/indexed_result.h"
-#include "wavecast/profiler/profiler.h"
+#include "wavecast/profiler/trace_job.h"
 #include "wavecast/protocol/jsonrpc.h"
 #include "wavecast/protocol/wavecast.h"
 

@@ -1,6 +1,7 @@
 #include "lsp/profiling_analyzer.h"
 
 #include "wavecast/predictor/measured_trace.h"
+#include "wavecast/predictor/prediction_json.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>

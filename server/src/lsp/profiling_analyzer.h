@@ -5,6 +5,7 @@
 #include "lsp/analyzer.h"
 #include "wavecast/predictor/gpu_database.h"
 #include "wavecast/predictor/predictor.h"
+#include "wavecast/profiler/profiler.h"
 
 #include <memory>
 #include <mutex>

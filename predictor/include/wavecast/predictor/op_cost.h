@@ -2,6 +2,7 @@
 // much parallelism it exposes (docs/predictor.md lists the formula of each family).
 #pragma once
 
+#include "wavecast/predictor/cost_family.h"
 #include "wavecast/trace.h"
 
 #include <string>
@@ -29,26 +30,6 @@ struct GemmWork {
   GemmShape shape;
   double flops = 0;
 };
-
-// Which formula prices an op (docs/predictor.md's table); text only at the edges.
-enum class CostFamily {
-  Conv,
-  Gemm,
-  Attention,
-  Norm,
-  Elementwise,
-  Reduction,
-  Softmax,
-  Embedding,
-  Pooling,
-  Loss,
-  Rnn,
-  Optimizer,
-  Copy,
-  Metadata
-};
-// "conv", "gemm", ... as the results JSON names them (docs/results-json.md, `family`).
-const char* toString(CostFamily family);
 
 // The fused scaled-dot-product-attention kernels of torch 2.x on CUDA, and the math
 // decomposition it falls back to (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp).

@@ -3,9 +3,9 @@
 // crash, hang or exception in user code never reaches the caller's process.
 #pragma once
 
+#include "wavecast/profiler/trace_job.h"
 #include "wavecast/trace.h"
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -13,42 +13,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <variant>
 
 namespace wavecast {
-
-// Cancels one job from another thread. Copies share one flag: whoever may
-// cancel keeps a copy, the job polls another. A token per job means a cancel
-// cannot be cleared by the job's own start, nor reach a later job.
-class CancelToken {
-public:
-  CancelToken() : flag_(std::make_shared<std::atomic<bool>>(false)) {}
-  void cancel() const { flag_->store(true); }
-  bool cancelled() const { return flag_->load(); }
-
-private:
-  std::shared_ptr<std::atomic<bool>> flag_;
-};
-
-struct TraceRequest {
-  std::string file;                 // the user's training script
-  std::optional<int64_t> batchSize; // nullopt: the provider's default
-  TraceMode mode = TraceMode::Shape;
-  std::chrono::milliseconds timeout{120000};
-};
-
-// A failure the user can act on (docs/trace-format.md "Errors").
-struct ProfileError {
-  ProfileErrorKind kind = ProfileErrorKind::Internal;
-  std::string message; // one line
-  std::string file;    // deepest project frame, when known
-  int line = 0;
-  std::string hint;      // what to do
-  std::string traceback; // full Python traceback for logs
-  std::string output;    // what the script printed before failing (may be empty)
-};
-
-using TraceResult = std::variant<Trace, ProfileError>;
 
 // The `pythonEnv` setting that selects the interpreter's own packages.
 inline constexpr const char* kSystemPythonEnv = "system";

@@ -1,11 +1,10 @@
 // What the predictor produces for one trace on a set of GPUs.
 #pragma once
 
-#include "wavecast/predictor/op_cost.h"
+#include "wavecast/predictor/cost_family.h"
 #include "wavecast/trace.h"
 
 #include <cstdint>
-#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,7 +13,21 @@ namespace wavecast {
 
 // How an op's time on a GPU was obtained; Measured: its kernels' times on this very GPU.
 enum class PredictionMethod { Roofline, WaveScaling, Learned, Fallback, Measured };
-const char* toString(PredictionMethod method);
+constexpr const char* toString(PredictionMethod method) {
+  switch (method) {
+  case PredictionMethod::Roofline:
+    return "roofline";
+  case PredictionMethod::WaveScaling:
+    return "wave_scaling";
+  case PredictionMethod::Learned:
+    return "learned";
+  case PredictionMethod::Fallback:
+    return "fallback";
+  case PredictionMethod::Measured:
+    return "measured";
+  }
+  return "unknown";
+}
 
 struct OpPrediction {
   int64_t opId = 0;
@@ -74,7 +87,15 @@ enum class ActivationsSource {
   Traced,    // the tracer followed every tensor: saved-for-backward and peak live bytes
   UpperBound // older trace: every fresh forward output counts as kept for backward
 };
-const char* toString(ActivationsSource source);
+constexpr const char* toString(ActivationsSource source) {
+  switch (source) {
+  case ActivationsSource::Traced:
+    return "traced";
+  case ActivationsSource::UpperBound:
+    return "upper_bound";
+  }
+  return "unknown";
+}
 
 struct MemoryEstimate {
   int64_t weightsBytes = 0;
@@ -135,7 +156,5 @@ struct Prediction {
   std::vector<ModuleBreakdown> modules;       // sorted by module path
   std::vector<std::string> warnings;          // e.g. ops predicted approximately
 };
-
-nlohmann::json predictionToJson(const Prediction& prediction);
 
 } // namespace wavecast

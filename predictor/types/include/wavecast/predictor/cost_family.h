@@ -1,0 +1,58 @@
+// Which formula prices an op (docs/predictor.md's table); text only at the edges.
+#pragma once
+
+namespace wavecast {
+
+enum class CostFamily {
+  Conv,
+  Gemm,
+  Attention,
+  Norm,
+  Elementwise,
+  Reduction,
+  Softmax,
+  Embedding,
+  Pooling,
+  Loss,
+  Rnn,
+  Optimizer,
+  Copy,
+  Metadata
+};
+
+// "conv", "gemm", ... as the results JSON names them (docs/results-json.md, `family`).
+constexpr const char* toString(CostFamily family) {
+  switch (family) {
+  case CostFamily::Conv:
+    return "conv";
+  case CostFamily::Gemm:
+    return "gemm";
+  case CostFamily::Attention:
+    return "attention";
+  case CostFamily::Norm:
+    return "norm";
+  case CostFamily::Elementwise:
+    return "elementwise";
+  case CostFamily::Reduction:
+    return "reduction";
+  case CostFamily::Softmax:
+    return "softmax";
+  case CostFamily::Embedding:
+    return "embedding";
+  case CostFamily::Pooling:
+    return "pooling";
+  case CostFamily::Loss:
+    return "loss";
+  case CostFamily::Rnn:
+    return "rnn";
+  case CostFamily::Optimizer:
+    return "optimizer";
+  case CostFamily::Copy:
+    return "copy";
+  case CostFamily::Metadata:
+    return "metadata";
+  }
+  return "unknown";
+}
+
+} // namespace wavecast
