@@ -1,7 +1,7 @@
 // Times Predictor::predict on a synthetic 10,000-op training trace (a ResNet-like mix of
 // convolutions, norms, elementwise ops, their backward ops and an Adam step) on 20 GPUs,
 // then predictionToJson, its dump to text and the teardown. Prints medians of 15 runs.
-// Goals: predict < 100 ms (issue 4), predictionToJson < 30 ms.
+// Goals: predict < 100 ms, predictionToJson < 30 ms.
 #include "wavecast/predictor/gpu_database.h"
 #include "wavecast/predictor/prediction_json.h"
 #include "wavecast/predictor/predictor.h"

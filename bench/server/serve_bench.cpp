@@ -3,7 +3,7 @@
 //   2. didSave -> first inlay hints for a sample with a warm worker,
 //   3. hover / inlayHint latency while an analysis runs.
 // Usage: serve_bench WAVECAST_BIN SAMPLE.py [ROUNDS]
-// Goals (issue 6): (2) under 3 s for samples/resnet50.py, (3) p99 under 5 ms,
+// Goals: (2) under 3 s for samples/resnet50.py, (3) p99 under 5 ms,
 // (1) under 50 MB.
 #include "wavecast/protocol/framing.h"
 #include "wavecast/protocol/jsonrpc.h"
