@@ -232,10 +232,15 @@ void applyEntry(const json& entry, DeviceSpec& gpu, const LimitsByCc& tables, co
   const auto has = [&](const char* key) { return !partial || entry.contains(key); };
   if (has("name"))
     gpu.name = stringField(entry, "name", ctx);
-  if (entry.contains("vendor"))
-    gpu.vendor = stringField(entry, "vendor", ctx);
-  if (gpu.vendor != "nvidia" && gpu.vendor != "amd")
-    ctx.fail("vendor", "must be \"nvidia\" or \"amd\", got \"" + gpu.vendor + "\"");
+  if (entry.contains("vendor")) {
+    const std::string vendor = stringField(entry, "vendor", ctx);
+    if (vendor == toString(GpuVendor::Nvidia))
+      gpu.vendor = GpuVendor::Nvidia;
+    else if (vendor == toString(GpuVendor::Amd))
+      gpu.vendor = GpuVendor::Amd;
+    else
+      ctx.fail("vendor", "must be \"nvidia\" or \"amd\", got \"" + vendor + "\"");
+  }
   if (entry.contains("architecture"))
     gpu.architecture = stringField(entry, "architecture", ctx);
   if (entry.contains("aliases")) {
@@ -250,7 +255,7 @@ void applyEntry(const json& entry, DeviceSpec& gpu, const LimitsByCc& tables, co
       gpu.aliases.push_back(alias.get<std::string>());
     }
   }
-  const bool nvidia = gpu.vendor == "nvidia";
+  const bool nvidia = gpu.vendor == GpuVendor::Nvidia;
   if (nvidia && has("compute_capability"))
     parseComputeCapability(stringField(entry, "compute_capability", ctx), gpu, ctx);
   if (has("sms"))

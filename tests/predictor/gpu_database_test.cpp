@@ -78,7 +78,7 @@ TEST(GpuDatabase, EveryEntryIsComplete) {
     EXPECT_FALSE(gpu.priceSource.empty());
     EXPECT_GE(gpu.limits.maxThreadsPerSm, 1024);
     EXPECT_FALSE(gpu.limits.sharedMemoryCarveoutsBytes.empty());
-    if (gpu.vendor == "nvidia") {
+    if (gpu.vendor == GpuVendor::Nvidia) {
       EXPECT_GE(gpu.computeCapabilityMajor, 6);
     }
   }
@@ -97,7 +97,7 @@ TEST(GpuDatabase, ComputeCapabilityTablesFillTheLimits) {
   EXPECT_EQ(t4->limits.maxWarpsPerSm, 32);
   EXPECT_EQ(t4->limits.maxBlocksPerSm, 16);
   const DeviceSpec* mi210 = db.find("MI210");
-  EXPECT_EQ(mi210->vendor, "amd");
+  EXPECT_EQ(mi210->vendor, GpuVendor::Amd);
   EXPECT_EQ(mi210->limits.warpSize, 64);
   EXPECT_DOUBLE_EQ(mi210->fp32MatrixTflops, 45.3);
 }

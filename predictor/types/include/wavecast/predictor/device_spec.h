@@ -7,6 +7,15 @@
 
 namespace wavecast {
 
+// Who makes the GPU: which occupancy rules and which spec fields apply (AMD has no
+// CUDA compute capability; its wavefronts are 64 wide).
+enum class GpuVendor { Nvidia, Amd };
+
+// "nvidia", "amd", as GPU files name them (docs/gpus.md).
+constexpr const char* toString(GpuVendor vendor) {
+  return vendor == GpuVendor::Amd ? "amd" : "nvidia";
+}
+
 // Per-SM resource limits used by the occupancy calculator (CUDA occupancy rules).
 struct SmLimits {
   int warpSize = 32; // 64 on AMD CDNA (wavefronts)
@@ -30,7 +39,7 @@ struct DeviceSpec {
   std::string id;                   // canonical short name: "H100-SXM"
   std::string name;                 // marketing name: "NVIDIA H100 80GB HBM3"
   std::vector<std::string> aliases; // other names users and drivers use
-  std::string vendor = "nvidia";    // "nvidia" or "amd"
+  GpuVendor vendor = GpuVendor::Nvidia;
   std::string architecture;         // "Ampere (GA100)"
   int computeCapabilityMajor = 0;
   int computeCapabilityMinor = 0;
