@@ -4,16 +4,13 @@ import '../mock/register';
 import { strict as assert } from 'node:assert';
 import { beforeEach, test } from 'node:test';
 import { FakePythonExtension, globalInterpreter, venvEnvironment } from '../mock/pythonExtension';
-import { FakeSecretStorage, harness } from '../mock/vscode';
-import { setup, tick } from './setup';
+import { harness } from '../mock/vscode';
+import { resetHarness, secretsWith, setup, tick } from './setup';
 
 const TORCH2 = '/home/ada/venvs/torch2';
 const NIGHTLY = '/home/ada/venvs/nightly';
 
-beforeEach(() => {
-  harness.reset();
-  process.env.PATH = '/usr/local/bin:/usr/bin';
-});
+beforeEach(resetHarness);
 
 function installPythonExtension(folder = TORCH2): FakePythonExtension {
   const extension = new FakePythonExtension(venvEnvironment(folder));
@@ -92,9 +89,7 @@ test('wavecast.pythonEnv overrides the interpreter; cleared, the interpreter app
 test("a remote daemon does not get this machine's interpreter", async () => {
   installPythonExtension();
   harness.config.set('remoteAddress', '127.0.0.1:7325');
-  const secrets = new FakeSecretStorage();
-  secrets.values.set('wavecast.remoteToken', 'tok');
-  const { controller, clients } = setup({ executable: () => false, secrets });
+  const { controller, clients } = setup({ executable: () => false, secrets: secretsWith('tok') });
   await controller.activate();
   assert.equal(clients[0].spec.initializationOptions.pythonEnv, null);
   assert.equal(clients[0].spec.daemonSettings().pythonEnv, '');

@@ -3,13 +3,10 @@
 import '../mock/register';
 import { strict as assert } from 'node:assert';
 import { beforeEach, test } from 'node:test';
-import { FakeSecretStorage, harness } from '../mock/vscode';
-import { setup, tick } from './setup';
+import { harness } from '../mock/vscode';
+import { resetHarness, secretsWith, setup, tick } from './setup';
 
-beforeEach(() => {
-  harness.reset();
-  process.env.PATH = '/usr/local/bin:/usr/bin';
-});
+beforeEach(resetHarness);
 
 const warnings = () => harness.shown.filter((s) => s.kind === 'warning');
 const logged = (pattern: RegExp) => harness.outputLines.filter((line) => pattern.test(line));
@@ -117,12 +114,6 @@ test('an unknown GPU in wavecast.targets: Open Settings, once; the rest of the c
   assert.equal(controller.currentPhase, 'running');
 });
 
-function secretsWith(token: string): FakeSecretStorage {
-  const secrets = new FakeSecretStorage();
-  secrets.values.set('wavecast.remoteToken', token);
-  return secrets;
-}
-
 test('a refused token offers Set Remote Token, which asks for the token and reconnects', async () => {
   harness.config.set('remoteAddress', '127.0.0.1:7325');
   let refuse = true;
@@ -142,6 +133,7 @@ test('a refused token offers Set Remote Token, which asks for the token and reco
   await controller.activate();
   await tick();
   await tick();
+  assert.match(harness.shown[0].message, /refused the connection: authentication failed.*"wavecast: Set Remote Token"/);
   assert.deepEqual(harness.shown[0].actions, ['Set Remote Token', 'Open Server Log']);
   assert.ok(harness.executed.some((e) => e.id === 'wavecast.setRemoteToken'));
   assert.equal(context.secrets.values.get('wavecast.remoteToken'), 'right');

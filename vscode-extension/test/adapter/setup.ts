@@ -69,3 +69,17 @@ export function openEditor(lines = 60): FakeTextEditor {
 
 export const statusItem = () => harness.statusItems[0];
 export const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+/** The per-test reset every adapter test file runs in `beforeEach`. */
+export function resetHarness(): void {
+  harness.reset();
+  process.env.PATH = '/usr/local/bin:/usr/bin';
+}
+
+export function secretsWith(token: string): FakeSecretStorage {
+  const secrets = new FakeSecretStorage();
+  secrets.values.set('wavecast.remoteToken', token);
+  return secrets;
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

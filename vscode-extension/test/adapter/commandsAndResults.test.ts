@@ -1,0 +1,269 @@
+// The controller's commands and results display against the mock: the status
+// bar, the GPU picker, Analyze Now and Set Batch Size, the results webview
+// (including after a reload) and decorations mode.
+import '../mock/register';
+import { strict as assert } from 'node:assert';
+import { beforeEach, test } from 'node:test';
+import { ConfigurationTarget, FakeTextDocument, FakeTextEditor, FakeWebviewPanel, harness, Uri, window } from '../mock/vscode';
+import { FILE, openEditor, resetHarness, setup, statusItem, tick, URI } from './setup';
+
+beforeEach(resetHarness);
+
+test('status notifications drive the status bar', async () => {
+  const { controller, clients } = setup();
+  await controller.activate();
+  clients[0].notify('wavecast/status', { state: 'analyzing', message: 'tracing train_resnet.py', percentage: 40 });
+  assert.equal(statusItem().text, '$(sync~spin) wavecast: H100-SXM, T4 40%');
+  assert.match(statusItem().tooltip, /tracing train_resnet.py/);
+  clients[0].notify('wavecast/status', { state: 'error', message: 'worker crashed; restarted' });
+  assert.equal(statusItem().text, '$(warning) wavecast: H100-SXM, T4');
+  assert.equal(statusItem().backgroundColor.id, 'statusBarItem.errorBackground');
+  assert.equal(controller.currentPhase, 'running');
+});
+
+test('the GPU picker lists the daemon’s GPUs, applies and persists the choice per workspace', async () => {
+  const { controller, clients } = setup();
+  await controller.activate();
+  let offered: any[] = [];
+  harness.quickPick = (items, options) => {
+    offered = items;
+    assert.equal(options.canPickMany, true);
+    assert.match(options.placeHolder, /now: H100-SXM, T4/);
+    return items.filter((i: { id: string }) => i.id === 'A100-SXM4-40GB' || i.id === 'MI210');
+  };
+  await harness.commands.get('wavecast.pickGpus')!();
+  assert.deepEqual(
+    offered.map((i) => [i.label, i.picked]),
+    [
+      ['H100-SXM', true],
+      ['A100-SXM4-40GB', false],
+      ['T4', true],
+      ['MI210', false],
+    ],
+  );
+  assert.equal(offered[1].description, '40 GiB · 312 TFLOP/s BF16 · $1.29/h');
+  assert.deepEqual(clients[0].requestsOf('wavecast/setTargets'), [{ gpus: ['A100-SXM4-40GB', 'MI210'] }]);
+  assert.deepEqual(harness.configUpdates, [
+    { key: 'wavecast.targets', value: ['A100-SXM4-40GB', 'MI210'], target: ConfigurationTarget.Workspace },
+  ]);
+  await tick();
+  assert.equal(statusItem().text, '$(pulse) wavecast: A100-SXM4-40GB, MI210');
+  assert.equal(clients[0].requestsOf('wavecast/setTargets').length, 1, 'the settings echo is not sent again');
+  assert.equal(clients.length, 1, 'changing targets does not restart the daemon');
+});
+
+test('an empty pick keeps the selection', async () => {
+  const { controller, clients } = setup();
+  await controller.activate();
+  harness.quickPick = () => [];
+  await harness.commands.get('wavecast.pickGpus')!();
+  assert.deepEqual(clients[0].requestsOf('wavecast/setTargets'), []);
+  assert.match(harness.shown.at(-1)!.message, /at least one target GPU/);
+});
+
+test('Analyze now sends the active file and reports the iteration times', async () => {
+  const { controller, clients } = setup();
+  await controller.activate();
+  openEditor();
+  await harness.commands.get('wavecast.analyzeNow')!();
+  assert.deepEqual(clients[0].requestsOf('wavecast/analyze'), [{ uri: URI }]);
+  assert.ok(harness.executed.some((e) => e.id === 'withProgress'));
+  const info = harness.shown.at(-1)!;
+  assert.equal(info.message, 'wavecast: train_resnet.py, batch 192: H100-SXM 359 ms · A100-SXM4-40GB 617 ms · L4 1.47 s · T4 3.19 s per iteration.');
+  assert.deepEqual(info.actions, ['Show Results']);
+});
+
+test('an analysis error is shown with the line and hint', async () => {
+  const { controller } = setup({
+    prepare: (client) =>
+      client.handlers.set('wavecast/analyze', () => ({
+        uri: URI,
+        state: 'error',
+        contentVersion: 2,
+        prediction: null,
+        error: { kind: 'ProviderError', message: 'wavecast_model() is missing.', file: FILE, line: 1, hint: 'Define wavecast_model().' },
+      })),
+  });
+  await controller.activate();
+  openEditor();
+  await harness.commands.get('wavecast.analyzeNow')!();
+  const shown = harness.shown.at(-1)!;
+  assert.equal(shown.kind, 'error');
+  assert.equal(shown.message, 'wavecast: train_resnet.py (line 1): wavecast_model() is missing. Define wavecast_model().');
+});
+
+test('Set batch size validates input and re-analyses with the new size', async () => {
+  const { controller, clients } = setup();
+  await controller.activate();
+  openEditor();
+  let validation: (text: string) => string | null = () => null;
+  harness.inputBox = (options) => {
+    assert.equal(options.value, '192');
+    validation = options.validateInput;
+    return '48';
+  };
+  await harness.commands.get('wavecast.setBatchSize')!();
+  assert.match(validation('abc')!, /not a whole number/);
+  assert.equal(validation(''), null);
+  assert.equal(validation('64'), null);
+  assert.deepEqual(clients[0].requestsOf('wavecast/analyze'), [{ uri: URI, batchSize: 48 }]);
+  assert.deepEqual(clients[0].requestsOf('wavecast/setBatchSize'), []);
+
+  // Empty clears the override; the code lens passes the document's URI.
+  window.activeTextEditor = undefined;
+  harness.inputBox = () => '';
+  await harness.commands.get('wavecast.setBatchSize')!(URI);
+  assert.deepEqual(clients[0].requestsOf('wavecast/setBatchSize'), [{ uri: URI, batchSize: null }]);
+  assert.deepEqual(clients[0].requestsOf('wavecast/analyze')[1], { uri: URI });
+});
+
+test('Show results opens a CSP-locked webview, feeds it and follows line clicks', async () => {
+  const { controller } = setup();
+  await controller.activate();
+  openEditor();
+  await harness.commands.get('wavecast.showResults')!();
+  assert.equal(harness.panels.length, 1);
+  const panel = harness.panels[0];
+  assert.equal(panel.title, 'wavecast: train_resnet.py');
+  assert.equal(panel.options.enableScripts, true);
+  assert.deepEqual(
+    panel.options.localResourceRoots.map((u: Uri) => u.fsPath),
+    ['/ext/wavecast/dist', '/ext/wavecast/media'],
+  );
+  const nonce = /script-src 'nonce-([A-Za-z0-9]+)'/.exec(panel.webview.html)![1];
+  assert.match(panel.webview.html, new RegExp(`<script nonce="${nonce}" src="vscode-resource:///ext/wavecast/dist/webview.js">`));
+  assert.equal(panel.webview.posted.length, 1);
+  assert.equal(panel.webview.posted[0].type, 'results');
+  assert.equal(panel.webview.posted[0].results.prediction.batch_size, 192);
+
+  panel.webview.received.fire({ type: 'ready' });
+  assert.equal(panel.webview.posted.length, 2, 'a reloaded webview gets the latest results again');
+
+  panel.webview.received.fire({ type: 'reveal', file: FILE, line: 27 });
+  await tick();
+  await tick();
+  const shown = harness.shownDocuments.at(-1)!;
+  assert.equal(shown.document.uri.fsPath, FILE);
+  assert.equal(shown.options.selection.start.line, 26);
+  assert.equal(shown.editor.revealed[0].start.line, 26);
+
+  panel.webview.received.fire({ type: 'runCommand', command: 'workbench.action.terminal.new' });
+  assert.equal(harness.shownDocuments.length, 1, 'unknown webview messages are ignored');
+});
+
+test('results change notifications refresh the open panel', async () => {
+  const { controller, clients } = setup();
+  await controller.activate();
+  openEditor();
+  await harness.commands.get('wavecast.showResults')!();
+  const before = clients[0].requestsOf('wavecast/results').length;
+  clients[0].notify('wavecast/resultsChanged', { uri: URI, state: 'ready', summaries: [] });
+  await tick();
+  await tick();
+  assert.equal(clients[0].requestsOf('wavecast/results').length, before + 1);
+  assert.equal(harness.panels[0].webview.posted.length, 2);
+  clients[0].notify('wavecast/resultsChanged', { uri: 'file:///other.py', state: 'ready', summaries: [] });
+  await tick();
+  assert.equal(clients[0].requestsOf('wavecast/results').length, before + 1, 'other files are not fetched');
+});
+
+test('decorations mode draws per-line times at the end of predicted lines', async () => {
+  harness.config.set('display', 'decorations');
+  const editor = openEditor(50);
+  const { controller, clients } = setup();
+  await controller.activate();
+  await tick();
+  assert.equal(clients[0].spec.inlayHintsEnabled(), false);
+  const options = [...editor.decorations.values()][0];
+  assert.equal(options.length, 10);
+  const line27 = options.find((o: any) => o.range.start.line === 26);
+  assert.equal(line27.range.start.character, 'line 27'.length);
+  assert.equal(line27.renderOptions.after.contentText, 'H100-SXM 124 ms · A100-SXM4-40GB 214 ms · L4 509 ms · T4 1.11 s (35%)');
+  assert.match(line27.hoverMessage.value, /\| H100-SXM \| 41.4 ms \| 82.8 ms \|/);
+
+  harness.changeSettings({ display: 'inlayHints' });
+  await tick();
+  await tick();
+  assert.equal(clients[0].spec.inlayHintsEnabled(), true);
+  assert.deepEqual([...editor.decorations.values()][0], []);
+  assert.equal(clients[0].inlayRefreshes, 1);
+  assert.equal(clients.length, 1);
+});
+
+test('Analyze now in the results panel: a failed request is shown with what failed and what to do', async () => {
+  const { controller, clients } = setup();
+  await controller.activate();
+  openEditor();
+  await harness.commands.get('wavecast.showResults')!();
+  clients[0].handlers.set('wavecast/analyze', () => {
+    throw new Error('Request wavecast/analyze failed with message: worker died');
+  });
+  harness.panels[0].webview.received.fire({ type: 'analyze' });
+  await tick();
+  await tick();
+  const shown = harness.shown.at(-1)!;
+  assert.equal(shown.kind, 'error');
+  assert.match(shown.message, /^wavecast: analysing train_resnet.py failed: Request wavecast\/analyze failed with message: worker died\./);
+  assert.match(shown.message, /Open the server log for details; restart the server if it keeps failing/);
+  assert.deepEqual(shown.actions, ['Open Server Log', 'Restart Server']);
+  assert.ok(harness.outputLines.some((l) => l.includes('analysing train_resnet.py failed')));
+});
+
+test('the status bar item shows only while a Python editor is active', async () => {
+  const { controller } = setup();
+  await controller.activate();
+  assert.equal(statusItem().visible, false, 'no editor');
+  const python = openEditor();
+  assert.equal(statusItem().visible, true);
+  assert.equal(statusItem().name, 'wavecast');
+  assert.match(statusItem().text, /wavecast: H100-SXM, T4/);
+  harness.activate(new FakeTextEditor(new FakeTextDocument(Uri.file('/home/ada/notes.md'), ['# notes'], 'markdown')));
+  assert.equal(statusItem().visible, false);
+  harness.activate(python);
+  assert.equal(statusItem().visible, true);
+  harness.activate(undefined);
+  assert.equal(statusItem().visible, false);
+});
+
+test('the results panel is restored after a reload and refilled once the daemon runs', async () => {
+  const { controller, clients } = setup();
+  const serializer = () => harness.serializers.get('wavecast.results')!;
+  const restorePromise = controller.activate();
+  // VS Code may restore the panel before the daemon is up.
+  const restored = new FakeWebviewPanel('wavecast.results', 'old title', {});
+  await serializer().deserializeWebviewPanel(restored, { results: { uri: URI, state: 'ready' } });
+  await restorePromise;
+  await tick();
+  assert.equal(restored.title, 'wavecast: train_resnet.py');
+  assert.match(restored.webview.html, /dist\/webview.js/);
+  assert.deepEqual(clients[0].requestsOf('wavecast/results'), [{ uri: URI }]);
+  assert.equal(restored.webview.posted.length, 1);
+  assert.equal(restored.webview.posted[0].results.prediction.batch_size, 192);
+
+  // The restored panel is the panel: result changes and its buttons work.
+  clients[0].notify('wavecast/resultsChanged', { uri: URI, state: 'ready', summaries: [] });
+  await tick();
+  await tick();
+  assert.equal(restored.webview.posted.length, 2);
+  restored.webview.received.fire({ type: 'analyze' });
+  await tick();
+  assert.deepEqual(clients[0].requestsOf('wavecast/analyze'), [{ uri: URI }]);
+
+  const unknown = new FakeWebviewPanel('wavecast.results', 'x', {});
+  let disposed = false;
+  unknown.onDidDispose(() => (disposed = true));
+  await serializer().deserializeWebviewPanel(unknown, undefined);
+  assert.equal(disposed, true, 'a panel without saved results is closed');
+});
+
+test('a restored panel keeps its saved view while the fresh daemon knows nothing of the file', async () => {
+  const { controller, clients } = setup({
+    prepare: (client) =>
+      client.handlers.set('wavecast/results', () => ({ uri: URI, state: 'none', contentVersion: null, prediction: null, error: null })),
+  });
+  await controller.activate();
+  const restored = new FakeWebviewPanel('wavecast.results', 'old', {});
+  await harness.serializers.get('wavecast.results')!.deserializeWebviewPanel(restored, { results: { uri: URI } });
+  assert.deepEqual(clients[0].requestsOf('wavecast/results'), [{ uri: URI }]);
+  assert.deepEqual(restored.webview.posted, []);
+});
