@@ -56,26 +56,26 @@ CommandSpec evalSpec() {
       1};
 }
 
-// Resolves user GPU names against the known folder names (device_configs stems).
+// The NeuSight data's GPUs (device_configs stems) that `names` pick: each name is
+// resolved by the GPU database, whose error names unknown GPUs and the closest ones.
 std::vector<std::string> resolveGpus(const std::vector<std::string>& names,
-                                     const std::vector<std::string>& known) {
+                                     const std::vector<std::string>& stems,
+                                     const GpuDatabase& database) {
   std::vector<std::string> resolved;
-  for (const std::string& name : names) {
-    std::vector<std::string> matches;
-    for (const std::string& k : known)
-      if (normalizedGpuName(k) == normalizedGpuName(name))
-        matches = {k};
-    if (matches.empty())
-      for (const std::string& k : known)
-        if (normalizedGpuName(k).find(normalizedGpuName(name)) != std::string::npos)
-          matches.push_back(k);
-    if (matches.empty()) {
+  for (const DeviceSpec& gpu :
+       names.empty() ? std::vector<DeviceSpec>{} : database.resolve(names)) {
+    const size_t before = resolved.size();
+    for (const std::string& stem : stems)
+      if (const DeviceSpec* measured = database.find(stem); measured && measured->id == gpu.id)
+        resolved.push_back(stem);
+    if (resolved.size() == before) {
       std::string list;
-      for (const std::string& k : known)
-        list += " " + k;
-      throw std::invalid_argument("unknown GPU '" + name + "'; known:" + list);
+      for (const std::string& stem : stems)
+        if (const DeviceSpec* measured = database.find(stem))
+          list += " " + measured->id;
+      throw std::invalid_argument("the NeuSight data has no measurements of " + gpu.id +
+                                  "; it has:" + list);
     }
-    resolved.insert(resolved.end(), matches.begin(), matches.end());
   }
   return resolved;
 }
@@ -125,7 +125,8 @@ int runEval(const std::vector<std::string>& words) {
     std::vector<std::string> known;
     for (const auto& [stem, spec] : gpus)
       known.push_back(stem);
-    const std::vector<std::string> selected = resolveGpus(gpuNames, known);
+    const GpuDatabase database = GpuDatabase::fromFile(gpuDatabase);
+    const std::vector<std::string> selected = resolveGpus(gpuNames, known, database);
 
     if (logo) {
       eval::LogoOptions options;
@@ -152,7 +153,7 @@ int runEval(const std::vector<std::string>& words) {
       options.dataDir = data;
       options.gpuDatabase = gpuDatabase;
       options.targetGpus = selected.empty() ? models.trainingGpus() : selected;
-      options.originGpus = resolveGpus(originNames, known);
+      options.originGpus = resolveGpus(originNames, known, database);
       const eval::KernelEvalReport report = eval::evaluateKernels(models, options);
       std::cout << (json ? eval::toJson(report).dump(1) + "\n" : eval::toText(report));
       return 0;

@@ -115,6 +115,19 @@ TEST(CliTest, UnknownGpuListsCloseNames) {
   EXPECT_TRUE(contains(run.err, "H100")) << run.err;
 }
 
+// eval names GPUs as predict does (the GPU database resolves them); a known GPU that
+// the NeuSight data never measured is a different error, listing those it did.
+TEST(CliTest, EvalResolvesGpusThroughTheDatabase) {
+  const std::string root = WAVECAST_SOURCE_ROOT;
+  const std::string data = " --data " + root + "/../shared/data/neusight --gpus " + root +
+                           "/data/gpus.json --weights " + root + "/data/weights";
+  CliRun run = wavecast("eval --kernels --gpu H1OO" + data);
+  expectOneLineError(run, "unknown GPU 'H1OO'; did you mean H100-SXM");
+  run = wavecast("eval --kernels --gpu L40S" + data);
+  expectOneLineError(run, "the NeuSight data has no measurements of L40S; it has:");
+  EXPECT_TRUE(contains(run.err, " H100-SXM")) << run.err;
+}
+
 TEST(CliTest, FileWithoutProvidersSaysWhatToWrite) {
   const CliRun run = wavecast("predict " + fixture("no_providers.py") + " --gpu T4");
   expectOneLineError(run, "wavecast_model");
