@@ -27,265 +27,23 @@ import random
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 
+from lsp_client import Client, uri_of
 from lsp_frames import frame, read_frames, socket_reader
+from serve_daemon import Daemon
+from soak_report import FULL_CACHE_RESULTS, report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-REQUEST_CANCELLED = -32800
 INVALID_PARAMS = -32602
 TARGET_SETS = [["H100", "A100", "T4"], ["H100", "T4"], ["A100-SXM4-80GB", "L4"], ["T4"]]
 # The worker's progress once the script itself runs (before: "starting worker", "loading script").
 TRACING_PROGRESS = ("building model", "creating inputs", "tracing forward", "tracing backward",
                     "tracing optimizer")
-# The daemon keeps the last 64 results (about 130 KiB each for small_cnn); its RSS
-# levels off after about twice that many distinct results, once the allocator
-# reuses what evicted results freed. Only a warm-up that long makes RSS comparable.
-FULL_CACHE_RESULTS = 150
-ANSWER_TIMEOUT_S = 300  # a request unanswered this long counts as never answered
-
-
-class Pending:
-    def __init__(self, method, expect_error=None):
-        self.method = method
-        self.sent = time.monotonic()
-        self.expect_error = expect_error
-        self.cancelled = False
-        self.response = None
-        self.done = threading.Event()
-
-
-class Client:
-    """An LSP client over TCP that answers the daemon's requests and accounts
-    for every request it sends."""
-
-    def __init__(self, name, port, token, root):
-        self.name = name
-        self.sock = socket.create_connection(("127.0.0.1", port))
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.write_lock = threading.Lock()
-        self.cond = threading.Condition()
-        self.next_id = 1
-        self.pending = {}
-        self.counts = collections.Counter()  # what the answers were
-        self.failures = []
-        self.events = collections.deque(maxlen=10000)  # (seq, time, method, params)
-        self.seq = 0
-        self.states = {}  # uri -> last resultsChanged state
-        self.closed = False
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-        capabilities = {
-            "workspace": {"configuration": True, "inlayHint": {"refreshSupport": True},
-                          "codeLens": {"refreshSupport": True}},
-            "window": {"workDoneProgress": True},
-            "textDocument": {"inlayHint": {}, "hover": {}},
-        }
-        reply = self.call("initialize", {"processId": os.getpid(), "rootUri": uri_of(root),
-                                         "capabilities": capabilities,
-                                         "initializationOptions": {"token": token,
-                                                                   "protocolVersion": 1}})
-        if "error" in reply:
-            raise RuntimeError(f"{name}: initialize failed: {reply['error']}")
-        self.notify("initialized", {})
-
-    def _send(self, message):
-        with self.write_lock:
-            self.sock.sendall(frame(message))
-
-    def notify(self, method, params):
-        self._send({"jsonrpc": "2.0", "method": method, "params": params})
-
-    def request(self, method, params, expect_error=None):
-        with self.cond:
-            rid = self.next_id
-            self.next_id += 1
-            pending = Pending(method, expect_error)
-            self.pending[rid] = pending
-            self.counts["sent " + method] += 1
-        self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
-        return rid, pending
-
-    def call(self, method, params, timeout=ANSWER_TIMEOUT_S, expect_error=None):
-        rid, pending = self.request(method, params, expect_error)
-        if not pending.done.wait(timeout):
-            raise RuntimeError(f"{self.name}: {method} unanswered after {timeout} s")
-        return pending.response
-
-    def cancel(self, rid):
-        with self.cond:
-            if rid in self.pending:
-                self.pending[rid].cancelled = True
-        self.notify("$/cancelRequest", {"id": rid})
-
-    def fail(self, what):
-        with self.cond:
-            self.failures.append(f"{self.name}: {what}")
-
-    def _read(self):
-        for message in read_frames(socket_reader(self.sock)):
-            if "method" in message and "id" in message:
-                self._answer_server_request(message)
-            elif "method" in message:
-                self._notification(message)
-            else:
-                self._response(message)
-        with self.cond:
-            self.closed = True
-            self.cond.notify_all()
-
-    def _answer_server_request(self, message):
-        method = message["method"]
-        if method == "workspace/configuration":
-            result = [{} for _ in message["params"]["items"]]
-        else:  # progress create, inlay hint and code lens refresh
-            result = None
-        try:
-            self._send({"jsonrpc": "2.0", "id": message["id"], "result": result})
-        except OSError:  # a churning client closed its socket on purpose, mid-conversation
-            pass
-
-    def _notification(self, message):
-        method, params = message["method"], message.get("params")
-        with self.cond:
-            self.seq += 1
-            self.events.append((self.seq, time.monotonic(), method, params))
-            if method == "wavecast/resultsChanged":
-                self.states[params["uri"]] = params["state"]
-            self.cond.notify_all()
-
-    def _response(self, message):
-        rid = message.get("id")
-        with self.cond:
-            pending = self.pending.pop(rid, None)
-            if pending is None:
-                self.failures.append(f"{self.name}: a response for no pending request: {message}")
-                return
-            error = message.get("error")
-            if error is None:
-                if pending.expect_error is not None:
-                    self.failures.append(f"{self.name}: {pending.method} should have failed "
-                                         f"with {pending.expect_error}: {message}")
-                self.counts["answered " + pending.method] += 1
-                if pending.cancelled:
-                    self.counts["answered before its cancel " + pending.method] += 1
-            elif error["code"] == REQUEST_CANCELLED and pending.cancelled:
-                self.counts["cancelled " + pending.method] += 1
-            elif error["code"] == pending.expect_error:
-                self.counts["expected error " + pending.method] += 1
-            else:
-                self.failures.append(f"{self.name}: {pending.method} failed: {error}")
-            pending.response = message
-            pending.done.set()
-            self.cond.notify_all()
-
-    def wait_event(self, predicate, after_seq, timeout):
-        """The first notification after `after_seq` that satisfies predicate(method, params)."""
-        end = time.monotonic() + timeout
-        with self.cond:
-            while True:
-                for seq, at, method, params in self.events:
-                    if seq > after_seq and predicate(method, params):
-                        return at, method, params
-                left = end - time.monotonic()
-                if left <= 0 or self.closed:
-                    return None
-                self.cond.wait(left)
-
-    def unanswered(self):
-        with self.cond:
-            return dict(self.pending)
-
-    def close(self):
-        try:
-            self.call("shutdown", None, timeout=30)
-            self.notify("exit", None)
-        except (OSError, RuntimeError) as error:
-            self.fail(f"shutdown: {error}")
-        with self.cond:
-            self.cond.wait_for(lambda: self.closed, 10)
-            if not self.closed:
-                self.failures.append(f"{self.name}: still connected 10 s after exit")
-        self.sock.close()
-
-
-def uri_of(path):
-    return "file://" + path
-
-
-class Daemon:
-    def __init__(self, wavecast, folder, debounce_ms):
-        self.token_file = os.path.join(folder, "token")
-        with open(self.token_file, "w") as f:
-            f.write("soak-" + os.urandom(8).hex() + "\n")
-        os.chmod(self.token_file, 0o600)
-        self.token = open(self.token_file).read().strip()
-        self.log = open(os.path.join(folder, "serve.log"), "w+")
-        self.proc = subprocess.Popen(
-            [wavecast, "serve", "--listen", "127.0.0.1:0", "--token-file", self.token_file,
-             "--debounce-ms", str(debounce_ms), "--gpu", "H100,A100,T4"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log)
-        self.pid = self.proc.pid
-        self.port = None
-        end = time.monotonic() + 60
-        while self.port is None and time.monotonic() < end:
-            self.log.seek(0)
-            for line in self.log:
-                if "listening on 127.0.0.1:" in line:
-                    self.port = int(line.split("listening on 127.0.0.1:")[1].split(";")[0])
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        if self.port is None:
-            raise RuntimeError("wavecast serve did not announce its port:\n" + self.log_text())
-
-    def log_text(self):
-        self.log.seek(0)
-        return self.log.read()
-
-    def status_field(self, name):
-        """An integer field of /proc/PID/status ("VmRSS", "Threads"); 0 when absent."""
-        with open(f"/proc/{self.pid}/status") as f:
-            for line in f:
-                if line.startswith(name + ":"):
-                    return int(line.split()[1])
-        return 0
-
-    def rss_kib(self):
-        return self.status_field("VmRSS")
-
-    def threads(self):
-        return self.status_field("Threads")
-
-    def fds(self):
-        return len(os.listdir(f"/proc/{self.pid}/fd"))
-
-    def children(self):
-        """(pid, comm, state) of the daemon's child processes."""
-        out = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    stat = f.read()
-            except OSError:
-                continue
-            comm = stat[stat.index("(") + 1:stat.rindex(")")]
-            fields = stat[stat.rindex(")") + 2:].split()
-            if int(fields[1]) == self.pid:
-                out.append((int(entry), comm, fields[0]))
-        return out
-
-    def worker_pid(self):
-        workers = [pid for pid, comm, state in self.children()
-                   if comm.startswith("wavecast-worke") and state != "Z"]
-        return workers[0] if len(workers) == 1 else None
 
 
 class Document:
@@ -719,74 +477,6 @@ class Soak:
             if "internal error" in line or "failed:" in line:
                 self.failures.append("daemon log: " + line)
 
-    def report(self):
-        if not hasattr(self, "end"):
-            print("wavecast serve soak: the run did not finish\n" +
-                  "\n".join("  MISSED: " + failure for failure in self.failures), flush=True)
-            return
-        args = self.args
-        out = []
-        out.append(f"wavecast serve soak: {args.minutes:g} min of load ({self.wall_s:.0f} s with "
-                   f"pauses) after {args.warmup_results} warm-up results "
-                   f"({self.warmup_fill_s:.0f} s), seed {args.seed}, debounce "
-                   f"{args.debounce_ms} ms, {args.sample}")
-        saves = sum(self.saves.values())
-        out.append(f"saves: {saves} ({', '.join(f'{v} {k}' for k, v in self.saves.items())})")
-        counts = collections.Counter()
-        for client in self.docs:
-            counts.update(client.counts)
-        sent = {k[5:]: v for k, v in counts.items() if k.startswith("sent ")}
-        out.append("requests (sent: answered / cancelled with -32800 / expected error):")
-        for method in sorted(sent):
-            out.append(f"  {method:26} {sent[method]:5}: {counts['answered ' + method]} / "
-                       f"{counts['cancelled ' + method]} / {counts['expected error ' + method]}"
-                       + (f" ({counts['answered before its cancel ' + method]} answered before "
-                          f"their cancel arrived)" if counts['answered before its cancel ' +
-                                                             method] else ""))
-        out.append("churn connections: " + ", ".join(f"{v} {k}" for k, v in self.churn.items()))
-        out.append("quiet points (label, RSS MiB, fds, threads, children, zombies):")
-        for label, rss, fds, threads, children, zombies in self.quiet_points:
-            out.append(f"  {label:14} {rss / 1024:8.1f} {fds:5} {threads:4} {children:3} "
-                       f"{zombies:3}")
-        after = [s for s in self.samples if s[0] >= self.warmup_s]
-        base = self.quiet_points[0][1]
-        if after:
-            rss = [s[1] for s in after]
-            fds = [s[2] for s in after]
-            out.append(f"RSS after warm-up: base {base / 1024:.1f} MiB, samples min "
-                       f"{min(rss) / 1024:.1f} / median {statistics.median(rss) / 1024:.1f} / max "
-                       f"{max(rss) / 1024:.1f} MiB, end {self.end[1] / 1024:.1f} MiB "
-                       f"({100 * (self.end[1] - base) / base:+.1f}%); fds under load "
-                       f"{min(fds)}..{max(fds)}")
-            checked = args.warmup_results >= FULL_CACHE_RESULTS
-            if not checked:
-                out.append(f"RSS NOT CHECKED: a warm-up of {args.warmup_results} results does "
-                           f"not fill the result cache (--warmup-results {FULL_CACHE_RESULTS})")
-            for value, what in ((min(rss), "lowest"), (max(rss), "highest"),
-                                (self.end[1], "end")):
-                if checked and abs(value - base) > 0.10 * base:
-                    self.failures.append(f"RSS {what} {value / 1024:.1f} MiB is more than 10% "
-                                         f"from {base / 1024:.1f} MiB after warm-up")
-        first = self.quiet_points[0]
-        for index, what in ((2, "file descriptors"), (3, "threads"), (4, "child processes")):
-            if self.end[index] > first[index]:
-                self.failures.append(f"{what}: {first[index]} after warm-up, {self.end[index]} "
-                                     f"at the end")
-        if any(point[5] for point in self.quiet_points):
-            self.failures.append("zombie worker processes at a quiet point")
-        out.append("recovery (what, error kind, failure reported after s, failure -> good "
-                   "result s, that analysis s):")
-        for what, kind, reported, recovered, took in self.recoveries:
-            out.append(f"  {what:28} {kind or '-':15} {reported:6.2f} {recovered:7.2f} "
-                       f"{took:7.2f}")
-        if saves < args.saves * 0.99:
-            self.failures.append(f"only {saves} of {args.saves} saves were made")
-        out.append("RESULT: " + ("all goals met" if not self.failures else
-                                 f"{len(self.failures)} goal(s) missed"))
-        for failure in self.failures[:50]:
-            out.append("  MISSED: " + failure)
-        print("\n".join(out), flush=True)
-
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -812,7 +502,7 @@ def main():
         soak.stop.set()
         soak.running.set()
         soak.finish()
-    soak.report()
+    report(soak)
     if args.keep or soak.failures:
         print(f"files and the daemon's log: {soak.folder}")
     else:
