@@ -46,7 +46,8 @@ try:
 
     MISSING = None if int(torch.__version__.split(".")[0]) >= 2 else f"torch {torch.__version__} is not 2.x"
 except ImportError as exc:  # e.g. Debian's torch 1.13 without transformers/timm
-    MISSING = f"{exc.name or exc} is not installed in {sys.executable}"
+    MISSING = (f"{exc.name or exc} is not installed in {sys.executable}: scripts/setup.sh test "
+               "installs the test packages (scripts/python-env/test.lock)")
 
 # Ops that may run for real on the CPU in shape mode: value-dependent ops on small integer /
 # bool tensors (docs/trace-format.md "fallback_ops"). Anything bigger than the tracer's shadow
