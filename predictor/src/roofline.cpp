@@ -130,13 +130,14 @@ OpCost asRunOn(const OpCost& cost, const DeviceSpec& gpu) {
     return run; // the fused kernels are priced alike
   // Forward: Q.K^T writes the scores, softmax reads and writes them, dropout too (and
   // its mask), P.V reads them. Backward: dP written, dropout's backward, softmax's
-  // backward (reads dP and P, writes dS), then dQ, dK and dV each read a score matrix.
+  // backward (dP times P in a kernel of its own, then a kernel reading that and P and
+  // writing dS), then dQ, dK and dV each read a score matrix.
   const AttentionWork& work = cost.attention;
-  const double passes = work.backward ? 7 + (work.dropout ? 2 : 0) : 4 + (work.dropout ? 2 : 0);
+  const double passes = work.backward ? 10 + (work.dropout ? 2 : 0) : 4 + (work.dropout ? 2 : 0);
   const double maskBytes = work.dropout ? work.scores : 0;
   run.flops = work.allScoresFlops;
   run.bytes = cost.bytes + passes * work.scores * elementSize(cost.dtype) + maskBytes;
-  run.kernels = (work.backward ? 5 : 3) + (work.dropout ? 1 : 0);
+  run.kernels = (work.backward ? 6 : 3) + (work.dropout ? 1 : 0);
   return run;
 }
 

@@ -74,6 +74,31 @@ OpCost reduction(const OpRecord& op, const std::string& stem) {
   return cost;
 }
 
+namespace {
+
+// How many times PyTorch's softmax kernels read their input over the last dimension
+// (aten/src/ATen/native/cuda/SoftMax.cu, host_softmax): rows of up to 1,024 elements and
+// 4 KB are held in registers, and longer rows that fit the block's 48 KB of shared memory
+// (in 16-byte vectors) are read into it once. Longer rows are read for the maximum, again
+// for the sum of exponentials and again for the result. Backward has no shared-memory
+// variant: past the register size it reads the incoming gradient for its sum, then again
+// with the output for the result.
+int softmaxRowReads(double rowElements, double elementSize, bool backward) {
+  constexpr double kRegisterRowElements = 1024, kRegisterRowBytes = 4096;
+  constexpr double kSharedMemoryBytes = 48 * 1024, kReductionBytes = 32 * 4, kVectorBytes = 16;
+  if (rowElements <= kRegisterRowElements && rowElements * elementSize <= kRegisterRowBytes)
+    return 1;
+  if (backward)
+    return 2;
+  const double perVector = std::max(1.0, kVectorBytes / std::max(1.0, elementSize));
+  const bool fitsSharedMemory =
+      rowElements < (kSharedMemoryBytes - kReductionBytes) / std::max(1.0, elementSize) &&
+      std::fmod(rowElements, perVector) == 0;
+  return fitsSharedMemory ? 1 : 3;
+}
+
+} // namespace
+
 OpCost softmax(const OpRecord& op, const std::string& stem) {
   OpCost cost;
   cost.family = CostFamily::Softmax;
@@ -83,6 +108,24 @@ OpCost softmax(const OpRecord& op, const std::string& stem) {
   // max, subtract, exp, sum, divide (log_softmax: log instead of divide).
   cost.flops = elements * (backward ? 4 : 5);
   cost.parallelElements = elements;
+  const bool aten = stem == "_softmax" || stem == "_log_softmax" ||
+                    stem == "_softmax_backward_data" || stem == "_log_softmax_backward_data";
+  const TensorMeta* x = op.input(0); // the input, or backward's incoming gradient
+  const auto axis = op.intArg("dim");
+  if (!aten || !x || !axis || x->shape.empty())
+    return cost;
+  const int last = static_cast<int>(x->shape.size()) - 1;
+  if (*axis != -1 && *axis != last)
+    return cost; // a softmax over an inner dimension: one thread per row, read once
+  const int extraReads = softmaxRowReads(dim(x, -1), x->elementSize(), backward) - 1;
+  cost.bytes += extraReads * bytesOf(x);
+  if (stem == "_softmax_backward_data") {
+    // softmax_backward_cuda_out multiplies the gradient by the output in a kernel of its
+    // own (aten::mul) before the reduction: two reads and a write more.
+    cost.bytes += bytesOf(x) + bytesOf(op.input(1)) + bytesOf(x);
+    cost.flops += elements;
+    cost.kernels = 2;
+  }
   return cost;
 }
 
