@@ -272,6 +272,11 @@ def markdown(report):
     for family, (p, t) in sorted(families.items(), key=lambda item: -item[1][1]):
         ratio = f"{p / t:.2f}" if t > 0 else "–"
         out.append(f"| {family} | {p:.1f} | {t:.1f} | {ratio} |")
+    out += ["", "torch.profiler credits each kernel to the innermost ATen op that launched it, "
+            "while wavecast prices the op the script called whole: an out-of-place `masked_fill` "
+            "clones its input (`aten::copy_` or a device-to-device memcpy, copy here) and fills "
+            "the clone (`masked_fill_`, elementwise), and gradient accumulation runs as `add_`. "
+            "Families differ by that attribution as well as by error; copy most of all."]
     for r in report["rows"]:
         if "error" in r or not r.get("truth_lines"):
             continue
