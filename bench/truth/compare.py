@@ -275,7 +275,8 @@ def markdown(report):
     out += ["", "torch.profiler credits each kernel to the innermost ATen op that launched it, "
             "while wavecast prices the op the script called whole: an out-of-place `masked_fill` "
             "clones its input (`aten::copy_` or a device-to-device memcpy, copy here) and fills "
-            "the clone (`masked_fill_`, elementwise), and gradient accumulation runs as `add_`. "
+            "the clone (`masked_fill_`, elementwise), softmax's backward multiplies gradient and "
+            "output in an `aten::mul` (elementwise here) and gradient accumulation runs as `add_`. "
             "Families differ by that attribution as well as by error; copy most of all."]
     for r in report["rows"]:
         if "error" in r or not r.get("truth_lines"):
