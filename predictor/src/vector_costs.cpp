@@ -76,25 +76,18 @@ OpCost reduction(const OpRecord& op, const std::string& stem) {
 
 namespace {
 
-// How many times PyTorch's softmax kernels read their input over the last dimension
-// (aten/src/ATen/native/cuda/SoftMax.cu, host_softmax): rows of up to 1,024 elements and
-// 4 KB are held in registers, and longer rows that fit the block's 48 KB of shared memory
-// (in 16-byte vectors) are read into it once. Longer rows are read for the maximum, again
-// for the sum of exponentials and again for the result. Backward has no shared-memory
-// variant: past the register size it reads the incoming gradient for its sum, then again
-// with the output for the result.
+// How many times PyTorch's softmax kernels read their input from DRAM over the last
+// dimension (aten/src/ATen/native/cuda/SoftMax.cu, host_softmax): rows of up to 1,024
+// elements and 4 KB are held in registers; longer rows are read into the block's 48 KB
+// of shared memory, or re-read from cache (NeuSight's A100 softmax kernels of 4-16 KB
+// rows stream at the bandwidth of a single read). Rows past 48 KB are read from memory
+// for the maximum, again for the sum of exponentials and again for the result; backward
+// reads the incoming gradient for its sum, then again with the output for the result.
 int softmaxRowReads(double rowElements, double elementSize, bool backward) {
-  constexpr double kRegisterRowElements = 1024, kRegisterRowBytes = 4096;
-  constexpr double kSharedMemoryBytes = 48 * 1024, kReductionBytes = 32 * 4, kVectorBytes = 16;
-  if (rowElements <= kRegisterRowElements && rowElements * elementSize <= kRegisterRowBytes)
+  constexpr double kSharedMemoryBytes = 48 * 1024, kReductionBytes = 32 * 4;
+  if (rowElements * elementSize < kSharedMemoryBytes - kReductionBytes)
     return 1;
-  if (backward)
-    return 2;
-  const double perVector = std::max(1.0, kVectorBytes / std::max(1.0, elementSize));
-  const bool fitsSharedMemory =
-      rowElements < (kSharedMemoryBytes - kReductionBytes) / std::max(1.0, elementSize) &&
-      std::fmod(rowElements, perVector) == 0;
-  return fitsSharedMemory ? 1 : 3;
+  return backward ? 2 : 3;
 }
 
 } // namespace

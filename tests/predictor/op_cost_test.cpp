@@ -313,9 +313,9 @@ TEST(OpCost, ReductionsAndSoftmax) {
   EXPECT_DOUBLE_EQ(back.flops, 128000);
 }
 
-// PyTorch's softmax kernels read a row once when it fits registers (<= 1,024 elements,
-// 4 KB) or, forward, 48 KB of shared memory; longer rows three times forward and the
-// gradient twice backward. Softmax's backward multiplies gradient and output first.
+// PyTorch's softmax kernels read a row from memory once when it fits registers or 48 KB
+// of shared memory (or cache); longer rows three times forward and the gradient twice
+// backward. Softmax's backward multiplies gradient and output first.
 TEST(OpCost, SoftmaxReadsLongRowsAgain) {
   const auto fwd = [](std::vector<int64_t> shape, int64_t dim,
                       ScalarType dtype = ScalarType::Float32) {
@@ -325,9 +325,9 @@ TEST(OpCost, SoftmaxReadsLongRowsAgain) {
   const double scores = 8.0 * 12 * 1023 * 1023 * 4;
   EXPECT_DOUBLE_EQ(fwd({8, 12, 1023, 1023}, -1).bytes, 2 * scores); // registers
   const double vocab = 1023.0 * 50257 * 4;
-  EXPECT_DOUBLE_EQ(fwd({1023, 50257}, 1).bytes, 4 * vocab);        // too long: 3 reads
-  EXPECT_DOUBLE_EQ(fwd({64, 8192}, 1).bytes, 2 * 64 * 8192 * 4.0); // shared memory
-  EXPECT_DOUBLE_EQ(fwd({64, 8190}, 1).bytes, 4 * 64 * 8190 * 4.0); // not in 16-byte vectors
+  EXPECT_DOUBLE_EQ(fwd({1023, 50257}, 1).bytes, 4 * vocab);          // too long: 3 reads
+  EXPECT_DOUBLE_EQ(fwd({64, 8190}, 1).bytes, 2 * 64 * 8190 * 4.0);   // within 48 KB
+  EXPECT_DOUBLE_EQ(fwd({64, 12300}, 1).bytes, 4 * 64 * 12300 * 4.0); // just past 48 KB
   EXPECT_DOUBLE_EQ(fwd({64, 16384}, 1, ScalarType::BFloat16).bytes, 2 * 64 * 16384 * 2.0);
   EXPECT_DOUBLE_EQ(fwd({32, 1000, 7}, 1).bytes, 2 * 32 * 1000 * 7 * 4.0); // inner dimension
 
@@ -339,6 +339,8 @@ TEST(OpCost, SoftmaxReadsLongRowsAgain) {
   const OpCost logBack = backward("aten::_log_softmax_backward_data", {1023, 50257}, 1);
   EXPECT_DOUBLE_EQ(logBack.bytes, 4 * vocab);
   EXPECT_EQ(logBack.kernels, 1);
+  EXPECT_DOUBLE_EQ(backward("aten::_log_softmax_backward_data", {64, 8192}, 1).bytes,
+                   3 * 64 * 8192 * 4.0);
   const OpCost back = backward("aten::_softmax_backward_data", {8, 12, 1023, 1023}, -1);
   EXPECT_DOUBLE_EQ(back.bytes, 6 * scores);
   EXPECT_EQ(back.kernels, 2);
