@@ -11,6 +11,9 @@ model and batch on the GPU (as measured mode does) and writes, in the format of
   iteration under torch.autocast("cuda", bfloat16);
 - `lines.kernel_sum_us` and `lines.per_op`: the GPU time of one iteration and
   each ATen op's self GPU time and call count, from torch.profiler;
+  `lines.per_shape` the same per ATen op and input shapes (another profiled
+  iteration, with shapes recorded), slowest first: what each layer's kernels
+  really took, to hold against the cost model op by op;
   `bf16_lines` the same under bf16 autocast (which kernels mixed precision
   really runs: casts, tensor-core GEMMs, fp32 softmax and norms);
 - `lines.lines_us`: GPU time per source line ("samples/x.py:LINE", backward
@@ -109,7 +112,8 @@ def timed(step, inputs, iterations, autocast):
 
 
 def profiled(step, inputs, autocast=False):
-    """torch.profiler's GPU time of one iteration: the total and per ATen op."""
+    """torch.profiler's GPU time of one iteration: the total, per ATen op and per ATen op
+    and input shapes."""
     import torch
 
     run = in_precision(step, autocast)
@@ -124,7 +128,22 @@ def profiled(step, inputs, autocast=False):
             per_op[event.key] = {"self_device_us": round(event.self_device_time_total, 3),
                                  "count": event.count}
     total = sum(entry["self_device_us"] for entry in per_op.values())
-    return round(total, 3), per_op
+    return round(total, 3), per_op, per_shape(run, inputs)
+
+
+def per_shape(run, inputs):
+    """Self GPU time per ATen op and input shapes over one iteration, slowest first."""
+    import torch
+
+    activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=activities, record_shapes=True) as prof:
+        run(*inputs)
+        torch.cuda.synchronize()
+    rows = [{"op": event.key, "input_shapes": json.loads(json.dumps(event.input_shapes, default=str)),
+             "self_device_us": round(event.self_device_time_total, 3), "count": event.count}
+            for event in prof.key_averages(group_by_input_shape=True)
+            if event.self_device_time_total > 0 and event.key.startswith("aten::")]
+    return sorted(rows, key=lambda row: -row["self_device_us"])
 
 
 def measured_lines(wavecast, path, batch, root):
@@ -170,15 +189,16 @@ def record_run(path, batch, options, root):
     torch.cuda.reset_peak_memory_stats()
     model, inputs, step = prepare(path, batch)
     run = {"batch_size": batch, "fp32_default": timed(step, inputs, options.iterations, autocast=False)}
-    kernel_sum, per_op = profiled(step, inputs)
-    run["lines"] = {"kernel_sum_us": kernel_sum, "per_op": per_op, "lines_us": {}}
+    kernel_sum, per_op, shapes = profiled(step, inputs)
+    run["lines"] = {"kernel_sum_us": kernel_sum, "per_op": per_op, "per_shape": shapes, "lines_us": {}}
     if options.bf16:
         try:
             model, inputs, step = prepare(path, batch)  # fresh optimizer state for bf16
             run["bf16_autocast"] = timed(step, inputs, options.iterations, autocast=True)
             # Per-op kernel time under autocast too: which kernels bf16 really runs.
-            bf16_sum, bf16_per_op = profiled(step, inputs, autocast=True)
-            run["bf16_lines"] = {"kernel_sum_us": bf16_sum, "per_op": bf16_per_op}
+            bf16_sum, bf16_per_op, bf16_shapes = profiled(step, inputs, autocast=True)
+            run["bf16_lines"] = {"kernel_sum_us": bf16_sum, "per_op": bf16_per_op,
+                                 "per_shape": bf16_shapes}
         except Exception as error:  # noqa: B902 - e.g. BCELoss refuses autocast: recorded, not fatal
             run["bf16_error"] = f"{type(error).__name__}: {error}"
     run["peak_mem_bytes"] = torch.cuda.max_memory_allocated()
