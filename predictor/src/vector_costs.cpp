@@ -76,13 +76,13 @@ OpCost reduction(const OpRecord& op, const std::string& stem) {
 
 namespace {
 
-// How many times PyTorch's softmax kernels read their input from DRAM over the last
-// dimension (aten/src/ATen/native/cuda/SoftMax.cu, host_softmax): rows of up to 1,024
-// elements and 4 KB are held in registers; longer rows are read into the block's 48 KB
-// of shared memory, or re-read from cache (NeuSight's A100 softmax kernels of 4-16 KB
-// rows stream at the bandwidth of a single read). Rows past 48 KB are read from memory
-// for the maximum, again for the sum of exponentials and again for the result; backward
-// reads the incoming gradient for its sum, then again with the output for the result.
+// How many times PyTorch's softmax kernels read their input from DRAM
+// (aten/src/ATen/native/cuda/SoftMax.cu): rows of up to 1,024 elements and 4 KB are held
+// in registers; longer rows are read into the block's 48 KB of shared memory, or re-read
+// from cache (NeuSight's A100 softmax kernels of 4-16 KB rows stream at the bandwidth of
+// a single read). Rows past 48 KB are read from memory for the maximum, again for the
+// sum of exponentials and again for the result; backward reads the incoming gradient
+// for its sum, then again with the output for the result.
 int softmaxRowReads(double rowElements, double elementSize, bool backward) {
   constexpr double kSharedMemoryBytes = 48 * 1024, kReductionBytes = 32 * 4;
   if (rowElements * elementSize < kSharedMemoryBytes - kReductionBytes)
@@ -104,21 +104,26 @@ OpCost softmax(const OpRecord& op, const std::string& stem) {
   const bool aten = stem == "_softmax" || stem == "_log_softmax" ||
                     stem == "_softmax_backward_data" || stem == "_log_softmax_backward_data";
   const TensorMeta* x = op.input(0); // the input, or backward's incoming gradient
-  const auto axis = op.intArg("dim");
-  if (!aten || !x || !axis || x->shape.empty())
+  if (!aten || !x)
     return cost;
-  const int last = static_cast<int>(x->shape.size()) - 1;
-  if (*axis != -1 && *axis != last)
-    return cost; // a softmax over an inner dimension: one thread per row, read once
-  const int extraReads = softmaxRowReads(dim(x, -1), x->elementSize(), backward) - 1;
-  cost.bytes += extraReads * bytesOf(x);
   if (stem == "_softmax_backward_data") {
     // softmax_backward_cuda_out multiplies the gradient by the output in a kernel of its
-    // own (aten::mul) before the reduction: two reads and a write more.
+    // own (aten::mul) before the reduction, whatever the dimension: two reads and a write.
     cost.bytes += bytesOf(x) + bytesOf(op.input(1)) + bytesOf(x);
     cost.flops += elements;
     cost.kernels = 2;
   }
+  // The reduced dimension's length; over an inner dimension (cunn_SpatialSoftMax*) the
+  // kernels read each slice as often, strided.
+  const auto axis = op.intArg("dim");
+  const int rank = static_cast<int>(x->shape.size());
+  if (!axis || rank == 0)
+    return cost;
+  const int reduced = static_cast<int>(*axis < 0 ? *axis + rank : *axis);
+  if (reduced < 0 || reduced >= rank)
+    return cost;
+  const int extraReads = softmaxRowReads(dim(x, reduced), x->elementSize(), backward) - 1;
+  cost.bytes += extraReads * bytesOf(x);
   return cost;
 }
 

@@ -330,6 +330,7 @@ TEST(OpCost, SoftmaxReadsLongRowsAgain) {
   EXPECT_DOUBLE_EQ(fwd({64, 12300}, 1).bytes, 4 * 64 * 12300 * 4.0); // just past 48 KB
   EXPECT_DOUBLE_EQ(fwd({64, 16384}, 1, ScalarType::BFloat16).bytes, 2 * 64 * 16384 * 2.0);
   EXPECT_DOUBLE_EQ(fwd({32, 1000, 7}, 1).bytes, 2 * 32 * 1000 * 7 * 4.0); // inner dimension
+  EXPECT_DOUBLE_EQ(fwd({4, 50257, 16}, 1).bytes, 4 * 4 * 50257 * 16 * 4.0);
 
   const auto backward = [](const char* name, std::vector<int64_t> shape, int64_t dim) {
     return estimateOpCost(op(name, {tensor(shape), tensor(shape)}, {tensor(shape)},
@@ -344,6 +345,9 @@ TEST(OpCost, SoftmaxReadsLongRowsAgain) {
   const OpCost back = backward("aten::_softmax_backward_data", {8, 12, 1023, 1023}, -1);
   EXPECT_DOUBLE_EQ(back.bytes, 6 * scores);
   EXPECT_EQ(back.kernels, 2);
+  const OpCost innerBack = backward("aten::_softmax_backward_data", {32, 1000, 7}, 1);
+  EXPECT_DOUBLE_EQ(innerBack.bytes, 6 * 32 * 1000 * 7 * 4.0);
+  EXPECT_EQ(innerBack.kernels, 2);
 }
 
 TEST(OpCost, Embedding) {
