@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <stdexcept>
 
 namespace wavecast::cli {
@@ -29,7 +30,7 @@ CommandSpec evalSpec() {
       "<model>-<mode>-<seq>-<batch>.csv row is mapped to wavecast's ops, predicted\n"
       "(forward, and backward for training labels), summed the way the label was\n"
       "measured (layer rows x num_layer) and compared with the .json e2e latency.",
-      {{"gpu", "NAME", "only these GPUs (folder names; forgiving: \"t4\", \"a100\"; repeatable)"},
+      {{"gpu", "NAME", "only these GPUs (folders or GPU names: \"t4\", \"a100\"; repeatable)"},
        {"weights", "DIR", "learned weights (default data/weights)"},
        {"data", "DIR",
         "NeuSight data folder for GPU specs and kernels (default ../shared/data/neusight)"},
@@ -56,25 +57,57 @@ CommandSpec evalSpec() {
       1};
 }
 
-// The NeuSight data's GPUs (device_configs stems) that `names` pick: each name is
-// resolved by the GPU database, whose error names unknown GPUs and the closest ones.
+// The NeuSight data's GPUs (device_configs stems) that `names` pick, forgivingly: a name
+// equal to a folder or its GPU's id picks that GPU, else it picks every measured GPU whose
+// folder, id, name or alias contains it ("a100": the three A100 cards). A name that picks
+// none goes to the GPU database, whose error names an unknown GPU's closest matches; a
+// GPU it knows but NeuSight never measured says which GPUs were.
 std::vector<std::string> resolveGpus(const std::vector<std::string>& names,
                                      const std::vector<std::string>& stems,
                                      const GpuDatabase& database) {
+  const auto picked = [&](const std::string& wanted, bool exact) {
+    std::vector<std::string> found;
+    for (const std::string& stem : stems) {
+      const DeviceSpec* spec = database.find(stem);
+      std::vector<std::string> known{stem};
+      if (spec) {
+        known.push_back(spec->id);
+        if (!exact) {
+          known.push_back(spec->name);
+          known.insert(known.end(), spec->aliases.begin(), spec->aliases.end());
+        }
+      }
+      if (std::any_of(known.begin(), known.end(), [&](const std::string& k) {
+            const std::string key = normalizedGpuName(k);
+            return exact ? key == wanted : key.find(wanted) != std::string::npos;
+          }))
+        found.push_back(stem);
+    }
+    return found;
+  };
   std::vector<std::string> resolved;
-  for (const DeviceSpec& gpu :
-       names.empty() ? std::vector<DeviceSpec>{} : database.resolve(names)) {
-    const size_t before = resolved.size();
-    for (const std::string& stem : stems)
-      if (const DeviceSpec* measured = database.find(stem); measured && measured->id == gpu.id)
-        resolved.push_back(stem);
-    if (resolved.size() == before) {
-      std::string list;
-      for (const std::string& stem : stems)
-        if (const DeviceSpec* measured = database.find(stem))
-          list += " " + measured->id;
-      throw std::invalid_argument("the NeuSight data has no measurements of " + gpu.id +
-                                  "; it has:" + list);
+  for (const std::string& list : names) {
+    std::stringstream parts(list);
+    std::string name;
+    while (std::getline(parts, name, ',')) {
+      const std::string wanted = normalizedGpuName(name);
+      if (wanted.empty())
+        continue;
+      std::vector<std::string> found = picked(wanted, true);
+      if (found.empty())
+        found = picked(wanted, false);
+      if (found.empty()) {
+        const DeviceSpec gpu = database.resolve({name}).front();
+        std::string measured;
+        for (const std::string& stem : stems)
+          if (const DeviceSpec* spec = database.find(stem))
+            measured += " " + spec->id;
+        throw std::invalid_argument("the NeuSight data has no measurements of " + gpu.id +
+                                    "; it has:" + measured);
+      }
+      for (const std::string& stem : found)
+        if (std::find(resolved.begin(), resolved.end(), stem) == resolved.end())
+          resolved.push_back(stem);
     }
   }
   return resolved;
@@ -155,6 +188,9 @@ int runEval(const std::vector<std::string>& words) {
       options.targetGpus = selected.empty() ? models.trainingGpus() : selected;
       options.originGpus = resolveGpus(originNames, known, database);
       const eval::KernelEvalReport report = eval::evaluateKernels(models, options);
+      if (report.families.empty())
+        throw std::runtime_error("no kernel measurements of these GPUs under " + data +
+                                 "/kernels: its <op>/<GPU>.csv files name the GPUs measured");
       std::cout << (json ? eval::toJson(report).dump(1) + "\n" : eval::toText(report));
       return 0;
     }
@@ -167,12 +203,9 @@ int runEval(const std::vector<std::string>& words) {
     const eval::KernelTimer& model =
         roofline ? static_cast<const eval::KernelTimer&>(rooflineTimer) : learnedTimer;
     eval::EvalReport report = eval::evaluateLabels(listing, gpus, model, rooflineTimer);
-    {
-      const GpuDatabase database = GpuDatabase::fromFile(gpuDatabase);
-      for (const eval::GpuResult& g : report.gpus)
-        if (const DeviceSpec* spec = database.find(g.gpu))
-          report.databaseIds[g.gpu] = spec->id;
-    }
+    for (const eval::GpuResult& g : report.gpus)
+      if (const DeviceSpec* spec = database.find(g.gpu))
+        report.databaseIds[g.gpu] = spec->id;
     if (!markdown.empty() && !writeFile(markdown, eval::toMarkdown(report)))
       throw std::runtime_error("cannot write " + markdown);
     if (rows && !json)

@@ -1,6 +1,7 @@
 // Drives the real `wavecast` binary: exit status, output and one-line errors.
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -115,17 +116,36 @@ TEST(CliTest, UnknownGpuListsCloseNames) {
   EXPECT_TRUE(contains(run.err, "H100")) << run.err;
 }
 
-// eval names GPUs as predict does (the GPU database resolves them); a known GPU that
-// the NeuSight data never measured is a different error, listing those it did.
-TEST(CliTest, EvalResolvesGpusThroughTheDatabase) {
+// eval picks NeuSight's GPUs by folder or GPU name, forgivingly; an unknown GPU gets the
+// GPU database's error, and a known GPU that NeuSight never measured says which it did.
+TEST(CliTest, EvalPicksNeuSightGpusByName) {
   const std::string root = WAVECAST_SOURCE_ROOT;
-  const std::string data = " --data " + root + "/../shared/data/neusight --gpus " + root +
-                           "/data/gpus.json --weights " + root + "/data/weights";
+  const std::string neusight = root + "/../shared/data/neusight";
+  if (!std::filesystem::is_directory(neusight + "/kernels"))
+    GTEST_SKIP() << "no NeuSight data at " << neusight << " (../shared beside the checkout)";
+  const std::string data = " --data " + neusight + " --gpus " + root +
+                           "/data/gpus.json --weights " + root + "/data/weights --json";
   CliRun run = wavecast("eval --kernels --gpu H1OO" + data);
   expectOneLineError(run, "unknown GPU 'H1OO'; did you mean H100-SXM");
   run = wavecast("eval --kernels --gpu L40S" + data);
   expectOneLineError(run, "the NeuSight data has no measurements of L40S; it has:");
   EXPECT_TRUE(contains(run.err, " H100-SXM")) << run.err;
+  expectOneLineError(wavecast("eval --kernels --gpu H100-SXM" + data),
+                     "no kernel measurements of these GPUs");
+
+  // "a100" picks every A100 card NeuSight timed; "v100" the one V100 it has.
+  const auto gpusOf = [&](const std::string& name) {
+    const CliRun picked = wavecast("eval --kernels --gpu " + name + data);
+    EXPECT_EQ(picked.status, 0) << picked.err;
+    std::set<std::string> gpus;
+    const nlohmann::json report = nlohmann::json::parse(picked.out);
+    for (const auto& family : report["families"])
+      gpus.insert(family["gpu"].get<std::string>());
+    return gpus;
+  };
+  EXPECT_EQ(gpusOf("a100"),
+            (std::set<std::string>{"NVIDIA_A100-PCIE-40GB", "NVIDIA_A100_80GB_PCIe"}));
+  EXPECT_EQ(gpusOf("v100"), (std::set<std::string>{"Tesla_V100-PCIE-32GB"}));
 }
 
 TEST(CliTest, FileWithoutProvidersSaysWhatToWrite) {
