@@ -1,7 +1,7 @@
 // Turns the end of a crashed worker into a ProfileError the user can act on.
 #pragma once
 
-#include "wavecast/profiler/profiler.h"
+#include "wavecast/profiler/trace_job.h"
 
 #include <string>
 #include <vector>

@@ -2,7 +2,7 @@
 // the error or the trace they expect (a failure names what came instead).
 #pragma once
 
-#include "wavecast/profiler/profiler.h"
+#include "wavecast/profiler/trace_job.h"
 
 #include <chrono>
 #include <gtest/gtest.h>

@@ -141,6 +141,21 @@ test('a refused token offers Set Remote Token, which asks for the token and reco
   assert.equal(controller.currentPhase, 'running');
 });
 
+test('a refused token left alone: the daemon stays failed', async () => {
+  harness.config.set('remoteAddress', '127.0.0.1:7325');
+  const { controller, clients } = setup({
+    secrets: secretsWith('wrong'),
+    prepare: (client) => {
+      client.startError = new Error('Initialize failed');
+      client.spec.onInitializeFailed("authentication failed: initializationOptions.token must be the daemon's token (see --token-file)");
+    },
+  });
+  await controller.activate();
+  assert.equal(clients[0].spec.initializationOptions.token, 'wrong');
+  assert.equal(controller.currentPhase, 'failed');
+  assert.equal(clients.length, 1);
+});
+
 test('no stored token offers Set Remote Token too', async () => {
   harness.config.set('remoteAddress', '127.0.0.1:7325');
   const { controller } = setup();

@@ -40,7 +40,7 @@ struct DeviceSpec {
   std::string name;                 // marketing name: "NVIDIA H100 80GB HBM3"
   std::vector<std::string> aliases; // other names users and drivers use
   GpuVendor vendor = GpuVendor::Nvidia;
-  std::string architecture;         // "Ampere (GA100)"
+  std::string architecture; // "Ampere (GA100)"
   int computeCapabilityMajor = 0;
   int computeCapabilityMinor = 0;
   int smCount = 0;
