@@ -39,10 +39,11 @@ inline int rank(const TensorMeta* t) {
   return t ? static_cast<int>(t->shape.size()) : 0;
 }
 
+// What an op reads: each input tensor once, however often it is passed (x * x).
 inline double inputBytes(const OpRecord& op) {
   double total = 0;
   for (const auto& t : op.inputs)
-    total += t ? bytesOf(&*t) : 0;
+    total += t && t->sameAs < 0 ? bytesOf(&*t) : 0;
   return total;
 }
 

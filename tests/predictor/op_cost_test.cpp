@@ -313,6 +313,18 @@ TEST(OpCost, ReductionsAndSoftmax) {
   EXPECT_DOUBLE_EQ(back.flops, 128000);
 }
 
+// A tensor passed twice (x * x, Adam's addcmul_(v, grad, grad)) is read once.
+TEST(OpCost, AnInputPassedTwiceIsReadOnce) {
+  TensorMeta again = tensor({1024, 1024});
+  again.sameAs = 0;
+  const OpCost square =
+      estimateOpCost(op("aten::mul", {tensor({1024, 1024}), again}, {tensor({1024, 1024})}));
+  EXPECT_DOUBLE_EQ(square.bytes, 2 * 1024 * 1024 * 4.0);
+  const OpCost product = estimateOpCost(
+      op("aten::mul", {tensor({1024, 1024}), tensor({1024, 1024})}, {tensor({1024, 1024})}));
+  EXPECT_DOUBLE_EQ(product.bytes, 3 * 1024 * 1024 * 4.0);
+}
+
 // PyTorch's softmax kernels read a row from memory once when it fits registers or 48 KB
 // of shared memory (or cache); longer rows three times forward and the gradient twice
 // backward. Softmax's backward multiplies gradient and output first.

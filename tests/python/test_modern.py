@@ -74,6 +74,9 @@ class Optimizers(unittest.TestCase):
             ("aten::_foreach_div_", 4), ("aten::_foreach_add_", 4), ("aten::_foreach_addcdiv_", 4)])
         # exp_avg and exp_avg_sq per parameter, plus a float32 step counter each.
         self.assertEqual(trace["memory"]["optimizer_state_bytes"], 2 * 4 * PARAMETERS + 4 * 4)
+        # exp_avg_sq.addcmul_(grad, grad): the second list is the first one's tensors again.
+        addcmul = next(op for op in trace["ops"] if op["name"] == "aten::_foreach_addcmul_")
+        self.assertEqual([t.get("same_as") for t in addcmul["inputs"]], [None] * 8 + [4, 5, 6, 7])
 
     @unittest.skipUnless(FOREACH_DEFAULT, "torch 1.13 has no fused AdamW")
     def test_fused_adamw_is_one_op_per_dtype(self):
@@ -102,6 +105,16 @@ class Optimizers(unittest.TestCase):
         self.assertEqual(step_ops(trace), [
             ("aten::_foreach_mul_", 4), ("aten::_foreach_add_", 4), ("aten::_foreach_add_", 4)])
         self.assertEqual(trace["memory"]["optimizer_state_bytes"], 4 * PARAMETERS)
+
+
+class RepeatedInputs(unittest.TestCase):
+    def test_a_tensor_passed_twice_names_its_first_place(self):
+        trace = trace_mlp("torch.optim.SGD(model.parameters(), lr=0.1)", model="model.register_forward_hook("
+                          "lambda module, args, out: out * out)")
+        square = [op for op in trace["ops"] if op["name"] == "aten::mul" and op["phase"] == "forward"]
+        self.assertEqual(len(square), 1)
+        self.assertNotIn("same_as", square[0]["inputs"][0])
+        self.assertEqual(square[0]["inputs"][1]["same_as"], 0)
 
 
 class ChannelsLast(unittest.TestCase):

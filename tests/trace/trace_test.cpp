@@ -128,6 +128,38 @@ TEST(TraceTest, RejectsMalformedDocumentsWithTheField) {
   expectError(badMode, "trace.mode must be shape, cpu or cuda");
 }
 
+// x * x: the second input is the first tensor again, which memory reads once.
+TEST(TraceTest, AnInputPassedTwiceNamesItsFirstPlace) {
+  auto doc = sampleDoc();
+  const json x = {{"shape", {8, 8}}, {"dtype", "float32"}, {"contiguous", true}};
+  json again = x;
+  again["same_as"] = 0;
+  doc["ops"][0]["inputs"] = {x, again};
+  const Trace t = traceFromJson(doc);
+  EXPECT_EQ(t.ops[0].input(0)->sameAs, -1);
+  EXPECT_EQ(t.ops[0].input(1)->sameAs, 0);
+  const json written = traceToJson(t)["ops"][0]["inputs"];
+  EXPECT_FALSE(written[0].contains("same_as"));
+  EXPECT_EQ(written[1]["same_as"], 0);
+
+  auto expectError = [&](json sameAs) {
+    auto bad = doc;
+    bad["ops"][0]["inputs"][1]["same_as"] = sameAs;
+    try {
+      traceFromJson(bad);
+      ADD_FAILURE() << "expected an error for same_as " << sameAs.dump();
+    } catch (const TraceFormatError& e) {
+      EXPECT_NE(std::string(e.what()).find("ops[0].inputs[1].same_as must be the index of an "
+                                           "earlier input"),
+                std::string::npos)
+          << e.what();
+    }
+  };
+  expectError(1);
+  expectError(-2);
+  expectError("first");
+}
+
 TEST(TraceTest, ModesAreTextOnlyInTheDocument) {
   for (const TraceMode mode : {TraceMode::Shape, TraceMode::Cpu, TraceMode::Cuda}) {
     EXPECT_EQ(traceModeFromString(toString(mode)), mode);

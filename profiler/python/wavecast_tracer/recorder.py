@@ -297,6 +297,15 @@ class TraceState:
     def record(self, func, name, args, kwargs, out):
         inputs = []
         op_args = {}
+        first_index = {}  # id of each tensor argument -> the input it first appeared as
+
+        def input_meta(t):
+            meta = tensor_meta(t)
+            first = first_index.setdefault(id(t), len(inputs))
+            if first != len(inputs):  # the very tensor again (x * x): memory reads it once
+                meta["same_as"] = first
+            return meta
+
         arguments = func._schema.arguments
         for position, argument in enumerate(arguments):
             if position < len(args):
@@ -306,14 +315,15 @@ class TraceState:
             else:
                 value = argument.default_value
             if isinstance(value, torch.Tensor):
-                inputs.append(tensor_meta(value))
+                inputs.append(input_meta(value))
             elif value is None and "Tensor" in str(argument.type):
                 inputs.append(None)
                 if argument.name == "bias":
                     op_args["bias"] = False
                 continue
             elif isinstance(value, (list, tuple)) and value and isinstance(value[0], torch.Tensor):
-                inputs.extend(tensor_meta(t) if t is not None else None for t in value)
+                for t in value:
+                    inputs.append(input_meta(t) if t is not None else None)
                 op_args["num_tensors"] = len(value)
             else:
                 converted = _arg_value(value)

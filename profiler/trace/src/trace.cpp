@@ -27,13 +27,21 @@ std::optional<TensorMeta> tensorFromJson(const json& j, const std::string& where
   }
   t.dtype = scalarTypeFromString(j.value("dtype", std::string("float32")));
   t.contiguous = j.value("contiguous", true);
+  if (const auto same = j.find("same_as"); same != j.end()) {
+    if (!same->is_number_integer() || same->get<int64_t>() < 0)
+      fail(where + ".same_as must be the index of an earlier input");
+    t.sameAs = same->get<int>();
+  }
   return t;
 }
 
 json tensorToJson(const std::optional<TensorMeta>& t) {
   if (!t)
     return nullptr;
-  return json{{"shape", t->shape}, {"dtype", toString(t->dtype)}, {"contiguous", t->contiguous}};
+  json j{{"shape", t->shape}, {"dtype", toString(t->dtype)}, {"contiguous", t->contiguous}};
+  if (t->sameAs >= 0)
+    j["same_as"] = t->sameAs;
+  return j;
 }
 
 SourceLocation locationFromJson(const json& j) {
@@ -130,8 +138,12 @@ OpRecord opFromJson(const json& j, size_t index) {
       continue;
     if (!list->is_array())
       fail(where + "." + key + " must be a list");
-    for (size_t i = 0; i < list->size(); ++i)
-      out.push_back(tensorFromJson((*list)[i], where + "." + key + "[" + std::to_string(i) + "]"));
+    for (size_t i = 0; i < list->size(); ++i) {
+      const std::string at = where + "." + key + "[" + std::to_string(i) + "]";
+      out.push_back(tensorFromJson((*list)[i], at));
+      if (out.back() && out.back()->sameAs >= static_cast<int>(i))
+        fail(at + ".same_as must be the index of an earlier input");
+    }
   }
   if (const auto args = j.find("args"); args != j.end() && args->is_object()) {
     for (const auto& [key, value] : args->items())

@@ -79,6 +79,9 @@ struct TensorMeta {
   std::vector<int64_t> shape;
   ScalarType dtype = ScalarType::Float32;
   bool contiguous = true;
+  // An op input that is the very tensor of an earlier input of the same op (x * x,
+  // Adam's addcmul_(v, grad, grad)): that input's index; memory reads it once. -1: none.
+  int sameAs = -1;
 
   int64_t numel() const;
   int elementSize() const { return wavecast::elementSize(dtype); }
