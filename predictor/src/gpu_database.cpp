@@ -220,11 +220,6 @@ void parseComputeCapability(const std::string& text, DeviceSpec& gpu, const Cont
   }
 }
 
-std::string ccKey(const DeviceSpec& gpu) {
-  return std::to_string(gpu.computeCapabilityMajor) + "." +
-         std::to_string(gpu.computeCapabilityMinor);
-}
-
 // Fills `gpu` from `entry`. With `partial`, absent fields keep their current values
 // (a user override of a known GPU); otherwise every field is required.
 void applyEntry(const json& entry, DeviceSpec& gpu, const LimitsByCc& tables, const Context& ctx,
@@ -304,17 +299,17 @@ void applyEntry(const json& entry, DeviceSpec& gpu, const LimitsByCc& tables, co
   // Per-SM limits: the table of the compute capability, then the entry's own fields.
   const bool ccChanged = entry.contains("compute_capability");
   if (nvidia && (ccChanged || !partial)) {
-    const auto table = tables.find(ccKey(gpu));
+    const auto table = tables.find(gpu.computeCapability());
     if (table != tables.end())
       gpu.limits = table->second;
     else if (!entry.contains("sm_limits"))
-      ctx.fail("compute_capability", "no sm_limits_by_compute_capability table for " + ccKey(gpu) +
+      ctx.fail("compute_capability", "no sm_limits_by_compute_capability table for " + gpu.computeCapability() +
                                          "; give the entry a complete \"sm_limits\"");
   }
   if (entry.contains("sm_limits")) {
     const bool complete = !nvidia && !partial;
     applySmLimits(entry["sm_limits"], gpu.limits, ctx,
-                  complete || (nvidia && !tables.count(ccKey(gpu))));
+                  complete || (nvidia && !tables.count(gpu.computeCapability())));
   } else if (!nvidia && !partial) {
     ctx.fail("sm_limits", "missing (required for non-NVIDIA GPUs, which have no compute "
                           "capability table)");

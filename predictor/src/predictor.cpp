@@ -47,13 +47,14 @@ bool uses(const MethodsUsed& used, PredictionMethod method) {
   return used[static_cast<size_t>(method)];
 }
 
-// The GPU time of one op on one GPU and how it was obtained.
+// The GPU time of one op on one GPU and how it was obtained. `measured`: the trace has
+// kernels from a known GPU; `onOrigin`: this GPU is that one.
 PredictionMethod timeOp(const OpRecord& op, const OpCost& cost, const DeviceSpec& gpu,
                         bool onOrigin, bool measured, const std::optional<double>& learnedMs,
                         const PredictorOptions& options, double& timeMs,
                         std::map<std::string, int>& waveProblems) {
   timeMs = 0;
-  if (measured && onOrigin) {
+  if (onOrigin) {
     timeMs = measuredOpMs(op);
     return PredictionMethod::Measured;
   }
@@ -235,11 +236,10 @@ std::vector<std::string> attentionFallbacks(const std::vector<OpCost>& costs,
           ++changed[{cost.attention.backend, runs}];
       }
     for (const auto& [backends, count] : changed)
-      lines.push_back(
-          gpu.id + " (compute capability " + std::to_string(gpu.computeCapabilityMajor) + "." +
-          std::to_string(gpu.computeCapabilityMinor) + ") has no " + toString(backends.first) +
-          ": " + std::to_string(count) + " attention ops predicted as " +
-          toString(backends.second) + ", which torch runs there instead");
+      lines.push_back(gpu.id + " (compute capability " + gpu.computeCapability() + ") has no " +
+                      toString(backends.first) + ": " + std::to_string(count) +
+                      " attention ops predicted as " + toString(backends.second) +
+                      ", which torch runs there instead");
   }
   return lines;
 }
@@ -280,16 +280,17 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
 
   // A measured trace on its own GPU is its measurements; on every other GPU its kernels
   // are wave-scaled, and the learned models answer only kernel-varying ops (Habitat).
-  const bool measured = hasMeasuredKernels(trace) && options_.originGpu.has_value();
+  const bool hasKernels = hasMeasuredKernels(trace);
+  const bool measured = hasKernels && options_.originGpu.has_value();
   std::vector<bool> onOrigin(gpuCount, false);
   for (size_t g = 0; g < gpuCount && measured; ++g)
     onOrigin[g] = gpus[g].id == options_.originGpu->id;
-  if (trace.mode == TraceMode::Cuda && !hasMeasuredKernels(trace))
+  if (trace.mode == TraceMode::Cuda && !hasKernels)
     prediction.warnings.push_back(
         "the trace was measured on a GPU but carries no kernels (an older wavecast recorded "
         "none); re-record it with `wavecast trace FILE.py --mode cuda` to use the "
         "measurements (analytic model used instead)");
-  else if (hasMeasuredKernels(trace) && !options_.originGpu)
+  else if (hasKernels && !options_.originGpu)
     prediction.warnings.push_back(
         "the trace was measured on '" + trace.device.value_or("an unnamed GPU") +
         "', which the GPU database does not know; add it to your GPU file (docs/gpus.md) to "
@@ -324,7 +325,7 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
 
   // 2. Per op and GPU: the measurement on its own GPU; else learned, else wave scaling of
   // measured kernels, else roofline.
-  std::vector<std::array<bool, kPredictionMethods>> used(gpuCount);
+  std::vector<MethodsUsed> used(gpuCount);
   std::map<std::string, int> waveProblems;
   prediction.ops.assign(gpuCount, std::vector<OpPrediction>(opCount));
   for (size_t g = 0; g < gpuCount; ++g) {
@@ -345,8 +346,7 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
   }
   std::string unmeasured;
   for (size_t g = 0; g < gpuCount; ++g)
-    if (used[g][static_cast<size_t>(PredictionMethod::Learned)] &&
-        !options_.opTimeModel->measuredOn(gpus[g]))
+    if (uses(used[g], PredictionMethod::Learned) && !options_.opTimeModel->measuredOn(gpus[g]))
       unmeasured += (unmeasured.empty() ? "" : ", ") + gpus[g].id;
   if (!unmeasured.empty())
     prediction.warnings.push_back(

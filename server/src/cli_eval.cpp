@@ -13,7 +13,6 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <stdexcept>
 
 namespace wavecast::cli {
@@ -57,25 +56,23 @@ CommandSpec evalSpec() {
       1};
 }
 
+// NeuSight's GPUs: each device_configs stem and the GPU database's spec of it.
+using MeasuredGpus = std::vector<std::pair<std::string, const DeviceSpec*>>;
+
 // The NeuSight data's GPUs (device_configs stems) that `names` pick, forgivingly: a name
 // equal to a folder or its GPU's id picks that GPU, else it picks every measured GPU whose
 // folder, id, name or alias contains it ("a100": the three A100 cards). A name that picks
 // none goes to the GPU database, whose error names an unknown GPU's closest matches; a
 // GPU it knows but NeuSight never measured says which GPUs were.
 std::vector<std::string> resolveGpus(const std::vector<std::string>& names,
-                                     const std::vector<std::string>& stems,
-                                     const GpuDatabase& database) {
+                                     const MeasuredGpus& measured, const GpuDatabase& database) {
   const auto picked = [&](const std::string& wanted, bool exact) {
     std::vector<std::string> found;
-    for (const std::string& stem : stems) {
-      const DeviceSpec* spec = database.find(stem);
-      std::vector<std::string> known{stem};
-      if (spec) {
-        known.push_back(spec->id);
-        if (!exact) {
-          known.push_back(spec->name);
-          known.insert(known.end(), spec->aliases.begin(), spec->aliases.end());
-        }
+    for (const auto& [stem, spec] : measured) {
+      std::vector<std::string> known{stem, spec->id};
+      if (!exact) {
+        known.push_back(spec->name);
+        known.insert(known.end(), spec->aliases.begin(), spec->aliases.end());
       }
       if (std::any_of(known.begin(), known.end(), [&](const std::string& k) {
             const std::string key = normalizedGpuName(k);
@@ -87,9 +84,7 @@ std::vector<std::string> resolveGpus(const std::vector<std::string>& names,
   };
   std::vector<std::string> resolved;
   for (const std::string& list : names) {
-    std::stringstream parts(list);
-    std::string name;
-    while (std::getline(parts, name, ',')) {
+    for (const std::string& name : splitList(list)) {
       const std::string wanted = normalizedGpuName(name);
       if (wanted.empty())
         continue;
@@ -98,12 +93,11 @@ std::vector<std::string> resolveGpus(const std::vector<std::string>& names,
         found = picked(wanted, false);
       if (found.empty()) {
         const DeviceSpec gpu = database.resolve({name}).front();
-        std::string measured;
-        for (const std::string& stem : stems)
-          if (const DeviceSpec* spec = database.find(stem))
-            measured += " " + spec->id;
+        std::string ids;
+        for (const auto& [stem, spec] : measured)
+          ids += " " + spec->id;
         throw std::invalid_argument("the NeuSight data has no measurements of " + gpu.id +
-                                    "; it has:" + measured);
+                                    "; it has:" + ids);
       }
       for (const std::string& stem : found)
         if (std::find(resolved.begin(), resolved.end(), stem) == resolved.end())
@@ -154,12 +148,12 @@ int runEval(const std::vector<std::string>& words) {
     throw UsageError("give LABEL_DIR, --kernels or --logo; run 'wavecast eval --help' for usage");
 
   try {
-    const auto gpus = learned::loadSpecSheets(data, gpuDatabase);
-    std::vector<std::string> known;
-    for (const auto& [stem, spec] : gpus)
-      known.push_back(stem);
     const GpuDatabase database = GpuDatabase::fromFile(gpuDatabase);
-    const std::vector<std::string> selected = resolveGpus(gpuNames, known, database);
+    const auto gpus = learned::loadSpecSheets(data, database);
+    MeasuredGpus measured;
+    for (const auto& [stem, features] : gpus)
+      measured.emplace_back(stem, database.find(stem));
+    const std::vector<std::string> selected = resolveGpus(gpuNames, measured, database);
 
     if (logo) {
       eval::LogoOptions options;
@@ -186,7 +180,7 @@ int runEval(const std::vector<std::string>& words) {
       options.dataDir = data;
       options.gpuDatabase = gpuDatabase;
       options.targetGpus = selected.empty() ? models.trainingGpus() : selected;
-      options.originGpus = resolveGpus(originNames, known, database);
+      options.originGpus = resolveGpus(originNames, measured, database);
       const eval::KernelEvalReport report = eval::evaluateKernels(models, options);
       if (report.families.empty())
         throw std::runtime_error("no kernel measurements of these GPUs under " + data +

@@ -83,12 +83,12 @@ TEST(Views, TraceWarningsAboutALineAreWarningsThere) {
   Entry& entry = entries["file:///w/train.py"];
   entry.path = "/w/train.py";
   entry.state = protocol::ResultsState::Ready;
-  auto result = sampleResult();
-  result->output.traceWarnings = {
+  AnalysisOutput output = testing::sampleOutput("/w/train.py");
+  output.traceWarnings = {
       "/w/train.py:3: a tensor created on the CPU inside the iteration (created at "
       "/w/train.py:1) is used with tensors on the GPU",
       "/w/model.py:7: elsewhere", "torch.compile traced eagerly"};
-  entry.result = result;
+  entry.result = indexResult(std::move(output), 1);
   auto diagnostics = diagnosticsFor(entries, "/w/train.py", false, [] { return kAnalysed; });
   ASSERT_EQ(diagnostics.size(), 1u);
   EXPECT_EQ(diagnostics[0].range.start.line, 2);

@@ -58,17 +58,28 @@ KernelShape shapeOfRow(const std::string& folder, const CsvTable& table,
   return KernelShape::elementwise(*elementwiseOpFromFolder(folder), get("B"), get("H"));
 }
 
-} // namespace
-
-std::map<std::string, GpuFeatures> loadSpecSheets(const std::string& dataDir,
-                                                  const std::string& gpuDatabase) {
+// DATA/device_configs, or an error naming the folder that is not there.
+fs::path deviceConfigsDir(const std::string& dataDir) {
   const fs::path dir = fs::path(dataDir) / "device_configs";
   if (!fs::is_directory(dir))
     throw std::runtime_error(dir.string() +
                              " not found: pass the NeuSight data folder (--data DIR)");
+  return dir;
+}
+
+} // namespace
+
+std::map<std::string, GpuFeatures> loadSpecSheets(const std::string& dataDir,
+                                                  const std::string& gpuDatabase) {
+  deviceConfigsDir(dataDir); // a missing data folder is named before the database
   if (gpuDatabase.empty())
     throw std::invalid_argument("no GPU database given: pass data/gpus.json (--gpus FILE)");
-  const GpuDatabase database = GpuDatabase::fromFile(gpuDatabase);
+  return loadSpecSheets(dataDir, GpuDatabase::fromFile(gpuDatabase));
+}
+
+std::map<std::string, GpuFeatures> loadSpecSheets(const std::string& dataDir,
+                                                  const GpuDatabase& database) {
+  const fs::path dir = deviceConfigsDir(dataDir);
   std::map<std::string, GpuFeatures> gpus;
   for (const auto& entry : fs::directory_iterator(dir))
     if (entry.path().extension() == ".json")

@@ -128,7 +128,6 @@ CuptiApi loadCupti(const std::vector<std::string>& candidates) {
                       "CUDA " + kCudaMajor + " or newer, or trace in shape mode";
   };
   find(api.getResultString, "cuptiGetResultString");
-  find(api.getTimestamp, "cuptiGetTimestamp");
   find(api.getNextRecord, "cuptiActivityGetNextRecord");
   find(api.getNumDroppedRecords, "cuptiActivityGetNumDroppedRecords");
   find(api.registerCallbacks, "cuptiActivityRegisterCallbacks");
@@ -236,12 +235,6 @@ void decodeActivityBuffer(const CuptiApi& api, uint8_t* buffer, size_t validByte
     }
     into.kernels.push_back(std::move(activity));
   }
-}
-
-uint64_t cuptiTimestamp(const CuptiApi& api) {
-  uint64_t now = 0;
-  check(api, usable(api).getTimestamp(&now), "cuptiGetTimestamp");
-  return now;
 }
 
 CuptiSession::CuptiSession(const CuptiApi& api) : api_(usable(api)) {

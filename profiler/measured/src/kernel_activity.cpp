@@ -5,18 +5,6 @@
 
 namespace wavecast::measured {
 
-const char* toString(ActivityKind kind) {
-  switch (kind) {
-  case ActivityKind::Kernel:
-    return "kernel";
-  case ActivityKind::Memcpy:
-    return "memcpy";
-  case ActivityKind::Memset:
-    return "memset";
-  }
-  return "kernel";
-}
-
 KernelMatch matchKernelsToOps(const ActivityBatch& batch) {
   std::unordered_map<uint32_t, uint64_t> opByCorrelation;
   for (const ExternalCorrelation& link : batch.correlations)

@@ -94,6 +94,11 @@ class TraceState:
         # A memory.MemoryTracker in shape and cpu mode: storages live and saved for backward.
         self.memory = None
 
+    def records(self, name):
+        """Whether an op of this name is recorded now: not a view or allocation, and not
+        inside a suppressed region (a warm-up optimizer step, a fused RNN's inner ops)."""
+        return name not in METADATA_OPS and not self.suppressed
+
     @contextlib.contextmanager
     def suppressing(self):
         self.suppressed += 1
@@ -424,7 +429,7 @@ class OpRecorder(compat.TorchDispatchMode):
             state.resolve_pending_outputs()
         state.fallback_hit = False
         name = compat.op_name(func)
-        recorded = self.recording and name not in METADATA_OPS and not state.suppressed
+        recorded = self.recording and state.records(name)
         if recorded and self.timer is not None:
             out = self.timer.run(func, args, kwargs, len(state.ops))
         elif self.shadows is not None:

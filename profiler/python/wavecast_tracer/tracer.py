@@ -16,7 +16,7 @@ from .errors import TraceError, TraceInterrupted, error_at, one_line, out_of_mem
 from .loader import find_providers, load_entry_module, purge_project_modules, user_exception
 from .memory import MemoryTracker
 from .project import Project
-from .recorder import METADATA_OPS, OpRecorder, TraceState
+from .recorder import OpRecorder, TraceState
 from .values import flatten_tensors
 from .rnn import fuse_recurrent_layers
 
@@ -192,7 +192,7 @@ def _measure(state, project, iteration, inputs, progress):
         repeats, skipped = [0], []
         for repeat in range(1, measured.REPEATS):
             progress(f"measuring (repeat {repeat + 1} of {measured.REPEATS})")
-            mode = measured.RepeatMode(session, repeat, lambda name: name not in METADATA_OPS)
+            mode = measured.RepeatMode(session, repeat, state.records)
             with mode:
                 _call_user(iteration, project, "during the training iteration", *inputs)
             (repeats if mode.names == timer.names else skipped).append(repeat)

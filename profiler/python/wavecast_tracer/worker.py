@@ -58,10 +58,12 @@ def serve(request_fd, response_fd, crash_fd):
     try:
         import torch  # imported once here, so traces start warm
     except BaseException as exc:  # noqa: B902
-        mismatch = environment.torch_import_failure(exc, _torch_dir())
+        torch_dir = _torch_dir()
+        mismatch = environment.torch_import_failure(exc, torch_dir)
         if mismatch:
             return _not_ready(channel, *mismatch, exc)
-        return _not_ready(channel, f"cannot import torch {_torch_location()}: {one_line(exc)}",
+        return _not_ready(channel,
+                          f"cannot import torch {_torch_location(torch_dir)}: {one_line(exc)}",
                           "Install PyTorch there (VENV/bin/pip install torch; for the system "
                           "python3: apt install python3-torch), or choose a venv that has it "
                           "(--python-env VENV, the editor's wavecast.pythonEnv or "
@@ -123,9 +125,8 @@ def _torch_dir():
     return os.path.dirname(spec.origin) if spec is not None and spec.origin else None
 
 
-def _torch_location():
-    """Where the failed `import torch` found torch, for the error message."""
-    found = _torch_dir()
+def _torch_location(found):
+    """Where the failed `import torch` found torch (`found`: _torch_dir()), for the error message."""
     return f"from {found}" if found else f"(none on the path of {sys.executable})"
 
 

@@ -13,8 +13,7 @@ nlohmann::json gpuToJson(const DeviceSpec& gpu) {
   return {{"id", gpu.id},
           {"name", gpu.name},
           {"aliases", gpu.aliases},
-          {"compute_capability", std::to_string(gpu.computeCapabilityMajor) + "." +
-                                     std::to_string(gpu.computeCapabilityMinor)},
+          {"compute_capability", gpu.computeCapability()},
           {"sm_count", gpu.smCount},
           {"boost_clock_mhz", gpu.boostClockMHz},
           {"memory_gib", gpu.memoryGiB},
@@ -47,10 +46,7 @@ int runGpus(const CommandLine& args, const InstallLayout& layout) {
             << "\n";
   for (const auto& gpu : database.all()) {
     std::cout << padRight(gpu.id, 16) << padRight(gpu.name, 30)
-              << padLeft(std::to_string(gpu.computeCapabilityMajor) + "." +
-                             std::to_string(gpu.computeCapabilityMinor),
-                         5)
-              << padLeft(std::to_string(gpu.smCount), 5)
+              << padLeft(gpu.computeCapability(), 5) << padLeft(std::to_string(gpu.smCount), 5)
               << padLeft(formatFixed(gpu.memoryGiB, 0) + " GB", 9)
               << padLeft(formatFixed(gpu.memoryBandwidthGBs, 0), 7)
               << padLeft(tflops(gpu.fp32Tflops), 7) << padLeft(tflops(gpu.tf32Tflops), 7)

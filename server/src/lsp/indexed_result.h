@@ -7,18 +7,30 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace wavecast::lsp {
+
+// A trace warning about one source line: "FILE:LINE: message".
+struct LineWarning {
+  std::string file;
+  int line = 0;
+  std::string message;
+};
+std::optional<LineWarning> lineWarning(const std::string& warning);
 
 struct IndexedResult {
   AnalysisOutput output;
   std::map<std::string, std::map<int, size_t>> linesByFile; // canonical path -> line -> index
-  std::map<std::string, std::string> analysedText;          // path -> the text those lines number
-  uint64_t sequence = 0; // completion order, to prefer the newest result
+  // canonical path -> the trace's warnings about its lines
+  std::map<std::string, std::vector<LineWarning>> warningsByFile;
+  std::map<std::string, std::string> analysedText; // path -> the text those lines number
+  uint64_t sequence = 0;                           // completion order, to prefer the newest result
 };
 
-// Indexes `output`'s lines by canonical file and makes its source files
+// Indexes `output`'s lines and line warnings by canonical file and makes its source files
 // canonical; `analysedText` is left for the caller, who knows which texts the
 // analysis read.
 std::shared_ptr<IndexedResult> indexResult(AnalysisOutput output, uint64_t sequence);

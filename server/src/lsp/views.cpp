@@ -4,8 +4,6 @@
 #include "presentation.h"
 
 #include <algorithm>
-#include <cctype>
-#include <cstdlib>
 #include <limits>
 
 namespace wavecast::lsp {
@@ -131,24 +129,6 @@ std::vector<CodeLens> lineLenses(const IndexedResult& result, const std::string&
   return lenses;
 }
 
-std::optional<LineWarning> lineWarning(const std::string& warning) {
-  // "FILE:LINE: message", FILE an absolute path (docs/trace-format.md, `warnings`).
-  if (warning.empty() || warning[0] != '/')
-    return std::nullopt;
-  for (size_t colon = warning.find(':'); colon != std::string::npos;
-       colon = warning.find(':', colon + 1)) {
-    size_t end = colon + 1;
-    while (end < warning.size() && std::isdigit(static_cast<unsigned char>(warning[end])))
-      ++end;
-    if (end == colon + 1 || end + 1 >= warning.size() || warning.compare(end, 2, ": ") != 0)
-      continue;
-    const int line = std::atoi(warning.substr(colon + 1, end - colon - 1).c_str());
-    if (line > 0)
-      return LineWarning{warning.substr(0, colon), line, warning.substr(end + 2)};
-  }
-  return std::nullopt;
-}
-
 std::vector<Diagnostic> diagnosticsFor(const Entries& entries, const std::string& path,
                                        bool lineDiagnostics,
                                        const std::function<std::string()>& text) {
@@ -178,10 +158,11 @@ std::vector<Diagnostic> diagnosticsFor(const Entries& entries, const std::string
       }
     }
     if (entry.result && entry.state != ResultsState::Error)
-      for (const std::string& warning : entry.result->output.traceWarnings)
-        if (const auto at = lineWarning(warning); at && canonicalPath(at->file) == path)
+      if (auto found = entry.result->warningsByFile.find(path);
+          found != entry.result->warningsByFile.end())
+        for (const LineWarning& at : found->second)
           out.push_back(
-              {lineRange(at->line), DiagnosticSeverity::Warning, "trace_warning", at->message});
+              {lineRange(at.line), DiagnosticSeverity::Warning, "trace_warning", at.message});
   }
   if (lineDiagnostics) {
     if (auto result = resultFor(entries, path)) {
@@ -226,8 +207,7 @@ Json summariesJson(const Prediction& prediction) {
 GpuInfo gpuInfo(const DeviceSpec& spec) {
   return {spec.id,
           spec.name,
-          std::to_string(spec.computeCapabilityMajor) + "." +
-              std::to_string(spec.computeCapabilityMinor),
+          spec.computeCapability(),
           spec.smCount,
           spec.memoryGiB,
           spec.memoryBandwidthGBs,

@@ -45,14 +45,6 @@ std::vector<protocol::CodeLens> summaryLenses(const AnalysisOutput& output, cons
 std::vector<protocol::CodeLens> lineLenses(const IndexedResult& result, const std::string& path,
                                            const LineMap* moved, const protocol::Json& arguments);
 
-// A trace warning about one source line: "FILE:LINE: message".
-struct LineWarning {
-  std::string file;
-  int line = 0;
-  std::string message;
-};
-std::optional<LineWarning> lineWarning(const std::string& warning);
-
 // The diagnostics of `path` (canonical): failed analyses located there, an
 // out-of-memory warning on an entry's input provider, the trace's warnings about its
 // lines (a CPU tensor mixed with GPU tensors) and, with

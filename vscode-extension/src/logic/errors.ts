@@ -1,4 +1,5 @@
 // Turns failures into messages that say what to do.
+import { ErrorCodes } from 'vscode-languageserver-protocol';
 import { PROTOCOL_VERSION, REQUIRED_METHODS, type ServerWavecastCapability } from './protocol';
 
 export interface CapabilityCheck {
@@ -75,8 +76,6 @@ export function notRunningMessage(phase: 'starting' | 'stopped' | 'failed', last
 }
 
 /** JSON-RPC's InvalidParams: the daemon refused a value (an unknown GPU, a bad batch size). */
-export const INVALID_PARAMS = -32602;
-
 export function isInvalidParamsError(error: unknown): error is Error & { code: number } {
-  return error instanceof Error && (error as { code?: unknown }).code === INVALID_PARAMS;
+  return error instanceof Error && (error as { code?: unknown }).code === ErrorCodes.InvalidParams;
 }

@@ -196,12 +196,8 @@ export function initializationOptions(
   const options: InitializationOptions = {
     protocolVersion: PROTOCOL_VERSION,
     targets: settings.targets,
-    batchSize: settings.batchSize,
-    trigger: settings.trigger,
-    pythonEnv,
-    debounceMs: settings.debounceMs,
-    lineCodeLens: settings.lineCodeLens,
-    lineDiagnostics: settings.lineDiagnostics,
+    ...daemonSettings(settings, pythonEnv),
+    pythonEnv, // null at initialize: the daemon's default environment
   };
   if (settings.remote && token) options.token = token;
   return options;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "wavecast/learned/kernel_shape.h"
+#include "wavecast/predictor/gpu_database.h"
 
 #include <cstdint>
 #include <map>
@@ -44,5 +45,7 @@ KernelDataset loadKernelDataset(const std::string& dataDir, const KernelDatasetO
 // 20 of 128. Stems the database does not know are left out.
 std::map<std::string, GpuFeatures> loadSpecSheets(const std::string& dataDir,
                                                   const std::string& gpuDatabase);
+std::map<std::string, GpuFeatures> loadSpecSheets(const std::string& dataDir,
+                                                  const GpuDatabase& database);
 
 } // namespace wavecast::learned

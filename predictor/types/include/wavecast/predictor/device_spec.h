@@ -59,6 +59,10 @@ struct DeviceSpec {
   std::string priceSource;
   std::string source; // where the figures come from
 
+  // "8.0", as CUDA and GPU files write it.
+  std::string computeCapability() const {
+    return std::to_string(computeCapabilityMajor) + "." + std::to_string(computeCapabilityMinor);
+  }
   int64_t memoryBytes() const { return static_cast<int64_t>(memoryGiB * 1024.0 * 1024.0 * 1024.0); }
 };
 

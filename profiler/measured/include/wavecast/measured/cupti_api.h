@@ -13,7 +13,6 @@ namespace wavecast::measured {
 struct CuptiApi {
   std::string loadError; // why CUPTI cannot be used; empty when every function is set
   decltype(&cuptiGetResultString) getResultString = nullptr;
-  decltype(&cuptiGetTimestamp) getTimestamp = nullptr;
   decltype(&cuptiActivityGetNextRecord) getNextRecord = nullptr;
   decltype(&cuptiActivityGetNumDroppedRecords) getNumDroppedRecords = nullptr;
   decltype(&cuptiActivityRegisterCallbacks) registerCallbacks = nullptr;

@@ -31,9 +31,6 @@ std::string describeCuptiFailure(const CuptiApi& api, const char* call, int code
 void decodeActivityBuffer(const CuptiApi& api, uint8_t* buffer, size_t validBytes,
                           ActivityBatch& into);
 
-// CUPTI's timestamp clock (ns), the clock of KernelActivity::startNs/endNs.
-uint64_t cuptiTimestamp(const CuptiApi& api);
-
 // Records kernels, copies and fills with the API calls that launched them (external
 // correlation records exist only for API records) while alive. CUPTI's buffer callbacks
 // take no user pointer, so one session may exist per process; the destructor calls

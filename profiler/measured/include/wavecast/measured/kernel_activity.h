@@ -2,6 +2,8 @@
 // ops that launched it. Pure C++: no CUDA needed to build or test.
 #pragma once
 
+#include "wavecast/trace.h"
+
 #include <array>
 #include <cstdint>
 #include <map>
@@ -12,8 +14,7 @@ namespace wavecast::measured {
 
 // Kernels run on the SMs; copies and fills (cudaMemcpyAsync, cudaMemsetAsync) have no
 // grid but take GPU time all the same (torch.profiler counts them too).
-enum class ActivityKind { Kernel, Memcpy, Memset };
-const char* toString(ActivityKind kind);
+using ActivityKind = GpuActivityKind;
 
 // One execution as CUPTI reports it (times in CUPTI's nanosecond clock).
 struct KernelActivity {
