@@ -136,22 +136,6 @@ OpCost estimateOpCost(const OpRecord& op) {
   return cost;
 }
 
-const char* toString(AttentionBackend backend) {
-  switch (backend) {
-  case AttentionBackend::None:
-    return "no attention kernel";
-  case AttentionBackend::Flash:
-    return "flash attention";
-  case AttentionBackend::Efficient:
-    return "memory-efficient attention";
-  case AttentionBackend::Cudnn:
-    return "cuDNN attention";
-  case AttentionBackend::Math:
-    return "the math decomposition of attention (matmuls and a softmax)";
-  }
-  return "unknown";
-}
-
 bool runsOnCudnn(const OpCost& cost) {
   return cost.family == CostFamily::Conv || cost.family == CostFamily::Rnn;
 }

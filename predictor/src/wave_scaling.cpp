@@ -17,7 +17,8 @@ int64_t product(const std::vector<int64_t>& dims) {
 
 // Blocks of `kernel` in flight on the whole GPU; one per SM when the destination's
 // limits reject the kernel (it would be recompiled for that GPU).
-double waveSize(const KernelRecord& kernel, const DeviceSpec& gpu, std::string& problem) {
+double waveSize(const KernelRecord& kernel, const DeviceSpec& gpu,
+                std::optional<UnlaunchableKernel>& problem) {
   KernelResources resources;
   resources.threadsPerBlock = static_cast<int>(product(kernel.block));
   resources.registersPerThread = kernel.registersPerThread;
@@ -25,8 +26,7 @@ double waveSize(const KernelRecord& kernel, const DeviceSpec& gpu, std::string& 
       static_cast<int>(kernel.staticSharedBytes + kernel.dynamicSharedBytes);
   const Occupancy occupancy = computeOccupancy(gpu.limits, resources);
   if (!occupancy.launchable()) {
-    problem = "kernel " + kernel.name + " cannot launch on " + gpu.id + " as recorded (" +
-              occupancy.problem + "); assumed one block per SM";
+    problem = UnlaunchableKernel{gpu.id, occupancy.problem};
     return std::max(1, gpu.smCount);
   }
   return static_cast<double>(occupancy.blocksPerSm) * std::max(1, gpu.smCount);

@@ -146,7 +146,8 @@ int main(int argc, char** argv) {
         .attr("configure")(env.root.empty() ? py::object(py::none())
                                             : py::object(py::str(env.root.string())));
     py::module_ worker = py::module_::import("wavecast_tracer.worker");
-    return worker.attr("serve")(args.requestFd, args.responseFd, args.crashFd).cast<int>();
+    return worker.attr("serve")(args.requestFd, args.responseFd, args.crashFd, WAVECAST_VERSION)
+        .cast<int>();
   } catch (const py::error_already_set& error) {
     return failStartup(args.responseFd,
                        std::string("cannot start the Python tracer: ") + error.what(),

@@ -168,6 +168,10 @@ Json toJson(const Diagnostic& diagnostic) {
   return out;
 }
 
+Json toJson(const ShowMessageParams& params) {
+  return {{"type", static_cast<int>(params.type)}, {"message", params.message}};
+}
+
 Json toJson(const PublishDiagnosticsParams& params) {
   Json diagnostics = Json::array();
   for (const auto& diagnostic : params.diagnostics)

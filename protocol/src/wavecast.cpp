@@ -231,8 +231,20 @@ Json toJson(const Results& results) {
           {"error", error}};
 }
 
+const char* toString(ServerState state) {
+  switch (state) {
+  case ServerState::Idle:
+    return "idle";
+  case ServerState::Analyzing:
+    return "analyzing";
+  case ServerState::Error:
+    return "error";
+  }
+  return "idle";
+}
+
 Json toJson(const Status& status) {
-  Json out = {{"state", status.state}, {"message", status.message}};
+  Json out = {{"state", toString(status.state)}, {"message", status.message}};
   if (status.percentage)
     out["percentage"] = *status.percentage;
   return out;

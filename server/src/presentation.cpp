@@ -5,12 +5,16 @@
 #include <cmath>
 #include <cstdio>
 #include <iterator>
+#include <variant>
 
 namespace wavecast {
 
 namespace {
 
 const char* const kMissing = "\u2013";
+// What to do about a GPU that waits for the CPU (hover and advisory alike).
+const char* const kHostBoundAdvice =
+    "a larger batch, CUDA graphs or torch.compile (fewer, larger kernels) would use it better";
 
 // Values below `bound` (once rounded) show `decimals` decimals.
 struct Band {
@@ -159,8 +163,7 @@ std::string lineHover(const Prediction& prediction, const LineBreakdown& line) {
   }
   if (!hostBound.empty())
     md += "\n**Host-bound** on " + hostBound +
-          ": the GPU waits for the CPU to issue this line's work; a larger batch, CUDA graphs or "
-          "torch.compile (fewer, larger kernels) would use it better.\n";
+          ": the GPU waits for the CPU to issue this line's work; " + kHostBoundAdvice + ".\n";
   md += "\n" + std::to_string(line.opCount) + (line.opCount == 1 ? " op" : " ops");
   for (size_t i = 0; i < line.opNames.size(); ++i)
     md += (i ? ", `" : ": `") + line.opNames[i] + "`";
@@ -194,20 +197,160 @@ std::string memoryTitle(const Prediction& prediction) {
   return title;
 }
 
-std::string outOfMemoryMessage(const Prediction& prediction) {
-  std::string message;
-  for (const auto& summary : prediction.summaries) {
-    if (summary.fitsInMemory)
-      continue;
-    if (!message.empty())
-      message += "\n";
-    message += "Out of memory on " + summary.gpuId + ": batch size " +
-               std::to_string(prediction.batchSize) + " needs about " +
-               formatBytes(static_cast<double>(summary.memory.peakBytes())) + ", the GPU has " +
-               formatBytes(static_cast<double>(summary.memoryCapacityBytes)) +
-               ". Lower the batch size.";
+std::string attentionBackendName(AttentionBackend backend) {
+  switch (backend) {
+  case AttentionBackend::None:
+    return "no attention kernel";
+  case AttentionBackend::Flash:
+    return "flash attention";
+  case AttentionBackend::Efficient:
+    return "memory-efficient attention";
+  case AttentionBackend::Cudnn:
+    return "cuDNN attention";
+  case AttentionBackend::Math:
+    return "the math decomposition of attention (matmuls and a softmax)";
   }
-  return message;
+  return "unknown attention";
+}
+
+namespace {
+
+std::string joined(const std::vector<std::string>& parts, const char* separator) {
+  std::string text;
+  for (size_t i = 0; i < parts.size(); ++i)
+    text += (i ? separator : "") + parts[i];
+  return text;
+}
+
+std::string location(const SourceLocation& loc) {
+  return loc.file + ":" + std::to_string(loc.line);
+}
+
+std::string times(int count) {
+  return count > 1 ? " (" + std::to_string(count) + " times)" : "";
+}
+
+struct AdvisorySentence {
+  std::string operator()(const advisory::MeasuredWithoutKernels&) const {
+    return "the trace was measured on a GPU but carries no kernels (an older wavecast recorded "
+           "none); re-record it with `wavecast trace FILE.py --mode cuda` to use the "
+           "measurements (analytic model used instead)";
+  }
+  std::string operator()(const advisory::UnknownMeasuredGpu& facts) const {
+    return "the trace was measured on '" +
+           (facts.device.empty() ? std::string("an unnamed GPU") : facts.device) +
+           "', which the GPU database does not know; add it to your GPU file (docs/gpus.md) to "
+           "use its measurements (analytic model used instead)";
+  }
+  std::string operator()(const advisory::UntrainedGpus& facts) const {
+    return joined(facts.gpus, ", ") +
+           ": not among the GPUs whose measurements trained the learned models; predicted from "
+           "the spec sheet alone (docs/accuracy.md gives the error on a GPU left out of training)";
+  }
+  std::string operator()(const advisory::WaveScalingAssumption& facts) const {
+    return "kernel " + facts.kernel + " cannot launch on " + facts.gpu + " as recorded (" +
+           facts.reason + "); assumed one block per SM" + times(facts.count);
+  }
+  std::string operator()(const advisory::AttentionSubstituted& facts) const {
+    return facts.gpu + " (compute capability " + facts.computeCapability + ") has no " +
+           attentionBackendName(facts.traced) + ": " + std::to_string(facts.count) +
+           " attention ops predicted as " + attentionBackendName(facts.runs) +
+           ", which torch runs there instead";
+  }
+  std::string operator()(const advisory::ApproximateOp& facts) const {
+    return facts.op + " x" + std::to_string(facts.count) +
+           " has no formula of its own and was predicted approximately, as its closest family (" +
+           toString(facts.family) + ")";
+  }
+  std::string operator()(const advisory::HostBound& facts) const {
+    return facts.gpu + ": host-bound: the GPU waits for the CPU to issue work for " +
+           formatMs(facts.gpuIdleMs) + " of the " + formatMs(facts.iterationMs) +
+           " of an iteration (its kernels take " + formatMs(facts.gpuMs) + "); " + kHostBoundAdvice;
+  }
+  std::string operator()(const advisory::OutOfMemory& facts) const {
+    return "out of memory on " + facts.gpu + ": the iteration needs about " +
+           formatBytes(static_cast<double>(facts.peakBytes)) + ", the GPU has " +
+           formatBytes(static_cast<double>(facts.capacityBytes)) +
+           "; lower the batch size or choose a larger GPU" +
+           (facts.activationsUpperBound ? " (activations are an upper bound for this older "
+                                          "trace; trace it again for the measured figure)"
+                                        : "");
+  }
+};
+
+} // namespace
+
+std::string advisoryMessage(const Advisory& advisory) {
+  return std::visit(AdvisorySentence{}, advisory.facts);
+}
+
+std::string traceWarningMessage(const TraceWarning& warning) {
+  switch (warning.kind) {
+  case TraceWarningKind::CudaTracedOnCpu:
+    return "the script's CUDA tensors were traced on the CPU (no GPU is used in shape or cpu "
+           "mode; shapes are the same)";
+  case TraceWarningKind::TorchCompile:
+    return "torch.compile: the eager graph was traced (TorchDynamo and Inductor do not run in "
+           "the tracer; fused kernels are predicted as the separate ops they replace)";
+  case TraceWarningKind::AutocastCpuOnly:
+    return "autocast(\"cpu\") casts only CPU tensors; on the GPU its ops keep their dtypes, "
+           "which is what is predicted";
+  case TraceWarningKind::AutocastUnsupportedDtype:
+    return "CUDA autocast does not support " + warning.dtype +
+           " (only float16, bfloat16 and float32) and torch disables the region: its ops are "
+           "predicted in their own dtypes";
+  case TraceWarningKind::AutocastOtherDevice:
+    return "autocast(\"" + warning.device +
+           "\") casts no CUDA tensor: its ops are predicted in their own dtypes (float32 unless "
+           "the script casts)";
+  case TraceWarningKind::HostTensorWithGpu:
+    return "a tensor created on the CPU inside the iteration" +
+           (warning.origin ? " (created at " + location(*warning.origin) + ")" : std::string()) +
+           " is used with tensors on the GPU; on a real GPU this fails (or copies it to the GPU "
+           "every iteration): create it on the GPU, with device=<a GPU tensor>.device (e.g. the "
+           "input's)";
+  case TraceWarningKind::CuptiDropped:
+    return "CUPTI dropped " + std::to_string(warning.count) +
+           " activity records; some ops lack kernels";
+  case TraceWarningKind::KernelsOutsideOps:
+    return std::to_string(warning.count) + " GPU kernels, copies or fills (about " +
+           formatMs(warning.ms) +
+           " per iteration) ran outside any recorded op and are not in the measurements";
+  case TraceWarningKind::RepeatSkipped:
+    return "measured repeat " + std::to_string(warning.repeat) +
+           " ran other ops than the recorded iteration; its timings were not used";
+  case TraceWarningKind::Sentence:
+    return warning.text;
+  }
+  return warning.text;
+}
+
+std::string traceWarningLine(const TraceWarning& warning) {
+  return warning.loc.valid() ? location(warning.loc) + ": " + traceWarningMessage(warning)
+                             : traceWarningMessage(warning);
+}
+
+std::string errorLine(const ProfileError& error) {
+  std::string where;
+  if (!error.file.empty())
+    where = error.file + (error.line > 0 ? ":" + std::to_string(error.line) : "") + ": ";
+  std::string text = where + error.message;
+  if (!error.hint.empty())
+    text += " (" + error.hint + ")";
+  // Newlines and the indentation after them become one space.
+  std::string out;
+  bool space = false;
+  for (const char c : text) {
+    if (c == '\n' || ((c == ' ' || c == '\t') && space)) {
+      space = true;
+      continue;
+    }
+    if (space && !out.empty())
+      out += ' ';
+    space = false;
+    out += c;
+  }
+  return out;
 }
 
 std::string errorMessage(const ProfileError& error) {

@@ -14,11 +14,11 @@ namespace wavecast {
 
 // `value` with `decimals` decimals, an exact tie rounded away from zero.
 std::string formatFixed(double value, int decimals);
-std::string formatMs(double ms);          // "0.042 ms", "4.21 ms", "2.57 s"
-std::string formatShare(double share);    // 0.3464 -> "35%"
-std::string formatBytes(double bytes);    // "5.1 GiB"
-std::string formatUsd(double usd);        // "$0.012"
-std::string formatCount(double count);    // "3,200"
+std::string formatMs(double ms);       // "0.042 ms", "4.21 ms", "2.57 s"
+std::string formatShare(double share); // 0.3464 -> "35%"
+std::string formatBytes(double bytes); // "5.1 GiB"
+std::string formatUsd(double usd);     // "$0.012"
+std::string formatCount(double count); // "3,200"
 
 // The line's largest share of the iteration over the target GPUs.
 double lineShare(const LineBreakdown& line);
@@ -30,9 +30,17 @@ std::string lineHover(const Prediction& prediction, const LineBreakdown& line);
 std::string summaryTitle(const GpuSummary& summary);
 // "batch 32 · peak memory 5.1 GiB · fits on all targets" or which GPUs it does not fit.
 std::string memoryTitle(const Prediction& prediction);
-// One message per GPU the prediction does not fit; empty when it fits everywhere.
-std::string outOfMemoryMessage(const Prediction& prediction);
-// "file:line: message" + hint, for an error diagnostic.
+// "flash attention", "the math decomposition of attention (...)".
+std::string attentionBackendName(AttentionBackend backend);
+// The sentence of a predictor advisory, e.g. "T4: host-bound: the GPU waits for ...".
+std::string advisoryMessage(const Advisory& advisory);
+// The sentence of a trace warning, without its location (diagnostics carry that).
+std::string traceWarningMessage(const TraceWarning& warning);
+// "FILE:LINE: " + the sentence, or the sentence alone for the whole script.
+std::string traceWarningLine(const TraceWarning& warning);
+// The message, then the hint on a line of its own, for an error diagnostic.
 std::string errorMessage(const ProfileError& error);
+// "file:line: message (hint)" on one line, for a terminal.
+std::string errorLine(const ProfileError& error);
 
 } // namespace wavecast

@@ -1,9 +1,9 @@
 // Predictions from a measured trace (tests/predictor/fixtures/measured_small_cnn.json,
 // synthetic): the measurements on the GPU they were taken on, wave scaling elsewhere,
 // learned models only for kernel-varying ops.
+#include "results_json.h"
 #include "wavecast/predictor/gpu_database.h"
 #include "wavecast/predictor/measured_trace.h"
-#include "wavecast/predictor/prediction_json.h"
 #include "wavecast/predictor/predictor.h"
 
 #include <fstream>
@@ -162,7 +162,8 @@ TEST(MeasuredTrace, KernelVaryingOpsAreHabitatsFour) {
 TEST(MeasuredTrace, JsonNamesTheMethodPerGpuAndOp) {
   const Trace trace = measuredTrace();
   const auto gpus = db().resolve({"H100", "T4"});
-  const auto doc = predictionToJson(Predictor(measuredOptions(trace)).predict(trace, gpus));
+  const auto doc =
+      resultsJson(Predictor(measuredOptions(trace)).predict(trace, gpus), traceFacts(trace));
   EXPECT_EQ(doc["summaries"][0]["method"], "measured on H100-SXM");
   EXPECT_EQ(doc["summaries"][1]["method"], "scaled from H100-SXM");
   EXPECT_EQ(doc["ops"][0]["per_gpu"][0]["method"], "measured");
@@ -187,10 +188,10 @@ TEST(MeasuredTrace, UnknownDeviceOrNoKernelsFallBackAndSaySo) {
   const auto gpus = db().resolve({"H100"});
   const Prediction p = Predictor(measuredOptions(unknown)).predict(unknown, gpus);
   EXPECT_EQ(p.ops[0][0].method, PredictionMethod::Roofline);
-  ASSERT_FALSE(p.warnings.empty());
-  EXPECT_NE(p.warnings[0].find("'Imaginary GPU 9000', which the GPU database does not know"),
-            std::string::npos)
-      << p.warnings[0];
+  ASSERT_FALSE(p.advisories.empty());
+  const auto* unknownGpu = p.advisories[0].as<advisory::UnknownMeasuredGpu>();
+  ASSERT_NE(unknownGpu, nullptr);
+  EXPECT_EQ(unknownGpu->device, "Imaginary GPU 9000");
 
   Trace empty = measuredTrace(); // what measured mode returned before it recorded kernels
   for (auto& op : empty.ops)
@@ -198,8 +199,8 @@ TEST(MeasuredTrace, UnknownDeviceOrNoKernelsFallBackAndSaySo) {
   const Prediction q = Predictor(measuredOptions(empty)).predict(empty, gpus);
   EXPECT_EQ(q.ops[0][0].method, PredictionMethod::Roofline);
   EXPECT_GT(q.ops[0][0].timeMs, 0);
-  ASSERT_FALSE(q.warnings.empty());
-  EXPECT_NE(q.warnings[0].find("carries no kernels"), std::string::npos) << q.warnings[0];
+  ASSERT_FALSE(q.advisories.empty());
+  EXPECT_EQ(q.advisories[0].kind(), AdvisoryKind::MeasuredWithoutKernels);
 }
 
 TEST(MeasuredTrace, HostModelIssuesTheMeasuredLaunches) {

@@ -1,7 +1,7 @@
 // Memory figures: the tracer's saved-for-backward and peak live bytes when the trace has
 // them, the upper bound otherwise, per-GPU workspace, fitsInMemory and the JSON fields.
+#include "results_json.h"
 #include "wavecast/predictor/gpu_database.h"
-#include "wavecast/predictor/prediction_json.h"
 #include "wavecast/predictor/predictor.h"
 
 #include <gtest/gtest.h>
@@ -108,11 +108,15 @@ TEST(Memory, FitsInMemoryUsesTheTracedPeak) {
   EXPECT_TRUE(p.summaries[1].fitsInMemory);
   EXPECT_GT(p.summaries[0].memory.peakBytes(), 15 * kGiB);
   EXPECT_LT(p.summaries[0].memory.peakBytes(), 16 * kGiB);
-  bool warned = false;
-  for (const auto& w : p.warnings)
-    warned |= w.find("exceeds") != std::string::npos && w.find("T4") != std::string::npos &&
-              w.find("upper bound") == std::string::npos;
-  EXPECT_TRUE(warned);
+  const advisory::OutOfMemory* t4 = nullptr;
+  for (const Advisory& advisory : p.advisories)
+    if (const auto* facts = advisory.as<advisory::OutOfMemory>())
+      t4 = facts;
+  ASSERT_NE(t4, nullptr);
+  EXPECT_EQ(t4->gpu, "T4");
+  EXPECT_EQ(t4->peakBytes, p.summaries[0].memory.peakBytes());
+  EXPECT_EQ(t4->capacityBytes, p.summaries[0].memoryCapacityBytes);
+  EXPECT_FALSE(t4->activationsUpperBound);
 
   // The same ops without the tracer's figures: every forward output counts as kept
   // (mm 4 GiB + relu 4 GiB + sum); the warning says it is an upper bound.
@@ -124,8 +128,10 @@ TEST(Memory, FitsInMemoryUsesTheTracedPeak) {
   EXPECT_EQ(upper.summaries[0].memory.activationsSource, ActivationsSource::UpperBound);
   EXPECT_EQ(upper.summaries[0].memory.activationsBytes, 8 * kGiB + 4);
   EXPECT_FALSE(upper.summaries[0].fitsInMemory); // 8 GiB P4
-  ASSERT_FALSE(upper.warnings.empty());
-  EXPECT_NE(upper.warnings.back().find("upper bound"), std::string::npos) << upper.warnings.back();
+  ASSERT_FALSE(upper.advisories.empty());
+  const auto* p4 = upper.advisories.back().as<advisory::OutOfMemory>();
+  ASSERT_NE(p4, nullptr);
+  EXPECT_TRUE(p4->activationsUpperBound);
 }
 
 TEST(Memory, WorkspaceDependsOnTheGpu) {
@@ -194,8 +200,8 @@ TEST(Memory, ActivationBytesPerLine) {
 }
 
 TEST(Memory, JsonCarriesTheMemoryFields) {
-  const auto doc =
-      predictionToJson(Predictor().predict(traceFromJson(tracedDocument()), db().resolve({"L4"})));
+  const Trace trace = traceFromJson(tracedDocument());
+  const auto doc = resultsJson(Predictor().predict(trace, db().resolve({"L4"})), traceFacts(trace));
   const auto& memory = doc["summaries"][0]["memory"];
   EXPECT_EQ(memory["activations_source"], "traced");
   EXPECT_EQ(memory["activations_saved_bytes"], 4 * kGiB);

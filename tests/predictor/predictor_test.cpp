@@ -1,6 +1,6 @@
+#include "results_json.h"
 #include "wavecast/predictor/gpu_database.h"
 #include "wavecast/predictor/op_cost.h"
-#include "wavecast/predictor/prediction_json.h"
 #include "wavecast/predictor/predictor.h"
 
 #include <algorithm>
@@ -113,10 +113,14 @@ TEST(Predictor, AggregatesPerLinePhaseAndGpu) {
   // the CPU issuing them sets the pace.
   EXPECT_GT(p.summaries[0].gpuMs, 2 * p.summaries[1].gpuMs);
   EXPECT_DOUBLE_EQ(p.summaries[1].hostMs, p.summaries[0].hostMs);
-  const auto hostBound = [](const std::string& w) {
-    return w.rfind("H100-SXM: host-bound", 0) == 0;
+  const auto hostBound = [&](const Advisory& advisory) {
+    const auto* facts = advisory.as<advisory::HostBound>();
+    const auto h100 = std::find_if(p.summaries.begin(), p.summaries.end(),
+                                   [](const GpuSummary& s) { return s.gpuId == "H100-SXM"; });
+    return facts && h100 != p.summaries.end() && facts->gpu == "H100-SXM" &&
+           facts->gpuIdleMs == h100->gpuIdleMs && facts->iterationMs == h100->iterationMs;
   };
-  EXPECT_NE(std::find_if(p.warnings.begin(), p.warnings.end(), hostBound), p.warnings.end());
+  EXPECT_NE(std::find_if(p.advisories.begin(), p.advisories.end(), hostBound), p.advisories.end());
 
   // Lines sorted; line 10 = conv forward + its backward.
   ASSERT_EQ(p.lines.size(), 4u);
@@ -302,9 +306,10 @@ TEST(Predictor, PluggedModelIsAskedOnceAndFallsBackToRoofline) {
   }
   EXPECT_NE(p.method.find("learned per-op model (counting)"), std::string::npos) << p.method;
   // The L4 was never measured: the user is told its figures rest on its spec sheet.
-  ASSERT_EQ(p.warnings.size(), 1u);
-  EXPECT_EQ(p.warnings[0].rfind("L4: not among the GPUs whose measurements trained", 0), 0u)
-      << p.warnings[0];
+  ASSERT_EQ(p.advisories.size(), 1u);
+  const auto* untrained = p.advisories[0].as<advisory::UntrainedGpus>();
+  ASSERT_NE(untrained, nullptr);
+  EXPECT_EQ(untrained->gpus, std::vector<std::string>{"L4"});
 }
 
 TEST(Predictor, Tf32WorkIsNotAskedOfTheLearnedModels) {
@@ -357,10 +362,8 @@ TEST(Predictor, MeasuredKernelsAreWaveScaledFromTheOrigin) {
 
   options.originGpu.reset();
   const Prediction unknownOrigin = Predictor(options).predict(trace, gpus);
-  ASSERT_FALSE(unknownOrigin.warnings.empty());
-  EXPECT_NE(unknownOrigin.warnings[0].find("which the GPU database does not know"),
-            std::string::npos)
-      << unknownOrigin.warnings[0];
+  ASSERT_FALSE(unknownOrigin.advisories.empty());
+  EXPECT_EQ(unknownOrigin.advisories[0].kind(), AdvisoryKind::UnknownMeasuredGpu);
 }
 
 TEST(Predictor, MemoryEstimateAndFit) {
@@ -386,10 +389,11 @@ TEST(Predictor, MemoryEstimateAndFit) {
   EXPECT_FALSE(p.summaries[0].fitsInMemory);
   EXPECT_TRUE(p.summaries[1].fitsInMemory);
   EXPECT_EQ(p.summaries[0].memoryCapacityBytes, int64_t{15} << 30);
-  bool warned = false;
-  for (const auto& w : p.warnings)
-    warned |= w.find("exceeds") != std::string::npos && w.find("T4") != std::string::npos;
-  EXPECT_TRUE(warned);
+  ASSERT_EQ(p.advisories.size(), 1u);
+  const auto* outOfMemory = p.advisories[0].as<advisory::OutOfMemory>();
+  ASSERT_NE(outOfMemory, nullptr);
+  EXPECT_EQ(outOfMemory->gpu, "T4");
+  EXPECT_EQ(outOfMemory->capacityBytes, int64_t{15} << 30);
 }
 
 TEST(Predictor, UnknownOpsAreFlaggedNeverZero) {
@@ -403,10 +407,16 @@ TEST(Predictor, UnknownOpsAreFlaggedNeverZero) {
   EXPECT_TRUE(p.ops[0][0].approximate);
   EXPECT_EQ(p.ops[0][0].method, PredictionMethod::Fallback);
   EXPECT_GT(p.ops[0][0].timeMs, 0);
-  const auto approximate = [](const std::string& w) {
-    return w.find("aten::frobnicate x2") != std::string::npos;
-  };
-  EXPECT_NE(std::find_if(p.warnings.begin(), p.warnings.end(), approximate), p.warnings.end());
+  const advisory::ApproximateOp* approximate = nullptr;
+  for (const Advisory& advisory : p.advisories)
+    if (advisory.kind() == AdvisoryKind::ApproximateOp) {
+      ASSERT_EQ(approximate, nullptr) << "one advisory per op name";
+      approximate = advisory.as<advisory::ApproximateOp>();
+    }
+  ASSERT_NE(approximate, nullptr);
+  EXPECT_EQ(approximate->op, "aten::frobnicate");
+  EXPECT_EQ(approximate->count, 2);
+  EXPECT_EQ(approximate->family, p.ops[0][0].family);
 }
 
 TEST(Predictor, GpusWithoutTheTracedAttentionKernelSaySoAndPriceTheirOwn) {
@@ -417,22 +427,22 @@ TEST(Predictor, GpusWithoutTheTracedAttentionKernelSaySoAndPriceTheirOwn) {
   trace.ops.push_back(
       op(0, "aten::_scaled_dot_product_flash_attention", Phase::Forward, 5, {q, q, q}, {q}));
   const Prediction p = Predictor().predict(trace, db().resolve({"A100", "T4"}));
-  const auto fallback = [](const std::string& w) {
-    return w.rfind("T4 (compute capability 7.5) has no flash attention: 1 attention ops "
-                   "predicted as the math decomposition",
-                   0) == 0;
-  };
-  EXPECT_EQ(std::count_if(p.warnings.begin(), p.warnings.end(), fallback), 1);
-  EXPECT_EQ(std::count_if(p.warnings.begin(), p.warnings.end(),
-                          [](const std::string& w) { return w.find("A100") == 0; }),
-            0);
+  ASSERT_EQ(p.advisories.size(), 1u); // the A100 has flash attention
+  const auto* substituted = p.advisories[0].as<advisory::AttentionSubstituted>();
+  ASSERT_NE(substituted, nullptr);
+  EXPECT_EQ(substituted->gpu, "T4");
+  EXPECT_EQ(substituted->computeCapability, "7.5");
+  EXPECT_EQ(substituted->traced, AttentionBackend::Flash);
+  EXPECT_EQ(substituted->runs, AttentionBackend::Math);
+  EXPECT_EQ(substituted->count, 1);
   // The T4 writes and reads 2 x 8 x 2048 x 2048 bfloat16 scores: memory-bound.
   EXPECT_GT(p.ops[1][0].timeMs, 4 * 2.0 * 8 * 2048 * 2048 * 2 / 320e9 * 1e3);
 }
 
 TEST(Predictor, JsonHasTheDocumentedShape) {
   const auto gpus = db().resolve({"T4,A10"});
-  const auto doc = predictionToJson(Predictor().predict(smallTrace(), gpus));
+  const Trace trace = smallTrace();
+  const auto doc = resultsJson(Predictor().predict(trace, gpus), traceFacts(trace));
   EXPECT_EQ(doc["batch_size"], 32);
   EXPECT_EQ(doc["gpus"], nlohmann::json({"T4", "A10"}));
   const auto& summary = doc["summaries"][0];
@@ -461,7 +471,9 @@ TEST(Predictor, JsonHasTheDocumentedShape) {
   EXPECT_TRUE(conv["per_gpu"][0].contains("wall_ms"));
   EXPECT_DOUBLE_EQ(conv["host_ms"].get<double>(), HostOptions().opUs * 1e-3);
   EXPECT_EQ(doc["ops"][1]["family"], "metadata");
-  EXPECT_TRUE(doc["warnings"].is_array());
+  EXPECT_TRUE(doc["advisories"].is_array());
+  EXPECT_TRUE(doc["trace_warnings"].is_array());
+  EXPECT_EQ(doc["trace_mode"], "shape");
 }
 
 } // namespace

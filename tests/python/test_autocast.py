@@ -135,18 +135,17 @@ class CudaAutocast(unittest.TestCase):
     @unittest.skipUnless(HAS_AMP_GRAD_SCALER, "torch 1.13's torch.autocast has no checks to patch")
     def test_regions_cuda_would_not_run_as_written_warn_with_their_line(self):
         cases = [
-            ('torch.autocast("cpu", dtype=torch.bfloat16)', 'autocast("cpu") casts only CPU tensors'),
-            ('torch.autocast("cuda", dtype=torch.float64)', "CUDA autocast does not support float64"),
-            ('torch.autocast("xpu", dtype=torch.bfloat16)', 'autocast("xpu") casts no CUDA tensor'),
+            ('torch.autocast("cpu", dtype=torch.bfloat16)', {"kind": "autocast_cpu_only"}),
+            ('torch.autocast("cuda", dtype=torch.float64)', {"kind": "autocast_unsupported_dtype", "dtype": "float64"}),
+            ('torch.autocast("xpu", dtype=torch.bfloat16)', {"kind": "autocast_other_device", "device": "xpu"}),
         ]
-        for autocast, message in cases:
+        for autocast, facts in cases:
             with self.subTest(autocast=autocast):
                 path = write(self.directory, "odd.py", autocast)
                 line = line_of(path, "with torch.autocast")
                 trace = run_trace(path, batch_size=16)
-                warning = next((w for w in trace["warnings"] if message in w), None)
-                self.assertIsNotNone(warning, trace["warnings"])
-                self.assertIn(f"autocast at {path}:{line}:", warning)
+                warning = next((w for w in trace["warnings"] if w["kind"] == facts["kind"]), None)
+                self.assertEqual(warning, dict(facts, severity="warning", file=path, line=line), trace["warnings"])
                 # Never a silent answer: every op keeps float32, and the trace says no autocast.
                 self.assertEqual(dtypes(forward_ops(trace, "aten::addmm")[0]), ["float32"] * 3)
                 self.assertIsNone(trace["precision"]["autocast"])

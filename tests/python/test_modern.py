@@ -134,9 +134,10 @@ class Compile(unittest.TestCase):
         trace = trace_mlp("torch.optim.SGD(model.parameters(), lr=0.1)", model="model = torch.compile(model)")
         self.assertEqual([op["outputs"][0]["shape"] for op in trace["ops"] if op["name"] == "aten::addmm"
                           and op["phase"] == "forward"], [[16, 64], [16, 10]])
-        warnings = [w for w in trace["warnings"] if w.startswith("torch.compile at ")]
+        warnings = [w for w in trace["warnings"] if w["kind"] == "torch_compile"]
         self.assertEqual(len(warnings), 1)
-        self.assertIn("mlp.py:8: the eager graph was traced", warnings[0])  # the torch.compile line
+        self.assertTrue(warnings[0]["file"].endswith("mlp.py"), warnings[0])
+        self.assertEqual(warnings[0]["line"], 8)  # the torch.compile line
 
 
 class Checkpointing(unittest.TestCase):

@@ -229,7 +229,7 @@ class Errors(unittest.TestCase):
             addmm = [op for op in trace["ops"] if op["name"] == "aten::addmm"]
             self.assertEqual([op["outputs"][0]["shape"] for op in addmm], [[8, 32], [8, 4]])
             self.assertEqual(count(trace, "aten::nll_loss_backward", "backward"), 1)
-            self.assertIn("CUDA tensors were traced on the CPU", " ".join(trace["warnings"]))
+            self.assertIn({"kind": "cuda_traced_on_cpu", "severity": "info"}, trace["warnings"])
 
     def test_value_dependent_ops_fall_back_to_real_values(self):
         path = os.path.join(FIXTURES, "value_dependent.py")

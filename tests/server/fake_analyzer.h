@@ -44,7 +44,7 @@ inline AnalysisOutput sampleOutput(const std::string& file, int64_t batchSize = 
   step.opCount = 1;
   p.lines = {conv, step};
   output.predictionJson = {{"method", p.method}, {"batch_size", batchSize}, {"gpus", p.gpus}};
-  output.providerLines = {{"model", 1}, {"input", 7}, {"iteration", 9}};
+  output.providerLines = {{Provider::Model, 1}, {Provider::Input, 7}, {Provider::Iteration, 9}};
   output.entryFile = file;
   output.sourceFiles = {file};
   return output;
@@ -101,8 +101,12 @@ public:
       return error;
     }
     AnalysisOutput output = sampleOutput(request.file, request.batchSize.value_or(32));
-    if (!fits_)
+    if (!fits_) {
+      const GpuSummary& t4 = output.prediction.summaries[1];
       output.prediction.summaries[1].fitsInMemory = false;
+      output.prediction.advisories.push_back(
+          {advisory::OutOfMemory{t4.gpuId, 20LL << 30, t4.memoryCapacityBytes}});
+    }
     return output;
   }
 

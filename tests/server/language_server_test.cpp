@@ -301,8 +301,10 @@ TEST_F(ServerTest, OutOfMemoryIsAWarningOnTheInputProvider) {
   ASSERT_EQ(diagnostics.size(), 1u);
   EXPECT_EQ(diagnostics[0]["severity"], 2);
   EXPECT_EQ(diagnostics[0]["range"]["start"]["line"], 6);
-  EXPECT_NE(diagnostics[0]["message"].get<std::string>().find("Out of memory on T4"),
-            std::string::npos);
+  EXPECT_EQ(diagnostics[0]["code"], "out_of_memory");
+  EXPECT_EQ(diagnostics[0]["message"].get<std::string>().rfind(
+                "out of memory on T4: the iteration needs about 20.0 GiB, the GPU has 16.0 GiB", 0),
+            0u);
 }
 
 TEST_F(ServerTest, LineDiagnosticsAndLineLensesForClientsWithoutInlayHints) {

@@ -1,11 +1,10 @@
 #include "fake_analyzer.h"
 #include "presentation.h"
 
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <gtest/gtest.h>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -31,8 +30,11 @@ double number(const Json& object, const char* key) {
 
 const std::map<std::string, std::function<std::string(double)>>& numberFormats() {
   static const std::map<std::string, std::function<std::string(double)>> formats = {
-      {"formatMs", formatMs},   {"formatShare", formatShare}, {"formatBytes", formatBytes},
-      {"formatUsd", formatUsd}, {"formatCount", formatCount}};
+      {"formatMs", formatMs},
+      {"formatShare", formatShare},
+      {"formatBytes", formatBytes},
+      {"formatUsd", formatUsd},
+      {"formatCount", formatCount}};
   return formats;
 }
 
@@ -103,7 +105,6 @@ TEST(Presentation, SummaryAndMemoryTitles) {
             "H100-SXM: 10.0 ms/iter \u00b7 3,200 samples/s \u00b7 $0.012/1k samples");
   EXPECT_EQ(memoryTitle(output.prediction),
             "batch 32 \u00b7 peak memory 2.0 GiB \u00b7 fits on all targets");
-  EXPECT_EQ(outOfMemoryMessage(output.prediction), "");
   output.prediction.summaries[0].hostBound = true;
   output.prediction.summaries[0].gpuMs = 2.5;
   EXPECT_EQ(summaryTitle(output.prediction.summaries[0]),
@@ -112,9 +113,54 @@ TEST(Presentation, SummaryAndMemoryTitles) {
   output.prediction.summaries[1].fitsInMemory = false;
   EXPECT_EQ(memoryTitle(output.prediction),
             "batch 32 \u00b7 peak memory 2.0 GiB \u00b7 does not fit on T4");
-  EXPECT_EQ(outOfMemoryMessage(output.prediction),
-            "Out of memory on T4: batch size 32 needs about 2.0 GiB, the GPU has 16.0 GiB. Lower "
-            "the batch size.");
+}
+
+TEST(Presentation, AdvisoriesReadAsSentencesWithTheirFigures) {
+  EXPECT_EQ(advisoryMessage({advisory::OutOfMemory{"T4", int64_t{2} << 30, int64_t{16} << 30}}),
+            "out of memory on T4: the iteration needs about 2.0 GiB, the GPU has 16.0 GiB; lower "
+            "the batch size or choose a larger GPU");
+  EXPECT_EQ(advisoryMessage({advisory::HostBound{"L4", 8.5, 10, 1.5}}),
+            "L4: host-bound: the GPU waits for the CPU to issue work for 8.50 ms of the 10.0 ms "
+            "of an iteration (its kernels take 1.50 ms); a larger batch, CUDA graphs or "
+            "torch.compile (fewer, larger kernels) would use it better");
+  EXPECT_EQ(advisoryMessage({advisory::AttentionSubstituted{"T4", "7.5", AttentionBackend::Flash,
+                                                            AttentionBackend::Efficient, 12}}),
+            "T4 (compute capability 7.5) has no flash attention: 12 attention ops predicted as "
+            "memory-efficient attention, which torch runs there instead");
+  EXPECT_EQ(
+      advisoryMessage({advisory::ApproximateOp{"aten::frobnicate", CostFamily::Elementwise, 2}}),
+      "aten::frobnicate x2 has no formula of its own and was predicted approximately, as "
+      "its closest family (elementwise)");
+  EXPECT_EQ(advisoryMessage({advisory::UntrainedGpus{{"L4", "T4"}}}).rfind("L4, T4: not among", 0),
+            0u);
+}
+
+TEST(Presentation, TraceWarningsReadAsSentencesAtTheirLines) {
+  TraceWarning mixed;
+  mixed.kind = TraceWarningKind::HostTensorWithGpu;
+  mixed.loc = {"/w/train.py", 12, ""};
+  mixed.origin = SourceLocation{"/w/train.py", 9, ""};
+  EXPECT_EQ(traceWarningLine(mixed).rfind("/w/train.py:12: a tensor created on the CPU inside "
+                                          "the iteration (created at /w/train.py:9) is used",
+                                          0),
+            0u)
+      << traceWarningLine(mixed);
+  TraceWarning compiled;
+  compiled.kind = TraceWarningKind::TorchCompile;
+  compiled.loc = {"/w/train.py", 3, ""};
+  EXPECT_EQ(traceWarningLine(compiled).rfind("/w/train.py:3: torch.compile: the eager graph", 0),
+            0u);
+  TraceWarning outside;
+  outside.kind = TraceWarningKind::KernelsOutsideOps;
+  outside.severity = Severity::Info;
+  outside.count = 4;
+  outside.ms = 0.2;
+  EXPECT_EQ(traceWarningLine(outside), "4 GPU kernels, copies or fills (about 0.200 ms per "
+                                       "iteration) ran outside any recorded op and are not in "
+                                       "the measurements");
+  TraceWarning legacy;
+  legacy.text = "/w/train.py:5: from a version-1 trace";
+  EXPECT_EQ(traceWarningLine(legacy), legacy.text);
 }
 
 } // namespace

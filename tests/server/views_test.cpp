@@ -1,6 +1,7 @@
 #include "fake_analyzer.h"
 #include "lsp/document_store.h"
 #include "lsp/views.h"
+#include "presentation.h"
 
 #include <gtest/gtest.h>
 
@@ -69,35 +70,35 @@ TEST(Views, AnErrorIsADiagnosticAtItsLineOfItsFile) {
   EXPECT_TRUE(diagnosticsFor(entries, "/w/model.py", false, [] { return ""; }).empty());
 }
 
-TEST(Views, TraceWarningsAboutALineAreWarningsThere) {
-  auto parsed = lineWarning("/w/train.py:3: a tensor created on the CPU inside the iteration");
-  ASSERT_TRUE(parsed);
-  EXPECT_EQ(parsed->file, "/w/train.py");
-  EXPECT_EQ(parsed->line, 3);
-  EXPECT_EQ(parsed->message, "a tensor created on the CPU inside the iteration");
-  EXPECT_FALSE(lineWarning("CUDA was mapped to the CPU: 3 calls"));
-  EXPECT_FALSE(lineWarning("/w/train.py: no line"));
-  EXPECT_EQ(lineWarning("/w/a:b.py:12: x")->file, "/w/a:b.py") << "a colon in the path";
-
+TEST(Views, TraceWarningsAboutALineAreDiagnosticsThere) {
   Entries entries;
   Entry& entry = entries["file:///w/train.py"];
   entry.path = "/w/train.py";
   entry.state = protocol::ResultsState::Ready;
   AnalysisOutput output = testing::sampleOutput("/w/train.py");
-  output.traceWarnings = {
-      "/w/train.py:3: a tensor created on the CPU inside the iteration (created at "
-      "/w/train.py:1) is used with tensors on the GPU",
-      "/w/model.py:7: elsewhere", "torch.compile traced eagerly"};
+  TraceWarning mixed;
+  mixed.kind = TraceWarningKind::HostTensorWithGpu;
+  mixed.loc = {"/w/train.py", 3, ""};
+  mixed.origin = SourceLocation{"/w/train.py", 1, ""};
+  TraceWarning compiled; // the torch.compile warning names its line: a diagnostic too
+  compiled.kind = TraceWarningKind::TorchCompile;
+  compiled.loc = {"/w/model.py", 7, ""};
+  TraceWarning wholeScript; // about no line: no diagnostic
+  wholeScript.kind = TraceWarningKind::CudaTracedOnCpu;
+  wholeScript.severity = Severity::Info;
+  output.traceWarnings = {mixed, compiled, wholeScript};
   entry.result = indexResult(std::move(output), 1);
   auto diagnostics = diagnosticsFor(entries, "/w/train.py", false, [] { return kAnalysed; });
   ASSERT_EQ(diagnostics.size(), 1u);
   EXPECT_EQ(diagnostics[0].range.start.line, 2);
   EXPECT_EQ(diagnostics[0].severity, protocol::DiagnosticSeverity::Warning);
-  EXPECT_EQ(diagnostics[0].code, "trace_warning");
-  EXPECT_EQ(diagnostics[0].message.rfind("a tensor created on the CPU", 0), 0u);
-  EXPECT_EQ(
-      diagnosticsFor(entries, "/w/model.py", false, [] { return "a\nb\nc\nd\ne\nf\ng\n"; }).size(),
-      1u);
+  EXPECT_EQ(diagnostics[0].code, "host_tensor_with_gpu");
+  EXPECT_EQ(diagnostics[0].message, traceWarningMessage(mixed));
+  const auto model =
+      diagnosticsFor(entries, "/w/model.py", false, [] { return "a\nb\nc\nd\ne\nf\ng\n"; });
+  ASSERT_EQ(model.size(), 1u);
+  EXPECT_EQ(model[0].range.start.line, 6);
+  EXPECT_EQ(model[0].code, "torch_compile");
 }
 
 TEST(DocumentStore, UnsavedPythonFilesAreThoseEditedSinceTheirSave) {

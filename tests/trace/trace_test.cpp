@@ -45,7 +45,7 @@ TEST(TraceTest, ReadsEveryField) {
   const Trace t = traceFromJson(sampleDoc());
   EXPECT_EQ(t.torchVersion, "1.13.0");
   EXPECT_EQ(t.batchSize, 32);
-  EXPECT_EQ(t.providerLines.at("input"), 20);
+  EXPECT_EQ(t.providerLines.at(Provider::Input), 20);
   ASSERT_EQ(t.ops.size(), 2u);
   const OpRecord& conv = t.ops[0];
   EXPECT_EQ(conv.name, "aten::convolution");

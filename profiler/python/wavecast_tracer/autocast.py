@@ -210,7 +210,7 @@ def _dtype_name(dtype):
 @contextlib.contextmanager
 def checked_autocast_regions(on_unmodelled):
     """While active, autocast regions CUDA would not run as the script wrote them call
-    on_unmodelled(message) with what is predicted instead:
+    on_unmodelled(kind, **facts) (a trace warning kind) and are predicted as CUDA runs them:
     - autocast("cpu") casts only CPU tensors; the script's tensors run on the GPU (the
       tracer runs them on the CPU), so the region is entered disabled;
     - a CUDA dtype torch refuses (float64, ...): torch disables the region on a GPU;
@@ -224,16 +224,12 @@ def checked_autocast_regions(on_unmodelled):
     def init(self, device_type, dtype=None, enabled=True, cache_enabled=None):
         device = str(device_type)
         if enabled and device == "cpu":
-            on_unmodelled("autocast(\"cpu\") casts only CPU tensors; on the GPU its ops keep their "
-                          "dtypes, which is what is predicted")
+            on_unmodelled("autocast_cpu_only")
             enabled = False
         elif enabled and device == "cuda" and dtype is not None and dtype not in CUDA_AUTOCAST_DTYPES:
-            on_unmodelled(f"CUDA autocast does not support {_dtype_name(dtype)} (only float16, bfloat16 "
-                          "and float32) and torch disables the region: its ops are predicted in their "
-                          "own dtypes")
+            on_unmodelled("autocast_unsupported_dtype", dtype=_dtype_name(dtype))
         elif enabled and device not in ("cuda", "cpu"):
-            on_unmodelled(f"autocast(\"{device}\") casts no CUDA tensor: its ops are predicted in their "
-                          "own dtypes (float32 unless the script casts)")
+            on_unmodelled("autocast_other_device", device=device)
         original(self, device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
 
     cls.__init__ = init

@@ -12,6 +12,7 @@ import contextlib
 import torch
 
 from . import compat
+from .trace_warnings import location, warning
 
 # Set on a tensor that the iteration created on the CPU (and on results of ops on
 # such tensors only): the (file, line) it was created at.
@@ -163,10 +164,8 @@ class Placement:
     def warnings(self):
         out = []
         for (file, line), created in self.mixed.items():
-            where = f" (created at {created[0]}:{created[1]})" if created[0] and created != (file, line) else ""
-            out.append(f"{file}:{line}: a tensor created on the CPU inside the iteration{where} is used with "
-                       "tensors on the GPU; on a real GPU this fails (or copies it to the GPU every "
-                       "iteration): create it on the GPU, with device=<a GPU tensor>.device (e.g. the input's)")
+            facts = {"origin": location(*created)} if created[0] and created != (file, line) else {}
+            out.append(warning("host_tensor_with_gpu", file, line, **facts))
         return out
 
 

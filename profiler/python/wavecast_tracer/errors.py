@@ -2,13 +2,40 @@
 
 import traceback as _traceback
 
+# Every error kind the worker sends; wavecast's ProfileErrorKind lists the same names
+# (tests/trace/kind_tables_test.cpp checks that both tables agree).
+KINDS = frozenset({
+    "missing_provider",
+    "bad_provider_signature",
+    "syntax_error",
+    "import_error",
+    "user_exception",
+    "unsupported_operation",
+    "missing_file",
+    "timeout",
+    "worker_crashed",
+    "out_of_memory",
+    "cancelled",
+    "environment_error",
+    "bad_request",
+    "internal",
+})
+
+
+def checked_kind(kind):
+    """`kind`, refused unless it is in KINDS: a misspelt kind must not reach the daemon,
+    which would read it as an internal error."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown trace error kind {kind!r}")
+    return kind
+
 
 class TraceError(Exception):
     """A failure the user can act on; serialised as the worker's `error`."""
 
     def __init__(self, kind, message, file="", line=0, hint="", traceback=""):
         super().__init__(message)
-        self.kind = kind
+        self.kind = checked_kind(kind)
         self.message = message
         self.file = file
         self.line = line

@@ -23,6 +23,7 @@ import torch
 
 from . import compat
 from .errors import TraceError
+from .trace_warnings import warning
 
 WARMUP_ITERATIONS = 3
 REPEATS = 5
@@ -160,13 +161,10 @@ def attach(ops, collected, repeats, skipped_repeats=()):
         op["kernels"] = kernels
     warnings = []
     if collected["dropped"]:
-        warnings.append(f"CUPTI dropped {collected['dropped']} activity records; some ops lack kernels")
+        warnings.append(warning("cupti_dropped", count=collected["dropped"]))
     if collected["unmatched"]:
         unmatched_ms = collected["unmatched_ms"] / max(1, len(repeats) + len(skipped_repeats))
-        warnings.append(
-            f"{collected['unmatched']} GPU kernels, copies or fills (about {unmatched_ms:.3f} ms "
-            "per iteration) ran outside any recorded op and are not in the measurements")
+        warnings.append(warning("kernels_outside_ops", count=collected["unmatched"], ms=round(unmatched_ms, 6)))
     for repeat in skipped_repeats:
-        warnings.append(f"measured repeat {repeat + 1} ran other ops than the recorded iteration; "
-                        "its timings were not used")
+        warnings.append(warning("repeat_skipped", repeat=repeat + 1))
     return warnings

@@ -10,6 +10,7 @@ import torch
 from . import compat
 from .attention import BACKEND_OF_OP
 from .devices import Placement
+from .trace_warnings import warning
 from .values import Shadows, flatten_tensors
 
 # Ops that only query or relabel metadata and never launch work. Views (view,
@@ -266,23 +267,22 @@ class TraceState:
     def on_cuda_mapped(self):
         if not self.cuda_mapped:
             self.cuda_mapped = True
-            self.warnings.append("the script's CUDA tensors were traced on the CPU (no GPU is used "
-                                 "in shape or cpu mode; shapes are the same)")
+            self.warnings.append(warning("cuda_traced_on_cpu"))
 
     def on_compile(self):
-        frames = self.project_frames()
-        site = f"{frames[-1][0]}:{frames[-1][1]}" if frames else "the script"
-        warning = (f"torch.compile at {site}: the eager graph was traced (TorchDynamo and Inductor do not "
-                   "run in the tracer; fused kernels are predicted as the separate ops they replace)")
-        if warning not in self.warnings:
-            self.warnings.append(warning)
+        self.warn_once(warning("torch_compile", *self.site()))
 
-    def on_unmodelled_autocast(self, message):
+    def on_unmodelled_autocast(self, kind, **facts):
+        self.warn_once(warning(kind, *self.site(), **facts))
+
+    def site(self):
+        """(file, line) of the innermost project frame running now; ("", 0) outside."""
         frames = self.project_frames()
-        site = f"{frames[-1][0]}:{frames[-1][1]}" if frames else "the script"
-        warning = f"autocast at {site}: {message}"
-        if warning not in self.warnings:
-            self.warnings.append(warning)
+        return (frames[-1][0], frames[-1][1]) if frames else ("", 0)
+
+    def warn_once(self, record):
+        if record not in self.warnings:
+            self.warnings.append(record)
 
     def on_fallback(self, _func):
         self.fallback_hit = True
@@ -293,10 +293,6 @@ class TraceState:
         self._node_records.clear()
         if self.cuda_mapped or self.assume_gpu:
             self.warnings.extend(self.placement.warnings())
-        if self.fallback_ops:
-            self.warnings.append(
-                "ran for real on the CPU (no shape-only kernel, or a value-dependent result): " + ", ".join(self.fallback_ops)
-            )
 
     # --- recording ----------------------------------------------------------
     def record(self, func, name, args, kwargs, out):

@@ -20,14 +20,13 @@ from .recorder import OpRecorder, TraceState
 from .values import flatten_tensors
 from .rnn import fuse_recurrent_layers
 
-WAVECAST_VERSION = "0.1.0"
-TRACE_FORMAT_VERSION = 1
+TRACE_FORMAT_VERSION = 2
 MODES = ("shape", "cpu", "cuda")
 _USER_OUTPUT_LIMIT = 8192
 _OOM_MARKERS = ("can't allocate memory", "not enough memory", "DefaultCPUAllocator", "out of memory")
 
 
-def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=False):
+def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=False, wavecast_version=None):
     """Returns the trace document (docs/trace-format.md); raises TraceError.
 
     assume_gpu: the caller runs the script's model and batch on a GPU (as the truth
@@ -54,6 +53,8 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
         except TraceError as error:
             error.output = _tail(captured.getvalue())
             raise
+    if wavecast_version:  # the worker's, from CMake's project version
+        document["producer"]["wavecast"] = wavecast_version
     document["trace_seconds"] = round(time.perf_counter() - started, 3)
     output = captured.getvalue()
     if output:
@@ -157,7 +158,7 @@ def _trace(project, batch_size, mode, progress, assume_gpu=False):
     document = {
         "format": "wavecast-trace",
         "version": TRACE_FORMAT_VERSION,
-        "producer": dict(compat.versions(), wavecast=WAVECAST_VERSION),
+        "producer": compat.versions(),
         "entry_file": project.entry_file,
         "project_root": project.root,
         "batch_size": batch_size,

@@ -6,6 +6,7 @@ cannot corrupt it. See docs/worker-protocol.md.
 """
 
 import faulthandler
+import functools
 import json
 import os
 import re
@@ -49,7 +50,7 @@ class _Interrupts:
             raise TraceInterrupted()
 
 
-def serve(request_fd, response_fd, crash_fd):
+def serve(request_fd, response_fd, crash_fd, wavecast_version=None):
     # A fatal signal (segfault in an extension) dumps the Python stack to the
     # crash pipe; the parent reads it to name the project line.
     crash_file = os.fdopen(crash_fd, "w")
@@ -103,15 +104,15 @@ def serve(request_fd, response_fd, crash_fd):
         if method != "trace":
             channel.send({"id": request_id, "error": _bad_request(f"unknown method {method!r}")})
             continue
-        channel.send(_trace_response(request_id, params, run_trace, channel, interrupts))
+        channel.send(_trace_response(request_id, params, functools.partial(run_trace, wavecast_version=wavecast_version),
+                                     channel, interrupts))
     return 0
 
 
 def _not_ready(channel, message, hint, exc=None):
-    channel.send({"event": "ready", "error": {
-        "kind": "environment_error", "message": message, "hint": hint,
-        "traceback": format_exception(exc) if exc is not None else "",
-    }})
+    error = TraceError("environment_error", message, hint=hint,
+                       traceback=format_exception(exc) if exc is not None else "")
+    channel.send({"event": "ready", "error": error.to_json()})
     return 1
 
 
@@ -170,5 +171,5 @@ def _trace_response(request_id, params, run_trace, channel, interrupts):
 
 
 def _bad_request(message):
-    return {"kind": "bad_request", "message": message, "file": "", "line": 0,
-            "hint": "The caller sent a request the worker does not understand.", "traceback": ""}
+    return TraceError("bad_request", message,
+                      hint="The caller sent a request the worker does not understand.").to_json()

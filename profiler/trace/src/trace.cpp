@@ -1,5 +1,7 @@
 #include "wavecast/trace.h"
 
+#include "trace_warning_json.h"
+
 #include <nlohmann/json.hpp>
 
 namespace wavecast {
@@ -236,6 +238,25 @@ std::optional<Phase> phaseFromString(const std::string& text) {
   return std::nullopt;
 }
 
+const char* toString(Provider provider) {
+  switch (provider) {
+  case Provider::Model:
+    return "model";
+  case Provider::Input:
+    return "input";
+  case Provider::Iteration:
+    return "iteration";
+  }
+  return "model";
+}
+
+std::optional<Provider> providerFromString(std::string_view text) {
+  for (const Provider provider : {Provider::Model, Provider::Input, Provider::Iteration})
+    if (text == toString(provider))
+      return provider;
+  return std::nullopt;
+}
+
 const char* toString(TraceMode mode) {
   switch (mode) {
   case TraceMode::Shape:
@@ -356,8 +377,8 @@ Trace traceFromJson(const json& doc) {
   t.mode = *mode;
   if (const auto p = doc.find("providers"); p != doc.end() && p->is_object())
     for (const auto& [key, value] : p->items())
-      if (value.is_number_integer())
-        t.providerLines[key] = value.get<int>();
+      if (const auto provider = providerFromString(key); provider && value.is_number_integer())
+        t.providerLines[*provider] = value.get<int>();
   const auto ops = doc.find("ops");
   if (ops == doc.end() || !ops->is_array())
     fail("\"ops\" must be a list");
@@ -380,7 +401,9 @@ Trace traceFromJson(const json& doc) {
     if (const auto phase = m->find("peak_phase"); phase != m->end() && phase->is_string())
       t.memory.peakPhase = phaseFromString(phase->get<std::string>());
   }
-  t.warnings = doc.value("warnings", std::vector<std::string>{});
+  if (const auto w = doc.find("warnings"); w != doc.end() && w->is_array())
+    for (const auto& warning : *w)
+      t.warnings.push_back(traceWarningFromJson(warning, t.version));
   if (const auto d = doc.find("device"); d != doc.end() && d->is_string())
     t.device = d->get<std::string>();
   if (const auto p = doc.find("precision"); p != doc.end() && p->is_object()) {
@@ -396,19 +419,23 @@ Trace traceFromJson(const json& doc) {
 
 json traceToJson(const Trace& t) {
   json doc{{"format", "wavecast-trace"},
-           {"version", t.version},
+           {"version", kTraceFormatVersion}, // what this build writes, whatever it read
            {"producer", {{"torch", t.torchVersion}, {"python", t.pythonVersion}}},
            {"entry_file", t.entryFile},
            {"project_root", t.projectRoot},
            {"batch_size", t.batchSize},
            {"mode", toString(t.mode)},
-           {"providers", t.providerLines},
+           {"providers", json::object()},
            {"fallback_ops", t.fallbackOps},
            {"memory",
             {{"parameters_bytes", t.memory.parametersBytes},
              {"gradients_bytes", t.memory.gradientsBytes},
              {"optimizer_state_bytes", t.memory.optimizerStateBytes}}},
-           {"warnings", t.warnings}};
+           {"warnings", json::array()}};
+  for (const auto& warning : t.warnings)
+    doc["warnings"].push_back(traceWarningToJson(warning));
+  for (const auto& [provider, line] : t.providerLines)
+    doc["providers"][toString(provider)] = line;
   if (t.device)
     doc["device"] = *t.device;
   if (t.precision) {

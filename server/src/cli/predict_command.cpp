@@ -2,8 +2,8 @@
 #include "cli/shared.h"
 #include "cli/terminal.h"
 #include "presentation.h"
+#include "results_json.h"
 #include "wavecast/predictor/measured_trace.h"
-#include "wavecast/predictor/prediction_json.h"
 #include "wavecast/predictor/predictor.h"
 
 #include <algorithm>
@@ -135,12 +135,7 @@ int runPredict(const CommandLine& args, const InstallLayout& layout) {
   const Prediction prediction = Predictor(std::move(options)).predict(trace, gpus);
 
   if (args.has("json")) {
-    auto doc = predictionToJson(prediction);
-    doc["file"] = trace.entryFile;
-    doc["trace_mode"] = toString(trace.mode);
-    doc["fallback_ops"] = trace.fallbackOps;
-    doc["trace_warnings"] = trace.warnings;
-    std::cout << doc.dump(2) << "\n";
+    std::cout << resultsJson(prediction, traceFacts(trace)).dump(2) << "\n";
     return 0;
   }
 
@@ -157,10 +152,10 @@ int runPredict(const CommandLine& args, const InstallLayout& layout) {
                 << prediction.precisions[i].precision;
     std::cout << " (as the script sets it; --tf32-matmul/--tf32-conv override)\n";
   }
-  for (const auto& warning : prediction.warnings)
-    std::cout << "note: " << warning << "\n";
-  for (const auto& warning : trace.warnings) // the script's own: "FILE:LINE: ..." where it can
-    std::cout << "note: " << warning << "\n";
+  for (const Advisory& advisory : prediction.advisories)
+    std::cout << "note: " << advisoryMessage(advisory) << "\n";
+  for (const TraceWarning& warning : trace.warnings)
+    std::cout << "note: " << traceWarningLine(warning) << "\n";
   if (!trace.fallbackOps.empty()) {
     std::cout << "note: ran for real on the CPU (no shape-only kernel):";
     for (const auto& op : trace.fallbackOps)

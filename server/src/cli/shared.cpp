@@ -2,6 +2,7 @@
 
 #include "cli/commands.h"
 #include "cli/terminal.h"
+#include "presentation.h"
 #include "wavecast/learned/learned_op_time_model.h"
 #include "wavecast/profiler/profiler.h"
 
@@ -39,8 +40,9 @@ GpuDatabase loadGpuDatabase(const InstallLayout& layout, const CommandLine& args
 }
 
 std::vector<OptionSpec> precisionOptions() {
-  return {{"tf32", "", "run float32 matmuls and convolutions on TF32 tensor cores, whatever the "
-                       "script sets"},
+  return {{"tf32", "",
+           "run float32 matmuls and convolutions on TF32 tensor cores, whatever the "
+           "script sets"},
           {"tf32-matmul", "on|off",
            "override the script's float32 matmul setting (torch default: off)"},
           {"tf32-conv", "on|off",
@@ -99,33 +101,6 @@ Trace readSavedTrace(const std::string& path) {
   }
 }
 
-// Errors print on one line: newlines and the indentation after them become one space.
-std::string oneLine(const std::string& text) {
-  std::string out;
-  bool space = false;
-  for (const char c : text) {
-    if (c == '\n' || ((c == ' ' || c == '\t') && space)) {
-      space = true;
-      continue;
-    }
-    if (space && !out.empty())
-      out += ' ';
-    space = false;
-    out += c;
-  }
-  return out;
-}
-
-std::string describe(const ProfileError& error) {
-  std::string where;
-  if (!error.file.empty())
-    where = error.file + (error.line > 0 ? ":" + std::to_string(error.line) : "") + ": ";
-  std::string text = where + error.message;
-  if (!error.hint.empty())
-    text += " (" + error.hint + ")";
-  return oneLine(text);
-}
-
 } // namespace
 
 ProfilerOptions profilerOptions(const InstallLayout& layout) {
@@ -148,8 +123,8 @@ Trace obtainTrace(const InstallLayout& layout, const std::string& path,
                        "' is not a Python file; pass a training script (.py) that "
                        "defines wavecast_model, wavecast_input and wavecast_iteration");
   if (!fs::exists(layout.workerPath))
-    throw CommandError("the profiler worker '" + layout.workerPath +
-                       "' is missing; " + layout.repairAdvice() + " or set WAVECAST_WORKER");
+    throw CommandError("the profiler worker '" + layout.workerPath + "' is missing; " +
+                       layout.repairAdvice() + " or set WAVECAST_WORKER");
 
   ProgressLine progress;
   ProfilerOptions options = profilerOptions(layout);
@@ -171,7 +146,7 @@ Trace obtainTrace(const InstallLayout& layout, const std::string& path,
   auto result = profiler.trace(request);
   progress.clear();
   if (auto* error = std::get_if<ProfileError>(&result))
-    throw CommandError(describe(*error));
+    throw CommandError(errorLine(*error));
   return std::get<Trace>(std::move(result));
 }
 

@@ -28,13 +28,13 @@ struct AnalysisRequest {
 
 struct AnalysisOutput {
   Prediction prediction;
-  nlohmann::json predictionJson;            // predictionToJson(prediction)
-  std::map<std::string, int> providerLines; // "model"|"input"|"iteration" -> 1-based line
+  nlohmann::json predictionJson;         // resultsJson(prediction, the trace's facts)
+  std::map<Provider, int> providerLines; // 1-based line of each provider's def
   std::string entryFile;
   std::vector<std::string> sourceFiles; // project files the iteration ran code from
-  // The trace's warnings; those that begin "FILE:LINE: " (e.g. a CPU tensor mixed with GPU
-  // tensors) become Warning diagnostics on that line.
-  std::vector<std::string> traceWarnings;
+  // The trace's warnings; those about a line (e.g. a CPU tensor mixed with GPU tensors)
+  // become diagnostics on that line.
+  std::vector<TraceWarning> traceWarnings;
 };
 
 using AnalysisOutcome = std::variant<AnalysisOutput, ProfileError>;

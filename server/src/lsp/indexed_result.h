@@ -13,19 +13,11 @@
 
 namespace wavecast::lsp {
 
-// A trace warning about one source line: "FILE:LINE: message".
-struct LineWarning {
-  std::string file;
-  int line = 0;
-  std::string message;
-};
-std::optional<LineWarning> lineWarning(const std::string& warning);
-
 struct IndexedResult {
   AnalysisOutput output;
   std::map<std::string, std::map<int, size_t>> linesByFile; // canonical path -> line -> index
   // canonical path -> the trace's warnings about its lines
-  std::map<std::string, std::vector<LineWarning>> warningsByFile;
+  std::map<std::string, std::vector<TraceWarning>> warningsByFile;
   std::map<std::string, std::string> analysedText; // path -> the text those lines number
   uint64_t sequence = 0;                           // completion order, to prefer the newest result
 };

@@ -233,10 +233,10 @@ void LanguageServer::handleNotification(ClientId client, const Notification& not
   } catch (const std::exception& error) {
     if (log)
       log(notification.method + ": " + error.what());
-    send(client,
-         encodeNotification(
-             "window/logMessage",
-             {{"type", 1}, {"message", "wavecast: " + notification.method + ": " + error.what()}}));
+    send(client, encodeNotification("window/logMessage",
+                                    toJson(ShowMessageParams{MessageType::Error,
+                                                             "wavecast: " + notification.method +
+                                                                 ": " + error.what()})));
   }
 }
 
@@ -393,7 +393,7 @@ void LanguageServer::didSave(ClientId, const Json& params) {
     std::string names;
     for (const auto& name : waiting)
       names += (names.empty() ? "" : ", ") + name;
-    sendStatus("idle", "analysis waits until these files are saved: " + names);
+    sendStatus(ServerState::Idle, "analysis waits until these files are saved: " + names);
   }
   runAnalysesBlockedBySaves();
 }

@@ -152,7 +152,7 @@ private:
   void analysisCancelled(const std::string& uri);
   void resultsChanged(const std::string& uri);
   void endProgress(const std::string& message);
-  void sendStatus(const std::string& state, const std::string& message);
+  void sendStatus(protocol::ServerState state, const std::string& message);
 
   // Views of the results (views.h makes them; these find their inputs).
   // Asks the clients that support it to fetch inlay hints and/or code lenses again.

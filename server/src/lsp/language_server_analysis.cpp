@@ -88,7 +88,7 @@ void LanguageServer::reanalyzeEntriesWithResults() {
 
 void LanguageServer::analysisStarted(const std::string& uri) {
   std::string name = fs::path(requirePath(uri)).filename().string();
-  sendStatus("analyzing", "analysing " + name);
+  sendStatus(ServerState::Analyzing, "analysing " + name);
   endProgress("superseded"); // a cancelled run's bar must not spin forever
   for (auto& [id, client] : clients_) {
     if (!client.initialized || !client.capabilities.workDoneProgress)
@@ -115,7 +115,7 @@ void LanguageServer::analysisStarted(const std::string& uri) {
 }
 
 void LanguageServer::analysisProgress(const std::string&, const std::string& message) {
-  sendStatus("analyzing", message);
+  sendStatus(ServerState::Analyzing, message);
   for (auto& [id, client] : clients_) {
     if (client.progress && client.progress->created && !client.progress->ended)
       send(id, encodeNotification("$/progress",
@@ -136,7 +136,7 @@ void LanguageServer::endProgress(const std::string& message) {
   }
 }
 
-void LanguageServer::sendStatus(const std::string& state, const std::string& message) {
+void LanguageServer::sendStatus(ServerState state, const std::string& message) {
   sendToAll(methods::kStatus, toJson(Status{state, message, std::nullopt}));
 }
 
@@ -193,7 +193,7 @@ void LanguageServer::resultsChanged(const std::string& uri) {
   std::string name = fs::path(entry.path).filename().string();
   std::string message = failed ? name + ": " + entry.error->message : name + ": results ready";
   endProgress(message);
-  sendStatus(failed ? "error" : "idle", message);
+  sendStatus(failed ? ServerState::Error : ServerState::Idle, message);
   sendToAll(methods::kResultsChanged,
             {{"uri", uri},
              {"state", toString(entry.state)},

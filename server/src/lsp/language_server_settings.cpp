@@ -41,11 +41,12 @@ void LanguageServer::applySettings(ClientId client, const Json& object, std::str
   std::set<std::string> current(problems.begin(), problems.end());
   for (const auto& problem : current)
     if (!settingProblems_.count(problem))
-      send(client, encodeNotification(
-                       "window/showMessage",
-                       {{"type", 2},
-                        {"message", "wavecast: " + problem +
-                                        " (that setting keeps its value; the others apply)"}}));
+      send(client,
+           encodeNotification(
+               "window/showMessage",
+               toJson(ShowMessageParams{MessageType::Warning,
+                                        "wavecast: " + problem +
+                                            " (that setting keeps its value; the others apply)"})));
   settingProblems_ = std::move(current);
   bool rerun = targets != targets_ || merged.batchSize != settings_.batchSize ||
                merged.pythonEnv != settings_.pythonEnv || merged.mode != settings_.mode;

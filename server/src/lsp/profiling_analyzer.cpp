@@ -1,7 +1,7 @@
 #include "lsp/profiling_analyzer.h"
 
+#include "results_json.h"
 #include "wavecast/predictor/measured_trace.h"
-#include "wavecast/predictor/prediction_json.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -70,7 +70,7 @@ AnalysisOutcome ProfilingAnalyzer::analyze(const AnalysisRequest& request,
     PredictorOptions predictorOptions = options_.predictor;
     predictorOptions.originGpu = measuredOrigin(trace, database_);
     output.prediction = Predictor(std::move(predictorOptions)).predict(trace, devices);
-    output.predictionJson = predictionToJson(output.prediction);
+    output.predictionJson = resultsJson(output.prediction, traceFacts(trace));
     output.providerLines = trace.providerLines;
     output.entryFile = trace.entryFile.empty() ? request.file : trace.entryFile;
     output.traceWarnings = trace.warnings;

@@ -34,6 +34,10 @@ std::optional<int> onScreen(const LineMap* moved, int line) {
   return moved ? moved->toAfter(line - 1) : line - 1;
 }
 
+DiagnosticSeverity diagnosticSeverity(Severity severity) {
+  return severity == Severity::Info ? DiagnosticSeverity::Information : DiagnosticSeverity::Warning;
+}
+
 ErrorInfo errorInfo(const ProfileError& error) {
   return {toString(error.kind), error.message, error.file, error.line, error.hint};
 }
@@ -97,18 +101,18 @@ std::vector<InlayHint> inlayHints(const IndexedResult& result, const std::string
 
 std::vector<CodeLens> summaryLenses(const AnalysisOutput& output, const LineMap* moved,
                                     const Json& arguments) {
-  auto providerLine = [&](const char* name) {
-    auto it = output.providerLines.find(name);
+  auto providerLine = [&](Provider provider) {
+    auto it = output.providerLines.find(provider);
     const int line = it == output.providerLines.end() ? 0 : std::max(0, it->second - 1);
     // An edited def line keeps its old number: the lens has to sit somewhere.
     return moved ? moved->toAfter(line).value_or(line) : line;
   };
   std::vector<CodeLens> lenses;
-  const int iteration = providerLine("iteration");
+  const int iteration = providerLine(Provider::Iteration);
   for (const auto& summary : output.prediction.summaries)
     lenses.push_back(CodeLens{{{iteration, 0}, {iteration, 0}},
                               {summaryTitle(summary), "wavecast.showResults", arguments}});
-  const int input = providerLine("input");
+  const int input = providerLine(Provider::Input);
   lenses.push_back(CodeLens{{{input, 0}, {input, 0}},
                             {memoryTitle(output.prediction), "wavecast.setBatchSize", arguments}});
   return lenses;
@@ -149,20 +153,23 @@ std::vector<Diagnostic> diagnosticsFor(const Entries& entries, const std::string
                        toString(entry.error->kind), errorMessage(*entry.error)});
     }
     if (entry.result && entry.path == path && entry.state != ResultsState::Error) {
-      const Prediction& prediction = entry.result->output.prediction;
-      std::string oom = outOfMemoryMessage(prediction);
-      if (!oom.empty()) {
-        auto input = entry.result->output.providerLines.find("input");
+      std::string outOfMemory; // one diagnostic for every GPU it does not fit
+      for (const Advisory& advisory : entry.result->output.prediction.advisories)
+        if (advisory.kind() == AdvisoryKind::OutOfMemory)
+          outOfMemory += (outOfMemory.empty() ? "" : "\n") + advisoryMessage(advisory);
+      if (!outOfMemory.empty()) {
+        auto input = entry.result->output.providerLines.find(Provider::Input);
         int line = input == entry.result->output.providerLines.end() ? 1 : input->second;
-        out.push_back({lineRange(line), DiagnosticSeverity::Warning, "out_of_memory", oom});
+        out.push_back({lineRange(line), DiagnosticSeverity::Warning,
+                       toString(AdvisoryKind::OutOfMemory), outOfMemory});
       }
     }
     if (entry.result && entry.state != ResultsState::Error)
       if (auto found = entry.result->warningsByFile.find(path);
           found != entry.result->warningsByFile.end())
-        for (const LineWarning& at : found->second)
-          out.push_back(
-              {lineRange(at.line), DiagnosticSeverity::Warning, "trace_warning", at.message});
+        for (const TraceWarning& warning : found->second)
+          out.push_back({lineRange(warning.loc.line), diagnosticSeverity(warning.severity),
+                         toString(warning.kind), traceWarningMessage(warning)});
   }
   if (lineDiagnostics) {
     if (auto result = resultFor(entries, path)) {
@@ -205,17 +212,10 @@ Json summariesJson(const Prediction& prediction) {
 }
 
 GpuInfo gpuInfo(const DeviceSpec& spec) {
-  return {spec.id,
-          spec.name,
-          spec.computeCapability(),
-          spec.smCount,
-          spec.memoryGiB,
-          spec.memoryBandwidthGBs,
-          spec.fp32Tflops,
-          spec.tf32Tflops,
-          spec.fp16Tflops,
-          spec.bf16Tflops,
-          spec.pricePerHourUsd};
+  return {spec.id,         spec.name,           spec.computeCapability(),
+          spec.smCount,    spec.memoryGiB,      spec.memoryBandwidthGBs,
+          spec.fp32Tflops, spec.tf32Tflops,     spec.fp16Tflops,
+          spec.bf16Tflops, spec.pricePerHourUsd};
 }
 
 } // namespace wavecast::lsp

@@ -33,10 +33,6 @@ struct GemmWork {
 
 // The fused scaled-dot-product-attention kernels of torch 2.x on CUDA, and the math
 // decomposition it falls back to (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp).
-enum class AttentionBackend { None, Flash, Efficient, Cudnn, Math };
-// "flash attention", "memory-efficient attention", ... as messages name them.
-const char* toString(AttentionBackend backend);
-
 // What an SDPA kernel computes, to price it again where a GPU lacks its backend.
 struct AttentionWork {
   AttentionBackend backend = AttentionBackend::None; // None: not an SDPA kernel

@@ -5,6 +5,7 @@
 #include "wavecast/predictor/device_spec.h"
 #include "wavecast/trace.h"
 
+#include <optional>
 #include <string>
 
 namespace wavecast {
@@ -14,12 +15,18 @@ namespace wavecast {
 // memory bound, the paper's choice without metrics) when the intensity is unknown (< 0).
 double waveScalingGamma(double intensity, double ridgePoint);
 
+// A recorded kernel whose launch `gpu`'s limits reject: one block per SM is assumed.
+struct UnlaunchableKernel {
+  std::string gpu;
+  std::string reason; // the occupancy calculator's
+};
+
 struct WaveScaledKernel {
   double timeMs = 0;
   double originWaveSize = 0;      // W_o: blocks per SM x SMs
   double destinationWaveSize = 0; // W_d
   double gamma = 1;
-  std::string problem; // set when an occupancy was 0 and one block per SM was assumed
+  std::optional<UnlaunchableKernel> problem;
 };
 
 // Eq. 1 with ceil(B / W): T_d = ceil(B/W_d) (D_o/D_d * W'_d/W'_o)^g (C_o/C_d)^(1-g)

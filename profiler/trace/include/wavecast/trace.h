@@ -14,7 +14,8 @@
 
 namespace wavecast {
 
-inline constexpr int kTraceFormatVersion = 1;
+// 2: warnings are records (TraceWarning), not sentences.
+inline constexpr int kTraceFormatVersion = 2;
 
 enum class Phase { Forward, Backward, Optimizer };
 const char* toString(Phase phase);
@@ -25,6 +26,12 @@ std::optional<Phase> phaseFromString(const std::string& text);
 enum class TraceMode { Shape, Cpu, Cuda };
 const char* toString(TraceMode mode);
 std::optional<TraceMode> traceModeFromString(const std::string& text);
+
+// The provider functions a script defines: wavecast_model(), wavecast_input(batch_size)
+// and wavecast_iteration(model) (or DeepView's and Skyline's names).
+enum class Provider { Model, Input, Iteration };
+const char* toString(Provider provider);
+std::optional<Provider> providerFromString(std::string_view text);
 
 // Why the worker could not trace a script (docs/trace-format.md "Errors"); text
 // only in the worker's reply and the editor's diagnostic code.
@@ -148,6 +155,43 @@ struct OpRecord {
   const TensorMeta* output(size_t index) const;
 };
 
+// How much a warning or advisory matters: Warning changes what the user should do or
+// trust, Info explains how the figures were obtained.
+enum class Severity { Warning, Info };
+const char* toString(Severity severity);
+std::optional<Severity> severityFromString(std::string_view text);
+
+// What a trace warning is about (docs/trace-format.md "warnings"); the tracer's
+// trace_warnings.SEVERITY lists the same kinds and their severities.
+enum class TraceWarningKind {
+  CudaTracedOnCpu,          // shape and cpu mode ran the script's CUDA tensors on the CPU
+  TorchCompile,             // compiled code was traced eagerly
+  AutocastCpuOnly,          // autocast("cpu") around GPU work: entered disabled
+  AutocastUnsupportedDtype, // CUDA autocast to a dtype torch refuses: `dtype`
+  AutocastOtherDevice,      // autocast on another device casts no CUDA tensor: `device`
+  HostTensorWithGpu,        // a tensor made on the CPU meets GPU tensors: `origin`
+  CuptiDropped,             // measured mode lost `count` activity records
+  KernelsOutsideOps,        // `count` kernels, `ms` per iteration, outside any recorded op
+  RepeatSkipped,            // measured repeat `repeat` ran other ops than the recorded one
+  Sentence,                 // a version-1 trace's warning: only its `text`
+};
+const char* toString(TraceWarningKind kind);
+std::optional<TraceWarningKind> traceWarningKindFromString(std::string_view text);
+
+// One trace warning: a kind and the facts it involves; wavecast writes its sentence.
+struct TraceWarning {
+  TraceWarningKind kind = TraceWarningKind::Sentence;
+  Severity severity = Severity::Warning;
+  SourceLocation loc;                   // the line it is about; invalid: the whole script
+  std::optional<SourceLocation> origin; // HostTensorWithGpu: made on another line
+  int64_t count = 0;
+  double ms = 0;
+  int repeat = 0;     // 1-based
+  std::string dtype;  // "float64"
+  std::string device; // "xpu"
+  std::string text;   // Sentence only
+};
+
 struct TraceMemory {
   int64_t parametersBytes = 0;
   int64_t gradientsBytes = 0;
@@ -175,11 +219,11 @@ struct Trace {
   std::string projectRoot;
   int64_t batchSize = 0;
   TraceMode mode = TraceMode::Shape;
-  std::map<std::string, int> providerLines;
+  std::map<Provider, int> providerLines; // 1-based line of each provider's def
   std::vector<OpRecord> ops;
   std::vector<std::string> fallbackOps;
   TraceMemory memory;
-  std::vector<std::string> warnings;
+  std::vector<TraceWarning> warnings;
   // cuda mode: the GPU the ops were measured on (torch.cuda.get_device_name()).
   std::optional<std::string> device;
   // Absent in traces from before the field: torch's defaults apply.

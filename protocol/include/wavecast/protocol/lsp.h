@@ -104,6 +104,14 @@ struct WorkspaceFoldersChange {
 
 enum class DiagnosticSeverity { Error = 1, Warning = 2, Information = 3, Hint = 4 };
 
+// window/showMessage and window/logMessage.
+enum class MessageType { Error = 1, Warning = 2, Info = 3, Log = 4 };
+struct ShowMessageParams {
+  MessageType type = MessageType::Info;
+  std::string message;
+};
+Json toJson(const ShowMessageParams& params);
+
 struct Diagnostic {
   Range range;
   DiagnosticSeverity severity = DiagnosticSeverity::Error;

@@ -124,8 +124,12 @@ struct Results {
 };
 Json toJson(const Results& results);
 
+// What the daemon is doing, for a status bar.
+enum class ServerState { Idle, Analyzing, Error };
+const char* toString(ServerState state);
+
 struct Status {
-  std::string state; // "idle" | "analyzing" | "error"
+  ServerState state = ServerState::Idle;
   std::string message;
   std::optional<int> percentage;
 };

@@ -55,4 +55,25 @@ constexpr const char* toString(CostFamily family) {
   return "unknown";
 }
 
+// The SDPA kernel an attention op runs: the one torch picked where it was traced, or
+// the one a target GPU runs instead.
+enum class AttentionBackend { None, Flash, Efficient, Cudnn, Math };
+
+// "flash", "efficient", ... as the results JSON names them (docs/results-json.md).
+constexpr const char* toString(AttentionBackend backend) {
+  switch (backend) {
+  case AttentionBackend::None:
+    return "none";
+  case AttentionBackend::Flash:
+    return "flash";
+  case AttentionBackend::Efficient:
+    return "efficient";
+  case AttentionBackend::Cudnn:
+    return "cudnn";
+  case AttentionBackend::Math:
+    return "math";
+  }
+  return "unknown";
+}
+
 } // namespace wavecast

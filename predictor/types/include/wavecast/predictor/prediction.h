@@ -4,15 +4,19 @@
 #include "wavecast/predictor/cost_family.h"
 #include "wavecast/trace.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace wavecast {
 
 // How an op's time on a GPU was obtained; Measured: its kernels' times on this very GPU.
 enum class PredictionMethod { Roofline, WaveScaling, Learned, Fallback, Measured };
+inline constexpr size_t kPredictionMethodCount =
+    static_cast<size_t>(PredictionMethod::Measured) + 1;
 constexpr const char* toString(PredictionMethod method) {
   switch (method) {
   case PredictionMethod::Roofline:
@@ -142,6 +146,110 @@ struct FamilyPrecision {
   std::string precision;                // the precision of most of the family's FLOPs
 };
 
+// What the predictor wants the user to know, as facts (docs/results-json.md
+// "advisories"); the sentences are written at the edge (server/src/presentation.cpp).
+namespace advisory {
+// A trace measured on a GPU without kernels (an older wavecast): the analytic model ran.
+struct MeasuredWithoutKernels {};
+// Measured on `device`, which the GPU database does not know: the analytic model ran.
+struct UnknownMeasuredGpu {
+  std::string device;
+};
+// Learned models predicted these GPUs without ever having been trained on them.
+struct UntrainedGpus {
+  std::vector<std::string> gpus;
+};
+// `kernel` cannot launch on `gpu` as recorded (`reason`): one block per SM was assumed.
+struct WaveScalingAssumption {
+  std::string gpu;
+  std::string kernel;
+  std::string reason;
+  int count = 0;
+};
+// `gpu` (compute capability `computeCapability`) has no `traced` kernel: `count`
+// attention ops are priced as `runs`, which torch runs there instead.
+struct AttentionSubstituted {
+  std::string gpu;
+  std::string computeCapability;
+  AttentionBackend traced = AttentionBackend::None;
+  AttentionBackend runs = AttentionBackend::None;
+  int count = 0;
+};
+// `count` calls of `op` have no formula of their own: priced as their closest `family`.
+struct ApproximateOp {
+  std::string op;
+  CostFamily family = CostFamily::Elementwise;
+  int count = 0;
+};
+// `gpu` waits for the CPU for most of an iteration.
+struct HostBound {
+  std::string gpu;
+  double gpuIdleMs = 0;
+  double iterationMs = 0;
+  double gpuMs = 0;
+};
+// The iteration's predicted peak memory exceeds `gpu`'s.
+struct OutOfMemory {
+  std::string gpu;
+  int64_t peakBytes = 0;
+  int64_t capacityBytes = 0;
+  bool activationsUpperBound = false; // an older trace: activations are an upper bound
+};
+} // namespace advisory
+
+// In the variant's order.
+enum class AdvisoryKind {
+  MeasuredWithoutKernels,
+  UnknownMeasuredGpu,
+  UntrainedGpus,
+  WaveScalingAssumption,
+  AttentionSubstituted,
+  ApproximateOp,
+  HostBound,
+  OutOfMemory,
+};
+constexpr const char* toString(AdvisoryKind kind) {
+  switch (kind) {
+  case AdvisoryKind::MeasuredWithoutKernels:
+    return "measured_without_kernels";
+  case AdvisoryKind::UnknownMeasuredGpu:
+    return "unknown_measured_gpu";
+  case AdvisoryKind::UntrainedGpus:
+    return "untrained_gpus";
+  case AdvisoryKind::WaveScalingAssumption:
+    return "wave_scaling_assumption";
+  case AdvisoryKind::AttentionSubstituted:
+    return "attention_substituted";
+  case AdvisoryKind::ApproximateOp:
+    return "approximate_op";
+  case AdvisoryKind::HostBound:
+    return "host_bound";
+  case AdvisoryKind::OutOfMemory:
+    return "out_of_memory";
+  }
+  return "unknown";
+}
+
+struct Advisory {
+  std::variant<advisory::MeasuredWithoutKernels, advisory::UnknownMeasuredGpu,
+               advisory::UntrainedGpus, advisory::WaveScalingAssumption,
+               advisory::AttentionSubstituted, advisory::ApproximateOp, advisory::HostBound,
+               advisory::OutOfMemory>
+      facts;
+  AdvisoryKind kind() const { return static_cast<AdvisoryKind>(facts.index()); }
+  // Out of memory and host-bound change what the user should do; the rest say how the
+  // figures were obtained.
+  Severity severity() const {
+    return kind() == AdvisoryKind::OutOfMemory || kind() == AdvisoryKind::HostBound ||
+                   kind() == AdvisoryKind::UnknownMeasuredGpu ||
+                   kind() == AdvisoryKind::MeasuredWithoutKernels
+               ? Severity::Warning
+               : Severity::Info;
+  }
+  // The facts as `Facts`, or null.
+  template <class Facts> const Facts* as() const { return std::get_if<Facts>(&facts); }
+};
+
 struct Prediction {
   // Human description, e.g. "analytic roofline"; for a measured trace which GPUs were
   // measured and which scaled ("H100-SXM: measured on H100-SXM; T4: scaled from ...").
@@ -154,7 +262,7 @@ struct Prediction {
   std::vector<std::vector<OpPrediction>> ops; // [gpu][op index in trace]
   std::vector<OpInfo> opInfo;                 // [op index in trace]
   std::vector<ModuleBreakdown> modules;       // sorted by module path
-  std::vector<std::string> warnings;          // e.g. ops predicted approximately
+  std::vector<Advisory> advisories;
 };
 
 } // namespace wavecast

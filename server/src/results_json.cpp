@@ -1,7 +1,10 @@
-#include "wavecast/predictor/prediction_json.h"
+#include "results_json.h"
+
+#include "presentation.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <variant>
 #include <vector>
 
 namespace wavecast {
@@ -133,19 +136,100 @@ json opJson(const Prediction& prediction, size_t i, const std::vector<json>& gpu
 
 json opsJson(const Prediction& prediction, const std::vector<json>& gpuIds) {
   // The method names as JSON strings, built once.
-  const json methods[] = {toString(PredictionMethod::Roofline),
-                          toString(PredictionMethod::WaveScaling),
-                          toString(PredictionMethod::Learned), toString(PredictionMethod::Fallback),
-                          toString(PredictionMethod::Measured)};
+  json methods[kPredictionMethodCount];
+  for (size_t m = 0; m < kPredictionMethodCount; ++m)
+    methods[m] = toString(static_cast<PredictionMethod>(m));
   json ops = arrayWithCapacity(prediction.opInfo.size());
   for (size_t i = 0; i < prediction.opInfo.size(); ++i)
     append(ops, opJson(prediction, i, gpuIds, methods));
   return ops;
 }
 
+struct AdvisoryFacts {
+  ObjectBuilder& out;
+  void operator()(const advisory::MeasuredWithoutKernels&) const {}
+  void operator()(const advisory::UnknownMeasuredGpu& facts) const {
+    out.add("device", facts.device);
+  }
+  void operator()(const advisory::UntrainedGpus& facts) const { out.add("gpus", facts.gpus); }
+  void operator()(const advisory::WaveScalingAssumption& facts) const {
+    out.add("count", facts.count)
+        .add("gpu", facts.gpu)
+        .add("kernel", facts.kernel)
+        .add("reason", facts.reason);
+  }
+  void operator()(const advisory::AttentionSubstituted& facts) const {
+    out.add("compute_capability", facts.computeCapability)
+        .add("count", facts.count)
+        .add("gpu", facts.gpu)
+        .add("runs", toString(facts.runs))
+        .add("traced", toString(facts.traced));
+  }
+  void operator()(const advisory::ApproximateOp& facts) const {
+    out.add("count", facts.count).add("family", toString(facts.family)).add("op", facts.op);
+  }
+  void operator()(const advisory::HostBound& facts) const {
+    out.add("gpu", facts.gpu)
+        .add("gpu_idle_ms", facts.gpuIdleMs)
+        .add("gpu_ms", facts.gpuMs)
+        .add("iteration_ms", facts.iterationMs);
+  }
+  void operator()(const advisory::OutOfMemory& facts) const {
+    out.add("activations_upper_bound", facts.activationsUpperBound)
+        .add("capacity_bytes", facts.capacityBytes)
+        .add("gpu", facts.gpu)
+        .add("peak_bytes", facts.peakBytes);
+  }
+};
+
+json advisoriesJson(const std::vector<Advisory>& advisories) {
+  json out = arrayWithCapacity(advisories.size());
+  for (const Advisory& advisory : advisories) {
+    ObjectBuilder object;
+    object.add("kind", toString(advisory.kind()))
+        .add("message", advisoryMessage(advisory))
+        .add("severity", toString(advisory.severity()));
+    std::visit(AdvisoryFacts{object}, advisory.facts);
+    append(out, object.take());
+  }
+  return out;
+}
+
+json locationJson(const SourceLocation& loc) {
+  return ObjectBuilder().add("file", loc.file).add("line", loc.line).take();
+}
+
+json traceWarningsJson(const std::vector<TraceWarning>& warnings) {
+  json out = arrayWithCapacity(warnings.size());
+  for (const TraceWarning& warning : warnings) {
+    ObjectBuilder object;
+    if (warning.count)
+      object.add("count", warning.count);
+    if (!warning.device.empty())
+      object.add("device", warning.device);
+    if (!warning.dtype.empty())
+      object.add("dtype", warning.dtype);
+    if (warning.loc.valid())
+      object.add("file", warning.loc.file);
+    object.add("kind", toString(warning.kind));
+    if (warning.loc.valid())
+      object.add("line", warning.loc.line);
+    object.add("message", traceWarningMessage(warning));
+    if (warning.ms)
+      object.add("ms", warning.ms);
+    if (warning.origin)
+      object.add("origin", locationJson(*warning.origin));
+    if (warning.repeat)
+      object.add("repeat", warning.repeat);
+    object.add("severity", toString(warning.severity));
+    append(out, object.take());
+  }
+  return out;
+}
+
 } // namespace
 
-nlohmann::json predictionToJson(const Prediction& prediction) {
+nlohmann::json resultsJson(const Prediction& prediction, const TraceFacts& trace) {
   std::vector<json> gpuIds(prediction.gpus.begin(), prediction.gpus.end());
   ObjectBuilder doc;
   json precision = json::object();
@@ -178,7 +262,12 @@ nlohmann::json predictionToJson(const Prediction& prediction) {
                         .take());
   doc.add("modules", std::move(modules));
   doc.add("ops", opsJson(prediction, gpuIds));
-  doc.add("warnings", prediction.warnings);
+  doc.add("advisories", advisoriesJson(prediction.advisories));
+  doc.add("file", trace.entryFile)
+      .add("trace_mode", toString(trace.mode))
+      .add("torch_version", trace.torchVersion)
+      .add("fallback_ops", trace.fallbackOps)
+      .add("trace_warnings", traceWarningsJson(trace.warnings));
   return doc.take();
 }
 

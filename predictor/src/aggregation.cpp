@@ -1,0 +1,146 @@
+#include "memory_estimate.h"
+#include "wavecast/predictor/prediction_stages.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+namespace wavecast::stages {
+namespace {
+
+bool isHostBound(double gpuIdleMs, double wallMs, const HostOptions& options) {
+  return wallMs > 0 && gpuIdleMs > options.hostBoundIdleShare * wallMs;
+}
+
+void finishSpan(LineTimes& times, double iterationMs, const HostOptions& options) {
+  times.shareOfIteration = iterationMs > 0 ? times.totalMs() / iterationMs : 0;
+  times.hostBound = isHostBound(times.gpuIdleMs, times.totalMs(), options);
+}
+
+struct LineKey {
+  std::string file;
+  int line = 0;
+  bool operator<(const LineKey& other) const {
+    return file != other.file ? file < other.file : line < other.line;
+  }
+};
+
+void addTime(LineTimes& times, Phase phase, const OpPrediction& op) {
+  times.gpuMs += op.timeMs;
+  times.gpuIdleMs += op.gpuIdleMs;
+  const double ms = op.wallMs;
+  switch (phase) {
+  case Phase::Forward:
+    times.forwardMs += ms;
+    break;
+  case Phase::Backward:
+    times.backwardMs += ms;
+    break;
+  case Phase::Optimizer:
+    times.optimizerMs += ms;
+    break;
+  }
+}
+
+} // namespace
+
+void aggregate(const Trace& trace, const std::vector<OpCost>& costs, Prediction& prediction) {
+  const size_t opCount = trace.ops.size();
+  const size_t gpuCount = prediction.gpus.size();
+  const bool traced = trace.memory.peakLiveBytes.has_value();
+  const bool training = hasBackward(trace);
+  std::map<LineKey, size_t> lineIndex;
+  std::unordered_map<std::string, size_t> moduleIndex;
+  std::vector<std::vector<std::string>> otherOpNames; // per line: backward/optimizer op names
+  for (size_t i = 0; i < opCount; ++i) {
+    const OpRecord& op = trace.ops[i];
+    const bool work = !costs[i].metadataOnly();
+    const LineKey key{op.loc.valid() ? op.loc.file : std::string(),
+                      op.loc.valid() ? op.loc.line : 0};
+    auto [lineIt, newLine] = lineIndex.emplace(key, prediction.lines.size());
+    if (newLine) {
+      LineBreakdown line;
+      line.loc = op.loc.valid() ? op.loc : SourceLocation{};
+      line.perGpu.resize(gpuCount);
+      prediction.lines.push_back(std::move(line));
+    }
+    LineBreakdown& line = prediction.lines[lineIt->second];
+    if (newLine)
+      otherOpNames.emplace_back();
+    line.activationBytes +=
+        traced ? op.savedBytes.value_or(0) : (training ? upperBoundKeptBytes(op, costs[i]) : 0);
+    if (work) {
+      ++line.opCount;
+      auto& names = op.phase == Phase::Forward ? line.opNames : otherOpNames[lineIt->second];
+      if (std::find(names.begin(), names.end(), op.name) == names.end())
+        names.push_back(op.name);
+    }
+    auto [moduleIt, newModule] = moduleIndex.emplace(op.module, prediction.modules.size());
+    if (newModule) {
+      ModuleBreakdown module;
+      module.module = op.module;
+      module.perGpu.resize(gpuCount);
+      prediction.modules.push_back(std::move(module));
+    }
+    ModuleBreakdown& module = prediction.modules[moduleIt->second];
+    if (work)
+      ++module.opCount;
+    for (size_t g = 0; g < gpuCount; ++g) {
+      const OpPrediction& p = prediction.ops[g][i];
+      addTime(line.perGpu[g], op.phase, p);
+      addTime(module.perGpu[g], op.phase, p);
+    }
+  }
+  // A line with no forward op (the optimizer.step() line) lists its other ops.
+  for (size_t l = 0; l < prediction.lines.size(); ++l)
+    if (prediction.lines[l].opNames.empty())
+      prediction.lines[l].opNames = otherOpNames[l];
+}
+
+void summarize(const Trace& trace, const std::vector<OpCost>& costs,
+               const std::vector<DeviceSpec>& gpus, const HostTimelines& host,
+               const std::vector<MethodsUsed>& used, const PredictorOptions& options,
+               Prediction& prediction) {
+  const auto& timelines = host.timelines;
+  const size_t gpuCount = gpus.size();
+  const TensorMemory tensors = tensorMemory(trace, costs);
+  for (size_t g = 0; g < gpuCount; ++g) {
+    GpuSummary summary;
+    summary.gpuId = gpus[g].id;
+    summary.gpuName = gpus[g].name;
+    summary.method = gpuMethod(used[g], options);
+    for (const auto& line : prediction.lines) {
+      summary.forwardMs += line.perGpu[g].forwardMs;
+      summary.backwardMs += line.perGpu[g].backwardMs;
+      summary.optimizerMs += line.perGpu[g].optimizerMs;
+    }
+    summary.iterationMs = summary.forwardMs + summary.backwardMs + summary.optimizerMs;
+    summary.gpuMs = timelines[g].gpuMs;
+    summary.hostMs = timelines[g].hostMs;
+    summary.gpuIdleMs = timelines[g].gpuIdleMs;
+    summary.hostBound = isHostBound(summary.gpuIdleMs, summary.iterationMs, options.host);
+    summary.pricePerHourUsd = gpus[g].pricePerHourUsd;
+    if (summary.iterationMs > 0 && trace.batchSize > 0) {
+      summary.samplesPerSecond = trace.batchSize / (summary.iterationMs * 1e-3);
+      summary.costPer1kSamplesUsd =
+          summary.pricePerHourUsd / 3600.0 * (1000.0 / summary.samplesPerSecond);
+    }
+    summary.memory = onGpu(tensors, gpus[g], options);
+    summary.memoryCapacityBytes = gpus[g].memoryBytes();
+    summary.fitsInMemory = summary.memory.peakBytes() <= summary.memoryCapacityBytes;
+    for (auto& line : prediction.lines)
+      finishSpan(line.perGpu[g], summary.iterationMs, options.host);
+    for (auto& module : prediction.modules)
+      finishSpan(module.perGpu[g], summary.iterationMs, options.host);
+    if (summary.hostBound)
+      prediction.advisories.push_back({advisory::HostBound{summary.gpuId, summary.gpuIdleMs,
+                                                           summary.iterationMs, summary.gpuMs}});
+    if (!summary.fitsInMemory)
+      prediction.advisories.push_back({advisory::OutOfMemory{
+          summary.gpuId, summary.memory.peakBytes(), summary.memoryCapacityBytes,
+          summary.memory.activationsSource == ActivationsSource::UpperBound}});
+    prediction.summaries.push_back(std::move(summary));
+  }
+}
+
+} // namespace wavecast::stages

@@ -1,0 +1,319 @@
+#include "wavecast/predictor/prediction_stages.h"
+
+#include "wavecast/predictor/measured_trace.h"
+#include "wavecast/predictor/wave_scaling.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+namespace wavecast::stages {
+namespace {
+
+// A kernel that cannot launch as recorded on a GPU; its calls are counted.
+struct WaveScalingKey {
+  std::string gpu;
+  std::string kernel;
+  std::string reason;
+  bool operator<(const WaveScalingKey& other) const {
+    return std::tie(gpu, kernel, reason) < std::tie(other.gpu, other.kernel, other.reason);
+  }
+};
+
+// Wave-scales the measured kernels of `op` from the origin to `gpu` (0 without kernels:
+// the op ran no GPU work where it was measured).
+double waveScaledOpMs(const OpRecord& op, const OpCost& cost, const DeviceSpec& origin,
+                      const DeviceSpec& gpu, std::map<WaveScalingKey, int>& problems) {
+  // Eq. 3 needs the kernel's arithmetic intensity; without hardware counters the
+  // op's analytic FLOPs/bytes stand in for every kernel of the op.
+  const double intensity = cost.bytes > 0 ? cost.flops / cost.bytes : -1;
+  const double ridge = peakTflops(gpu, cost) * 1e12 / (gpu.memoryBandwidthGBs * 1e9);
+  const double gamma = waveScalingGamma(intensity, ridge);
+  double total = 0;
+  for (const auto& kernel : op.kernels) {
+    const WaveScaledKernel scaled = waveScaleKernel(kernel, origin, gpu, gamma);
+    if (scaled.problem)
+      ++problems[{scaled.problem->gpu, kernel.name, scaled.problem->reason}];
+    total += scaled.timeMs;
+  }
+  return total;
+}
+
+double measuredOpMs(const OpRecord& op) {
+  double total = 0;
+  for (const auto& kernel : op.kernels)
+    total += kernel.durationMs;
+  return total;
+}
+
+// The GPU time of one op on one GPU and how it was obtained. `measured`: the trace has
+// kernels from a known GPU; `onOrigin`: this GPU is that one.
+PredictionMethod timeOp(const OpRecord& op, const OpCost& cost, const DeviceSpec& gpu,
+                        bool onOrigin, bool measured, const std::optional<double>& learnedMs,
+                        const PredictorOptions& options, double& timeMs,
+                        std::map<WaveScalingKey, int>& waveProblems) {
+  timeMs = 0;
+  if (onOrigin) {
+    timeMs = measuredOpMs(op);
+    return PredictionMethod::Measured;
+  }
+  if (cost.metadataOnly())
+    return PredictionMethod::Roofline;
+  if (learnedMs) {
+    timeMs = *learnedMs;
+    return PredictionMethod::Learned;
+  }
+  if (measured) {
+    timeMs = waveScaledOpMs(op, cost, *options.originGpu, gpu, waveProblems);
+    return PredictionMethod::WaveScaling;
+  }
+  timeMs = rooflineTime(cost, gpu, options.roofline).timeMs;
+  return cost.approximate ? PredictionMethod::Fallback : PredictionMethod::Roofline;
+}
+
+std::string joined(const std::vector<std::string>& parts, const char* separator) {
+  std::string text;
+  for (size_t p = 0; p < parts.size(); ++p)
+    text += (p ? separator : "") + parts[p];
+  return text;
+}
+
+} // namespace
+
+FloatPrecision effectivePrecision(const Trace& trace, const PredictorOptions& options) {
+  FloatPrecision precision = trace.precision.value_or(FloatPrecision{});
+  if (options.matmulTf32)
+    precision.matmulTf32 = *options.matmulTf32;
+  if (options.convTf32)
+    precision.cudnnTf32 = *options.convTf32;
+  return precision;
+}
+
+CostedOps costOps(const Trace& trace, const FloatPrecision& precision) {
+  CostedOps out;
+  out.costs.reserve(trace.ops.size());
+  out.info.reserve(trace.ops.size());
+  std::map<std::string, advisory::ApproximateOp> approximate;
+  for (const auto& op : trace.ops) {
+    out.costs.push_back(estimateOpCost(op));
+    OpCost& cost = out.costs.back();
+    cost.tf32 = runsInTf32(cost, precision);
+    out.info.push_back({op.id, op.name, op.phase, op.loc, op.module, cost.note});
+    if (cost.approximate) {
+      auto& entry = approximate[op.name];
+      entry.op = op.name;
+      entry.family = cost.family;
+      ++entry.count;
+    }
+  }
+  for (auto& [name, entry] : approximate)
+    out.approximate.push_back(std::move(entry));
+  return out;
+}
+
+MeasuredKernels useMeasuredKernels(const Trace& trace, const std::vector<DeviceSpec>& gpus,
+                                   const PredictorOptions& options, std::vector<OpCost>& costs) {
+  // A measured trace on its own GPU is its measurements; on every other GPU its kernels
+  // are wave-scaled, and the learned models answer only kernel-varying ops (Habitat).
+  MeasuredKernels out;
+  const bool hasKernels = hasMeasuredKernels(trace);
+  out.measured = hasKernels && options.originGpu.has_value();
+  out.onOrigin.assign(gpus.size(), false);
+  for (size_t g = 0; g < gpus.size() && out.measured; ++g)
+    out.onOrigin[g] = gpus[g].id == options.originGpu->id;
+  if (trace.mode == TraceMode::Cuda && !hasKernels)
+    out.advisories.push_back({advisory::MeasuredWithoutKernels{}});
+  else if (hasKernels && !options.originGpu)
+    out.advisories.push_back({advisory::UnknownMeasuredGpu{trace.device.value_or("")}});
+  if (out.measured)
+    for (size_t i = 0; i < trace.ops.size(); ++i)
+      if (!trace.ops[i].kernels.empty()) // the host model issues what the GPU really ran
+        costs[i].kernels = static_cast<int>(trace.ops[i].kernels.size());
+  return out;
+}
+
+std::vector<std::optional<double>> askLearnedModel(const Trace& trace,
+                                                   const std::vector<OpCost>& costs,
+                                                   const std::vector<DeviceSpec>& gpus,
+                                                   const MeasuredKernels& kernels,
+                                                   const PredictorOptions& options) {
+  const size_t opCount = trace.ops.size();
+  std::vector<std::optional<double>> learned(opCount * gpus.size());
+  if (!options.opTimeModel || gpus.empty())
+    return learned;
+  std::vector<OpTimeQuery> queries;
+  std::vector<size_t> slots;
+  for (size_t g = 0; g < gpus.size(); ++g)
+    for (size_t i = 0; i < opCount; ++i) {
+      if (costs[i].metadataOnly() ||
+          (kernels.measured && (kernels.onOrigin[g] || !isKernelVarying(costs[i]))))
+        continue;
+      // The learned models were trained on FP32 without TF32 (NeuSight's setting).
+      if (!usesTf32Cores(costs[i], gpus[g])) {
+        queries.push_back({&trace.ops[i], &gpus[g]});
+        slots.push_back(g * opCount + i);
+      }
+    }
+  const auto answers = options.opTimeModel->predictMs(queries);
+  for (size_t q = 0; q < answers.size() && q < slots.size(); ++q)
+    if (answers[q] && *answers[q] >= 0)
+      learned[slots[q]] = answers[q];
+  return learned;
+}
+
+OpTimes timeOps(const Trace& trace, const std::vector<OpCost>& costs,
+                const std::vector<DeviceSpec>& gpus, const MeasuredKernels& kernels,
+                const std::vector<std::optional<double>>& learned,
+                const PredictorOptions& options) {
+  const size_t opCount = trace.ops.size();
+  OpTimes out;
+  out.used.resize(gpus.size());
+  out.ops.assign(gpus.size(), std::vector<OpPrediction>(opCount));
+  std::map<WaveScalingKey, int> waveProblems;
+  for (size_t g = 0; g < gpus.size(); ++g)
+    for (size_t i = 0; i < opCount; ++i) {
+      const OpCost& cost = costs[i];
+      OpPrediction& op = out.ops[g][i];
+      op.opId = trace.ops[i].id;
+      op.family = cost.family;
+      op.flops = cost.flops;
+      op.bytes = cost.bytes;
+      op.approximate = cost.approximate;
+      op.method = timeOp(trace.ops[i], cost, gpus[g], kernels.onOrigin[g], kernels.measured,
+                         learned[g * opCount + i], options, op.timeMs, waveProblems);
+      if (!cost.metadataOnly())
+        out.used[g][static_cast<size_t>(op.method)] = true;
+    }
+  advisory::UntrainedGpus untrained;
+  for (size_t g = 0; g < gpus.size(); ++g)
+    if (uses(out.used[g], PredictionMethod::Learned) && !options.opTimeModel->measuredOn(gpus[g]))
+      untrained.gpus.push_back(gpus[g].id);
+  if (!untrained.gpus.empty())
+    out.advisories.push_back({std::move(untrained)});
+  for (const auto& [key, count] : waveProblems)
+    out.advisories.push_back(
+        {advisory::WaveScalingAssumption{key.gpu, key.kernel, key.reason, count}});
+  return out;
+}
+
+HostTimelines playIterations(const Trace& trace, const std::vector<OpCost>& costs,
+                             const HostOptions& host, OpTimes& times) {
+  const size_t opCount = trace.ops.size();
+  HostTimelines out;
+  out.hostMs = issueMs(trace, costs, host);
+  out.timelines.reserve(times.ops.size());
+  for (auto& ops : times.ops) {
+    std::vector<double> gpuMs(opCount);
+    for (size_t i = 0; i < opCount; ++i)
+      gpuMs[i] = ops[i].timeMs;
+    out.timelines.push_back(simulateIteration(trace, costs, out.hostMs, gpuMs));
+    for (size_t i = 0; i < opCount; ++i) {
+      ops[i].wallMs = out.timelines.back().ops[i].wallMs;
+      ops[i].gpuIdleMs = out.timelines.back().ops[i].gpuIdleMs;
+    }
+  }
+  return out;
+}
+
+// One GPU's method in words: "measured on H100-SXM", "scaled from H100-SXM", or the
+// models that predicted it from shapes.
+std::string gpuMethod(const MethodsUsed& used, const PredictorOptions& options) {
+  if (uses(used, PredictionMethod::Measured))
+    return "measured on " + options.originGpu->id;
+  std::vector<std::string> parts;
+  if (uses(used, PredictionMethod::WaveScaling))
+    parts.push_back("scaled from " + options.originGpu->id);
+  if (uses(used, PredictionMethod::Learned))
+    parts.push_back(parts.empty() ? "learned per-op model"
+                                  : "learned models for kernel-varying ops");
+  if (uses(used, PredictionMethod::Roofline) || uses(used, PredictionMethod::Fallback) ||
+      parts.empty())
+    parts.push_back("analytic roofline");
+  return joined(parts, " + ");
+}
+
+// The whole prediction's method: the models used, and for a measured trace which GPU
+// was measured and which were scaled from it.
+std::string describeMethods(const std::vector<MethodsUsed>& used,
+                            const std::vector<DeviceSpec>& gpus, const PredictorOptions& options) {
+  MethodsUsed any{};
+  for (const auto& perGpu : used)
+    for (size_t m = 0; m < kPredictionMethodCount; ++m)
+      any[m] = any[m] || perGpu[m];
+  if (!uses(any, PredictionMethod::Measured) && !uses(any, PredictionMethod::WaveScaling)) {
+    std::vector<std::string> parts;
+    if (uses(any, PredictionMethod::Learned))
+      parts.push_back("learned per-op model (" + options.opTimeModel->name() + ")");
+    if (uses(any, PredictionMethod::Roofline) || uses(any, PredictionMethod::Fallback) ||
+        parts.empty())
+      parts.push_back("analytic roofline (FLOPs and bytes against each GPU's spec-sheet peaks)");
+    return joined(parts, " + ");
+  }
+  // "H100-SXM: measured on H100-SXM; A100, T4: scaled from H100-SXM (...)"
+  std::map<std::string, std::string> gpusByMethod;
+  std::vector<std::string> order;
+  for (size_t g = 0; g < gpus.size(); ++g) {
+    const std::string method = gpuMethod(used[g], options);
+    auto [it, added] = gpusByMethod.emplace(method, gpus[g].id);
+    if (added)
+      order.push_back(method);
+    else
+      it->second += ", " + gpus[g].id;
+  }
+  std::string text;
+  for (const auto& method : order)
+    text += (text.empty() ? "" : "; ") + gpusByMethod[method] + ": " + method;
+  if (uses(any, PredictionMethod::WaveScaling))
+    text += " (Habitat's wave scaling of each measured kernel" +
+            std::string(uses(any, PredictionMethod::Learned)
+                            ? "; convolutions, matmuls and RNNs by the learned per-op model (" +
+                                  options.opTimeModel->name() + ")"
+                            : "") +
+            ")";
+  return text;
+}
+
+// Per matrix family, the precision that carries most of its FLOPs.
+std::vector<FamilyPrecision> familyPrecisions(const std::vector<OpCost>& costs) {
+  std::map<CostFamily, std::map<std::string, double>> flops; // family -> precision -> FLOPs
+  for (const OpCost& cost : costs)
+    if (cost.unit == ComputeUnit::Matrix && !cost.metadataOnly())
+      flops[cost.family][mathPrecision(cost)] += cost.flops;
+  std::vector<std::pair<double, FamilyPrecision>> ranked;
+  for (const auto& [family, byPrecision] : flops) {
+    const auto top =
+        std::max_element(byPrecision.begin(), byPrecision.end(),
+                         [](const auto& a, const auto& b) { return a.second < b.second; });
+    double total = 0;
+    for (const auto& entry : byPrecision)
+      total += entry.second;
+    ranked.push_back({total, {family, top->first}});
+  }
+  std::sort(ranked.begin(), ranked.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<FamilyPrecision> out;
+  for (auto& entry : ranked)
+    out.push_back(std::move(entry.second));
+  return out;
+}
+
+// One advisory per attention kernel a GPU lacks and the kernel torch runs there instead.
+std::vector<Advisory> attentionSubstitutions(const std::vector<OpCost>& costs,
+                                             const std::vector<DeviceSpec>& gpus) {
+  std::vector<Advisory> out;
+  for (const auto& gpu : gpus) {
+    std::map<std::pair<AttentionBackend, AttentionBackend>, int> changed;
+    for (const OpCost& cost : costs)
+      if (cost.attention.backend != AttentionBackend::None) {
+        const AttentionBackend runs = attentionBackendOn(cost, gpu);
+        if (runs != cost.attention.backend)
+          ++changed[{cost.attention.backend, runs}];
+      }
+    for (const auto& [backends, count] : changed)
+      out.push_back({advisory::AttentionSubstituted{gpu.id, gpu.computeCapability(), backends.first,
+                                                    backends.second, count}});
+  }
+  return out;
+}
+
+} // namespace wavecast::stages

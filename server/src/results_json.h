@@ -1,0 +1,28 @@
+// The results JSON (docs/results-json.md): one encoder for `wavecast predict --json` and
+// the daemon's wavecast/results, facts with the sentences presentation.h writes for them.
+#pragma once
+
+#include "wavecast/predictor/prediction.h"
+#include "wavecast/trace.h"
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace wavecast {
+
+// What the results say of the trace behind a prediction.
+struct TraceFacts {
+  std::string entryFile;
+  TraceMode mode = TraceMode::Shape;
+  std::string torchVersion;
+  std::vector<std::string> fallbackOps;
+  std::vector<TraceWarning> warnings;
+};
+inline TraceFacts traceFacts(const Trace& trace) {
+  return {trace.entryFile, trace.mode, trace.torchVersion, trace.fallbackOps, trace.warnings};
+}
+
+nlohmann::json resultsJson(const Prediction& prediction, const TraceFacts& trace);
+
+} // namespace wavecast

@@ -1,0 +1,101 @@
+// Each stage of Predictor::predict on its own (wavecast/predictor/prediction_stages.h).
+#include "wavecast/predictor/gpu_database.h"
+#include "wavecast/predictor/prediction_stages.h"
+
+#include <gtest/gtest.h>
+
+namespace wavecast::stages {
+namespace {
+
+const GpuDatabase& db() {
+  static const GpuDatabase database = GpuDatabase::fromFile(WAVECAST_GPUS_JSON);
+  return database;
+}
+
+OpRecord op(int64_t id, std::string name, std::vector<int64_t> shape) {
+  OpRecord record;
+  record.id = id;
+  record.name = std::move(name);
+  record.loc = {"/p/model.py", 3 + static_cast<int>(id), "forward"};
+  TensorMeta t;
+  t.shape = std::move(shape);
+  record.inputs = {t, t};
+  record.outputs = {t};
+  return record;
+}
+
+TEST(PredictionStages, PrecisionIsTheScriptsWithTheCallersOverrides) {
+  Trace trace;
+  EXPECT_FALSE(effectivePrecision(trace, {}).matmulTf32) << "torch's default";
+  EXPECT_TRUE(effectivePrecision(trace, {}).cudnnTf32);
+  trace.precision = FloatPrecision{true, false, ScalarType::BFloat16};
+  PredictorOptions options;
+  EXPECT_TRUE(effectivePrecision(trace, options).matmulTf32);
+  options.matmulTf32 = false;
+  options.convTf32 = true;
+  const FloatPrecision overridden = effectivePrecision(trace, options);
+  EXPECT_FALSE(overridden.matmulTf32);
+  EXPECT_TRUE(overridden.cudnnTf32);
+  EXPECT_EQ(overridden.autocast, ScalarType::BFloat16) << "only the TF32 flags are overridden";
+}
+
+TEST(PredictionStages, CostingGroupsApproximateOpsByName) {
+  Trace trace;
+  trace.ops = {op(0, "aten::frobnicate", {1024}), op(1, "aten::add", {1024}),
+               op(2, "aten::frobnicate", {1024})};
+  const CostedOps costed = costOps(trace, {});
+  ASSERT_EQ(costed.costs.size(), 3u);
+  ASSERT_EQ(costed.info.size(), 3u);
+  EXPECT_EQ(costed.info[1].name, "aten::add");
+  EXPECT_EQ(costed.info[1].loc.line, 4);
+  ASSERT_EQ(costed.approximate.size(), 1u);
+  EXPECT_EQ(costed.approximate[0].op, "aten::frobnicate");
+  EXPECT_EQ(costed.approximate[0].count, 2);
+}
+
+TEST(PredictionStages, ShapeTracesUseNoKernelsAndRooflineTimesEveryOp) {
+  Trace trace;
+  trace.ops = {op(0, "aten::add", {1 << 20}), op(1, "aten::mul", {1 << 20})};
+  CostedOps costed = costOps(trace, {});
+  const auto gpus = db().resolve({"H100", "T4"});
+  const MeasuredKernels kernels = useMeasuredKernels(trace, gpus, {}, costed.costs);
+  EXPECT_FALSE(kernels.measured);
+  EXPECT_TRUE(kernels.advisories.empty());
+  const auto learned = askLearnedModel(trace, costed.costs, gpus, kernels, {});
+  ASSERT_EQ(learned.size(), 4u) << "a slot per op and GPU";
+  EXPECT_FALSE(learned[0]) << "no learned model given";
+  OpTimes times = timeOps(trace, costed.costs, gpus, kernels, learned, {});
+  ASSERT_EQ(times.ops.size(), 2u);
+  for (size_t g = 0; g < 2; ++g) {
+    EXPECT_TRUE(uses(times.used[g], PredictionMethod::Roofline));
+    EXPECT_FALSE(uses(times.used[g], PredictionMethod::Learned));
+    EXPECT_GT(times.ops[g][0].timeMs, 0);
+  }
+  EXPECT_GT(times.ops[1][0].timeMs, times.ops[0][0].timeMs) << "the T4 has less bandwidth";
+
+  const HostTimelines host = playIterations(trace, costed.costs, HostOptions{}, times);
+  ASSERT_EQ(host.hostMs.size(), 2u);
+  ASSERT_EQ(host.timelines.size(), 2u);
+  for (size_t g = 0; g < 2; ++g)
+    EXPECT_GE(times.ops[g][1].wallMs, 0) << "wall time set by the host model";
+  EXPECT_EQ(gpuMethod(times.used[0], {}), "analytic roofline");
+}
+
+TEST(PredictionStages, AMeasuredTraceFromAnUnknownGpuSaysSo) {
+  Trace trace;
+  trace.mode = TraceMode::Cuda;
+  trace.device = "Imaginary GPU 9000";
+  trace.ops = {op(0, "aten::add", {1024})};
+  KernelRecord kernel;
+  kernel.durationMs = 0.01;
+  trace.ops[0].kernels = {kernel};
+  CostedOps costed = costOps(trace, {});
+  const MeasuredKernels kernels =
+      useMeasuredKernels(trace, db().resolve({"H100"}), {}, costed.costs);
+  EXPECT_FALSE(kernels.measured);
+  ASSERT_EQ(kernels.advisories.size(), 1u);
+  EXPECT_EQ(kernels.advisories[0].as<advisory::UnknownMeasuredGpu>()->device, "Imaginary GPU 9000");
+}
+
+} // namespace
+} // namespace wavecast::stages
