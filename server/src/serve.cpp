@@ -24,7 +24,7 @@ CommandSpec serveSpec() {
   CommandSpec spec{
       "serve",
       "[--listen HOST:PORT] [options]",
-      "run the language server for editors (LSP over stdio, or TCP with --listen)",
+      "Run the language server for editors (LSP over stdio, or TCP with --listen).",
       {{"listen", "HOST:PORT",
         "serve TCP clients instead of stdio (port 0 picks a free port); loopback only "
         "unless --allow-remote"},

@@ -10,6 +10,7 @@
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <vector>
 
 namespace {
 
@@ -77,6 +78,46 @@ TEST(CliTest, HelpListsCommands) {
     EXPECT_EQ(sub.status, 0) << command;
     EXPECT_TRUE(contains(sub.out, std::string("usage: wavecast ") + command)) << sub.out;
   }
+}
+
+// Descriptions are wrapped at word boundaries within 80 columns, never cut.
+TEST(CliTest, HelpWrapsDescriptionsAtWordBoundaries) {
+  const auto lines = [](const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+      out.push_back(line);
+    return out;
+  };
+  const auto words = [](const std::string& text) {
+    std::istringstream in(text);
+    std::string joined;
+    for (std::string word; in >> word;)
+      joined += (joined.empty() ? "" : " ") + word;
+    return joined;
+  };
+  const CliRun overview = wavecast("--help");
+  ASSERT_EQ(overview.status, 0);
+  for (const auto& line : lines(overview.out))
+    EXPECT_LE(line.size(), 80u) << line;
+  // predict's first sentence, whole, across its wrapped lines.
+  EXPECT_TRUE(contains(words(overview.out),
+                       "predict Trace one training iteration of FILE.py without a GPU and "
+                       "predict, for each source line and each named GPU, its time; then "
+                       "iteration time, samples/s, cost and memory per GPU. gpus"))
+      << overview.out;
+
+  for (const char* command : {"predict", "trace", "serve", "gpus"}) {
+    const CliRun help = wavecast(std::string(command) + " --help");
+    ASSERT_EQ(help.status, 0) << command;
+    for (const auto& line : lines(help.out))
+      EXPECT_LE(line.size(), 80u) << command << ": " << line;
+  }
+  const CliRun serve = wavecast("serve --help");
+  EXPECT_TRUE(contains(words(serve.out),
+                       "--mode MODE shape (default: no GPU needed) or measured (on this machine's "
+                       "GPU, scaled to the other targets)"))
+      << serve.out;
 }
 
 TEST(CliTest, NoArgumentsPrintsUsageAndFails) {

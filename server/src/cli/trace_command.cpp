@@ -29,7 +29,7 @@ int runTrace(const CommandLine& args, const InstallLayout& layout) {
 Command traceCommand() {
   return {{"trace",
            "FILE.py [--batch-size N] [--out FILE.json]",
-           "Trace one training iteration of FILE.py and print the trace (docs/trace-format.md);\n"
+           "Trace one training iteration of FILE.py and print the trace (docs/trace-format.md); "
            "'wavecast predict FILE.json' predicts from a saved trace.",
            {{"batch-size", "N", "batch size passed to wavecast_input"},
             {"out", "FILE", "write the trace to FILE instead of standard output"},
