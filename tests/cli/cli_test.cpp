@@ -151,6 +151,12 @@ TEST(CliTest, MissingFile) {
   expectOneLineError(wavecast("predict /nonexistent/train.py --gpu T4"), "no such file");
 }
 
+TEST(CliTest, ADirectoryIsNotAScript) {
+  const CliRun run = wavecast("predict " + std::string(WAVECAST_SOURCE_ROOT) + "/samples --gpu T4");
+  expectOneLineError(run, "samples' is a directory; pass the path of a training script (.py)");
+  EXPECT_EQ(run.status, 1);
+}
+
 TEST(CliTest, UnknownGpuListsCloseNames) {
   const CliRun run = wavecast("predict " + sample("small_cnn.py") + " --gpu H1OO");
   expectOneLineError(run, "H1OO");

@@ -139,6 +139,9 @@ ProfilerOptions profilerOptions(const InstallLayout& layout) {
 Trace obtainTrace(const InstallLayout& layout, const std::string& path,
                   std::optional<int64_t> batchSize, const CommandLine& args) {
   std::error_code ec;
+  if (fs::is_directory(path, ec))
+    throw CommandError("'" + path +
+                       "' is a directory; pass the path of a training script (.py) in it");
   if (!fs::is_regular_file(path, ec))
     throw CommandError("no such file '" + path + "'; pass the path of a training script (.py)");
   if (fs::path(path).extension() == ".json")
