@@ -37,6 +37,7 @@ CommandSpec serveSpec() {
        {"gpu-file", "FILE", "extra or overriding GPU definitions (docs/gpus.md)"},
        {"batch-size", "N", "default batch size (default: the input provider's own)"},
        pythonEnvOption(),
+       {"verbose", "", "show torch's own log messages (on stderr, the daemon's log)"},
        {"trigger", "WHEN", "onSave (default) or manual: when documents are analysed"},
        {"debounce-ms", "MS", "wait this long after a save before analysing (default 300)"},
        {"mode", "MODE",
@@ -89,7 +90,7 @@ Endpoint parseListen(const std::string& text, bool allowRemote) {
 lsp::ProfilingAnalyzerOptions analyzerOptions(const InstallLayout& layout,
                                               const CommandLine& args) {
   lsp::ProfilingAnalyzerOptions options;
-  options.profiler = profilerOptions(layout);
+  options.profiler = profilerOptions(layout, args);
   options.predictor = predictorOptions(layout, args);
   options.defaultTargets = splitList(args.value("gpu").value_or("H100,A100,T4"));
   if (auto timeout = args.positiveInt("timeout"))

@@ -206,6 +206,22 @@ TEST(CliTest, ScriptThatRaisesPointsAtTheLine) {
   EXPECT_TRUE(contains(run.err, "ZeroDivisionError")) << run.err;
 }
 
+// torch logs a failed meta kernel with its traceback (about 20 lines on stderr) before
+// raising; wavecast's one line is all that shows, unless --verbose asks for the rest.
+TEST(CliTest, ShapeErrorIsOneLineAndVerboseShowsTorchsLog) {
+  const CliRun run = wavecast("predict " + fixture("shape_error.py") + " --gpu T4");
+  expectOneLineError(run, "shape_error.py:15");
+  EXPECT_TRUE(contains(run.err, "RuntimeError: a and b must have same reduction dim")) << run.err;
+
+  const CliRun verbose = wavecast("predict " + fixture("shape_error.py") + " --gpu T4 --verbose");
+  EXPECT_EQ(verbose.status, 1);
+  EXPECT_TRUE(contains(verbose.err, "failed while attempting to run meta for aten.mm"))
+      << verbose.err;
+  EXPECT_TRUE(contains(verbose.err, "Traceback")) << verbose.err;
+  const std::string last = verbose.err.substr(verbose.err.rfind('\n', verbose.err.size() - 2) + 1);
+  EXPECT_EQ(last, run.err) << "the one-line error comes last";
+}
+
 TEST(CliTest, NotATraceFile) {
   expectOneLineError(wavecast("predict " + fixture("not_json.json") + " --gpu T4"),
                      "not valid JSON");

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 
 namespace wavecast::cli {
@@ -17,6 +18,11 @@ OptionSpec pythonEnvOption() {
           "a virtualenv whose torch the worker uses; 'system': the system python3's "
           "packages (default: $WAVECAST_PYTHON_ENV, else the venv wavecast was built with if "
           "it exists, else system)"};
+}
+
+OptionSpec verboseOption() {
+  return {"verbose", "",
+          "show torch's own log messages, and the Python traceback of a script that fails"};
 }
 
 GpuDatabase loadGpuDatabase(const InstallLayout& layout, const CommandLine& args) {
@@ -128,11 +134,12 @@ std::string describe(const ProfileError& error) {
 
 } // namespace
 
-ProfilerOptions profilerOptions(const InstallLayout& layout) {
+ProfilerOptions profilerOptions(const InstallLayout& layout, const CommandLine& args) {
   ProfilerOptions options;
   options.workerPath = layout.workerPath;
   options.pythonPath = layout.pythonDir;
   options.defaultPythonEnv = layout.pythonEnv;
+  options.torchLogs = args.has("verbose") ? TorchLogs::Shown : TorchLogs::Hidden;
   return options;
 }
 
@@ -155,7 +162,7 @@ Trace obtainTrace(const InstallLayout& layout, const std::string& path,
                        "' is missing; " + layout.repairAdvice() + " or set WAVECAST_WORKER");
 
   ProgressLine progress;
-  ProfilerOptions options = profilerOptions(layout);
+  ProfilerOptions options = profilerOptions(layout, args);
   options.pythonEnv = args.value("python-env").value_or("");
   options.progress = [&progress](const std::string& status) { progress.update(status); };
   Profiler profiler(std::move(options));
@@ -173,8 +180,11 @@ Trace obtainTrace(const InstallLayout& layout, const std::string& path,
 
   auto result = profiler.trace(request);
   progress.clear();
-  if (auto* error = std::get_if<ProfileError>(&result))
+  if (auto* error = std::get_if<ProfileError>(&result)) {
+    if (args.has("verbose") && !error->traceback.empty())
+      std::cerr << error->traceback << (error->traceback.back() == '\n' ? "" : "\n");
     throw CommandError(describe(*error));
+  }
   return std::get<Trace>(std::move(result));
 }
 

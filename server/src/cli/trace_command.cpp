@@ -36,6 +36,7 @@ Command traceCommand() {
             {"compact", "", "no indentation"},
             {"mode", "MODE", "shape (default), cpu or cuda"},
             pythonEnvOption(),
+            verboseOption(),
             {"timeout", "SECONDS", "give up tracing after this long (default 120)"}},
            1,
            1},
