@@ -125,16 +125,23 @@ protocol::Settings defaultSettings(const CommandLine& args) {
 }
 
 int runServe(const CommandLine& args, const InstallLayout& layout) {
-  lsp::ProfilingAnalyzer analyzer(loadGpuDatabase(layout, args), analyzerOptions(layout, args));
-  lsp::ServerOptions options;
-  options.version = WAVECAST_VERSION;
-  options.defaults = defaultSettings(args);
-
   std::optional<Endpoint> endpoint;
   if (auto listen = args.value("listen"))
     endpoint = parseListen(*listen, args.has("allow-remote"));
   else if (args.has("allow-remote") || args.has("token") || args.has("token-file"))
     throw UsageError("--allow-remote, --token and --token-file only apply with --listen");
+  if (const auto token = args.value("token")) {
+    try {
+      lsp::checkTokenStrength(*token, "--token");
+    } catch (const std::runtime_error& weak) {
+      throw UsageError(weak.what());
+    }
+  }
+
+  lsp::ProfilingAnalyzer analyzer(loadGpuDatabase(layout, args), analyzerOptions(layout, args));
+  lsp::ServerOptions options;
+  options.version = WAVECAST_VERSION;
+  options.defaults = defaultSettings(args);
 
   asio::io_context io;
   lsp::LanguageServer server(io, analyzer, options);
@@ -170,7 +177,10 @@ int runServe(const CommandLine& args, const InstallLayout& layout) {
       tokenFile = lsp::defaultTokenPath(listener->port());
     if (token.empty()) {
       if (args.has("token-file") && ::access(tokenFile.c_str(), F_OK) == 0) {
-        token = lsp::readTokenFile(tokenFile);
+        lsp::TokenFile file = lsp::readTokenFile(tokenFile);
+        if (file.tooOpenWarning)
+          std::cerr << "wavecast serve: warning: " << *file.tooOpenWarning << "\n";
+        token = std::move(file.token);
       } else {
         token = lsp::generateToken();
         lsp::writeTokenFile(tokenFile, token);

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
@@ -155,6 +156,39 @@ TEST(CliTest, ADirectoryIsNotAScript) {
   const CliRun run = wavecast("predict " + std::string(WAVECAST_SOURCE_ROOT) + "/samples --gpu T4");
   expectOneLineError(run, "samples' is a directory; pass the path of a training script (.py)");
   EXPECT_EQ(run.status, 1);
+}
+
+// A TCP daemon's token must be worth having; a token file others can read is warned of.
+TEST(CliTest, ServeRefusesAnEmptyOrShortToken) {
+  const std::string how =
+      "a token needs at least 16 characters: make one with 'openssl rand -hex 16'";
+  CliRun run = wavecast("serve --listen 127.0.0.1:0 --token ''");
+  expectOneLineError(run, "--token is empty; " + how);
+  EXPECT_EQ(run.status, 2);
+  run = wavecast("serve --listen 127.0.0.1:0 --token=hunter2");
+  expectOneLineError(run, "--token has only 7 characters; " + how);
+  EXPECT_EQ(run.status, 2);
+
+  char dir[] = "/tmp/wavecast-token-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string file = std::string(dir) + "/serve.token";
+  std::ofstream(file) << "abc\n";
+  run = wavecast("serve --listen 127.0.0.1:0 --token-file " + file);
+  expectOneLineError(run, "the token in " + file + " has only 3 characters; " + how);
+  EXPECT_EQ(run.status, 1);
+
+  // Readable by others: a warning, then the daemon serves (stopped here after 3 s).
+  std::ofstream(file) << std::string(32, 'a') << "\n";
+  ASSERT_EQ(::chmod(file.c_str(), 0644), 0);
+  run = wavecast("serve --listen 127.0.0.1:0 --token-file " + file, "timeout -s TERM 3");
+  EXPECT_TRUE(contains(run.err, "wavecast serve: warning: permissions 0644 for the token file " +
+                                    file +
+                                    " are too open: other users can read or change the "
+                                    "token; chmod 600 " +
+                                    file + "\n"))
+      << run.err;
+  EXPECT_TRUE(contains(run.err, "listening on 127.0.0.1:")) << run.err;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CliTest, UnknownGpuListsCloseNames) {
