@@ -203,6 +203,10 @@ private:
       argStrings.push_back("--python-env");
       argStrings.push_back(env);
     }
+    if (options.torchLogs == TorchLogs::Shown) {
+      argStrings.push_back("--torch-logs");
+      argStrings.push_back("shown");
+    }
     std::vector<char*> argv;
     for (auto& s : argStrings)
       argv.push_back(s.data());

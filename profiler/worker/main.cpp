@@ -21,10 +21,12 @@ struct WorkerArgs {
   int crashFd = -1;
   std::string pythonPath;
   std::string pythonEnv;
+  bool showTorchLogs = false;
 };
 
 const char* kUsage = "usage: wavecast-worker --request-fd N --response-fd N --crash-fd N "
-                     "--python-path DIR [--python-env VENV|VENV/bin/python]\n"
+                     "--python-path DIR [--python-env VENV|VENV/bin/python] "
+                     "[--torch-logs hidden|shown]\n"
                      "Started by wavecast; not meant to be run by hand.\n";
 
 bool parseArgs(int argc, char** argv, WorkerArgs& args) {
@@ -41,6 +43,8 @@ bool parseArgs(int argc, char** argv, WorkerArgs& args) {
       args.pythonPath = value;
     else if (key == "--python-env")
       args.pythonEnv = value;
+    else if (key == "--torch-logs" && (value == "hidden" || value == "shown"))
+      args.showTorchLogs = value == "shown";
     else
       return false;
   }
@@ -146,7 +150,10 @@ int main(int argc, char** argv) {
         .attr("configure")(env.root.empty() ? py::object(py::none())
                                             : py::object(py::str(env.root.string())));
     py::module_ worker = py::module_::import("wavecast_tracer.worker");
-    return worker.attr("serve")(args.requestFd, args.responseFd, args.crashFd, WAVECAST_VERSION)
+    return worker
+        .attr("serve")(args.requestFd, args.responseFd, args.crashFd,
+                       py::arg("show_torch_logs") = args.showTorchLogs,
+                       py::arg("wavecast_version") = WAVECAST_VERSION)
         .cast<int>();
   } catch (const py::error_already_set& error) {
     return failStartup(args.responseFd,

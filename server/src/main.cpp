@@ -24,13 +24,16 @@ void printUsage(const std::vector<Command>& commands, std::ostream& out) {
       << WAVECAST_VERSION
       << " predicts how long each line of a PyTorch training script takes on\n"
          "the GPUs you are choosing between, without needing a GPU.\n\ncommands:\n";
+  constexpr size_t kSummaryColumn = 12;
   for (const auto& command : commands) {
-    const auto& summary = command.spec.summary;
-    out << "  " << command.spec.name << std::string(10 - command.spec.name.size(), ' ')
-        << summary.substr(0, summary.find('\n')) << "\n";
+    out << "  " << command.spec.name
+        << std::string(kSummaryColumn - 2 - command.spec.name.size(), ' ')
+        << wavecast::cli::wrapText(wavecast::cli::firstSentence(command.spec.summary),
+                                   wavecast::cli::kHelpWidth, kSummaryColumn)
+        << "\n";
   }
-  out << "\nRun 'wavecast <command> --help' for a command's options, 'wavecast --version' for\n"
-         "the version alone.\n";
+  out << "\nRun 'wavecast <command> --help' for a command's options, 'wavecast --version'\n"
+         "for the version alone.\n";
 }
 
 } // namespace

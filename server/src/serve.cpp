@@ -24,7 +24,7 @@ CommandSpec serveSpec() {
   CommandSpec spec{
       "serve",
       "[--listen HOST:PORT] [options]",
-      "run the language server for editors (LSP over stdio, or TCP with --listen)",
+      "Run the language server for editors (LSP over stdio, or TCP with --listen).",
       {{"listen", "HOST:PORT",
         "serve TCP clients instead of stdio (port 0 picks a free port); loopback only "
         "unless --allow-remote"},
@@ -37,6 +37,7 @@ CommandSpec serveSpec() {
        {"gpu-file", "FILE", "extra or overriding GPU definitions (docs/gpus.md)"},
        {"batch-size", "N", "default batch size (default: the input provider's own)"},
        pythonEnvOption(),
+       {"verbose", "", "show torch's own log messages (on stderr, the daemon's log)"},
        {"trigger", "WHEN", "onSave (default) or manual: when documents are analysed"},
        {"debounce-ms", "MS", "wait this long after a save before analysing (default 300)"},
        {"mode", "MODE",
@@ -89,7 +90,7 @@ Endpoint parseListen(const std::string& text, bool allowRemote) {
 lsp::ProfilingAnalyzerOptions analyzerOptions(const InstallLayout& layout,
                                               const CommandLine& args) {
   lsp::ProfilingAnalyzerOptions options;
-  options.profiler = profilerOptions(layout);
+  options.profiler = profilerOptions(layout, args);
   options.predictor = predictorOptions(layout, args);
   options.defaultTargets = splitList(args.value("gpu").value_or("H100,A100,T4"));
   if (auto timeout = args.positiveInt("timeout"))
@@ -124,16 +125,23 @@ protocol::Settings defaultSettings(const CommandLine& args) {
 }
 
 int runServe(const CommandLine& args, const InstallLayout& layout) {
-  lsp::ProfilingAnalyzer analyzer(loadGpuDatabase(layout, args), analyzerOptions(layout, args));
-  lsp::ServerOptions options;
-  options.version = WAVECAST_VERSION;
-  options.defaults = defaultSettings(args);
-
   std::optional<Endpoint> endpoint;
   if (auto listen = args.value("listen"))
     endpoint = parseListen(*listen, args.has("allow-remote"));
   else if (args.has("allow-remote") || args.has("token") || args.has("token-file"))
     throw UsageError("--allow-remote, --token and --token-file only apply with --listen");
+  if (const auto token = args.value("token")) {
+    try {
+      lsp::checkTokenStrength(*token, "--token");
+    } catch (const std::runtime_error& weak) {
+      throw UsageError(weak.what());
+    }
+  }
+
+  lsp::ProfilingAnalyzer analyzer(loadGpuDatabase(layout, args), analyzerOptions(layout, args));
+  lsp::ServerOptions options;
+  options.version = WAVECAST_VERSION;
+  options.defaults = defaultSettings(args);
 
   asio::io_context io;
   lsp::LanguageServer server(io, analyzer, options);
@@ -169,7 +177,10 @@ int runServe(const CommandLine& args, const InstallLayout& layout) {
       tokenFile = lsp::defaultTokenPath(listener->port());
     if (token.empty()) {
       if (args.has("token-file") && ::access(tokenFile.c_str(), F_OK) == 0) {
-        token = lsp::readTokenFile(tokenFile);
+        lsp::TokenFile file = lsp::readTokenFile(tokenFile);
+        if (file.tooOpenWarning)
+          std::cerr << "wavecast serve: warning: " << *file.tooOpenWarning << "\n";
+        token = std::move(file.token);
       } else {
         token = lsp::generateToken();
         lsp::writeTokenFile(tokenFile, token);

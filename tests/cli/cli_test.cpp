@@ -8,8 +8,10 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <vector>
 
 namespace {
 
@@ -79,6 +81,46 @@ TEST(CliTest, HelpListsCommands) {
   }
 }
 
+// Descriptions are wrapped at word boundaries within 80 columns, never cut.
+TEST(CliTest, HelpWrapsDescriptionsAtWordBoundaries) {
+  const auto lines = [](const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+      out.push_back(line);
+    return out;
+  };
+  const auto words = [](const std::string& text) {
+    std::istringstream in(text);
+    std::string joined;
+    for (std::string word; in >> word;)
+      joined += (joined.empty() ? "" : " ") + word;
+    return joined;
+  };
+  const CliRun overview = wavecast("--help");
+  ASSERT_EQ(overview.status, 0);
+  for (const auto& line : lines(overview.out))
+    EXPECT_LE(line.size(), 80u) << line;
+  // predict's first sentence, whole, across its wrapped lines.
+  EXPECT_TRUE(contains(words(overview.out),
+                       "predict Trace one training iteration of FILE.py without a GPU and "
+                       "predict, for each source line and each named GPU, its time; then "
+                       "iteration time, samples/s, cost and memory per GPU. gpus"))
+      << overview.out;
+
+  for (const char* command : {"predict", "trace", "serve", "gpus"}) {
+    const CliRun help = wavecast(std::string(command) + " --help");
+    ASSERT_EQ(help.status, 0) << command;
+    for (const auto& line : lines(help.out))
+      EXPECT_LE(line.size(), 80u) << command << ": " << line;
+  }
+  const CliRun serve = wavecast("serve --help");
+  EXPECT_TRUE(contains(words(serve.out),
+                       "--mode MODE shape (default: no GPU needed) or measured (on this machine's "
+                       "GPU, scaled to the other targets)"))
+      << serve.out;
+}
+
 TEST(CliTest, NoArgumentsPrintsUsageAndFails) {
   const CliRun run = wavecast("");
   EXPECT_EQ(run.status, 2);
@@ -108,6 +150,45 @@ TEST(CliTest, TrainAndEvalCheckTheirNumbers) {
 
 TEST(CliTest, MissingFile) {
   expectOneLineError(wavecast("predict /nonexistent/train.py --gpu T4"), "no such file");
+}
+
+TEST(CliTest, ADirectoryIsNotAScript) {
+  const CliRun run = wavecast("predict " + std::string(WAVECAST_SOURCE_ROOT) + "/samples --gpu T4");
+  expectOneLineError(run, "samples' is a directory; pass the path of a training script (.py)");
+  EXPECT_EQ(run.status, 1);
+}
+
+// A TCP daemon's token must be worth having; a token file others can read is warned of.
+TEST(CliTest, ServeRefusesAnEmptyOrShortToken) {
+  const std::string how =
+      "a token needs at least 16 characters: make one with 'openssl rand -hex 16'";
+  CliRun run = wavecast("serve --listen 127.0.0.1:0 --token ''");
+  expectOneLineError(run, "--token is empty; " + how);
+  EXPECT_EQ(run.status, 2);
+  run = wavecast("serve --listen 127.0.0.1:0 --token=hunter2");
+  expectOneLineError(run, "--token has only 7 characters; " + how);
+  EXPECT_EQ(run.status, 2);
+
+  char dir[] = "/tmp/wavecast-token-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string file = std::string(dir) + "/serve.token";
+  std::ofstream(file) << "abc\n";
+  run = wavecast("serve --listen 127.0.0.1:0 --token-file " + file);
+  expectOneLineError(run, "the token in " + file + " has only 3 characters; " + how);
+  EXPECT_EQ(run.status, 1);
+
+  // Readable by others: a warning, then the daemon serves (stopped here after 3 s).
+  std::ofstream(file) << std::string(32, 'a') << "\n";
+  ASSERT_EQ(::chmod(file.c_str(), 0644), 0);
+  run = wavecast("serve --listen 127.0.0.1:0 --token-file " + file, "timeout -s TERM 3");
+  EXPECT_TRUE(contains(run.err, "wavecast serve: warning: permissions 0644 for the token file " +
+                                    file +
+                                    " are too open: other users can read or change the "
+                                    "token; chmod 600 " +
+                                    file + "\n"))
+      << run.err;
+  EXPECT_TRUE(contains(run.err, "listening on 127.0.0.1:")) << run.err;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CliTest, UnknownGpuListsCloseNames) {
@@ -157,6 +238,22 @@ TEST(CliTest, ScriptThatRaisesPointsAtTheLine) {
   const CliRun run = wavecast("predict " + fixture("raises.py") + " --gpu T4");
   expectOneLineError(run, "raises.py:14");
   EXPECT_TRUE(contains(run.err, "ZeroDivisionError")) << run.err;
+}
+
+// torch logs a failed meta kernel with its traceback (about 20 lines on stderr) before
+// raising; wavecast's one line is all that shows, unless --verbose asks for the rest.
+TEST(CliTest, ShapeErrorIsOneLineAndVerboseShowsTorchsLog) {
+  const CliRun run = wavecast("predict " + fixture("shape_error.py") + " --gpu T4");
+  expectOneLineError(run, "shape_error.py:15");
+  EXPECT_TRUE(contains(run.err, "RuntimeError: a and b must have same reduction dim")) << run.err;
+
+  const CliRun verbose = wavecast("predict " + fixture("shape_error.py") + " --gpu T4 --verbose");
+  EXPECT_EQ(verbose.status, 1);
+  EXPECT_TRUE(contains(verbose.err, "failed while attempting to run meta for aten.mm"))
+      << verbose.err;
+  EXPECT_TRUE(contains(verbose.err, "Traceback")) << verbose.err;
+  const std::string last = verbose.err.substr(verbose.err.rfind('\n', verbose.err.size() - 2) + 1);
+  EXPECT_EQ(last, run.err) << "the one-line error comes last";
 }
 
 TEST(CliTest, NotATraceFile) {

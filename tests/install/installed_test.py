@@ -13,7 +13,8 @@ predict   --version, help, gpus, predict and trace on a copy of samples/small_cn
 broken    a missing GPU database, tracer or worker is an error naming the installed
           file, never a silent fall-back to the source tree
 serve     an LSP session over stdio: initialize, wavecast/analyze, shutdown, exit
-deb       cpack -G DEB: the package's files, dependencies and a run from its contents
+deb       cpack -G DEB: the two packages (wavecast, wavecast-learn), their files,
+          dependencies and copyright, and a run from the main one's contents
 """
 import argparse
 import json
@@ -37,6 +38,13 @@ INSTALLED_FILES = [
     "share/wavecast/python/wavecast_tracer/worker.py",
     "share/wavecast/samples/small_cnn.py",
     "share/doc/wavecast/README.md",
+    "share/doc/wavecast/LICENSE",
+    "share/doc/wavecast/copyright",
+]
+# What the wavecast-learn package holds; everything else is in the wavecast package.
+LEARN_FILES = [
+    "lib/wavecast/wavecast-learn",
+    "share/doc/wavecast-learn/copyright",
 ]
 
 
@@ -214,6 +222,15 @@ def case_broken(options):
         expect_error(installed.run("predict", "small_cnn.py", "--gpu", "T4"),
                      f"the tracer package is missing from {python}")
 
+        # The Debian packages ship the train/eval helper apart (wavecast-learn).
+        learn = os.path.join(installed.prefix, "lib", "wavecast", "wavecast-learn")
+        os.remove(learn)
+        for command in ("train", "eval"):
+            done = installed.run(command, "--fast")
+            expect_error(done, f"'wavecast {command}' needs the helper {learn}, which is not "
+                         "installed: sudo apt install wavecast-learn")
+            check(done.stderr.count("\n") == 1, f"not one line:\n{done.stderr}")
+
         worker = os.path.join(installed.prefix, "lib", "wavecast", "wavecast-worker")
         os.remove(worker)
         expect_error(installed.run("predict", "small_cnn.py", "--gpu", "T4"),
@@ -289,43 +306,83 @@ def case_serve(options):
             installed.expect_no_checkout_paths(log)
 
 
+def deb_fields(deb, *names):
+    env = os.environ.copy()
+    return {name: run(["dpkg-deb", "-f", deb, name], "/", env).stdout.strip() for name in names}
+
+
+def deb_files(deb):
+    listing = run(["dpkg-deb", "-c", deb], "/", os.environ.copy()).stdout
+    return {line.split()[-1].lstrip(".") for line in listing.splitlines()
+            if not line.startswith("d")}
+
+
+def package_names(field):
+    """'libc6 (>= 2.34), wavecast (= 0.1.0)' -> {'libc6', 'wavecast'}"""
+    return {re.split(r"[ (]", d.strip())[0] for d in field.split(",") if d.strip()}
+
+
 def case_deb(options):
     out = os.path.join(options.build, "tests", "install", "deb")
     shutil.rmtree(out, ignore_errors=True)
     done = run(["cpack", "-G", "DEB", "-B", out], cwd=options.build, env=os.environ.copy(),
                timeout=600)
     expect_success(done, "cpack -G DEB")
-    debs = [f for f in os.listdir(out) if f.endswith(".deb")]
-    check(len(debs) == 1, f"cpack made {debs}")
-    deb = os.path.join(out, debs[0])
-    print(f"{deb}: {os.path.getsize(deb) / 1e6:.1f} MB")
+    arch = run(["dpkg", "--print-architecture"], "/", os.environ.copy()).stdout.strip()
+    debs = sorted(f for f in os.listdir(out) if f.endswith(".deb"))
+    main = f"wavecast_{options.version}_{arch}.deb"
+    learn = f"wavecast-learn_{options.version}_{arch}.deb"
+    check(debs == sorted([main, learn]), f"cpack made {debs}")
+    main, learn = os.path.join(out, main), os.path.join(out, learn)
+    for deb in (main, learn):
+        print(f"{deb}: {os.path.getsize(deb) / 1e6:.1f} MB")
 
-    listing = run(["dpkg-deb", "-c", deb], "/", os.environ.copy()).stdout
-    files = {line.split()[-1].lstrip(".") for line in listing.splitlines()}
+    # The files are split: the helper that links LibTorch alone in wavecast-learn.
+    main_files, learn_files = deb_files(main), deb_files(learn)
     for path in INSTALLED_FILES:
-        check("/usr/" + path in files, f"the package lacks /usr/{path}:\n{listing}")
-    check(not any("__pycache__" in f or "/tests/" in f for f in files), listing)
+        if path not in LEARN_FILES:
+            check("/usr/" + path in main_files, f"the wavecast package lacks /usr/{path}")
+    check(sorted(learn_files) == sorted("/usr/" + path for path in LEARN_FILES),
+          f"wavecast-learn holds {sorted(learn_files)}")
+    check(not main_files & learn_files, f"in both packages: {main_files & learn_files}")
+    check(not any("__pycache__" in f or "/tests/" in f for f in main_files), main_files)
 
-    fields = {}
-    for field in ("Package", "Version", "Architecture", "Depends", "Recommends"):
-        fields[field] = run(["dpkg-deb", "-f", deb, field], "/", os.environ.copy()).stdout.strip()
-    print(fields)
-    check(fields["Package"] == "wavecast", fields)
-    check(fields["Version"] == options.version, fields)
-    check(fields["Architecture"] == run(["dpkg", "--print-architecture"], "/",
-                                         os.environ.copy()).stdout.strip(), fields)
-    check("python3-torch" in fields["Recommends"], fields)
-    depends = {re.split(r"[ (]", d.strip())[0] for d in fields["Depends"].split(",")}
+    fields = deb_fields(main, "Package", "Version", "Architecture", "Depends", "Recommends",
+                        "Suggests")
+    learn_fields = deb_fields(learn, "Package", "Version", "Depends")
+    print("wavecast:", fields)
+    print("wavecast-learn:", learn_fields)
+    check(fields["Package"] == "wavecast" and learn_fields["Package"] == "wavecast-learn",
+          (fields, learn_fields))
+    check(fields["Version"] == options.version == learn_fields["Version"], fields)
+    check(fields["Architecture"] == arch, fields)
+    # Nothing the main package pulls in by default brings LibTorch (1.2 GB of packages).
+    depends = package_names(fields["Depends"])
+    check(not any("torch" in name for name in depends | package_names(fields["Recommends"])),
+          f"the wavecast package pulls in torch: {fields}")
+    check({"wavecast-learn", "python3-torch"} <= package_names(fields["Suggests"]), fields)
+    learn_depends = package_names(learn_fields["Depends"])
+    check(f"wavecast (= {options.version})" in learn_fields["Depends"], learn_fields)
+    check(any(name.startswith("libtorch") for name in learn_depends), learn_fields)
 
-    # The package's files work where they are unpacked (no root needed).
+    # A machine-readable copyright file (DEP-5) crediting the data wavecast derives from.
     root = tempfile.mkdtemp(prefix="wavecast-deb-")
     try:
-        expect_success(run(["dpkg-deb", "-x", deb, root], "/", os.environ.copy()), "dpkg-deb -x")
-        # Every library the binaries link comes from a package the .deb depends on.
-        for binary in INSTALLED_FILES[:3]:
+        for deb in (main, learn):
+            expect_success(run(["dpkg-deb", "-x", deb, root], "/", os.environ.copy()),
+                           "dpkg-deb -x")
+        for package in ("wavecast", "wavecast-learn"):
+            with open(os.path.join(root, "usr/share/doc", package, "copyright")) as f:
+                copyright = f.read()
+            check_copyright(copyright)
+        # Every library the binaries link comes from a package their .deb depends on.
+        for binary, packages in (("bin/wavecast", depends),
+                                 ("lib/wavecast/wavecast-worker", depends),
+                                 ("lib/wavecast/wavecast-learn", learn_depends)):
             for package in linked_packages(os.path.join(root, "usr", binary)):
-                check(package in depends,
-                      f"{binary} links {package}'s library; Depends is {fields['Depends']}")
+                check(package in packages, f"{binary} links {package}'s library; its package "
+                      f"depends on {sorted(packages)}")
+        # The main package's files work where they are unpacked (no root needed).
         env = user_environment(root)
         done = run([os.path.join(root, "usr/bin/wavecast"), "gpus"], root, env)
         expect_success(done, "the unpacked wavecast gpus")
@@ -334,6 +391,25 @@ def case_deb(options):
         check(done.stdout == f"wavecast {options.version}\n", done.stdout)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def check_copyright(text):
+    """The DEP-5 fields that matter: the format, a Files: * paragraph under the project's
+    licence, and the derived data's sources with theirs."""
+    paragraphs = [dict(re.findall(r"^(\S+?): ?(.*(?:\n .*)*)", p, re.M))
+                  for p in text.strip().split("\n\n")]
+    header = paragraphs[0]
+    check(header.get("Format") ==
+          "https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/", header)
+    check(header.get("Upstream-Name") == "wavecast", header)
+    files = {p["Files"]: p for p in paragraphs if "Files" in p}
+    check(files.get("*", {}).get("License") == "Apache-2.0", files.get("*"))
+    check("NeuSight" in files.get("data/weights/*", {}).get("Comment", ""), files)
+    check("MIT" in files["data/weights/*"]["License"], files["data/weights/*"])
+    check("OpenXLA" in header.get("Comment", "") and "Apache-2.0" in header["Comment"], header)
+    licenses = {p["License"].split("\n")[0] for p in paragraphs
+                if "License" in p and "Files" not in p}
+    check(licenses == {"Apache-2.0", "MIT"}, f"stand-alone licence paragraphs: {licenses}")
 
 
 def linked_packages(binary):

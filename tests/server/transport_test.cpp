@@ -7,8 +7,12 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
+#include <filesystem>
+#include <fstream>
 #include <gtest/gtest.h>
+#include <map>
 #include <thread>
+#include <unistd.h>
 
 namespace wavecast::lsp {
 namespace {
@@ -96,6 +100,80 @@ TEST(TcpTransport, AnAuthenticatedClientMaySendLargeMessages) {
   // 200 KiB of parameters: over the stranger's limit, well under the client's.
   Json reply = exchange(2, "wavecast/listGpus", {{"padding", std::string(200 * 1024, 'x')}});
   EXPECT_TRUE(reply.contains("result")) << reply.dump().substr(0, 300);
+}
+
+// Requests written right before the client closes its end of stdin are all
+// answered before the daemon's stdio connection closes: those served from the
+// results at once, and a wavecast/analyze that waits on an analysis with
+// RequestCancelled.
+TEST(StreamTransport, RequestsBeforeEndOfInputAreAllAnswered) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("wavecast-eof-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string script = fs::canonical(dir).string() + "/train.py";
+  std::ofstream(script) << "def wavecast_model():\n    pass\n"
+                           "def wavecast_input(batch_size=32):\n    pass\n"
+                           "def wavecast_iteration(model):\n    pass\n";
+  const std::string uri = protocol::pathToUri(script);
+
+  int toServer[2];
+  int fromServer[2];
+  ASSERT_EQ(::pipe(toServer), 0);
+  ASSERT_EQ(::pipe(fromServer), 0);
+  asio::io_context io;
+  testing::FakeAnalyzer analyzer; // its analyses wait until released: never, here
+  ServerOptions options;
+  options.version = "test";
+  bool closed = false;
+  {
+    LanguageServer server(io, analyzer, options);
+    startStreamClient(io, server, toServer[0], fromServer[1], [&] {
+      closed = true;
+      io.stop();
+    });
+
+    std::string requests;
+    const auto request = [&](int id, const std::string& method, const Json& params) {
+      requests += protocol::encodeFrame(protocol::encodeRequest(id, method, params));
+    };
+    request(1, "initialize", {{"capabilities", Json::object()}});
+    request(2, "wavecast/analyze", {{"uri", uri}});
+    request(3, "wavecast/results", {{"uri", uri}});
+    request(4, "wavecast/listGpus", Json::object());
+    request(5, "textDocument/hover",
+            {{"textDocument", {{"uri", uri}}}, {"position", {{"line", 0}, {"character", 0}}}});
+    ASSERT_EQ(::write(toServer[1], requests.data(), requests.size()),
+              static_cast<ssize_t>(requests.size()));
+    ::close(toServer[1]); // end of input right behind the requests
+
+    std::thread daemon([&] { io.run(); });
+    std::string received;
+    std::array<char, 4096> buffer{};
+    for (ssize_t n; (n = ::read(fromServer[0], buffer.data(), buffer.size())) > 0;)
+      received.append(buffer.data(), static_cast<size_t>(n));
+    daemon.join();
+    ::close(fromServer[0]);
+    EXPECT_TRUE(closed);
+
+    std::map<int, Json> replies;
+    protocol::FrameDecoder decoder;
+    decoder.feed(received);
+    while (auto frame = decoder.next()) {
+      const Json message = Json::parse(std::get<std::string>(*frame));
+      if (message.contains("id") && message["id"].is_number() && !message.contains("method"))
+        replies[message["id"].get<int>()] = message;
+    }
+    ASSERT_EQ(replies.size(), 5u) << received;
+    EXPECT_TRUE(replies[1].contains("result")) << replies[1].dump();
+    EXPECT_EQ(replies[2]["error"]["code"], -32800) << replies[2].dump();
+    EXPECT_NE(replies[2]["error"]["message"].get<std::string>().find("input ended"),
+              std::string::npos)
+        << replies[2].dump();
+    EXPECT_EQ(replies[3]["result"]["state"], "analyzing") << replies[3].dump();
+    EXPECT_EQ(replies[4]["result"]["gpus"].size(), 2u) << replies[4].dump();
+    EXPECT_TRUE(replies[5].contains("result")) << replies[5].dump();
+  }
+  fs::remove_all(dir);
 }
 
 } // namespace

@@ -8,6 +8,7 @@ cannot corrupt it. See docs/worker-protocol.md.
 import faulthandler
 import functools
 import json
+import logging
 import os
 import re
 import signal
@@ -50,7 +51,7 @@ class _Interrupts:
             raise TraceInterrupted()
 
 
-def serve(request_fd, response_fd, crash_fd, wavecast_version=None):
+def serve(request_fd, response_fd, crash_fd, show_torch_logs=False, wavecast_version=None):
     # A fatal signal (segfault in an extension) dumps the Python stack to the
     # crash pipe; the parent reads it to name the project line.
     crash_file = os.fdopen(crash_fd, "w")
@@ -69,6 +70,8 @@ def serve(request_fd, response_fd, crash_fd, wavecast_version=None):
                           "python3: apt install python3-torch), or choose a venv that has it "
                           "(--python-env VENV, the editor's wavecast.pythonEnv or "
                           "WAVECAST_PYTHON_ENV).", exc)
+    if not show_torch_logs:
+        _hide_torch_logs()
     oldest = (1, 13)
     if _release(getattr(torch, "__version__", "")) < oldest:
         return _not_ready(channel, f"torch {getattr(torch, '__version__', '(no version)')} in "
@@ -107,6 +110,16 @@ def serve(request_fd, response_fd, crash_fd, wavecast_version=None):
         channel.send(_trace_response(request_id, params, functools.partial(run_trace, wavecast_version=wavecast_version),
                                      channel, interrupts))
     return 0
+
+
+def _hide_torch_logs():
+    """Keeps torch's log records off the worker's stderr (the terminal, the daemon's log).
+
+    A shape error in the script makes fake tensors log the failed meta kernel with a
+    20-line traceback before raising; the exception itself becomes wavecast's one-line
+    error. torch's loggers below "torch" inherit its level unless TORCH_LOGS sets theirs.
+    """
+    logging.getLogger("torch").setLevel(logging.CRITICAL)
 
 
 def _not_ready(channel, message, hint, exc=None):

@@ -40,6 +40,15 @@ fs::path neusightData(const InstallLayout& layout) {
 int runLearn(const InstallLayout& layout, const std::string& command,
              const std::vector<std::string>& words) {
   const std::string& learn = layout.learnPath;
+  std::error_code ec;
+  if (!fs::exists(learn, ec)) {
+    // The Debian packages ship it apart (wavecast-learn), for its LibTorch's 1.2 GB.
+    const std::string missing = layout.installed
+                                    ? "is not installed: sudo apt install wavecast-learn"
+                                    : "is missing: " + layout.repairAdvice();
+    throw CommandError("'wavecast " + command + "' needs the helper " + learn + ", which " +
+                       missing);
+  }
   std::vector<std::string> all{learn, command};
   all.insert(all.end(), words.begin(), words.end());
   std::vector<char*> argv;

@@ -104,17 +104,47 @@ std::optional<long long> CommandLine::integerAtLeast(const std::string& name,
   return number;
 }
 
+std::string wrapText(const std::string& text, size_t width, size_t indent) {
+  std::istringstream words(text);
+  std::string out;
+  std::string word;
+  size_t column = indent;
+  while (words >> word) {
+    if (column > indent && column + 1 + word.size() > width) {
+      out += "\n" + std::string(indent, ' ');
+      column = indent;
+    } else if (column > indent) {
+      out += ' ';
+      ++column;
+    }
+    out += word;
+    column += word.size();
+  }
+  return out;
+}
+
+std::string firstSentence(const std::string& text) {
+  const size_t end = text.find(". ");
+  return end == std::string::npos ? text : text.substr(0, end + 1);
+}
+
 std::string formatHelp(const CommandSpec& spec) {
+  constexpr size_t kHelpColumn = 28;
   std::ostringstream out;
-  out << "usage: wavecast " << spec.name << " " << spec.synopsis << "\n\n" << spec.summary << "\n";
+  out << "usage: wavecast " << spec.name << " " << spec.synopsis << "\n\n"
+      << wrapText(spec.summary, kHelpWidth, 0) << "\n";
   if (!spec.options.empty()) {
     out << "\noptions:\n";
     for (const auto& option : spec.options) {
       std::string left = "  --" + option.name;
       if (!option.valueName.empty())
         left += " " + option.valueName;
-      out << left;
-      out << std::string(left.size() < 28 ? 28 - left.size() : 2, ' ') << option.help << "\n";
+      // A long option name puts its help on the next line, at the help column.
+      if (left.size() + 2 > kHelpColumn)
+        out << left << "\n" << std::string(kHelpColumn, ' ');
+      else
+        out << left << std::string(kHelpColumn - left.size(), ' ');
+      out << wrapText(option.help, kHelpWidth, kHelpColumn) << "\n";
     }
     out << "  --help                    show this help\n";
   }

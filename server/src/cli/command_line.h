@@ -25,7 +25,7 @@ struct OptionSpec {
 struct CommandSpec {
   std::string name;     // "predict"
   std::string synopsis; // "FILE.py --gpu NAME[,NAME...] [options]"
-  std::string summary;  // one line
+  std::string summary;  // sentences, wrapped when printed; the first one lists the command
   std::vector<OptionSpec> options;
   size_t minPositional = 0;
   size_t maxPositional = 0;
@@ -56,7 +56,17 @@ private:
   std::vector<std::string> positional_;
 };
 
+// Help text is wrapped to this many columns.
+constexpr size_t kHelpWidth = 80;
+
+// "usage: ...", the summary and every option, wrapped at word boundaries.
 std::string formatHelp(const CommandSpec& spec);
+// `text` with its words wrapped into lines of at most `width` columns, as if
+// printed from column `indent`; lines after the first are indented to it. A
+// word longer than a line stands alone.
+std::string wrapText(const std::string& text, size_t width, size_t indent);
+// `text` up to the end of its first sentence (". "), or all of it.
+std::string firstSentence(const std::string& text);
 // "a,b , c" -> {"a","b","c"}; empty items dropped.
 std::vector<std::string> splitList(const std::string& text);
 

@@ -175,16 +175,17 @@ Command predictCommand() {
       {"gpu-file", "FILE", "extra or overriding GPU definitions (docs/gpus.md)"},
       {"mode", "MODE", "shape (default: no arithmetic), cpu (run for real) or cuda"},
       pythonEnvOption(),
+      verboseOption(),
       {"timeout", "SECONDS", "give up tracing after this long (default 120)"},
       {"roofline", "", "analytic model only (no learned per-op models)"}};
   for (auto& option : precisionOptions())
     options.push_back(std::move(option));
   return {
       {"predict", "FILE.py --gpu NAME[,NAME...] [--batch-size N] [--json]",
-       "Trace one training iteration of FILE.py without a GPU and predict, for each source line\n"
-       "and each named GPU, its time; then iteration time, samples/s, cost and memory per GPU.\n"
-       "FILE.py defines wavecast_model(), wavecast_input(batch_size=N) and\n"
-       "wavecast_iteration(model) (deepview_*_provider names work too). FILE may also be a trace\n"
+       "Trace one training iteration of FILE.py without a GPU and predict, for each source line "
+       "and each named GPU, its time; then iteration time, samples/s, cost and memory per GPU. "
+       "FILE.py defines wavecast_model(), wavecast_input(batch_size=N) and "
+       "wavecast_iteration(model) (deepview_*_provider names work too). FILE may also be a trace "
        "saved by 'wavecast trace'.",
        std::move(options), 1, 1},
       runPredict,

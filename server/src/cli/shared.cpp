@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 
 namespace wavecast::cli {
@@ -18,6 +19,11 @@ OptionSpec pythonEnvOption() {
           "a virtualenv whose torch the worker uses; 'system': the system python3's "
           "packages (default: $WAVECAST_PYTHON_ENV, else the venv wavecast was built with if "
           "it exists, else system)"};
+}
+
+OptionSpec verboseOption() {
+  return {"verbose", "",
+          "show torch's own log messages, and the Python traceback of a script that fails"};
 }
 
 GpuDatabase loadGpuDatabase(const InstallLayout& layout, const CommandLine& args) {
@@ -103,17 +109,21 @@ Trace readSavedTrace(const std::string& path) {
 
 } // namespace
 
-ProfilerOptions profilerOptions(const InstallLayout& layout) {
+ProfilerOptions profilerOptions(const InstallLayout& layout, const CommandLine& args) {
   ProfilerOptions options;
   options.workerPath = layout.workerPath;
   options.pythonPath = layout.pythonDir;
   options.defaultPythonEnv = layout.pythonEnv;
+  options.torchLogs = args.has("verbose") ? TorchLogs::Shown : TorchLogs::Hidden;
   return options;
 }
 
 Trace obtainTrace(const InstallLayout& layout, const std::string& path,
                   std::optional<int64_t> batchSize, const CommandLine& args) {
   std::error_code ec;
+  if (fs::is_directory(path, ec))
+    throw CommandError("'" + path +
+                       "' is a directory; pass the path of a training script (.py) in it");
   if (!fs::is_regular_file(path, ec))
     throw CommandError("no such file '" + path + "'; pass the path of a training script (.py)");
   if (fs::path(path).extension() == ".json")
@@ -127,7 +137,7 @@ Trace obtainTrace(const InstallLayout& layout, const std::string& path,
                        layout.repairAdvice() + " or set WAVECAST_WORKER");
 
   ProgressLine progress;
-  ProfilerOptions options = profilerOptions(layout);
+  ProfilerOptions options = profilerOptions(layout, args);
   options.pythonEnv = args.value("python-env").value_or("");
   options.progress = [&progress](const std::string& status) { progress.update(status); };
   Profiler profiler(std::move(options));
@@ -145,8 +155,11 @@ Trace obtainTrace(const InstallLayout& layout, const std::string& path,
 
   auto result = profiler.trace(request);
   progress.clear();
-  if (auto* error = std::get_if<ProfileError>(&result))
+  if (auto* error = std::get_if<ProfileError>(&result)) {
+    if (args.has("verbose") && !error->traceback.empty())
+      std::cerr << error->traceback << (error->traceback.back() == '\n' ? "" : "\n");
     throw CommandError(errorLine(*error));
+  }
   return std::get<Trace>(std::move(result));
 }
 

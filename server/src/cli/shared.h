@@ -15,6 +15,9 @@ namespace wavecast::cli {
 
 // --python-env, which trace, predict and serve share.
 OptionSpec pythonEnvOption();
+// --verbose for trace and predict: torch's own log messages and a failed trace's
+// Python traceback (serve's shows torch's messages in its log).
+OptionSpec verboseOption();
 
 // data/gpus.json plus the user's file (--gpu-file, else the layout's default if present).
 GpuDatabase loadGpuDatabase(const InstallLayout& layout, const CommandLine& args);
@@ -27,8 +30,9 @@ std::vector<OptionSpec> precisionOptions();
 // CommandError when the weights cannot be read.
 PredictorOptions predictorOptions(const InstallLayout& layout, const CommandLine& args);
 
-// Where the profiler finds its worker, the tracer and the default Python environment.
-ProfilerOptions profilerOptions(const InstallLayout& layout);
+// Where the profiler finds its worker, the tracer and the default Python environment,
+// and whether torch's log messages are shown (--verbose).
+ProfilerOptions profilerOptions(const InstallLayout& layout, const CommandLine& args);
 
 // Traces FILE.py in a worker, or reads a saved trace when `path` ends in .json.
 // Throws CommandError with "file:line: message (hint)" for a script the worker

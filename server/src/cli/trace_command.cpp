@@ -29,13 +29,14 @@ int runTrace(const CommandLine& args, const InstallLayout& layout) {
 Command traceCommand() {
   return {{"trace",
            "FILE.py [--batch-size N] [--out FILE.json]",
-           "Trace one training iteration of FILE.py and print the trace (docs/trace-format.md);\n"
+           "Trace one training iteration of FILE.py and print the trace (docs/trace-format.md); "
            "'wavecast predict FILE.json' predicts from a saved trace.",
            {{"batch-size", "N", "batch size passed to wavecast_input"},
             {"out", "FILE", "write the trace to FILE instead of standard output"},
             {"compact", "", "no indentation"},
             {"mode", "MODE", "shape (default), cpu or cuda"},
             pythonEnvOption(),
+            verboseOption(),
             {"timeout", "SECONDS", "give up tracing after this long (default 120)"}},
            1,
            1},

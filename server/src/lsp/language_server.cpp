@@ -112,6 +112,27 @@ void LanguageServer::removeClient(ClientId client) {
   runAnalysesBlockedBySaves();
 }
 
+void LanguageServer::inputEnded(ClientId client) {
+  cancelWaiters(client, "the client's input ended, so the connection closes (over stdio the "
+                        "daemon exits) before the analysis finishes");
+}
+
+void LanguageServer::cancelWaiters(ClientId client, const std::string& why) {
+  for (auto& [uri, entry] : entries_) {
+    auto waiter = entry.waiters.begin();
+    while (waiter != entry.waiters.end()) {
+      if (waiter->first != client) {
+        ++waiter;
+        continue;
+      }
+      send(client,
+           encodeError(waiter->second, {ErrorCode::RequestCancelled,
+                                        "wavecast/analyze was cancelled: " + why, nullptr}));
+      waiter = entry.waiters.erase(waiter);
+    }
+  }
+}
+
 void LanguageServer::send(ClientId client, std::string body) {
   auto it = clients_.find(client);
   if (it != clients_.end())
@@ -310,6 +331,7 @@ std::optional<Json> LanguageServer::shutdown(ClientId client, const Json&, const
 
 void LanguageServer::exit(ClientId client, const Json&) {
   int code = clients_.at(client).shutdown ? 0 : 1;
+  cancelWaiters(client, "the client sent exit before the analysis finished");
   clients_.at(client).sink->close();
   if (onExit)
     onExit(client, code);

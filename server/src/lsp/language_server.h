@@ -65,6 +65,10 @@ public:
   ClientId addClient(std::shared_ptr<ClientSink> sink, bool needsToken);
   void receive(ClientId client, std::string_view body);
   void framingError(ClientId client, const std::string& message);
+  // The client's input ended: its wavecast/analyze requests still waiting for an
+  // analysis are answered with RequestCancelled, since its connection closes (and
+  // over stdio the daemon exits) once the replies queued so far are written.
+  void inputEnded(ClientId client);
   void removeClient(ClientId client);
 
   // Called when a client sends `exit`: 0 after `shutdown`, 1 otherwise (LSP rule).
@@ -100,6 +104,8 @@ private:
   void handleRequest(ClientId client, const protocol::Request& request);
   void handleNotification(ClientId client, const protocol::Notification& notification);
   void handleResponse(ClientId client, const protocol::Response& response);
+  // Answers `client`'s waiting wavecast/analyze requests with RequestCancelled, saying `why`.
+  void cancelWaiters(ClientId client, const std::string& why);
   void send(ClientId client, std::string body);
   void sendToAll(const std::string& method, const Json& params);
   void sendRequest(ClientId client, const std::string& method, const Json& params,

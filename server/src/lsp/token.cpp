@@ -1,5 +1,6 @@
 #include "lsp/token.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
 #include <filesystem>
@@ -44,13 +45,32 @@ void writeTokenFile(const std::string& path, const std::string& token) {
     throw std::runtime_error("cannot write the token file " + path);
 }
 
-std::string readTokenFile(const std::string& path) {
+void checkTokenStrength(const std::string& token, const std::string& source) {
+  if (token.size() >= kMinTokenLength)
+    return;
+  throw std::runtime_error(
+      source +
+      (token.empty() ? " is empty" : " has only " + std::to_string(token.size()) + " characters") +
+      "; a token needs at least " + std::to_string(kMinTokenLength) +
+      " characters: make one with 'openssl rand -hex 16'");
+}
+
+TokenFile readTokenFile(const std::string& path) {
   std::ifstream in(path);
-  std::string token;
-  if (!in || !std::getline(in, token) || token.empty())
+  TokenFile file;
+  if (!in || !std::getline(in, file.token) || file.token.empty())
     throw std::runtime_error("cannot read a token from " + path +
                              ": it must hold the token on its first line");
-  return token;
+  checkTokenStrength(file.token, "the token in " + path);
+  struct stat status {};
+  if (::stat(path.c_str(), &status) == 0 && (status.st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(status.st_mode & 07777));
+    file.tooOpenWarning = "permissions " + std::string(mode) + " for the token file " + path +
+                          " are too open: other users can read or change the token; chmod 600 " +
+                          path;
+  }
+  return file;
 }
 
 std::string defaultTokenPath(int port) {

@@ -40,8 +40,9 @@ public:
 
   void authenticated() override { decoder_.setLimits({}); }
 
+  // Dropped once the connection is closing: only what was queued before is written.
   void send(std::string body) override {
-    if (closed_)
+    if (closing_)
       return;
     queue_.push_back(protocol::encodeFrame(body));
     if (queue_.size() == 1)
@@ -67,9 +68,15 @@ private:
           if (self->closed_)
             return;
           if (error) {
+            // End of input (or a broken stream): every request already received gets
+            // its reply before the connection closes; a client that half-closes its
+            // socket, or a stdio client that closes stdin, still reads them.
             if (auto truncated = self->decoder_.finish())
               self->server_.framingError(self->id_, truncated->message);
-            self->finish();
+            self->server_.inputEnded(self->id_);
+            self->closing_ = true;
+            if (self->queue_.empty())
+              self->finish();
             return;
           }
           self->decoder_.feed(std::string_view(self->buffer_.data(), size));

@@ -283,12 +283,12 @@ test('a client speaking another protocol version is refused with which side to u
 });
 
 test('over TCP: the stored token authenticates; a wrong one is refused', { skip }, async () => {
-  const { child, port } = await startTcpDaemon('s3cret-token');
+  const { child, port } = await startTcpDaemon('s3cret-token-0123456789');
   const remoteAddress = `127.0.0.1:${port}`;
 
   const socket = await connectRemote({ host: '127.0.0.1', port });
   const good = attach(child, socket, socket, false);
-  const result = await initialize(good, undefined, { remoteAddress }, 's3cret-token');
+  const result = await initialize(good, undefined, { remoteAddress }, 's3cret-token-0123456789');
   assert.equal(checkServerCapability(result.capabilities.experimental).ok, true);
   assert.ok((await new WavecastApi(good.connection).listGpus()).gpus.length > 0);
 

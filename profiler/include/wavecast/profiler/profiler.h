@@ -19,6 +19,11 @@ namespace wavecast {
 // The `pythonEnv` setting that selects the interpreter's own packages.
 inline constexpr const char* kSystemPythonEnv = "system";
 
+// Whether torch's own log messages reach the worker's stderr. Hidden by default:
+// a shape error makes fake tensors log the failed meta kernel with a long
+// traceback before raising, and the trace's error already says what failed.
+enum class TorchLogs { Hidden, Shown };
+
 struct ProfilerOptions {
   std::string workerPath;                           // the wavecast-worker executable
   std::string pythonPath;                           // directory holding the wavecast_tracer package
@@ -27,6 +32,7 @@ struct ProfilerOptions {
   // site-packages (e.g. Debian's python3-torch).
   std::string pythonEnv;
   std::string defaultPythonEnv; // the installation's environment; empty: the system's
+  TorchLogs torchLogs = TorchLogs::Hidden;
   std::function<void(const std::string&)> progress; // status lines; may be empty
   // Address-space limit of the worker (RLIMIT_AS): nullopt picks 3/4 of the
   // machine's memory, 0 means unlimited. Beyond it the trace fails with
