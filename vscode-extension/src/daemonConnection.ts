@@ -5,6 +5,7 @@ import * as fs from 'fs';
 import * as net from 'net';
 import * as os from 'os';
 import * as vscode from 'vscode';
+import type { FailureRemedy } from './logic/daemonLifecycle';
 import { connectRemote } from './logic/remote';
 import { missingTokenMessage } from './logic/remoteToken';
 import { locateServer } from './logic/serverLocator';
@@ -21,8 +22,8 @@ export interface Connection {
   token: string | null;
 }
 
-/** Why no connection could be made: the fix differs. */
-export type ConnectionFailure = { error: string; cause: 'noRemoteToken' | 'noDaemonFound' };
+/** Why no connection could be made, and what fixes it. */
+export type ConnectionFailure = { error: string; remedy: FailureRemedy };
 
 export interface ConnectionContext {
   context: vscode.ExtensionContext;
@@ -44,7 +45,7 @@ export async function daemonConnection(settings: WavecastSettings, from: Connect
   if (settings.remote) {
     const remote = settings.remote;
     const token = await from.tokens.token(settings.settingsToken);
-    if (!token) return { error: missingTokenMessage(), cause: 'noRemoteToken' };
+    if (!token) return { error: missingTokenMessage(), remedy: 'remoteToken' };
     from.log(`Connecting to the daemon at ${remote.host}:${remote.port}.`);
     return { transport: { kind: 'tcp', connect: () => connectRemote(remote) }, token };
   }
@@ -62,7 +63,7 @@ export async function daemonConnection(settings: WavecastSettings, from: Connect
   });
   if ('error' in located) {
     from.log(`Searched: ${located.searched.join(', ')}`);
-    return { error: located.error, cause: 'noDaemonFound' };
+    return { error: located.error, remedy: 'restart' };
   }
   const args = serveArguments(settings, (text) => resolveUserPath(text, os.homedir(), folders[0]));
   from.log(`Starting ${located.path} ${args.join(' ')} (found via ${located.source}).`);
