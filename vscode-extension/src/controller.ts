@@ -21,6 +21,7 @@ import {
   type DaemonSettings,
   type WavecastSettings,
 } from './logic/settings';
+import { LineDecorator } from './decorations';
 import { Action, Notifier } from './notifier';
 import { PythonInterpreterWatcher } from './pythonInterpreter';
 import { RemoteTokenStore } from './remoteTokenStore';
@@ -94,6 +95,7 @@ export class WavecastController implements vscode.Disposable {
   private readonly statusBar: StatusBar;
   private readonly output: vscode.OutputChannel;
   private readonly results: ResultsView;
+  private readonly decorator: LineDecorator;
   private readonly tokens: RemoteTokenStore;
   private readonly notifier: Notifier;
   private readonly interpreter: PythonInterpreterWatcher;
@@ -129,12 +131,15 @@ export class WavecastController implements vscode.Disposable {
     this.results = new ResultsView(context.extensionUri, {
       api: () => this.session?.api ?? null,
       running: () => this.lifecycle.phase === 'running',
-      display: () => this.settings.display,
       log: (message) => this.log(message),
       analyze: (uri) => void this.whenRunning(`analysing ${baseName(vscode.Uri.parse(uri).fsPath)}`, (api) => this.analyze(api, uri)),
       pickGpus: () => void this.whenRunning('picking target GPUs', (api) => this.pickGpus(api)),
     });
-    this.subscriptions.push(this.output, this.statusBar, this.results, this.interpreter);
+    this.decorator = new LineDecorator({
+      api: () => (this.lifecycle.phase === 'running' && this.settings.display === 'decorations' ? (this.session?.api ?? null) : null),
+      log: (message) => this.log(message),
+    });
+    this.subscriptions.push(this.output, this.statusBar, this.results, this.decorator, this.interpreter);
   }
 
   /** Registers commands and listeners, then starts the daemon if the workspace is trusted. */
@@ -153,7 +158,6 @@ export class WavecastController implements vscode.Disposable {
       this.tokens.onDidChange(() => void this.onTokenChanged()),
       vscode.workspace.onDidChangeConfiguration((event) => void this.onConfigurationChanged(event)),
       vscode.workspace.onDidGrantWorkspaceTrust(() => void this.start()),
-      vscode.window.onDidChangeVisibleTextEditors((editors) => editors.forEach((e) => void this.results.refreshEditor(e))),
       vscode.window.registerWebviewPanelSerializer(RESULTS_VIEW_TYPE, {
         deserializeWebviewPanel: async (panel, state) => this.results.restorePanel(panel, state),
       }),
@@ -219,7 +223,10 @@ export class WavecastController implements vscode.Disposable {
           this.serverStatus = status;
           this.updateStatus();
         }),
-        api.onResultsChanged((change) => void this.results.onResultsChanged(change.uri)),
+        api.onResultsChanged((change) => {
+          void this.results.onResultsChanged(change.uri);
+          void this.decorator.resultsChanged(change.uri);
+        }),
         client.onRunning(() => void this.onRestarted(launch)),
       ],
     };
@@ -246,7 +253,7 @@ export class WavecastController implements vscode.Disposable {
       case 'running':
         this.log(`Connected (${settled.protocol}).`);
         await this.refreshGpuList();
-        vscode.window.visibleTextEditors.forEach((editor) => void this.results.refreshEditor(editor));
+        void this.decorator.redrawAll();
         await this.results.refreshRestoredPanel(api);
     }
   }
@@ -272,6 +279,7 @@ export class WavecastController implements vscode.Disposable {
   private async onRestarted(launch: LaunchId): Promise<void> {
     if (!this.lifecycle.clientRunning(launch)) return;
     this.log('The daemon is running again.');
+    void this.decorator.redrawAll();
     await this.refreshGpuList();
   }
 
@@ -361,6 +369,8 @@ export class WavecastController implements vscode.Disposable {
   private onPhaseChanged(phase: ClientPhase): void {
     void vscode.commands.executeCommand('setContext', 'wavecast.running', phase === 'running');
     this.updateStatus();
+    // As inlay hints go with the daemon, so do decorations; a start draws them again.
+    if (phase !== 'running') void this.decorator.redrawAll();
   }
 
   private updateStatus(): void {
@@ -430,10 +440,8 @@ export class WavecastController implements vscode.Disposable {
       if (wanted.join('\n') !== this.targets.join('\n') && wanted.length > 0) await this.applyTargets(wanted);
     }
     if (previous.display !== settings.display) {
-      for (const editor of vscode.window.visibleTextEditors) {
-        this.session?.client.refreshInlayHints(editor.document);
-        await this.results.refreshEditor(editor);
-      }
+      for (const editor of vscode.window.visibleTextEditors) this.session?.client.refreshInlayHints(editor.document);
+      await this.decorator.redrawAll();
     }
   }
 

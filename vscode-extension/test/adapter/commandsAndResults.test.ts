@@ -1,6 +1,6 @@
 // The controller's commands and results display against the mock: the status
-// bar, the GPU picker, Analyze Now and Set Batch Size, the results webview
-// (including after a reload) and decorations mode.
+// bar, the GPU picker, Analyze Now and Set Batch Size, and the results
+// webview (including after a reload). Decorations mode: decorations.test.ts.
 import '../mock/register';
 import { strict as assert } from 'node:assert';
 import { beforeEach, test } from 'node:test';
@@ -165,29 +165,6 @@ test('results change notifications refresh the open panel', async () => {
   clients[0].notify('wavecast/resultsChanged', { uri: 'file:///other.py', state: 'ready', summaries: [] });
   await tick();
   assert.equal(clients[0].requestsOf('wavecast/results').length, before + 1, 'other files are not fetched');
-});
-
-test('decorations mode draws per-line times at the end of predicted lines', async () => {
-  harness.config.set('display', 'decorations');
-  const editor = openEditor(50);
-  const { controller, clients } = setup();
-  await controller.activate();
-  await tick();
-  assert.equal(clients[0].spec.inlayHintsEnabled(), false);
-  const options = [...editor.decorations.values()][0];
-  assert.equal(options.length, 10);
-  const line27 = options.find((o: any) => o.range.start.line === 26);
-  assert.equal(line27.range.start.character, 'line 27'.length);
-  assert.equal(line27.renderOptions.after.contentText, 'H100-SXM 124 ms · A100-SXM4-40GB 214 ms · L4 509 ms · T4 1.11 s (35%)');
-  assert.match(line27.hoverMessage.value, /\| H100-SXM \| 41.4 ms \| 82.8 ms \|/);
-
-  harness.changeSettings({ display: 'inlayHints' });
-  await tick();
-  await tick();
-  assert.equal(clients[0].spec.inlayHintsEnabled(), true);
-  assert.deepEqual([...editor.decorations.values()][0], []);
-  assert.equal(clients[0].inlayRefreshes, 1);
-  assert.equal(clients.length, 1);
 });
 
 test('Analyze now in the results panel: a failed request is shown with what failed and what to do', async () => {
