@@ -1,7 +1,7 @@
 // Turns a results response into what the results panel draws: bar charts per
 // GPU, memory against capacity and the per-line table. Pure, so the webview
 // bundle and the unit tests share it.
-import { HOST_BOUND_ADVICE, formatBytes, formatCount, formatMs, formatShare, formatUsd, lineShare } from './presentation';
+import { formatBytes, formatCount, formatMs, formatShare, formatUsd, lineShare } from './presentation';
 import type { GpuSummary, LineGpuTime, LinePrediction, ResultsResponse } from './protocol';
 
 export interface BarSegment {
@@ -283,7 +283,7 @@ export function buildChartModel(results: ResultsResponse): ChartModel {
   if (hostBoundGpus.length > 0) {
     iteration.note =
       `Host-bound on ${hostBoundGpus.join(', ')}: the GPU waits for the CPU to issue work for more than half the iteration; ` +
-      `${HOST_BOUND_ADVICE}.`;
+      'a larger batch, CUDA graphs or torch.compile (fewer, larger kernels) would use it better.';
   }
   const charts = [
     iteration,
