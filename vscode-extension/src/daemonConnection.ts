@@ -5,6 +5,7 @@ import * as fs from 'fs';
 import * as net from 'net';
 import * as os from 'os';
 import * as vscode from 'vscode';
+import { missingBundledLibraries, missingLibrariesMessage } from './logic/bundledServer';
 import type { FailureRemedy } from './logic/daemonLifecycle';
 import { connectRemote } from './logic/remote';
 import { missingTokenMessage } from './logic/remoteToken';
@@ -64,6 +65,11 @@ export async function daemonConnection(settings: WavecastSettings, from: Connect
   if ('error' in located) {
     from.log(`Searched: ${located.searched.join(', ')}`);
     return { error: located.error, remedy: 'restart' };
+  }
+  // Built on Debian 12: a machine without its libraries (Python 3.11's first) gets one message saying what to install.
+  if (located.source === 'extension') {
+    const missing = await missingBundledLibraries(located.path);
+    if (missing.length > 0) return { error: missingLibrariesMessage(missing), remedy: 'restart' };
   }
   const args = serveArguments(settings, (text) => resolveUserPath(text, os.homedir(), folders[0]));
   from.log(`Starting ${located.path} ${args.join(' ')} (found via ${located.source}).`);

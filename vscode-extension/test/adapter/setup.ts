@@ -25,12 +25,14 @@ export function setup(
     policy?: RestartPolicy;
     secrets?: FakeSecretStorage;
     globalState?: FakeMemento;
+    /** Where the extension is installed (default /ext/wavecast, holding no daemon). */
+    extensionPath?: string;
   } = {},
 ): Setup {
   const clients: FakeClient[] = [];
   const context = {
     subscriptions: [] as { dispose(): void }[],
-    extensionUri: Uri.file('/ext/wavecast'),
+    extensionUri: Uri.file(options.extensionPath ?? '/ext/wavecast'),
     extensionMode: ExtensionMode.Production,
     secrets: options.secrets ?? new FakeSecretStorage(),
     globalState: options.globalState ?? new FakeMemento(),
