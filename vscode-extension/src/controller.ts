@@ -73,6 +73,7 @@ const REMEDY_ACTIONS: Record<FailureRemedy, Action[]> = {
   restart: [Action.openSettings, Action.restartServer, Action.openServerLog],
   settings: [Action.openSettings, Action.openServerLog],
   remoteToken: [Action.setRemoteToken, Action.openServerLog],
+  install: [Action.openInstallInstructions, Action.openSettings],
 };
 
 /** One client and what hangs on it, from its creation until it is stopped. */
@@ -124,6 +125,8 @@ export class WavecastController implements vscode.Disposable {
         openServerLog: () => this.output.show(true),
         showResults: () => this.whenRunning('showing the results', (api) => this.showResults(api)),
         setRemoteToken: async () => void (await vscode.commands.executeCommand('wavecast.setRemoteToken')),
+        openInstallInstructions: async () =>
+          void (await vscode.commands.executeCommand('markdown.showPreview', vscode.Uri.joinPath(context.extensionUri, 'README.md'))),
       },
       (message) => this.log(message),
     );

@@ -61,10 +61,11 @@ export async function daemonConnection(settings: WavecastSettings, from: Connect
     developing: from.context.extensionMode === vscode.ExtensionMode.Development,
     isExecutable: from.isExecutable,
     platform: process.platform,
+    arch: process.arch,
   });
   if ('error' in located) {
     from.log(`Searched: ${located.searched.join(', ')}`);
-    return { error: located.error, remedy: 'restart' };
+    return { error: located.error, remedy: located.kind === 'noPackageForPlatform' ? 'install' : 'restart' };
   }
   // Built on Debian 12: a machine without its libraries (Python 3.11's first) gets one message saying what to install.
   if (located.source === 'extension') {

@@ -31,7 +31,9 @@ export type FailureRemedy =
   /** The daemon and extension disagree (protocol, capabilities): settings and the log, not a restart. */
   | 'settings'
   /** A remote daemon wants a token (missing or refused). */
-  | 'remoteToken';
+  | 'remoteToken'
+  /** No daemon comes with the extension for this platform: the README's instructions, and the settings. */
+  | 'install';
 
 export interface Failure {
   message: string;
