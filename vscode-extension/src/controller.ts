@@ -8,7 +8,8 @@ import { WavecastApi, type RpcEndpoint } from './logic/api';
 import { baseName } from './logic/chartData';
 import { DaemonLifecycle, type Failure, type FailureRemedy, type LaunchId } from './logic/daemonLifecycle';
 import { isInvalidParamsError, notRunningMessage, requestFailureMessage } from './logic/errors';
-import type { InitializationOptions, ResultsResponse, StatusParams } from './logic/protocol';
+import { tracedWith } from './logic/presentation';
+import type { InitializationOptions, ResultsChangedParams, ResultsResponse, StatusParams } from './logic/protocol';
 import { RestartPolicy, type RestartDecision } from './logic/restartPolicy';
 import { describeWorkerEnvironment, workerEnvironment, type WorkerEnvironment } from './logic/pythonEnvironment';
 import { initializeTimeoutMessage, withTimeout } from './logic/startup';
@@ -88,6 +89,8 @@ export class WavecastController implements vscode.Disposable {
   private readonly lifecycle: DaemonLifecycle;
   private session: Session | null = null;
   private serverStatus: StatusParams | null = null;
+  /** "traced with torch …" of the last results seen (analyses of the active file, Analyze Now). */
+  private traced: string | null = null;
   private targets: string[] = [];
   private settings: WavecastSettings = readSettings({}).settings;
   private lastAnalyzedUri: string | undefined;
@@ -226,10 +229,7 @@ export class WavecastController implements vscode.Disposable {
           this.serverStatus = status;
           this.updateStatus();
         }),
-        api.onResultsChanged((change) => {
-          void this.results.onResultsChanged(change.uri);
-          void this.decorator.resultsChanged(change.uri);
-        }),
+        api.onResultsChanged((change) => void this.onResultsChanged(api, change)),
         client.onRunning(() => void this.onRestarted(launch)),
       ],
     };
@@ -306,6 +306,26 @@ export class WavecastController implements vscode.Disposable {
     return closed.decision;
   }
 
+  /** Results are fetched once, for the panel showing them and for the status bar when the active file was analysed. */
+  private async onResultsChanged(api: WavecastApi, change: ResultsChangedParams): Promise<void> {
+    void this.decorator.resultsChanged(change.uri);
+    const forStatus = change.state === 'ready' && change.uri === this.activePythonUri();
+    if (!forStatus && this.results.panelUri !== change.uri) return;
+    try {
+      const results = await api.results(change.uri);
+      this.results.show(results);
+      if (forStatus) this.noteTraced(results);
+    } catch (error) {
+      this.log(`wavecast/results failed: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+
+  private noteTraced(results: ResultsResponse): void {
+    if (!results.prediction) return;
+    this.traced = tracedWith(results.prediction);
+    this.updateStatus();
+  }
+
   /** Stops the current client, if any, and waits for it. */
   private async stopClient(): Promise<void> {
     this.lifecycle.stop();
@@ -317,6 +337,7 @@ export class WavecastController implements vscode.Disposable {
     const session = this.session;
     this.session = null;
     this.serverStatus = null;
+    this.traced = null;
     if (!session) return;
     session.subscriptions.forEach((d) => d.dispose());
     try {
@@ -377,7 +398,7 @@ export class WavecastController implements vscode.Disposable {
   }
 
   private updateStatus(): void {
-    this.statusBar.show(statusView(this.lifecycle.phase, this.targets, this.serverStatus, this.lifecycle.failure));
+    this.statusBar.show(statusView(this.lifecycle.phase, this.targets, this.serverStatus, this.lifecycle.failure, this.traced));
   }
 
   /** Reads the settings; a wrong value is reported once and replaced by its default. */
@@ -501,6 +522,7 @@ export class WavecastController implements vscode.Disposable {
 
   private async showOutcome(results: ResultsResponse, name: string): Promise<void> {
     this.results.show(results);
+    this.noteTraced(results);
     if (results.state === 'error' && results.error) {
       const where = results.error.line ? ` (line ${results.error.line})` : '';
       const hint = results.error.hint ? ` ${results.error.hint}` : '';

@@ -47,16 +47,6 @@ export class ResultsView implements vscode.Disposable {
     this.panel.update(await api.results(uri));
   }
 
-  /** The daemon says `uri`'s results changed: fetched only when the panel shows them. */
-  async onResultsChanged(uri: string): Promise<void> {
-    const api = this.host.api();
-    if (!api || this.panel.uri !== uri) return;
-    try {
-      this.show(await api.results(uri));
-    } catch (error) {
-      this.logFailure(error);
-    }
-  }
 
   /** VS Code restores the results panel after a reload; it is filled once the daemon runs. */
   async restorePanel(panel: vscode.WebviewPanel, state: unknown): Promise<void> {

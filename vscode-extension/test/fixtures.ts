@@ -19,6 +19,14 @@ export function loadHostBoundResults(): ResultsResponse {
   return JSON.parse(fs.readFileSync(path.join(fixtureDir, 'results-small-cnn.json'), 'utf8')) as ResultsResponse;
 }
 
+/** The host-bound results as a daemon that names its tracer sends them (prediction.torch_version, python_env). */
+export function loadTracedResults(): ResultsResponse {
+  const results = loadHostBoundResults();
+  results.prediction!.torch_version = '2.11.0+cu130';
+  results.prediction!.python_env = '/home/ada/.venvs/torch/bin/python';
+  return results;
+}
+
 /** What glibc's dynamic loader prints for a program whose library is missing. */
 export const loaderError = (program: string, library: string) =>
   `${program}: error while loading shared libraries: ${library}: cannot open shared object file: No such file or directory\n`;

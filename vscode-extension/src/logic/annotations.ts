@@ -16,6 +16,8 @@ export function statusView(
   server: { state: ServerState; message: string; percentage?: number } | null,
   /** Why the daemon is not running, when it failed. */
   failure: string | null = null,
+  /** "traced with torch …" of the last results seen, when the daemon says. */
+  traced: string | null = null,
 ): StatusView {
   // The item names wavecast: the targets alone could be any extension's.
   const gpus = `wavecast: ${formatGpuList(targets)}`;
@@ -42,7 +44,7 @@ export function statusView(
       break;
   }
   const state = server?.state ?? 'idle';
-  const pick = '\n\nClick to pick target GPUs.';
+  const pick = `${traced ? `\n\n${traced}` : ''}\n\nClick to pick target GPUs.`;
   if (state === 'analyzing') {
     const percent = server?.percentage !== undefined ? ` ${Math.round(server.percentage)}%` : '';
     return {

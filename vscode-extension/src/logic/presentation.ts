@@ -3,7 +3,7 @@
 // server/src/presentation.cpp does. Per-line labels and hovers are the
 // daemon's alone: the editor shows what it rendered. Pure functions; the
 // webview bundle imports this module too.
-import type { LinePrediction } from './protocol';
+import type { LinePrediction, Prediction } from './protocol';
 
 const MISSING = '–';
 
@@ -93,6 +93,12 @@ export function formatCount(count: number): string {
 /** The line's largest share of the iteration over the target GPUs. */
 export function lineShare(line: Pick<LinePrediction, 'per_gpu'>): number {
   return Math.max(0, ...line.per_gpu.map((p) => p.share));
+}
+
+/** "traced with torch 2.11.0+cu130 (/home/ada/venv)", or null from a daemon that does not say. */
+export function tracedWith(prediction: Pick<Prediction, 'torch_version' | 'python_env'>): string | null {
+  if (!prediction.torch_version) return null;
+  return `traced with torch ${prediction.torch_version}${prediction.python_env ? ` (${prediction.python_env})` : ''}`;
 }
 
 /** Peak throughput in TFLOP/s. */

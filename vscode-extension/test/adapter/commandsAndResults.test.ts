@@ -5,6 +5,7 @@ import '../mock/register';
 import { strict as assert } from 'node:assert';
 import { beforeEach, test } from 'node:test';
 import { ConfigurationTarget, FakeTextDocument, FakeTextEditor, FakeWebviewPanel, harness, Uri, window } from '../mock/vscode';
+import { loadTracedResults } from '../fixtures';
 import { FILE, openEditor, resetHarness, setup, statusItem, tick, URI } from './setup';
 
 beforeEach(resetHarness);
@@ -165,6 +166,35 @@ test('results change notifications refresh the open panel', async () => {
   clients[0].notify('wavecast/resultsChanged', { uri: 'file:///other.py', state: 'ready', summaries: [] });
   await tick();
   assert.equal(clients[0].requestsOf('wavecast/results').length, before + 1, 'other files are not fetched');
+});
+
+test('the status bar tooltip names the torch and environment that traced the active file, fetching its results once', async () => {
+  const { controller, clients } = setup({ prepare: (client) => client.handlers.set('wavecast/results', () => ({ ...loadTracedResults(), uri: URI })) });
+  await controller.activate();
+  openEditor();
+  await harness.commands.get('wavecast.showResults')!();
+  const fetched = clients[0].requestsOf('wavecast/results').length;
+  assert.doesNotMatch(statusItem().tooltip, /traced with/);
+
+  clients[0].notify('wavecast/resultsChanged', { uri: URI, state: 'ready', summaries: [] });
+  await tick();
+  await tick();
+  assert.equal(statusItem().tooltip, 'wavecast: idle\n\ntraced with torch 2.11.0+cu130 (/home/ada/.venvs/torch/bin/python)\n\nClick to pick target GPUs.');
+  assert.equal(clients[0].requestsOf('wavecast/results').length, fetched + 1, 'one fetch serves the panel and the status bar');
+  assert.equal(harness.panels[0].webview.posted.at(-1).results.prediction.torch_version, '2.11.0+cu130');
+
+  // Another file's analysis, not shown anywhere, is not fetched.
+  clients[0].notify('wavecast/resultsChanged', { uri: 'file:///home/ada/other.py', state: 'ready', summaries: [] });
+  await tick();
+  assert.equal(clients[0].requestsOf('wavecast/results').length, fetched + 1);
+});
+
+test('Analyze now names what traced in the status bar tooltip', async () => {
+  const { controller } = setup({ prepare: (client) => client.handlers.set('wavecast/analyze', () => ({ ...loadTracedResults(), uri: URI })) });
+  await controller.activate();
+  openEditor();
+  await harness.commands.get('wavecast.analyzeNow')!();
+  assert.match(statusItem().tooltip, /\n\ntraced with torch 2\.11\.0\+cu130 \(\/home\/ada\/\.venvs\/torch\/bin\/python\)\n\n/);
 });
 
 test('Analyze now in the results panel: a failed request is shown with what failed and what to do', async () => {

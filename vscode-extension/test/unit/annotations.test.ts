@@ -12,6 +12,9 @@ test('status bar shows targets and the analysis state', () => {
   assert.equal(error.severity, 'error');
   assert.match(error.tooltip, /worker crashed/);
   assert.equal(statusView('failed', [], null).text, '$(error) wavecast: default GPUs');
+  const traced = statusView('running', ['T4'], { state: 'idle', message: 'idle' }, null, 'traced with torch 2.11.0+cu130 (/home/ada/venv)');
+  assert.equal(traced.tooltip, 'wavecast: idle\n\ntraced with torch 2.11.0+cu130 (/home/ada/venv)\n\nClick to pick target GPUs.');
+  assert.equal(statusView('running', ['T4'], { state: 'idle', message: 'idle' }).tooltip, 'wavecast: idle\n\nClick to pick target GPUs.');
   const untrusted = statusView('untrusted', ['T4'], null);
   assert.equal(untrusted.severity, 'warning');
   assert.match(untrusted.tooltip, /untrusted workspace/);

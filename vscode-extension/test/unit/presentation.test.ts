@@ -11,6 +11,7 @@ import {
   formatTflops,
   formatUsd,
   lineShare,
+  tracedWith,
 } from '../../src/logic/presentation';
 
 // docs/presentation.md's examples, which the daemon's tests/server/presentation_test.cpp runs too.
@@ -53,6 +54,13 @@ test('a line’s share is its largest over the GPUs', () => {
   assert.equal(lineShare({ per_gpu: [] }), 0);
   const times = (share: number) => ({ gpu: 'x', forward_ms: 0, backward_ms: 0, optimizer_ms: 0, total_ms: 0, share });
   assert.equal(lineShare({ per_gpu: [times(0.12), times(0.35), times(0.2)] }), 0.35);
+});
+
+test('traced with: the torch and, when known, the environment; nothing from a daemon that does not say', () => {
+  assert.equal(tracedWith({ torch_version: '2.11.0+cu130', python_env: '/home/ada/venv' }), 'traced with torch 2.11.0+cu130 (/home/ada/venv)');
+  assert.equal(tracedWith({ torch_version: '2.5.1' }), 'traced with torch 2.5.1');
+  assert.equal(tracedWith({ python_env: '/home/ada/venv' }), null);
+  assert.equal(tracedWith({}), null);
 });
 
 test('formatTflops and formatGpuList, for the picker and the status bar', () => {
