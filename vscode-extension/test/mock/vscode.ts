@@ -357,7 +357,8 @@ export const workspace = {
   },
   onDidOpenTextDocument: (listener: Listener<FakeTextDocument>) => harness.documentOpened.event(listener),
   onDidSaveTextDocument: (listener: Listener<FakeTextDocument>) => harness.documentSaved.event(listener),
-  onDidChangeTextDocument: (listener: Listener<{ document: FakeTextDocument; contentChanges: unknown[] }>) => harness.documentChanged.event(listener),
+  onDidChangeTextDocument: (listener: Listener<{ document: FakeTextDocument; contentChanges: unknown[] }>, thisArgs?: unknown) =>
+    harness.documentChanged.event(listener, thisArgs),
   onDidCloseTextDocument: (_listener: Listener<unknown>) => new Disposable(),
   onWillSaveTextDocument: (_listener: Listener<unknown>) => new Disposable(),
   onDidChangeWorkspaceFolders: (_listener: Listener<unknown>) => new Disposable(),
