@@ -178,14 +178,14 @@ test('decorations follow an unsaved edit to the line the daemon maps it to', { s
   const { document, editor } = openSample();
   await activate(extensionContext() as never);
   await harness.commands.get('wavecast.analyzeNow')!();
-  const labelOn = (line: number) =>
-    [...editor.decorations.values()].flat().find((d: any) => d.range.start.line === line)?.renderOptions.after.contentText as string | undefined;
+  const decorationOn = (line: number) => [...editor.decorations.values()].flat().find((d: any) => d.range.start.line === line);
+  const labelOn = (line: number): string | undefined => decorationOn(line)?.renderOptions.after.contentText;
   const label = await waitFor('the conv1 decoration', () => labelOn(CONV1_LINE), ANALYSIS_TIMEOUT_MS);
 
   // Two lines typed at the top, unsaved: the language client sends them, the daemon maps its lines.
   document.edit(0, 0, ['import os', 'import sys']);
   await waitFor('the decoration two lines down', () => labelOn(CONV1_LINE + 2) === label);
-  assert.equal(editor.decorations.get([...editor.decorations.keys()][0])!.find((d: any) => d.range.start.line === CONV1_LINE + 2).range.start.character, document.lines[CONV1_LINE + 2].length);
+  assert.equal(decorationOn(CONV1_LINE + 2).range.start.character, document.lines[CONV1_LINE + 2].length);
   assert.notEqual(labelOn(CONV1_LINE), label, 'nothing left on the line it was analysed at');
 });
 
