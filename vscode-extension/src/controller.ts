@@ -6,18 +6,13 @@ import { daemonConnection, isExecutableFile, type Transport } from './daemonConn
 import { iterationTimes, statusView, type ClientPhase } from './logic/annotations';
 import { WavecastApi, type RpcEndpoint } from './logic/api';
 import { baseName } from './logic/chartData';
-import {
-  checkServerCapability,
-  isInvalidParamsError,
-  isProtocolMismatchError,
-  notRunningMessage,
-  requestFailureMessage,
-} from './logic/errors';
-import type { InitializationOptions, ResultsResponse, StatusParams } from './logic/protocol';
-import { isAuthenticationError } from './logic/remote';
+import { DaemonLifecycle, type Failure, type FailureRemedy, type LaunchId } from './logic/daemonLifecycle';
+import { isInvalidParamsError, notRunningMessage, requestFailureMessage } from './logic/errors';
+import { tracedWith } from './logic/presentation';
+import type { InitializationOptions, ResultsChangedParams, ResultsResponse, StatusParams } from './logic/protocol';
 import { RestartPolicy, type RestartDecision } from './logic/restartPolicy';
 import { describeWorkerEnvironment, workerEnvironment, type WorkerEnvironment } from './logic/pythonEnvironment';
-import { initializeTimeoutMessage, startOutcome, withTimeout } from './logic/startup';
+import { initializeTimeoutMessage, withTimeout } from './logic/startup';
 import {
   daemonSettings,
   initializationOptions,
@@ -27,6 +22,7 @@ import {
   type DaemonSettings,
   type WavecastSettings,
 } from './logic/settings';
+import { LineDecorator } from './decorations';
 import { Action, Notifier } from './notifier';
 import { PythonInterpreterWatcher } from './pythonInterpreter';
 import { RemoteTokenStore } from './remoteTokenStore';
@@ -73,32 +69,37 @@ function asUri(value: unknown): string | undefined {
   return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
+/** The buttons offered with a failure. */
+const REMEDY_ACTIONS: Record<FailureRemedy, Action[]> = {
+  restart: [Action.openSettings, Action.restartServer, Action.openServerLog],
+  settings: [Action.openSettings, Action.openServerLog],
+  remoteToken: [Action.setRemoteToken, Action.openServerLog],
+  install: [Action.openInstallInstructions, Action.openSettings],
+};
+
+/** One client and what hangs on it, from its creation until it is stopped. */
+interface Session {
+  client: ClientLike;
+  api: WavecastApi;
+  subscriptions: vscode.Disposable[];
+}
+
 export class WavecastController implements vscode.Disposable {
-  private client: ClientLike | null = null;
-  private api: WavecastApi | null = null;
-  private clientSubscriptions: vscode.Disposable[] = [];
-  private phase: ClientPhase = 'stopped';
+  /** Which client is current and what state it is in; this adapter only carries out its decisions. */
+  private readonly lifecycle: DaemonLifecycle;
+  private session: Session | null = null;
   private serverStatus: StatusParams | null = null;
+  /** "traced with torch …" of the last results seen (analyses of the active file, Analyze Now). */
+  private traced: string | null = null;
   private targets: string[] = [];
   private settings: WavecastSettings = readSettings({}).settings;
-  private initializeError: string | null = null;
-  /** The client start() is awaiting; start() handles that first start itself. */
-  private startingClient: ClientLike | null = null;
-  /** The connection closed while start() awaited the client: that start failed. */
-  private closedWhileStarting = false;
-  /** Why the daemon last failed to start or stopped for good; shown when a command needs it. */
-  private lastFailure: string | null = null;
-  /** Fails an automatic restart that does not come back within the initialize time-out. */
-  private restartWatch: ReturnType<typeof setTimeout> | undefined;
   private lastAnalyzedUri: string | undefined;
   /** The worker's environment last logged and given to the daemon. */
   private workerEnvironmentPath: string | null | undefined;
-  /** Counts start() and stopClient() calls, so a start that awaited its connection knows it is still wanted. */
-  private launches = 0;
-  private readonly restartPolicy: RestartPolicy;
   private readonly statusBar: StatusBar;
   private readonly output: vscode.OutputChannel;
   private readonly results: ResultsView;
+  private readonly decorator: LineDecorator;
   private readonly tokens: RemoteTokenStore;
   private readonly notifier: Notifier;
   private readonly interpreter: PythonInterpreterWatcher;
@@ -110,7 +111,14 @@ export class WavecastController implements vscode.Disposable {
     private readonly isExecutable: (file: string) => boolean = isExecutableFile,
     restartPolicy = new RestartPolicy(),
   ) {
-    this.restartPolicy = restartPolicy;
+    this.lifecycle = new DaemonLifecycle(
+      {
+        changed: (phase) => this.onPhaseChanged(phase),
+        initializeTimeoutSeconds: () => this.settings.initializeTimeout,
+        restartTimedOut: (failure) => void this.releaseSession().then(() => this.report(failure)),
+      },
+      restartPolicy,
+    );
     this.output = vscode.window.createOutputChannel('wavecast');
     this.statusBar = new StatusBar();
     this.tokens = new RemoteTokenStore(context, (message) => this.log(message));
@@ -120,19 +128,24 @@ export class WavecastController implements vscode.Disposable {
         openServerLog: () => this.output.show(true),
         showResults: () => this.whenRunning('showing the results', (api) => this.showResults(api)),
         setRemoteToken: async () => void (await vscode.commands.executeCommand('wavecast.setRemoteToken')),
+        openInstallInstructions: async () =>
+          void (await vscode.commands.executeCommand('markdown.showPreview', vscode.Uri.joinPath(context.extensionUri, 'README.md'))),
       },
       (message) => this.log(message),
     );
     this.interpreter = new PythonInterpreterWatcher((message) => this.log(message));
     this.results = new ResultsView(context.extensionUri, {
-      api: () => this.api,
-      running: () => this.phase === 'running',
-      display: () => this.settings.display,
+      api: () => this.session?.api ?? null,
+      running: () => this.lifecycle.phase === 'running',
       log: (message) => this.log(message),
       analyze: (uri) => void this.whenRunning(`analysing ${baseName(vscode.Uri.parse(uri).fsPath)}`, (api) => this.analyze(api, uri)),
       pickGpus: () => void this.whenRunning('picking target GPUs', (api) => this.pickGpus(api)),
     });
-    this.subscriptions.push(this.output, this.statusBar, this.results, this.interpreter);
+    this.decorator = new LineDecorator({
+      api: () => (this.lifecycle.phase === 'running' && this.settings.display === 'decorations' ? (this.session?.api ?? null) : null),
+      log: (message) => this.log(message),
+    });
+    this.subscriptions.push(this.output, this.statusBar, this.results, this.decorator, this.interpreter);
   }
 
   /** Registers commands and listeners, then starts the daemon if the workspace is trusted. */
@@ -151,7 +164,6 @@ export class WavecastController implements vscode.Disposable {
       this.tokens.onDidChange(() => void this.onTokenChanged()),
       vscode.workspace.onDidChangeConfiguration((event) => void this.onConfigurationChanged(event)),
       vscode.workspace.onDidGrantWorkspaceTrust(() => void this.start()),
-      vscode.window.onDidChangeVisibleTextEditors((editors) => editors.forEach((e) => void this.results.refreshEditor(e))),
       vscode.window.registerWebviewPanelSerializer(RESULTS_VIEW_TYPE, {
         deserializeWebviewPanel: async (panel, state) => this.results.restorePanel(panel, state),
       }),
@@ -166,54 +178,41 @@ export class WavecastController implements vscode.Disposable {
 
   /** Where the connection to the daemon stands. */
   get currentPhase(): ClientPhase {
-    return this.phase;
+    return this.lifecycle.phase;
   }
 
   async start(): Promise<void> {
     if (!vscode.workspace.isTrusted) {
-      this.setPhase('untrusted');
+      this.lifecycle.untrusted();
       this.log(TRUST_EXPLANATION);
       void this.explainUntrusted();
       return;
     }
-    if (this.client) return;
+    if (this.session) return;
     const settings = this.readSettings();
     this.targets = settings.targets;
     this.noteWorkerEnvironment();
     const environment = this.workerEnvironment();
 
-    const launch = ++this.launches;
+    const launch = this.lifecycle.connect();
     const connection = await daemonConnection(settings, {
       context: this.context,
       tokens: this.tokens,
       isExecutable: this.isExecutable,
       log: (message) => this.log(message),
     });
-    // Stopped, or started again, meanwhile: the later call carries on.
-    if (launch !== this.launches || this.client) return;
     if ('error' in connection) {
-      if (connection.cause === 'noRemoteToken') this.fail(connection.error, [Action.setRemoteToken, Action.openServerLog]);
-      else this.fail(connection.error);
+      // Stopped, or started again, meanwhile: the later call carries on.
+      if (this.lifecycle.connectFailed(launch, connection.error)) this.report({ message: connection.error, remedy: connection.remedy });
       return;
     }
-    const transport = connection.transport;
-    this.setPhase('starting');
-    this.initializeError = null;
-    this.lastFailure = null;
-    // A close reported by a client this controller already let go of (it
-    // stopped it, or replaced it) is nobody's crash.
-    let created: ClientLike | null = null;
+    if (!this.lifecycle.beginStart(launch)) return;
     const client = this.createClient({
-      transport,
+      transport: connection.transport,
       initializationOptions: initializationOptions(settings, connection.token, environment.path),
       outputChannel: this.output,
-      onClosed: () =>
-        created !== null && created === this.client
-          ? this.onConnectionClosed()
-          : { restart: false, crashesInWindow: 0, message: 'The wavecast daemon was stopped.' },
-      onInitializeFailed: (message) => {
-        if (created === null || created === this.client) this.initializeError = message;
-      },
+      onClosed: () => this.onConnectionClosed(launch),
+      onInitializeFailed: (message) => this.lifecycle.initializeFailed(launch, message),
       inlayHintsEnabled: () => this.settings.display === 'inlayHints',
       // Read when sent: the client's own configuration listener may run before this controller's.
       daemonSettings: () => {
@@ -221,59 +220,45 @@ export class WavecastController implements vscode.Disposable {
         return daemonSettings(current, this.workerEnvironment(current).path);
       },
     });
-    created = client;
     const api = new WavecastApi(client);
-    this.client = client;
-    this.api = api;
-    this.clientSubscriptions.push(
-      api.onStatus((status) => {
-        this.serverStatus = status;
-        this.updateStatus();
-      }),
-      api.onResultsChanged((change) => void this.results.onResultsChanged(change.uri)),
-      client.onRunning(() => void this.onRestarted()),
-    );
+    this.session = {
+      client,
+      api,
+      subscriptions: [
+        api.onStatus((status) => {
+          this.serverStatus = status;
+          this.updateStatus();
+        }),
+        api.onResultsChanged((change) => void this.onResultsChanged(api, change)),
+        client.onRunning(() => void this.onRestarted(launch)),
+      ],
+    };
 
-    this.startingClient = client;
-    this.closedWhileStarting = false;
-    let startError: unknown = undefined;
+    let error: unknown = undefined;
     try {
       const seconds = settings.initializeTimeout;
       await withTimeout(client.start(), seconds * 1000, initializeTimeoutMessage(seconds));
-    } catch (error) {
-      startError = error ?? new Error('start failed');
-    } finally {
-      if (this.startingClient === client) this.startingClient = null;
+    } catch (thrown) {
+      error = thrown ?? new Error('start failed');
     }
-    // Restarted or disposed meanwhile: that start is no longer ours to report.
-    if (this.client !== client) return;
-    // One outcome per start: a crash while starting was not restarted (see
-    // onConnectionClosed), it is reported here as the failed start.
-    const outcome = startOutcome(startError, this.closedWhileStarting, this.initializeError, client.lastWords());
-    if (!outcome.ok) {
-      const reason = outcome.reason;
-      await this.stopClient();
-      if (outcome.timedOut) this.fail(reason);
-      else if (isProtocolMismatchError(reason)) this.fail(reason, [Action.openSettings, Action.openServerLog]);
-      else if (isAuthenticationError(reason))
-        this.fail(`The wavecast daemon refused the connection: ${reason}. Set the right token with "wavecast: Set Remote Token".`, [
-          Action.setRemoteToken,
-          Action.openServerLog,
-        ]);
-      else this.fail(`The wavecast daemon did not start: ${reason}`);
-      return;
+    const settled = this.lifecycle.settleStart(launch, {
+      error,
+      lastWords: client.lastWords(),
+      capabilities: client.serverExperimentalCapabilities(),
+    });
+    switch (settled.kind) {
+      case 'superseded':
+        return;
+      case 'failed':
+        await this.releaseSession();
+        this.report(settled.failure);
+        return;
+      case 'running':
+        this.log(`Connected (${settled.protocol}).`);
+        await this.refreshGpuList();
+        void this.decorator.redrawAll();
+        await this.results.refreshRestoredPanel(api);
     }
-    const check = checkServerCapability(client.serverExperimentalCapabilities());
-    if (!check.ok) {
-      await this.stopClient();
-      this.fail(check.message, [Action.openSettings, Action.openServerLog]);
-      return;
-    }
-    this.log(`Connected (${check.message}).`);
-    this.setPhase('running');
-    await this.refreshGpuList();
-    vscode.window.visibleTextEditors.forEach((editor) => void this.results.refreshEditor(editor));
-    await this.results.refreshRestoredPanel(api);
   }
 
   async restart(): Promise<void> {
@@ -281,91 +266,91 @@ export class WavecastController implements vscode.Disposable {
       void this.explainUntrusted();
       return;
     }
-    this.restartPolicy.reset();
-    await this.stopClient();
+    this.lifecycle.userRestart();
+    await this.releaseSession();
     await this.start();
   }
 
   /** A new token applies to the next connection to a remote daemon. */
   private async onTokenChanged(): Promise<void> {
-    if (!this.settings.remote || this.phase === 'untrusted') return;
+    if (!this.lifecycle.tokenChanged(this.settings.remote !== null)) return;
     this.log('The remote token changed; reconnecting.');
     await this.restart();
   }
 
   /** After an automatic restart the client is back: show it and refresh. */
-  private async onRestarted(): Promise<void> {
-    if (this.phase !== 'starting' || this.startingClient !== null || !this.api) return;
+  private async onRestarted(launch: LaunchId): Promise<void> {
+    if (!this.lifecycle.clientRunning(launch)) return;
     this.log('The daemon is running again.');
-    this.setPhase('running');
+    void this.decorator.redrawAll();
     await this.refreshGpuList();
   }
 
-  private onConnectionClosed(): RestartDecision {
-    if (this.startingClient !== null && this.startingClient === this.client) {
-      // start() reports this as a failed start; restarting as well would
-      // give two outcomes (and a daemon nobody waits for).
-      this.closedWhileStarting = true;
-      this.log('The wavecast daemon exited while starting.');
-      return { restart: false, crashesInWindow: 0, message: 'The wavecast daemon exited while starting.' };
+  private onConnectionClosed(launch: LaunchId): RestartDecision {
+    const closed = this.lifecycle.closed(launch);
+    switch (closed.kind) {
+      case 'notCurrent':
+        break;
+      case 'exitedWhileStarting':
+        this.log(closed.decision.message);
+        break;
+      case 'restarting':
+        this.log(closed.decision.message);
+        void vscode.window.showWarningMessage(closed.decision.message);
+        break;
+      case 'gaveUp':
+        this.log(closed.decision.message);
+        void this.notifier.error(closed.decision.message, Action.restartServer, Action.openServerLog);
+        break;
     }
-    const decision = this.restartPolicy.recordCrash();
-    this.log(decision.message);
-    if (decision.restart) {
-      this.setPhase('starting');
-      this.watchRestart();
-      void vscode.window.showWarningMessage(decision.message);
-    } else {
-      this.lastFailure = decision.message;
-      this.setPhase('failed');
-      void this.notifier.error(decision.message, Action.restartServer, Action.openServerLog);
+    return closed.decision;
+  }
+
+  /** Results are fetched once, for the panel showing them and for the status bar when the active file was analysed. */
+  private async onResultsChanged(api: WavecastApi, change: ResultsChangedParams): Promise<void> {
+    void this.decorator.resultsChanged(change.uri);
+    const forStatus = change.state === 'ready' && change.uri === this.activePythonUri();
+    if (!forStatus && this.results.panelUri !== change.uri) return;
+    try {
+      const results = await api.results(change.uri);
+      this.results.show(results);
+      if (forStatus) this.noteTraced(results);
+    } catch (error) {
+      this.log(`wavecast/results failed: ${error instanceof Error ? error.message : String(error)}`);
     }
-    return decision;
   }
 
-  /** An automatic restart gets the same initialize time-out as the first start. */
-  private watchRestart(): void {
-    this.clearRestartWatch();
-    const client = this.client;
-    const seconds = this.settings.initializeTimeout;
-    this.restartWatch = setTimeout(() => {
-      this.restartWatch = undefined;
-      if (this.client !== client || this.phase !== 'starting') return;
-      void this.stopClient().then(() => this.fail(initializeTimeoutMessage(seconds)));
-    }, seconds * 1000);
-    // A watch alone does not keep the extension host (or a test) alive.
-    this.restartWatch.unref?.();
+  private noteTraced(results: ResultsResponse): void {
+    if (!results.prediction) return;
+    this.traced = tracedWith(results.prediction);
+    this.updateStatus();
   }
 
-  private clearRestartWatch(): void {
-    if (this.restartWatch !== undefined) clearTimeout(this.restartWatch);
-    this.restartWatch = undefined;
-  }
-
+  /** Stops the current client, if any, and waits for it. */
   private async stopClient(): Promise<void> {
-    this.launches += 1;
-    this.clearRestartWatch();
-    const client = this.client;
-    this.client = null;
-    this.api = null;
-    this.clientSubscriptions.forEach((d) => d.dispose());
-    this.clientSubscriptions = [];
-    this.serverStatus = null;
-    if (client) {
-      try {
-        await client.stop();
-      } catch (error) {
-        this.log(`Stopping the daemon: ${error instanceof Error ? error.message : String(error)}`);
-      }
-    }
-    if (this.phase !== 'untrusted') this.setPhase('stopped');
+    this.lifecycle.stop();
+    await this.releaseSession();
   }
 
-  private fail(message: string, actions: Action[] = [Action.openSettings, Action.restartServer, Action.openServerLog]): void {
-    this.lastFailure = message;
-    this.log(message);
-    this.setPhase('failed');
-    void this.notifier.error(message, ...actions);
+  /** Lets go of the current client and stops it; the lifecycle already says what state that leaves. */
+  private async releaseSession(): Promise<void> {
+    const session = this.session;
+    this.session = null;
+    this.serverStatus = null;
+    this.traced = null;
+    if (!session) return;
+    session.subscriptions.forEach((d) => d.dispose());
+    try {
+      await session.client.stop();
+    } catch (error) {
+      this.log(`Stopping the daemon: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+
+  /** Logs a failure the lifecycle has entered and tells the user, with what fixes it. */
+  private report(failure: Failure): void {
+    this.log(failure.message);
+    void this.notifier.error(failure.message, ...REMEDY_ACTIONS[failure.remedy]);
   }
 
   private async explainUntrusted(): Promise<void> {
@@ -379,14 +364,15 @@ export class WavecastController implements vscode.Disposable {
    */
   private async whenRunning(what: string, run: (api: WavecastApi) => Promise<void>): Promise<void> {
     try {
-      if (this.phase === 'untrusted') {
+      const current = this.lifecycle.phase;
+      if (current === 'untrusted') {
         await this.explainUntrusted();
         return;
       }
-      const api = this.api;
-      if (!api || this.phase !== 'running') {
-        const phase = this.phase === 'starting' ? 'starting' : this.phase === 'failed' ? 'failed' : 'stopped';
-        const message = notRunningMessage(phase, this.lastFailure);
+      const api = this.session?.api;
+      if (!api || current !== 'running') {
+        const phase = current === 'starting' ? 'starting' : current === 'failed' ? 'failed' : 'stopped';
+        const message = notRunningMessage(phase, this.lifecycle.failure);
         const show = phase === 'failed' ? this.notifier.error : this.notifier.warning;
         await show.call(this.notifier, message, Action.restartServer, Action.openServerLog);
         return;
@@ -404,14 +390,15 @@ export class WavecastController implements vscode.Disposable {
     }
   }
 
-  private setPhase(phase: ClientPhase): void {
-    this.phase = phase;
+  private onPhaseChanged(phase: ClientPhase): void {
     void vscode.commands.executeCommand('setContext', 'wavecast.running', phase === 'running');
     this.updateStatus();
+    // As inlay hints go with the daemon, so do decorations; a start draws them again.
+    if (phase !== 'running') void this.decorator.redrawAll();
   }
 
   private updateStatus(): void {
-    this.statusBar.show(statusView(this.phase, this.targets, this.serverStatus, this.lastFailure));
+    this.statusBar.show(statusView(this.lifecycle.phase, this.targets, this.serverStatus, this.lifecycle.failure, this.traced));
   }
 
   /** Reads the settings; a wrong value is reported once and replaced by its default. */
@@ -437,7 +424,7 @@ export class WavecastController implements vscode.Disposable {
 
   /** Another interpreter selected: a running daemon is told (one still starting reads daemonSettings() once it runs). */
   private onInterpreterChanged(): void {
-    if (this.noteWorkerEnvironment() && this.phase === 'running') this.client?.sendSettings();
+    if (this.noteWorkerEnvironment() && this.lifecycle.phase === 'running') this.session?.client.sendSettings();
   }
 
   private rawSettings(): Record<string, unknown> {
@@ -450,9 +437,10 @@ export class WavecastController implements vscode.Disposable {
   }
 
   private async refreshGpuList(): Promise<void> {
-    if (!this.api) return;
+    const api = this.session?.api;
+    if (!api) return;
     try {
-      this.targets = (await this.api.listGpus()).targets;
+      this.targets = (await api.listGpus()).targets;
     } catch (error) {
       this.log(`wavecast/listGpus failed: ${error instanceof Error ? error.message : String(error)}`);
     }
@@ -462,7 +450,7 @@ export class WavecastController implements vscode.Disposable {
   private async onConfigurationChanged(event: vscode.ConfigurationChangeEvent): Promise<void> {
     if (!event.affectsConfiguration('wavecast')) return;
     if (RESTART_SETTINGS.some((name) => event.affectsConfiguration(`wavecast.${name}`))) {
-      if (this.phase === 'untrusted') return;
+      if (!this.lifecycle.settingsNeedRestart()) return;
       this.log('Settings changed; restarting the daemon to apply them.');
       await this.restart();
       return;
@@ -471,15 +459,13 @@ export class WavecastController implements vscode.Disposable {
     // The language client sends the daemon the valid values (daemonSettings) itself.
     const settings = this.readSettings();
     if (previous.pythonEnv !== settings.pythonEnv) this.noteWorkerEnvironment();
-    if (event.affectsConfiguration('wavecast.targets') && this.api) {
+    if (event.affectsConfiguration('wavecast.targets') && this.session) {
       const wanted = settings.targets;
       if (wanted.join('\n') !== this.targets.join('\n') && wanted.length > 0) await this.applyTargets(wanted);
     }
     if (previous.display !== settings.display) {
-      for (const editor of vscode.window.visibleTextEditors) {
-        this.client?.refreshInlayHints(editor.document);
-        await this.results.refreshEditor(editor);
-      }
+      for (const editor of vscode.window.visibleTextEditors) this.session?.client.refreshInlayHints(editor.document);
+      await this.decorator.redrawAll();
     }
   }
 
@@ -536,6 +522,7 @@ export class WavecastController implements vscode.Disposable {
 
   private async showOutcome(results: ResultsResponse, name: string): Promise<void> {
     this.results.show(results);
+    this.noteTraced(results);
     if (results.state === 'error' && results.error) {
       const where = results.error.line ? ` (line ${results.error.line})` : '';
       const hint = results.error.hint ? ` ${results.error.hint}` : '';

@@ -5,6 +5,8 @@ import * as fs from 'fs';
 import * as net from 'net';
 import * as os from 'os';
 import * as vscode from 'vscode';
+import { missingBundledLibraries, missingLibrariesMessage } from './logic/bundledServer';
+import type { FailureRemedy } from './logic/daemonLifecycle';
 import { connectRemote } from './logic/remote';
 import { missingTokenMessage } from './logic/remoteToken';
 import { locateServer } from './logic/serverLocator';
@@ -21,8 +23,8 @@ export interface Connection {
   token: string | null;
 }
 
-/** Why no connection could be made: the fix differs. */
-export type ConnectionFailure = { error: string; cause: 'noRemoteToken' | 'noDaemonFound' };
+/** Why no connection could be made, and what fixes it. */
+export type ConnectionFailure = { error: string; remedy: FailureRemedy };
 
 export interface ConnectionContext {
   context: vscode.ExtensionContext;
@@ -44,7 +46,7 @@ export async function daemonConnection(settings: WavecastSettings, from: Connect
   if (settings.remote) {
     const remote = settings.remote;
     const token = await from.tokens.token(settings.settingsToken);
-    if (!token) return { error: missingTokenMessage(), cause: 'noRemoteToken' };
+    if (!token) return { error: missingTokenMessage(), remedy: 'remoteToken' };
     from.log(`Connecting to the daemon at ${remote.host}:${remote.port}.`);
     return { transport: { kind: 'tcp', connect: () => connectRemote(remote) }, token };
   }
@@ -59,10 +61,16 @@ export async function daemonConnection(settings: WavecastSettings, from: Connect
     developing: from.context.extensionMode === vscode.ExtensionMode.Development,
     isExecutable: from.isExecutable,
     platform: process.platform,
+    arch: process.arch,
   });
   if ('error' in located) {
     from.log(`Searched: ${located.searched.join(', ')}`);
-    return { error: located.error, cause: 'noDaemonFound' };
+    return { error: located.error, remedy: located.kind === 'noPackageForPlatform' ? 'install' : 'restart' };
+  }
+  // Built on Debian 12: a machine without its libraries (Python 3.11's first) gets one message saying what to install.
+  if (located.source === 'extension') {
+    const missing = await missingBundledLibraries(located.path);
+    if (missing.length > 0) return { error: missingLibrariesMessage(missing), remedy: 'restart' };
   }
   const args = serveArguments(settings, (text) => resolveUserPath(text, os.homedir(), folders[0]));
   from.log(`Starting ${located.path} ${args.join(' ')} (found via ${located.source}).`);

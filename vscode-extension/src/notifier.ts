@@ -11,6 +11,7 @@ export const Action = {
   manageTrust: 'Manage Workspace Trust',
   showResults: 'Show Results',
   setRemoteToken: 'Set Remote Token',
+  openInstallInstructions: 'Open Install Instructions',
 } as const;
 export type Action = (typeof Action)[keyof typeof Action];
 
@@ -20,6 +21,8 @@ export interface ActionHandlers {
   openServerLog(): void;
   showResults(): Promise<void>;
   setRemoteToken(): Promise<void>;
+  /** The extension's README, whose sections say how to install or reach the daemon. */
+  openInstallInstructions(): Promise<void>;
 }
 
 /**
@@ -82,6 +85,9 @@ export class Notifier {
         break;
       case Action.setRemoteToken:
         await this.handlers.setRemoteToken();
+        break;
+      case Action.openInstallInstructions:
+        await this.handlers.openInstallInstructions();
         break;
       case undefined:
         break;

@@ -1,11 +1,9 @@
-// Where results are shown: the results panel and, in `decorations` mode, the
-// end-of-line times in the editors. The controller hands it results and the
-// running daemon's API; this keeps both views in step.
+// The results panel: the controller hands it results and the running
+// daemon's API; this fetches what the open panel shows and follows its
+// line links into the editor.
 import * as vscode from 'vscode';
-import { LineDecorator } from './decorations';
 import type { WavecastApi } from './logic/api';
 import type { ResultsResponse } from './logic/protocol';
-import type { DisplayMode } from './logic/settings';
 import { restoredUri } from './logic/webviewMessages';
 import { ResultsPanel } from './resultsPanel';
 
@@ -14,7 +12,6 @@ export interface ResultsViewHost {
   api(): WavecastApi | null;
   /** Whether the daemon has finished starting. */
   running(): boolean;
-  display(): DisplayMode;
   log(message: string): void;
   /** The panel's buttons. */
   analyze(uri: string): void;
@@ -23,7 +20,6 @@ export interface ResultsViewHost {
 
 export class ResultsView implements vscode.Disposable {
   private readonly panel: ResultsPanel;
-  private readonly decorator = new LineDecorator();
 
   constructor(
     extensionUri: vscode.Uri,
@@ -41,12 +37,9 @@ export class ResultsView implements vscode.Disposable {
     return this.panel.uri;
   }
 
-  /** New results of one document, in the panel and its editors. */
+  /** New results of one document, shown if the panel shows that document. */
   show(results: ResultsResponse): void {
     this.panel.update(results);
-    for (const editor of vscode.window.visibleTextEditors) {
-      if (editor.document.uri.toString() === results.uri) this.decorate(editor, results);
-    }
   }
 
   async openPanel(api: WavecastApi, uri: string): Promise<void> {
@@ -54,33 +47,6 @@ export class ResultsView implements vscode.Disposable {
     this.panel.update(await api.results(uri));
   }
 
-  /** The daemon says `uri`'s results changed: fetched only when a view shows them. */
-  async onResultsChanged(uri: string): Promise<void> {
-    const wantsPanel = this.panel.uri === uri;
-    const wantsDecorations =
-      this.host.display() === 'decorations' && vscode.window.visibleTextEditors.some((e) => e.document.uri.toString() === uri);
-    const api = this.host.api();
-    if (!api || (!wantsPanel && !wantsDecorations)) return;
-    try {
-      this.show(await api.results(uri));
-    } catch (error) {
-      this.logFailure(error);
-    }
-  }
-
-  async refreshEditor(editor: vscode.TextEditor): Promise<void> {
-    if (editor.document.languageId !== 'python') return;
-    const api = this.host.api();
-    if (this.host.display() !== 'decorations' || !api) {
-      this.decorator.draw(editor, null);
-      return;
-    }
-    try {
-      this.decorate(editor, await api.results(editor.document.uri.toString()));
-    } catch (error) {
-      this.logFailure(error);
-    }
-  }
 
   /** VS Code restores the results panel after a reload; it is filled once the daemon runs. */
   async restorePanel(panel: vscode.WebviewPanel, state: unknown): Promise<void> {
@@ -106,10 +72,6 @@ export class ResultsView implements vscode.Disposable {
     }
   }
 
-  private decorate(editor: vscode.TextEditor, results: ResultsResponse): void {
-    this.decorator.draw(editor, this.host.display() === 'decorations' ? results : null);
-  }
-
   private async reveal(file: string, line: number): Promise<void> {
     const document = await vscode.workspace.openTextDocument(vscode.Uri.file(file));
     const position = new vscode.Position(Math.max(0, line - 1), 0);
@@ -126,6 +88,5 @@ export class ResultsView implements vscode.Disposable {
 
   dispose(): void {
     this.panel.dispose();
-    this.decorator.dispose();
   }
 }

@@ -19,6 +19,34 @@ export function loadHostBoundResults(): ResultsResponse {
   return JSON.parse(fs.readFileSync(path.join(fixtureDir, 'results-small-cnn.json'), 'utf8')) as ResultsResponse;
 }
 
+/** The host-bound results as a daemon that names its tracer sends them (prediction.torch_version, python_env). */
+export function loadTracedResults(): ResultsResponse {
+  const results = loadHostBoundResults();
+  results.prediction!.torch_version = '2.11.0+cu130';
+  results.prediction!.python_env = '/home/ada/.venvs/torch/bin/python';
+  return results;
+}
+
+/** What glibc's dynamic loader prints for a program whose library is missing. */
+export const loaderError = (program: string, library: string) =>
+  `${program}: error while loading shared libraries: ${library}: cannot open shared object file: No such file or directory\n`;
+
+/**
+ * A daemon installed in `prefix` as `cmake --install` lays it out, whose
+ * programs print `daemonStderr` / `workerStderr` and exit as the loader
+ * (127) or they themselves would; returns the daemon's path.
+ */
+export function fakeInstall(prefix: string, daemonStderr: string, workerStderr: string): string {
+  const program = (file: string, stderr: string, status: number) => {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, `#!/bin/sh\nprintf '%s' '${stderr.replace(/'/g, "'\\''")}' >&2\nexit ${status}\n`, { mode: 0o755 });
+  };
+  const server = path.join(prefix, 'bin', 'wavecast');
+  program(server, daemonStderr, daemonStderr ? 127 : 0);
+  program(path.join(prefix, 'lib', 'wavecast', 'wavecast-worker'), workerStderr, workerStderr.includes('error while loading') ? 127 : 64);
+  return server;
+}
+
 export function fixturePath(name: string): string {
   return path.join(fixtureDir, name);
 }

@@ -1,6 +1,6 @@
-// Text for the status bar and the end-of-line decorations (decorations mode).
-import { formatGpuList, formatMs, lineHover, lineLabel } from './presentation';
-import type { GpuSummary, Prediction, ServerState } from './protocol';
+// Text for the status bar and the notification after an analysis.
+import { formatGpuList, formatMs } from './presentation';
+import type { GpuSummary, ServerState } from './protocol';
 
 export type ClientPhase = 'starting' | 'running' | 'stopped' | 'untrusted' | 'failed';
 
@@ -16,6 +16,8 @@ export function statusView(
   server: { state: ServerState; message: string; percentage?: number } | null,
   /** Why the daemon is not running, when it failed. */
   failure: string | null = null,
+  /** "traced with torch …" of the last results seen, when the daemon says. */
+  traced: string | null = null,
 ): StatusView {
   // The item names wavecast: the targets alone could be any extension's.
   const gpus = `wavecast: ${formatGpuList(targets)}`;
@@ -42,7 +44,7 @@ export function statusView(
       break;
   }
   const state = server?.state ?? 'idle';
-  const pick = '\n\nClick to pick target GPUs.';
+  const pick = `${traced ? `\n\n${traced}` : ''}\n\nClick to pick target GPUs.`;
   if (state === 'analyzing') {
     const percent = server?.percentage !== undefined ? ` ${Math.round(server.percentage)}%` : '';
     return {
@@ -55,22 +57,6 @@ export function statusView(
     return { text: `$(warning) ${gpus}`, tooltip: `wavecast: ${server?.message || 'analysis failed'}${pick}`, severity: 'error' };
   }
   return { text: `$(pulse) ${gpus}`, tooltip: `wavecast: ${server?.message || 'idle'}${pick}`, severity: 'normal' };
-}
-
-export interface LineDecoration {
-  /** 1-based line number in the file. */
-  line: number;
-  text: string;
-  hover: string;
-}
-
-/** One decoration per predicted line of `file`, with the daemon's inlay-hint label and hover. */
-export function lineDecorations(prediction: Prediction, file: string): LineDecoration[] {
-  const normalize = (f: string) => f.replace(/\\/g, '/');
-  const target = normalize(file);
-  return prediction.lines
-    .filter((line) => line.line >= 1 && normalize(line.file) === target)
-    .map((line) => ({ line: line.line, text: lineLabel(line), hover: lineHover(prediction, line) }));
 }
 
 /** "H100-SXM 3.60 ms (host-bound) · T4 3.19 s": iteration (wall) time per GPU, for the notification after an analysis. */

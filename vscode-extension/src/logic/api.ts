@@ -1,6 +1,7 @@
-// Typed access to the daemon's custom methods over any JSON-RPC endpoint:
-// the extension's LanguageClient or a bare MessageConnection (tests).
-import type { NotificationType, RequestType } from 'vscode-languageserver-protocol';
+// Typed access to the daemon's custom methods (and the standard ones the
+// extension asks itself) over any JSON-RPC endpoint: the extension's
+// LanguageClient or a bare MessageConnection (tests).
+import { InlayHintRequest, type InlayHint, type NotificationType, type Range, type RequestType } from 'vscode-languageserver-protocol';
 import {
   AnalyzeRequest,
   ListGpusRequest,
@@ -48,6 +49,11 @@ export class WavecastApi {
 
   results(uri: string): Promise<ResultsResponse> {
     return this.endpoint.sendRequest(ResultsRequest, { uri });
+  }
+
+  /** The daemon's inlay hints for `range` of `uri`, placed on the document as the daemon last saw it (unsaved edits included). */
+  inlayHints(uri: string, range: Range): Promise<InlayHint[] | null> {
+    return this.endpoint.sendRequest(InlayHintRequest.type, { textDocument: { uri }, range });
   }
 
   onResultsChanged(handler: (params: ResultsChangedParams) => void): Disposable {

@@ -1,7 +1,7 @@
 // Turns a results response into what the results panel draws: bar charts per
 // GPU, memory against capacity and the per-line table. Pure, so the webview
 // bundle and the unit tests share it.
-import { HOST_BOUND_ADVICE, formatBytes, formatCount, formatMs, formatShare, formatUsd, lineShare } from './presentation';
+import { formatBytes, formatCount, formatMs, formatShare, formatUsd, lineShare, tracedWith } from './presentation';
 import type { GpuSummary, LineGpuTime, LinePrediction, ResultsResponse } from './protocol';
 
 export interface BarSegment {
@@ -81,6 +81,8 @@ export interface ChartModel {
   state: ResultsResponse['state'];
   title: string;
   subtitle: string;
+  /** Which torch and Python environment traced the script, when the daemon says. */
+  tracedWith: string | null;
   errorText: string | null;
   errorLocation: { file: string; line: number } | null;
   hint: string | null;
@@ -237,6 +239,7 @@ export function buildChartModel(results: ResultsResponse): ChartModel {
     state: results.state,
     title: fileTitle,
     subtitle: '',
+    tracedWith: null,
     errorText: null,
     errorLocation: null,
     hint: null,
@@ -283,7 +286,7 @@ export function buildChartModel(results: ResultsResponse): ChartModel {
   if (hostBoundGpus.length > 0) {
     iteration.note =
       `Host-bound on ${hostBoundGpus.join(', ')}: the GPU waits for the CPU to issue work for more than half the iteration; ` +
-      `${HOST_BOUND_ADVICE}.`;
+      'a larger batch, CUDA graphs or torch.compile (fewer, larger kernels) would use it better.';
   }
   const charts = [
     iteration,
@@ -295,6 +298,7 @@ export function buildChartModel(results: ResultsResponse): ChartModel {
   return {
     ...empty,
     subtitle: `batch size ${p.batch_size} · ${summaries.length} GPU${summaries.length === 1 ? '' : 's'} · ${p.method}${stale}`,
+    tracedWith: tracedWith(p),
     charts,
     memory: memoryBars(summaries),
     gpuColumns: summaries.map((s) => ({ gpu: s.gpu, name: s.name })),

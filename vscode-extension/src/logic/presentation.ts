@@ -1,9 +1,9 @@
-// The text people read of a prediction, as docs/presentation.md says (the
-// daemon's server/src/presentation.cpp follows the same page): numbers, the
-// line label and the line hover, plus the picker's and status bar's few
-// extension-only formats. Pure functions; the webview bundle imports this
-// module too.
-import type { LineGpuTime, LinePrediction, Prediction } from './protocol';
+// The numbers people read in the extension's own views (results panel,
+// status bar, picker), formatted as docs/presentation.md says, as the daemon's
+// server/src/presentation.cpp does. Per-line labels and hovers are the
+// daemon's alone: the editor shows what it rendered. Pure functions; the
+// webview bundle imports this module too.
+import type { LinePrediction, Prediction } from './protocol';
 
 const MISSING = '–';
 
@@ -90,44 +90,15 @@ export function formatCount(count: number): string {
   return formatFixed(count, 0).replace(/\B(?=(\d{3})+$)/g, ',');
 }
 
-/** What to do about a GPU that waits for the CPU. */
-export const HOST_BOUND_ADVICE = 'a larger batch, CUDA graphs or torch.compile (fewer, larger kernels) would use it better';
-
 /** The line's largest share of the iteration over the target GPUs. */
 export function lineShare(line: Pick<LinePrediction, 'per_gpu'>): number {
   return Math.max(0, ...line.per_gpu.map((p) => p.share));
 }
 
-/** "H100-SXM 1.50 ms · T4 12.0 ms (15%)": per-GPU line totals and the line's share; '' without times. */
-export function lineLabel(line: LinePrediction): string {
-  if (line.per_gpu.length === 0) return '';
-  const times = line.per_gpu.map((p) => `${p.gpu} ${formatMs(p.total_ms)}`).join(' · ');
-  return `${times} (${formatShare(lineShare(line))})`;
-}
-
-/** Markdown: the per-GPU table, the host-bound GPUs, the line's ops and the method. */
-export function lineHover(prediction: Pick<Prediction, 'batch_size' | 'method'>, line: LinePrediction): string {
-  const row = (p: LineGpuTime) =>
-    `| ${p.gpu} | ${formatMs(p.forward_ms)} | ${formatMs(p.backward_ms)} | ${formatMs(p.optimizer_ms)} | ` +
-    `${formatMs(p.total_ms)} | ${formatMs(p.gpu_ms)} | ${formatShare(p.share)} |`;
-  const table = [
-    '| GPU | forward | backward | optimizer | total | GPU busy | share |',
-    '|---|---:|---:|---:|---:|---:|---:|',
-    ...line.per_gpu.map(row),
-  ].join('\n');
-  const hostBound = line.per_gpu
-    .filter((p) => p.host_bound === true)
-    .map((p) => `${p.gpu} (GPU idle ${formatMs(p.gpu_idle_ms)} of ${formatMs(p.total_ms)})`);
-  const ops = `${line.op_count} op${line.op_count === 1 ? '' : 's'}` + (line.ops.length > 0 ? `: ${line.ops.map((op) => `\`${op}\``).join(', ')}` : '');
-  return [
-    `**wavecast** — predicted time of this line per training iteration (batch ${prediction.batch_size})`,
-    table,
-    ...(hostBound.length > 0
-      ? [`**Host-bound** on ${hostBound.join(', ')}: the GPU waits for the CPU to issue this line's work; ${HOST_BOUND_ADVICE}.`]
-      : []),
-    ops,
-    `Method: ${prediction.method}`,
-  ].join('\n\n');
+/** "traced with torch 2.11.0+cu130 (/home/ada/venv)", or null from a daemon that does not say. */
+export function tracedWith(prediction: Pick<Prediction, 'torch_version' | 'python_env'>): string | null {
+  if (!prediction.torch_version) return null;
+  return `traced with torch ${prediction.torch_version}${prediction.python_env ? ` (${prediction.python_env})` : ''}`;
 }
 
 /** Peak throughput in TFLOP/s. */

@@ -119,6 +119,10 @@ export interface OpPrediction {
 export interface Prediction {
   method: string;
   batch_size: number;
+  /** The torch that traced the script, as it names itself ("2.11.0+cu130"); absent from older daemons. */
+  torch_version?: string;
+  /** The interpreter or venv that traced it; absent from older daemons. */
+  python_env?: string;
   gpus: string[];
   summaries: GpuSummary[];
   lines: LinePrediction[];

@@ -217,7 +217,11 @@ function render(): void {
   app.dataset.state = model.state;
   app.appendChild(
     el('header', { className: 'page-header' }, [
-      el('div', {}, [el('h1', { text: model.title }), el('p', { className: 'subtitle', text: model.subtitle })]),
+      el('div', {}, [
+        el('h1', { text: model.title }),
+        el('p', { className: 'subtitle', text: model.subtitle }),
+        model.tracedWith ? el('p', { className: 'subtitle traced', text: model.tracedWith }) : null,
+      ]),
       el('div', { className: 'actions' }, [
         button('Pick GPUs', { type: 'pickGpus' }, 'Choose the GPUs to predict for'),
         button('Analyze now', { type: 'analyze' }, 'Run the analysis again'),

@@ -1,10 +1,11 @@
 // The controller's commands and results display against the mock: the status
-// bar, the GPU picker, Analyze Now and Set Batch Size, the results webview
-// (including after a reload) and decorations mode.
+// bar, the GPU picker, Analyze Now and Set Batch Size, and the results
+// webview (including after a reload). Decorations mode: decorations.test.ts.
 import '../mock/register';
 import { strict as assert } from 'node:assert';
 import { beforeEach, test } from 'node:test';
 import { ConfigurationTarget, FakeTextDocument, FakeTextEditor, FakeWebviewPanel, harness, Uri, window } from '../mock/vscode';
+import { loadTracedResults } from '../fixtures';
 import { FILE, openEditor, resetHarness, setup, statusItem, tick, URI } from './setup';
 
 beforeEach(resetHarness);
@@ -167,27 +168,33 @@ test('results change notifications refresh the open panel', async () => {
   assert.equal(clients[0].requestsOf('wavecast/results').length, before + 1, 'other files are not fetched');
 });
 
-test('decorations mode draws per-line times at the end of predicted lines', async () => {
-  harness.config.set('display', 'decorations');
-  const editor = openEditor(50);
-  const { controller, clients } = setup();
+test('the status bar tooltip names the torch and environment that traced the active file, fetching its results once', async () => {
+  const { controller, clients } = setup({ prepare: (client) => client.handlers.set('wavecast/results', () => ({ ...loadTracedResults(), uri: URI })) });
   await controller.activate();
-  await tick();
-  assert.equal(clients[0].spec.inlayHintsEnabled(), false);
-  const options = [...editor.decorations.values()][0];
-  assert.equal(options.length, 10);
-  const line27 = options.find((o: any) => o.range.start.line === 26);
-  assert.equal(line27.range.start.character, 'line 27'.length);
-  assert.equal(line27.renderOptions.after.contentText, 'H100-SXM 124 ms · A100-SXM4-40GB 214 ms · L4 509 ms · T4 1.11 s (35%)');
-  assert.match(line27.hoverMessage.value, /\| H100-SXM \| 41.4 ms \| 82.8 ms \|/);
+  openEditor();
+  await harness.commands.get('wavecast.showResults')!();
+  const fetched = clients[0].requestsOf('wavecast/results').length;
+  assert.doesNotMatch(statusItem().tooltip, /traced with/);
 
-  harness.changeSettings({ display: 'inlayHints' });
+  clients[0].notify('wavecast/resultsChanged', { uri: URI, state: 'ready', summaries: [] });
   await tick();
   await tick();
-  assert.equal(clients[0].spec.inlayHintsEnabled(), true);
-  assert.deepEqual([...editor.decorations.values()][0], []);
-  assert.equal(clients[0].inlayRefreshes, 1);
-  assert.equal(clients.length, 1);
+  assert.equal(statusItem().tooltip, 'wavecast: idle\n\ntraced with torch 2.11.0+cu130 (/home/ada/.venvs/torch/bin/python)\n\nClick to pick target GPUs.');
+  assert.equal(clients[0].requestsOf('wavecast/results').length, fetched + 1, 'one fetch serves the panel and the status bar');
+  assert.equal(harness.panels[0].webview.posted.at(-1).results.prediction.torch_version, '2.11.0+cu130');
+
+  // Another file's analysis, not shown anywhere, is not fetched.
+  clients[0].notify('wavecast/resultsChanged', { uri: 'file:///home/ada/other.py', state: 'ready', summaries: [] });
+  await tick();
+  assert.equal(clients[0].requestsOf('wavecast/results').length, fetched + 1);
+});
+
+test('Analyze now names what traced in the status bar tooltip', async () => {
+  const { controller } = setup({ prepare: (client) => client.handlers.set('wavecast/analyze', () => ({ ...loadTracedResults(), uri: URI })) });
+  await controller.activate();
+  openEditor();
+  await harness.commands.get('wavecast.analyzeNow')!();
+  assert.match(statusItem().tooltip, /\n\ntraced with torch 2\.11\.0\+cu130 \(\/home\/ada\/\.venvs\/torch\/bin\/python\)\n\n/);
 });
 
 test('Analyze now in the results panel: a failed request is shown with what failed and what to do', async () => {

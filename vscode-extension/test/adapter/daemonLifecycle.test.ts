@@ -3,8 +3,12 @@
 // and what commands do while the daemon is down.
 import '../mock/register';
 import { strict as assert } from 'node:assert';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { beforeEach, test } from 'node:test';
 import { RestartPolicy } from '../../src/logic/restartPolicy';
+import { fakeInstall, loaderError } from '../fixtures';
 import { harness } from '../mock/vscode';
 import { openEditor, resetHarness, setup, sleep, statusItem, tick } from './setup';
 
@@ -43,6 +47,35 @@ test('a missing binary is an error that says how to fix it', async () => {
   assert.deepEqual(harness.shown[0].actions, ['Open Settings', 'Restart Server', 'Open Server Log']);
   assert.equal(statusItem().backgroundColor.id, 'statusBarItem.errorBackground');
   assert.ok(harness.outputLines.some((l) => l.includes('Searched: /ext/wavecast/server/bin/wavecast, /usr/local/bin/wavecast, /usr/bin/wavecast')));
+});
+
+test('the daemon this extension carries, on a machine without libpython3.11: one message saying what to install', async () => {
+  const extension = fs.mkdtempSync(path.join(os.tmpdir(), 'wavecast-extension-'));
+  try {
+    const bundled = fakeInstall(path.join(extension, 'server'), '', loaderError('wavecast-worker', 'libpython3.11.so.1.0'));
+    const { controller, clients } = setup({ extensionPath: extension, executable: (file) => file === bundled || file === '/usr/bin/wavecast' });
+    await controller.activate();
+    assert.equal(clients.length, 0, 'not started');
+    assert.equal(controller.currentPhase, 'failed');
+    assert.deepEqual(harness.shown, [
+      {
+        kind: 'error',
+        message:
+          'The wavecast daemon this extension carries needs libpython3.11.so.1.0, which is not installed. ' +
+          'Install on Debian and Ubuntu: sudo apt install libpython3.11, then run "wavecast: Restart Server".',
+        actions: ['Open Settings', 'Restart Server', 'Open Server Log'],
+      },
+    ]);
+
+    // Installed meanwhile: Restart Server checks again and starts it.
+    fakeInstall(path.join(extension, 'server'), '', 'usage: wavecast-worker --request-fd N\n');
+    await harness.commands.get('wavecast.restartServer')!();
+    assert.equal(clients.length, 1);
+    assert.equal(clients[0].spec.transport.kind === 'stdio' && clients[0].spec.transport.command, bundled);
+    assert.equal(controller.currentPhase, 'running');
+  } finally {
+    fs.rmSync(extension, { recursive: true, force: true });
+  }
 });
 
 test('a protocol version mismatch names the side to update and does not offer restarts', async () => {

@@ -20,7 +20,6 @@ import {
   type MarkupContent,
   type MessageConnection,
 } from 'vscode-languageserver-protocol/node';
-import { lineDecorations } from '../../src/logic/annotations';
 import { WavecastApi } from '../../src/logic/api';
 import { buildChartModel } from '../../src/logic/chartData';
 import { checkServerCapability } from '../../src/logic/errors';
@@ -239,12 +238,17 @@ test('analyze returns a per-line prediction for the sample that charts and hints
     position: { line: forwardLine - 1, character: 8 },
   });
   assert.ok(hover, 'hover on a predicted line');
-  // The daemon's hints and hover read as the extension's decorations do (docs/presentation.md).
-  const decorations = lineDecorations(prediction, line.file);
+  // What decorations mode draws: one label per predicted line, at its end, read as docs/presentation.md says.
+  assert.deepEqual(
+    hints.map((h) => h.position.line + 1).sort((a, b) => a - b),
+    prediction.lines.filter((l) => l.file === line.file && l.line >= 1).map((l) => l.line).sort((a, b) => a - b),
+  );
+  const lines = text.split('\n');
   for (const hint of hints) {
-    assert.equal(hint.label, decorations.find((d) => d.line === hint.position.line + 1)?.text);
+    assert.equal(hint.position.character, lines[hint.position.line].length);
+    assert.match(String(hint.label), /^\S+ [\d.]+ (µs|ms|s) · \S+ [\d.]+ (µs|ms|s) \((<0\.1|\d+|\d\.\d)%\)$/);
   }
-  assert.equal((hover.contents as MarkupContent).value, decorations.find((d) => d.line === forwardLine)?.hover);
+  assert.match((hover.contents as MarkupContent).value, /^\*\*wavecast\*\* — predicted time of this line per training iteration \(batch 8\)\n/);
   const lenses = await session.connection.sendRequest(CodeLensRequest.type, { textDocument: { uri: sampleUri } });
   assert.ok(lenses && lenses.some((l) => l.command?.command === 'wavecast.showResults'), 'a code lens opening the results');
 

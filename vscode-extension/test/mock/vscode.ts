@@ -80,12 +80,15 @@ export class FakeTextDocument {
   isClosed = false;
   readonly isUntitled = false;
   version = 1;
+  /** The text as last saved: what the daemon analysed. */
+  readonly savedLines: readonly string[];
   constructor(
     readonly uri: Uri,
     readonly lines: string[],
     languageId = 'python',
   ) {
     this.languageId = languageId;
+    this.savedLines = [...lines];
   }
   get fileName(): string {
     return this.uri.fsPath;
@@ -108,13 +111,31 @@ export class FakeTextDocument {
     const text = this.lines[line];
     return { text, range: new Range(line, 0, line, text.length) };
   }
+  /** An unsaved edit replacing `deleted` lines from 0-based `line` with `inserted`, announced like VS Code does. */
+  edit(line: number, deleted: number, inserted: string[]): void {
+    this.lines.splice(line, deleted, ...inserted);
+    this.version += 1;
+    this.isDirty = true;
+    const range = new Range(line, 0, line + deleted, 0);
+    const text = inserted.map((l) => `${l}\n`).join('');
+    harness.documentChanged.fire({ document: this, contentChanges: [{ range, rangeOffset: 0, rangeLength: 0, text }], reason: undefined });
+  }
 }
 
 export class FakeTextEditor {
   decorations = new Map<unknown, any[]>();
   revealed: Range[] = [];
   selection: Range | undefined;
-  constructor(readonly document: FakeTextDocument) {}
+  /** What is on screen: the whole document unless a test scrolls. */
+  visibleRanges: Range[];
+  constructor(readonly document: FakeTextDocument) {
+    this.visibleRanges = [new Range(0, 0, Math.max(0, document.lineCount - 1), 0)];
+  }
+  /** Shows lines `start`–`end` (0-based, inclusive), announced like VS Code does. */
+  scrollTo(start: number, end: number): void {
+    this.visibleRanges = [new Range(start, 0, end, 0)];
+    harness.visibleRangesChanged.fire({ textEditor: this, visibleRanges: this.visibleRanges });
+  }
   setDecorations(type: unknown, options: any[]): void {
     this.decorations.set(type, options);
   }
@@ -182,6 +203,8 @@ export const harness = {
   textDocuments: [] as FakeTextDocument[],
   documentOpened: new EventEmitter<FakeTextDocument>(),
   documentSaved: new EventEmitter<FakeTextDocument>(),
+  documentChanged: new EventEmitter<{ document: FakeTextDocument; contentChanges: unknown[]; reason: undefined }>(),
+  visibleRangesChanged: new EventEmitter<{ textEditor: FakeTextEditor; visibleRanges: Range[] }>(),
   /** The Python extension (ms-python.python); undefined: not installed. */
   pythonExtension: undefined as FakePythonExtension | undefined,
   extensionsChanged: new EventEmitter<void>(),
@@ -216,6 +239,8 @@ export const harness = {
     this.textDocuments = [];
     this.documentOpened = new EventEmitter();
     this.documentSaved = new EventEmitter();
+    this.documentChanged = new EventEmitter();
+    this.visibleRangesChanged = new EventEmitter();
     this.providers = new Map();
     this.diagnostics = new Map();
     this.documents = new Map();
@@ -297,6 +322,8 @@ export const window = {
   },
   onDidChangeVisibleTextEditors: (listener: Listener<FakeTextEditor[]>) => harness.visibleEditorsChanged.event(listener),
   onDidChangeActiveTextEditor: (listener: Listener<FakeTextEditor | undefined>) => harness.activeEditorChanged.event(listener),
+  onDidChangeTextEditorVisibleRanges: (listener: Listener<{ textEditor: FakeTextEditor; visibleRanges: Range[] }>) =>
+    harness.visibleRangesChanged.event(listener),
   registerWebviewPanelSerializer(viewType: string, serializer: { deserializeWebviewPanel(panel: unknown, state: unknown): Promise<void> }) {
     harness.serializers.set(viewType, serializer);
     return new Disposable(() => harness.serializers.delete(viewType));
@@ -330,7 +357,8 @@ export const workspace = {
   },
   onDidOpenTextDocument: (listener: Listener<FakeTextDocument>) => harness.documentOpened.event(listener),
   onDidSaveTextDocument: (listener: Listener<FakeTextDocument>) => harness.documentSaved.event(listener),
-  onDidChangeTextDocument: (_listener: Listener<unknown>) => new Disposable(),
+  onDidChangeTextDocument: (listener: Listener<{ document: FakeTextDocument; contentChanges: unknown[] }>, thisArgs?: unknown) =>
+    harness.documentChanged.event(listener, thisArgs),
   onDidCloseTextDocument: (_listener: Listener<unknown>) => new Disposable(),
   onWillSaveTextDocument: (_listener: Listener<unknown>) => new Disposable(),
   onDidChangeWorkspaceFolders: (_listener: Listener<unknown>) => new Disposable(),

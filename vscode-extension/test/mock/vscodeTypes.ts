@@ -7,9 +7,13 @@ export type Listener<T> = (value: T) => unknown;
 
 export class EventEmitter<T> {
   private listeners: Listener<T>[] = [];
-  event = (listener: Listener<T>) => {
-    this.listeners.push(listener);
-    return { dispose: () => (this.listeners = this.listeners.filter((l) => l !== listener)) };
+  /** As vscode's Event: `thisArgs` binds the listener, `disposables` collects the subscription. */
+  event = (listener: Listener<T>, thisArgs?: unknown, disposables?: { dispose(): void }[]) => {
+    const bound: Listener<T> = thisArgs === undefined ? listener : listener.bind(thisArgs);
+    this.listeners.push(bound);
+    const subscription = { dispose: () => (this.listeners = this.listeners.filter((l) => l !== bound)) };
+    disposables?.push(subscription);
+    return subscription;
   };
   fire(value: T): void {
     for (const listener of [...this.listeners]) listener(value);

@@ -1,12 +1,14 @@
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
 import { buildChartModel, hostBoundLabel, iterationDetail, summarizeOps } from '../../src/logic/chartData';
-import { loadHostBoundResults, loadResults } from '../fixtures';
+import { loadHostBoundResults, loadResults, loadTracedResults } from '../fixtures';
 
 test('three bar charts with one bar per GPU, scaled to the largest value', () => {
   const model = buildChartModel(loadResults());
   assert.equal(model.title, 'train_resnet.py');
   assert.equal(model.subtitle, "batch size 192 · 4 GPUs · analytic roofline (FLOPs and bytes against each GPU's spec-sheet peaks)");
+  assert.equal(model.tracedWith, null, 'an older daemon does not say what traced');
+  assert.equal(buildChartModel(loadTracedResults()).tracedWith, 'traced with torch 2.11.0+cu130 (/home/ada/.venvs/torch/bin/python)');
   assert.deepEqual(
     model.charts.map((c) => c.id),
     ['iteration', 'throughput', 'cost'],

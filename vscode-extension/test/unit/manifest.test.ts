@@ -34,3 +34,10 @@ test('the results panel can be restored, and the icon, licence and changelog shi
     assert.ok(shipped.includes(`!${file}`), `${file} is not in the .vsix`);
   }
 });
+
+test('the licence is Apache-2.0, in package.json and in LICENSE', () => {
+  assert.equal(manifest.license, 'Apache-2.0');
+  const licence = fs.readFileSync(path.join(root, 'LICENSE'), 'utf8');
+  assert.match(licence, /^\s*Apache License\s+Version 2\.0, January 2004\s/);
+  assert.match(licence, /END OF TERMS AND CONDITIONS/);
+});

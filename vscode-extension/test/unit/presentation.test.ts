@@ -10,33 +10,25 @@ import {
   formatShare,
   formatTflops,
   formatUsd,
-  lineHover,
-  lineLabel,
+  lineShare,
+  tracedWith,
 } from '../../src/logic/presentation';
-import type { LinePrediction, Prediction } from '../../src/logic/protocol';
 
 // docs/presentation.md's examples, which the daemon's tests/server/presentation_test.cpp runs too.
+// Its `lines` (labels and hovers) are the daemon's alone: the extension shows what the daemon rendered.
 const casesFile = path.join(__dirname, '..', '..', '..', '..', 'tests', 'presentation', 'cases.json');
 
 type NumberCase = [number | null, string];
-interface LineCase {
-  name: string;
-  prediction: Pick<Prediction, 'batch_size' | 'method' | 'gpus'>;
-  line: LinePrediction;
-  label: string;
-  hover: string[];
-}
 interface Cases {
   formatMs: NumberCase[];
   formatShare: NumberCase[];
   formatBytes: NumberCase[];
   formatUsd: NumberCase[];
   formatCount: NumberCase[];
-  lines: LineCase[];
 }
 
 const cases = JSON.parse(fs.readFileSync(casesFile, 'utf8')) as Cases;
-const numberFormats: Record<Exclude<keyof Cases, 'lines'>, (value: number) => string> = {
+const numberFormats: Record<keyof Cases, (value: number) => string> = {
   formatMs,
   formatShare,
   formatBytes,
@@ -44,7 +36,7 @@ const numberFormats: Record<Exclude<keyof Cases, 'lines'>, (value: number) => st
   formatCount,
 };
 
-test('every section of the shared cases is run here', () => {
+test('every number section of the shared cases is run here', () => {
   assert.deepEqual(Object.keys(cases).sort(), ['about', ...Object.keys(numberFormats), 'lines'].sort());
 });
 
@@ -58,12 +50,18 @@ for (const [name, format] of Object.entries(numberFormats)) {
   });
 }
 
-for (const c of cases.lines) {
-  test(`line label and hover: ${c.name}`, () => {
-    assert.equal(lineLabel(c.line), c.label);
-    assert.equal(lineHover(c.prediction, c.line), c.hover.join('\n'));
-  });
-}
+test('a line’s share is its largest over the GPUs', () => {
+  assert.equal(lineShare({ per_gpu: [] }), 0);
+  const times = (share: number) => ({ gpu: 'x', forward_ms: 0, backward_ms: 0, optimizer_ms: 0, total_ms: 0, share });
+  assert.equal(lineShare({ per_gpu: [times(0.12), times(0.35), times(0.2)] }), 0.35);
+});
+
+test('traced with: the torch and, when known, the environment; nothing from a daemon that does not say', () => {
+  assert.equal(tracedWith({ torch_version: '2.11.0+cu130', python_env: '/home/ada/venv' }), 'traced with torch 2.11.0+cu130 (/home/ada/venv)');
+  assert.equal(tracedWith({ torch_version: '2.5.1' }), 'traced with torch 2.5.1');
+  assert.equal(tracedWith({ python_env: '/home/ada/venv' }), null);
+  assert.equal(tracedWith({}), null);
+});
 
 test('formatTflops and formatGpuList, for the picker and the status bar', () => {
   assert.equal(formatTflops(989.4), '989 TFLOP/s');

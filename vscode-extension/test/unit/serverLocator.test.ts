@@ -11,6 +11,7 @@ const base: Omit<LocateInput, 'isExecutable'> = {
   extensionPath: '/home/ada/.vscode/extensions/wavecast.wavecast-0.1.0',
   developing: false,
   platform: 'linux',
+  arch: 'x64',
 };
 
 test('the setting wins when it points to an executable', () => {
@@ -21,6 +22,7 @@ test('the setting wins when it points to an executable', () => {
 test('a wrong setting is an error, not a silent fallback', () => {
   const found = locateServer({ ...base, serverPath: '/nope/wavecast', isExecutable: (f) => f === '/usr/bin/wavecast' });
   assert.ok('error' in found);
+  assert.equal(found.kind, 'badSetting');
   assert.match(found.error, /wavecast.serverPath is "\/nope\/wavecast"/);
 });
 
@@ -80,6 +82,8 @@ test('the extension’s own source checkout is searched only while developing th
 test('nothing found: the error names the setting and the install command, and lists what was searched', () => {
   const found = locateServer({ ...base, isExecutable: () => false });
   assert.ok('error' in found);
+  assert.equal(found.kind, 'notFound');
+  assert.match(found.error, /this copy of the extension carries none \(its linux-x64 package does\)\. Install that package/);
   assert.match(found.error, /not found on PATH or in ~\/\.local\/bin, \/usr\/local\/bin or \/usr\/bin/);
   assert.match(found.error, /cmake --install build --prefix ~\/\.local/);
   assert.match(found.error, /set wavecast.serverPath/);
@@ -90,4 +94,35 @@ test('nothing found: the error names the setting and the install command, and li
     '/home/ada/.local/bin/wavecast',
     '/src/wavecast/samples/build/bin/wavecast',
   ]);
+});
+
+test('on macOS and Windows no package carries a daemon: the message says it runs on Linux and points to the remote set-up', () => {
+  for (const [platform, arch, name] of [
+    ['darwin', 'arm64', 'macOS \\(darwin-arm64\\)'],
+    ['win32', 'x64', 'Windows \\(win32-x64\\)'],
+  ] as const) {
+    const found = locateServer({ ...base, platform, arch, pathEnv: '/usr/bin', isExecutable: () => false });
+    assert.ok('error' in found);
+    assert.equal(found.kind, 'noPackageForPlatform');
+    assert.match(found.error, new RegExp(`^The wavecast daemon runs on Linux only, so none comes with the extension on ${name}, and none was found on PATH`));
+    assert.match(found.error, /the README's "A daemon on another machine" section/);
+    assert.match(found.error, /wavecast serve --listen there, wavecast.remoteAddress here\), or set wavecast.serverPath/);
+  }
+});
+
+test('on Linux other than x64 the message points to building it, as the README says', () => {
+  const found = locateServer({ ...base, arch: 'arm64', isExecutable: () => false });
+  assert.ok('error' in found);
+  assert.equal(found.kind, 'noPackageForPlatform');
+  assert.equal(
+    found.error,
+    'No package of the extension carries a wavecast daemon for linux-arm64, and none was found on PATH or in ~/.local/bin, /usr/local/bin or /usr/bin. ' +
+      'Build and install it from a wavecast checkout as the README\'s "Install" section says (scripts/setup.sh build && cmake --install build --prefix ~/.local), ' +
+      'or set wavecast.serverPath to the wavecast executable.',
+  );
+});
+
+test('a daemon on PATH is used on any platform', () => {
+  const found = locateServer({ ...base, platform: 'darwin', arch: 'arm64', pathEnv: '/opt/homebrew/bin', isExecutable: (f) => f === '/opt/homebrew/bin/wavecast' });
+  assert.deepEqual(found, { path: '/opt/homebrew/bin/wavecast', source: 'PATH' });
 });

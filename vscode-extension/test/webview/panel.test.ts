@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { renderWebviewHtml } from '../../src/logic/webviewHtml';
-import { loadHostBoundResults, loadResults } from '../fixtures';
+import { loadHostBoundResults, loadResults, loadTracedResults } from '../fixtures';
 
 const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const root = path.join(__dirname, '..', '..', '..');
@@ -106,6 +106,7 @@ test('recorded results render as bar charts, memory bars and a line table', { sk
   await page.waitForSelector('table tbody tr');
   assert.equal(await page.textContent('h1'), 'train_resnet.py');
   assert.match((await page.textContent('.subtitle'))!, /^batch size 192 · 4 GPUs · analytic roofline/);
+  assert.equal(await page.locator('.traced').count(), 0, 'an older daemon does not say what traced');
 
   const titles = await page.$$eval('.chart h2', (nodes) => nodes.map((n) => n.textContent));
   assert.deepEqual(titles, ['Iteration time', 'Throughput (samples/s)', 'Cost per 1,000 samples']);
@@ -203,6 +204,12 @@ test('host-bound GPUs and lines are marked, with GPU idle time and the advice', 
   assert.deepEqual(firstRow[3], ['0.653 ms18%', 'wall 0.653 ms · GPU busy 0.456 ms']);
   assert.equal(await page.locator('.warnings .warning').count(), 3);
   await page.screenshot({ path: path.join(artifactsDir, 'results-panel-host-bound.png'), fullPage: true });
+});
+
+test('the torch and environment that traced the script are named under the title', { skip }, async () => {
+  await post({ type: 'results', results: loadTracedResults() });
+  await page.waitForSelector('.subtitle.traced');
+  assert.equal(await page.textContent('.subtitle.traced'), 'traced with torch 2.11.0+cu130 (/home/ada/.venvs/torch/bin/python)');
 });
 
 test('an analysis error shows the message, the hint and a link to the line', { skip }, async () => {

@@ -172,6 +172,23 @@ test(
   },
 );
 
+test('decorations follow an unsaved edit to the line the daemon maps it to', { skip, timeout: 2 * ANALYSIS_TIMEOUT_MS }, async () => {
+  harness.config.set('serverPath', binary);
+  harness.config.set('display', 'decorations');
+  const { document, editor } = openSample();
+  await activate(extensionContext() as never);
+  await harness.commands.get('wavecast.analyzeNow')!();
+  const decorationOn = (line: number) => [...editor.decorations.values()].flat().find((d: any) => d.range.start.line === line);
+  const labelOn = (line: number): string | undefined => decorationOn(line)?.renderOptions.after.contentText;
+  const label = await waitFor('the conv1 decoration', () => labelOn(CONV1_LINE), ANALYSIS_TIMEOUT_MS);
+
+  // Two lines typed at the top, unsaved: the language client sends them, the daemon maps its lines.
+  document.edit(0, 0, ['import os', 'import sys']);
+  await waitFor('the decoration two lines down', () => labelOn(CONV1_LINE + 2) === label);
+  assert.equal(decorationOn(CONV1_LINE + 2).range.start.character, document.lines[CONV1_LINE + 2].length);
+  assert.notEqual(labelOn(CONV1_LINE), label, 'nothing left on the line it was analysed at');
+});
+
 test('a daemon that exits while starting is one error with its reason, not a restart', { skip, timeout: 60_000 }, async () => {
   harness.config.set('serverPath', binary);
   harness.config.set('gpuFile', 'missing-gpus.json');
