@@ -303,7 +303,7 @@ export function buildChartModel(results: ResultsResponse): ChartModel {
     memory: memoryBars(summaries),
     gpuColumns: summaries.map((s) => ({ gpu: s.gpu, name: s.name })),
     rows: lineRows(p.lines, summaries.map((s) => s.gpu)),
-    // The predictor's warnings already cover memory that does not fit.
-    warnings: p.warnings,
+    // The predictor's advisories already cover memory that does not fit.
+    warnings: [...(p.advisories ?? []), ...(p.trace_warnings ?? [])].map((w) => w.message),
   };
 }

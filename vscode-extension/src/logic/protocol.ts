@@ -128,7 +128,35 @@ export interface Prediction {
   lines: LinePrediction[];
   modules?: ModulePrediction[];
   ops: OpPrediction[];
-  warnings: string[];
+  /** What the predictor wants the user to know: a kind, its facts and the daemon's sentence. */
+  advisories: Advisory[];
+  /** The traced script, how it was traced, and the ops that ran for real on the CPU. */
+  file?: string;
+  trace_mode?: 'shape' | 'cpu' | 'cuda';
+  fallback_ops?: string[];
+  /** The trace's warnings (docs/trace-format.md), each with the daemon's sentence. */
+  trace_warnings?: TraceWarning[];
+}
+
+export type Severity = 'warning' | 'info';
+
+/** docs/results-json.md "advisories"; the facts vary by kind. */
+export interface Advisory {
+  kind: string;
+  severity: Severity;
+  message: string;
+  gpu?: string;
+  [fact: string]: unknown;
+}
+
+/** docs/trace-format.md "warnings", with the daemon's sentence. */
+export interface TraceWarning {
+  kind: string;
+  severity: Severity;
+  message: string;
+  file?: string;
+  line?: number;
+  [fact: string]: unknown;
 }
 
 export type AnalysisState = 'none' | 'analyzing' | 'ready' | 'error';

@@ -70,8 +70,9 @@ test('memory bars compare the peak to each capacity on one scale', () => {
     ['weights', 'gradients', 'optimizer-state', 'activations', 'workspace'],
   );
   assert.deepEqual(model.warnings, [
-    '2 ops have no cost formula (aten::nonzero); their times are approximate (method fallback).',
-    'T4: predicted peak memory 16.4 GiB exceeds its 16.0 GiB.',
+    'aten::nonzero x2 has no formula of its own and was predicted approximately, as its closest family (elementwise)',
+    'out of memory on T4: the iteration needs about 16.4 GiB, the GPU has 16.0 GiB; lower the batch size or choose a larger GPU',
+    "the script's CUDA tensors were traced on the CPU (no GPU is used in shape or cpu mode; shapes are the same)",
   ]);
 });
 

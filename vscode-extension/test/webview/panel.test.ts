@@ -126,8 +126,8 @@ test('recorded results render as bar charts, memory bars and a line table', { sk
   const memoryLabels = await page.$$eval('.memory .bar-value', (nodes) => nodes.map((n) => n.textContent));
   assert.deepEqual(memoryLabels, ['16.4 GiB of 80.0 GiB', '16.4 GiB of 40.0 GiB', '16.4 GiB of 24.0 GiB', '16.4 GiB of 16.0 GiB — out of memory']);
   assert.equal(await page.locator('.memory .bar-row.oom').count(), 1);
-  assert.equal(await page.locator('.warnings .warning').count(), 2);
-  assert.match((await page.textContent('.warnings'))!, /T4: predicted peak memory 16.4 GiB exceeds its 16.0 GiB/);
+  assert.equal(await page.locator('.warnings .warning').count(), 3);
+  assert.match((await page.textContent('.warnings'))!, /out of memory on T4: the iteration needs about 16.4 GiB, the GPU has 16.0 GiB/);
 
   const headers = await page.$$eval('thead th', (nodes) => nodes.map((n) => n.textContent));
   assert.deepEqual(headers, ['Line', 'Operations', 'H100-SXM', 'A100-SXM4-40GB', 'L4', 'T4']);
