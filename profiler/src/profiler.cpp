@@ -32,6 +32,14 @@ constexpr int kRequestFd = 3;
 constexpr int kResponseFd = 4;
 constexpr int kCrashFd = 5;
 
+// The venv the worker imports from: the request's, else the installation's; empty: the
+// embedded interpreter's own packages.
+std::string workerPythonEnv(const ProfilerOptions& options) {
+  const std::string& chosen =
+      options.pythonEnv.empty() ? options.defaultPythonEnv : options.pythonEnv;
+  return chosen == kSystemPythonEnv ? std::string() : chosen;
+}
+
 ProfileError makeError(ProfileErrorKind kind, std::string message, std::string hint,
                        std::string file = {}, int line = 0) {
   ProfileError e;
@@ -195,10 +203,7 @@ private:
         options.workerPath,          "--request-fd", std::to_string(kRequestFd), "--response-fd",
         std::to_string(kResponseFd), "--crash-fd",   std::to_string(kCrashFd),   "--python-path",
         options.pythonPath};
-    const std::string env =
-        options.pythonEnv.empty()
-            ? options.defaultPythonEnv
-            : (options.pythonEnv == kSystemPythonEnv ? std::string() : options.pythonEnv);
+    const std::string env = workerPythonEnv(options);
     if (!env.empty()) {
       argStrings.push_back("--python-env");
       argStrings.push_back(env);
@@ -310,8 +315,19 @@ std::optional<ProfileError> Profiler::start(std::chrono::milliseconds timeout) {
 
 std::optional<ProfileError> Profiler::spawnWorker() {
   namespace fs = std::filesystem;
+  if (options_.pythonEnv.empty() && options_.defaultPythonEnv.empty() &&
+      !options_.missingPythonEnv.empty())
+    return makeError(ProfileErrorKind::EnvironmentError,
+                     "the Python environment wavecast was set up with, " +
+                         options_.missingPythonEnv + ", is not on this machine",
+                     "Choose one that has torch: --python-env VENV (python3.11 -m venv VENV && "
+                     "VENV/bin/pip install torch; in VS Code the Python extension's interpreter or "
+                     "wavecast.pythonEnv), WAVECAST_PYTHON_ENV, or scripts/setup.sh; "
+                     "--python-env system uses the system python3's packages (apt install "
+                     "python3-torch, torch 1.13).");
   if (::access(options_.workerPath.c_str(), X_OK) != 0)
-    return makeError(ProfileErrorKind::EnvironmentError, "cannot run the profiler worker " + options_.workerPath,
+    return makeError(ProfileErrorKind::EnvironmentError,
+                     "cannot run the profiler worker " + options_.workerPath,
                      "Build it (ninja wavecast-worker) or reinstall wavecast.");
   if (!fs::is_directory(fs::path(options_.pythonPath) / "wavecast_tracer"))
     return makeError(ProfileErrorKind::EnvironmentError,
@@ -323,7 +339,8 @@ std::optional<ProfileError> Profiler::spawnWorker() {
   try {
     worker_ = std::make_unique<Worker>(options_, limit);
   } catch (const std::system_error& e) {
-    return makeError(ProfileErrorKind::EnvironmentError, std::string("cannot start the worker: ") + e.what(),
+    return makeError(ProfileErrorKind::EnvironmentError,
+                     std::string("cannot start the worker: ") + e.what(),
                      "Check the system's process and file limits.");
   }
   workerReady_ = false;
@@ -444,7 +461,10 @@ TraceResult Profiler::trace(const TraceRequest& request, const CancelToken& canc
       return errorFromJson(*error);
     if (const auto result = reply.find("result"); result != reply.end()) {
       try {
-        return traceFromJson(*result);
+        Trace trace = traceFromJson(*result);
+        const std::string env = workerPythonEnv(options_);
+        trace.pythonEnv = env.empty() ? kSystemPythonEnv : env;
+        return trace;
       } catch (const std::exception& e) {
         return makeError(ProfileErrorKind::Internal,
                          std::string("the worker sent an unreadable trace: ") + e.what(),

@@ -4,6 +4,7 @@
 #include "wavecast/eval/harness.h"
 #include "wavecast/eval/kernel_eval.h"
 #include "wavecast/eval/logo.h"
+#include "wavecast/eval/measured_gpus.h"
 #include "wavecast/learned/kernel_dataset.h"
 #include "wavecast/learned/learned_models.h"
 #include "wavecast/predictor/gpu_database.h"
@@ -19,92 +20,49 @@ namespace wavecast::cli {
 namespace {
 
 CommandSpec evalSpec() {
-  return {
-      "eval",
-      "LABEL_DIR [--gpu NAME...] [--json] [--markdown FILE]\n"
-      "       wavecast eval --kernels [--gpu NAME...] [--origin NAME...] [--json]\n"
-      "       wavecast eval --logo [--markdown FILE] [--work DIR] [training options]",
-      "Compares wavecast's predictions with real measurements (NeuSight's data).\n"
-      "LABEL_DIR is NeuSight's labels/ folder or one GPU folder in it: every\n"
-      "<model>-<mode>-<seq>-<batch>.csv row is mapped to wavecast's ops, predicted\n"
-      "(forward, and backward for training labels), summed the way the label was\n"
-      "measured (layer rows x num_layer) and compared with the .json e2e latency.",
-      {{"gpu", "NAME", "only these GPUs (folders or GPU names: \"t4\", \"a100\"; repeatable)"},
-       {"weights", "DIR", "learned weights (default data/weights)"},
-       {"data", "DIR",
-        "NeuSight data folder for GPU specs and kernels (default ../shared/data/neusight)"},
-       {"gpus", "FILE",
-        "GPU database the folder names are matched against and the spec sheets come from "
-        "(default data/gpus.json)"},
-       {"roofline", "", "predict with the bare roofline instead of the learned models"},
-       {"rows", "", "also print every mapped row: measured vs predicted"},
-       {"json", "", "machine-readable output on stdout"},
-       {"markdown", "FILE", "also write the report as Markdown"},
-       {"kernels", "",
-        "single-kernel accuracy on DATA/kernels; --origin adds the scaled mode (measured on "
-        "the origin, predicted for --gpu)"},
-       {"origin", "NAME", "origin GPU for --kernels (repeatable)"},
-       {"logo", "",
-        "leave-one-GPU-out: train on all but one GPU, evaluate it, for each labelled GPU"},
-       {"work", "DIR", "where --logo keeps the fold weights (default build/logo-weights)"},
-       {"epochs", "N", "as for train (--logo)"},
-       {"max-rows", "N", "as for train (--logo)"},
-       {"seed", "N", "as for train (--logo)"},
-       {"ensemble", "N", "as for train (--logo)"},
-       {"fast", "", "as for train (--logo)"}},
-      0,
-      1};
+  return {"eval",
+          "LABEL_DIR [--gpu NAME...] [--json] [--markdown FILE]\n"
+          "       wavecast eval --kernels [--gpu NAME...] [--origin NAME...] [--json]\n"
+          "       wavecast eval --logo [--markdown FILE] [--work DIR] [training options]",
+          "Compares wavecast's predictions with real measurements (NeuSight's data).\n"
+          "LABEL_DIR is NeuSight's labels/ folder or one GPU folder in it: every\n"
+          "<model>-<mode>-<seq>-<batch>.csv row is mapped to wavecast's ops, predicted\n"
+          "(forward, and backward for training labels), summed the way the label was\n"
+          "measured (layer rows x num_layer) and compared with the .json e2e latency.",
+          {{"gpu", "NAME", "only these GPUs (folders or GPU names: \"t4\", \"a100\"; repeatable)"},
+           {"weights", "DIR", "learned weights (default data/weights)"},
+           {"data", "DIR",
+            "NeuSight data folder for GPU specs and kernels (default ../shared/data/neusight)"},
+           {"gpus", "FILE",
+            "GPU database the folder names are matched against and the spec sheets come from "
+            "(default data/gpus.json)"},
+           {"roofline", "", "predict with the bare roofline instead of the learned models"},
+           {"rows", "", "also print every mapped row: measured vs predicted"},
+           {"json", "", "machine-readable output on stdout"},
+           {"markdown", "FILE", "also write the report as Markdown"},
+           {"kernels", "",
+            "single-kernel accuracy on DATA/kernels; --origin adds the scaled mode (measured on "
+            "the origin, predicted for --gpu)"},
+           {"origin", "NAME", "origin GPU for --kernels (repeatable)"},
+           {"logo", "",
+            "leave-one-GPU-out: train on all but one GPU, evaluate it, for each labelled GPU"},
+           {"work", "DIR", "where --logo keeps the fold weights (default build/logo-weights)"},
+           {"epochs", "N", "as for train (--logo)"},
+           {"max-rows", "N", "as for train (--logo)"},
+           {"seed", "N", "as for train (--logo)"},
+           {"ensemble", "N", "as for train (--logo)"},
+           {"fast", "", "as for train (--logo)"}},
+          0,
+          1};
 }
 
-// NeuSight's GPUs: each device_configs stem and the GPU database's spec of it.
-using MeasuredGpus = std::vector<std::pair<std::string, const DeviceSpec*>>;
-
-// The NeuSight data's GPUs (device_configs stems) that `names` pick, forgivingly: a name
-// equal to a folder or its GPU's id picks that GPU, else it picks every measured GPU whose
-// folder, id, name or alias contains it ("a100": the three A100 cards). A name that picks
-// none goes to the GPU database, whose error names an unknown GPU's closest matches; a
-// GPU it knows but NeuSight never measured says which GPUs were.
-std::vector<std::string> resolveGpus(const std::vector<std::string>& names,
-                                     const MeasuredGpus& measured, const GpuDatabase& database) {
-  const auto picked = [&](const std::string& wanted, bool exact) {
-    std::vector<std::string> found;
-    for (const auto& [stem, spec] : measured) {
-      std::vector<std::string> known{stem, spec->id};
-      if (!exact) {
-        known.push_back(spec->name);
-        known.insert(known.end(), spec->aliases.begin(), spec->aliases.end());
-      }
-      if (std::any_of(known.begin(), known.end(), [&](const std::string& k) {
-            const std::string key = normalizedGpuName(k);
-            return exact ? key == wanted : key.find(wanted) != std::string::npos;
-          }))
-        found.push_back(stem);
-    }
-    return found;
-  };
-  std::vector<std::string> resolved;
-  for (const std::string& list : names) {
-    for (const std::string& name : splitList(list)) {
-      const std::string wanted = normalizedGpuName(name);
-      if (wanted.empty())
-        continue;
-      std::vector<std::string> found = picked(wanted, true);
-      if (found.empty())
-        found = picked(wanted, false);
-      if (found.empty()) {
-        const DeviceSpec gpu = database.resolve({name}).front();
-        std::string ids;
-        for (const auto& [stem, spec] : measured)
-          ids += " " + spec->id;
-        throw std::invalid_argument("the NeuSight data has no measurements of " + gpu.id +
-                                    "; it has:" + ids);
-      }
-      for (const std::string& stem : found)
-        if (std::find(resolved.begin(), resolved.end(), stem) == resolved.end())
-          resolved.push_back(stem);
-    }
-  }
-  return resolved;
+// "--gpu a100,v100 --gpu t4" -> a100, v100, t4
+std::vector<std::string> splitLists(const std::vector<std::string>& lists) {
+  std::vector<std::string> names;
+  for (const std::string& list : lists)
+    for (std::string& name : splitList(list))
+      names.push_back(std::move(name));
+  return names;
 }
 
 bool writeFile(const std::string& path, const std::string& text) {
@@ -150,10 +108,11 @@ int runEval(const std::vector<std::string>& words) {
   try {
     const GpuDatabase database = GpuDatabase::fromFile(gpuDatabase);
     const auto gpus = learned::loadSpecSheets(data, database);
-    MeasuredGpus measured;
+    eval::MeasuredGpus measured;
     for (const auto& [stem, features] : gpus)
       measured.emplace_back(stem, database.find(stem));
-    const std::vector<std::string> selected = resolveGpus(gpuNames, measured, database);
+    const std::vector<std::string> selected =
+        eval::resolveMeasuredGpus(splitLists(gpuNames), measured, database);
 
     if (logo) {
       eval::LogoOptions options;
@@ -180,7 +139,7 @@ int runEval(const std::vector<std::string>& words) {
       options.dataDir = data;
       options.gpuDatabase = gpuDatabase;
       options.targetGpus = selected.empty() ? models.trainingGpus() : selected;
-      options.originGpus = resolveGpus(originNames, measured, database);
+      options.originGpus = eval::resolveMeasuredGpus(splitLists(originNames), measured, database);
       const eval::KernelEvalReport report = eval::evaluateKernels(models, options);
       if (report.families.empty())
         throw std::runtime_error("no kernel measurements of these GPUs under " + data +

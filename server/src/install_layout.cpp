@@ -53,11 +53,15 @@ InstallLayout InstallLayout::resolve(const std::string& executableDir,
                                              : fs::path(WAVECAST_BUILD_TREE_PYTHON_DIR));
 
   // The venv recorded at configure time serves the build tree and an
-  // installation on the machine that built it; elsewhere it does not exist
-  // and the embedded interpreter's own packages (Debian's python3-torch) are used.
+  // installation on the machine that built it. Elsewhere it does not exist, and
+  // the system's torch (Debian's 1.13) would trace differently: only used when asked.
   const fs::path configuredEnv = WAVECAST_CONFIGURED_PYTHON_ENV;
-  if (fs::exists(configuredEnv / "pyvenv.cfg", ec))
+  if (configuredEnv.empty())
+    layout.pythonEnv = kSystemPythonEnv; // configured for the system's packages
+  else if (fs::exists(configuredEnv / "pyvenv.cfg", ec))
     layout.pythonEnv = configuredEnv.string();
+  else
+    layout.missingPythonEnv = configuredEnv.string();
 
   const auto override = [&](std::string& part, const char* name) {
     std::string value = environment(name);
@@ -67,9 +71,10 @@ InstallLayout InstallLayout::resolve(const std::string& executableDir,
   override(layout.dataDir, "WAVECAST_DATA_DIR");
   override(layout.workerPath, "WAVECAST_WORKER");
   override(layout.pythonDir, "WAVECAST_PYTHON_DIR");
-  override(layout.pythonEnv, "WAVECAST_PYTHON_ENV");
-  if (layout.pythonEnv == kSystemPythonEnv)
-    layout.pythonEnv.clear();
+  if (const std::string chosen = environment("WAVECAST_PYTHON_ENV"); !chosen.empty()) {
+    layout.pythonEnv = chosen;
+    layout.missingPythonEnv.clear();
+  }
 
   layout.userGpuFile = environment("WAVECAST_GPU_FILE");
   if (layout.userGpuFile.empty()) {

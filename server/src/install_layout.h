@@ -9,11 +9,16 @@
 namespace wavecast {
 
 struct InstallLayout {
-  std::string dataDir;     // holds gpus.json and weights/
-  std::string workerPath;  // the wavecast-worker executable
-  std::string learnPath;   // wavecast-learn: `train` and `eval` (they need LibTorch)
-  std::string pythonDir;   // holds the wavecast_tracer package
-  std::string pythonEnv;   // the worker's default venv (torch 2.x); empty: the system's
+  std::string dataDir;    // holds gpus.json and weights/
+  std::string workerPath; // the wavecast-worker executable
+  std::string learnPath;  // wavecast-learn: `train` and `eval` (they need LibTorch)
+  std::string pythonDir;  // holds the wavecast_tracer package
+  // The worker's default environment: a venv (torch 2.x), or kSystemPythonEnv for the
+  // embedded interpreter's own packages; empty when none is usable (missingPythonEnv).
+  std::string pythonEnv;
+  // The venv wavecast was configured with, when it is not on this machine and nothing
+  // else chose one: tracing then says so instead of silently using the system's torch.
+  std::string missingPythonEnv;
   std::string userGpuFile; // optional user additions/overrides; may not exist
   bool installed = false;  // false: running from the build tree
 
@@ -32,9 +37,10 @@ struct InstallLayout {
   // directory sits where cmake --install puts it relative to bin/, else the
   // build tree (helpers beside the executable, data and tracer in the source
   // tree). WAVECAST_DATA_DIR, WAVECAST_WORKER, WAVECAST_PYTHON_DIR,
-  // WAVECAST_PYTHON_ENV ('system': none) and WAVECAST_GPU_FILE override each
-  // part; without WAVECAST_PYTHON_ENV the default venv is the one wavecast was
-  // configured with (build/python-env) if it exists, else the system's.
+  // WAVECAST_PYTHON_ENV ('system': the interpreter's own packages) and
+  // WAVECAST_GPU_FILE override each part; without WAVECAST_PYTHON_ENV the default
+  // venv is the one wavecast was configured with (build/python-env) if it exists
+  // here, else none (missingPythonEnv).
   static InstallLayout resolve(const std::string& executableDir, const Environment& environment);
 };
 

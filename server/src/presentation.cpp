@@ -286,6 +286,12 @@ std::string advisoryMessage(const Advisory& advisory) {
 
 std::string traceWarningMessage(const TraceWarning& warning) {
   switch (warning.kind) {
+  case TraceWarningKind::OldTorch:
+    return "traced with torch " + warning.version +
+           ", older than the torch 2.x wavecast's figures are checked against "
+           "(docs/accuracy.md); it runs other ops and kernels, so the prediction can be "
+           "far off: trace with a torch 2.x environment (--python-env VENV, or the "
+           "editor's Python interpreter)";
   case TraceWarningKind::CudaTracedOnCpu:
     return "the script's CUDA tensors were traced on the CPU (no GPU is used in shape or cpu "
            "mode; shapes are the same)";
@@ -328,6 +334,16 @@ std::string traceWarningMessage(const TraceWarning& warning) {
 std::string traceWarningLine(const TraceWarning& warning) {
   return warning.loc.valid() ? location(warning.loc) + ": " + traceWarningMessage(warning)
                              : traceWarningMessage(warning);
+}
+
+std::string tracedWith(const std::string& torchVersion, const std::string& pythonEnv) {
+  std::string text =
+      "torch " + (torchVersion.empty() ? std::string("(unknown version)") : torchVersion);
+  if (pythonEnv == "system")
+    text += " (the system python3's packages)";
+  else if (!pythonEnv.empty())
+    text += " (" + pythonEnv + ")";
+  return text;
 }
 
 std::string errorLine(const ProfileError& error) {

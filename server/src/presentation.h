@@ -40,6 +40,8 @@ std::string traceWarningMessage(const TraceWarning& warning);
 std::string traceWarningLine(const TraceWarning& warning);
 // The message, then the hint on a line of its own, for an error diagnostic.
 std::string errorMessage(const ProfileError& error);
+// "torch 2.11.0+cu130 (/home/me/venv)", "torch 1.13.1 (the system python3's packages)".
+std::string tracedWith(const std::string& torchVersion, const std::string& pythonEnv);
 // "file:line: message (hint)" on one line, for a terminal.
 std::string errorLine(const ProfileError& error);
 

@@ -222,6 +222,8 @@ json traceWarningsJson(const std::vector<TraceWarning>& warnings) {
     if (warning.repeat)
       object.add("repeat", warning.repeat);
     object.add("severity", toString(warning.severity));
+    if (!warning.version.empty())
+      object.add("version", warning.version);
     append(out, object.take());
   }
   return out;
@@ -266,6 +268,7 @@ nlohmann::json resultsJson(const Prediction& prediction, const TraceFacts& trace
   doc.add("file", trace.entryFile)
       .add("trace_mode", toString(trace.mode))
       .add("torch_version", trace.torchVersion)
+      .add("python_env", trace.pythonEnv)
       .add("fallback_ops", trace.fallbackOps)
       .add("trace_warnings", traceWarningsJson(trace.warnings));
   return doc.take();

@@ -16,11 +16,13 @@ struct TraceFacts {
   std::string entryFile;
   TraceMode mode = TraceMode::Shape;
   std::string torchVersion;
+  std::string pythonEnv; // a venv's folder, or "system"
   std::vector<std::string> fallbackOps;
   std::vector<TraceWarning> warnings;
 };
 inline TraceFacts traceFacts(const Trace& trace) {
-  return {trace.entryFile, trace.mode, trace.torchVersion, trace.fallbackOps, trace.warnings};
+  return {trace.entryFile, trace.mode,        trace.torchVersion,
+          trace.pythonEnv, trace.fallbackOps, trace.warnings};
 }
 
 nlohmann::json resultsJson(const Prediction& prediction, const TraceFacts& trace);

@@ -38,6 +38,9 @@ CommandSpec serveSpec() {
        {"batch-size", "N", "default batch size (default: the input provider's own)"},
        pythonEnvOption(),
        {"verbose", "", "show torch's own log messages (on stderr, the daemon's log)"},
+       {"log-level", "LEVEL",
+        "error, info (default) or debug: debug adds a line per request, notification and "
+        "analysis with its duration"},
        {"trigger", "WHEN", "onSave (default) or manual: when documents are analysed"},
        {"debounce-ms", "MS", "wait this long after a save before analysing (default 300)"},
        {"mode", "MODE",
@@ -138,6 +141,14 @@ int runServe(const CommandLine& args, const InstallLayout& layout) {
     }
   }
 
+  lsp::LogLevel logLevel = lsp::LogLevel::Info;
+  if (const auto level = args.value("log-level")) {
+    const auto parsed = lsp::logLevelFromString(*level);
+    if (!parsed)
+      throw UsageError("--log-level must be error, info or debug, not '" + *level + "'");
+    logLevel = *parsed;
+  }
+
   lsp::ProfilingAnalyzer analyzer(loadGpuDatabase(layout, args), analyzerOptions(layout, args));
   lsp::ServerOptions options;
   options.version = WAVECAST_VERSION;
@@ -145,7 +156,10 @@ int runServe(const CommandLine& args, const InstallLayout& layout) {
 
   asio::io_context io;
   lsp::LanguageServer server(io, analyzer, options);
-  server.log = [](const std::string& line) { std::cerr << "wavecast serve: " << line << "\n"; };
+  server.log = [logLevel](lsp::LogLevel level, const std::string& line) {
+    if (level <= logLevel)
+      std::cerr << "wavecast serve: " << line << "\n";
+  };
   asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code&, int) { io.stop(); });
   std::signal(SIGPIPE, SIG_IGN);

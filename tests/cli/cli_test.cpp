@@ -296,6 +296,9 @@ TEST(CliTest, PredictPrintsPerLineTableForThreeGpus) {
   // kernels on the real one): the table and a note say so.
   EXPECT_TRUE(contains(run.out, "* host-bound: the GPU waits for the CPU")) << run.out;
   EXPECT_TRUE(contains(run.out, "note: H100-SXM: host-bound")) << run.out;
+  // The header names the torch that traced and its environment (the build's venv).
+  EXPECT_TRUE(contains(run.out, "(shape mode) with torch 2.")) << run.out;
+  EXPECT_TRUE(contains(run.out, "python-env)\n")) << run.out;
 }
 
 // A python3 of another installation first on PATH (pyenv, conda) must not
@@ -344,6 +347,12 @@ TEST(CliTest, PredictJsonIsConsistent) {
   EXPECT_NEAR(lineSum, h100.at("iteration_ms").get<double>(),
               1e-6 + 1e-3 * h100.at("iteration_ms").get<double>())
       << "per-line times add up to the iteration";
+  // The torch that traced it, and the venv it came from.
+  EXPECT_EQ(doc.at("torch_version").get<std::string>().rfind("2.", 0), 0u) << doc["torch_version"];
+  EXPECT_TRUE(contains(doc.at("python_env").get<std::string>(), "python-env")) << doc["python_env"];
+  EXPECT_EQ(doc.at("trace_mode"), "shape");
+  for (const auto& warning : doc.at("trace_warnings"))
+    EXPECT_NE(warning.at("kind"), "old_torch") << "torch 2.x is what the figures are checked on";
 }
 
 // Published FP32 training throughput of ResNet-50 is about 90-100 images/s on a

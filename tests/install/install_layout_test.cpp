@@ -65,13 +65,17 @@ TEST_F(InstallLayoutTest, DefaultPythonEnvironmentIsTheConfiguredVenvWhenItExist
   const fs::path configured = WAVECAST_CONFIGURED_PYTHON_ENV;
   const bool exists = fs::exists(configured / "pyvenv.cfg");
   std::cout << "configured venv " << configured << (exists ? " exists\n" : " does not exist\n");
-  EXPECT_EQ(resolve(root / "bin").pythonEnv, exists ? configured.string() : std::string());
+  const InstallLayout layout = resolve(root / "bin");
+  EXPECT_EQ(layout.pythonEnv, exists ? configured.string() : std::string());
+  EXPECT_EQ(layout.missingPythonEnv, exists ? std::string() : configured.string());
 }
 
 TEST_F(InstallLayoutTest, EnvironmentOverridesEachPart) {
   fs::create_directories(root / "bin");
-  environment = {{"WAVECAST_DATA_DIR", "/d"},       {"WAVECAST_WORKER", "/w"},
-                 {"WAVECAST_PYTHON_DIR", "/p"},     {"WAVECAST_PYTHON_ENV", "/venv"},
+  environment = {{"WAVECAST_DATA_DIR", "/d"},
+                 {"WAVECAST_WORKER", "/w"},
+                 {"WAVECAST_PYTHON_DIR", "/p"},
+                 {"WAVECAST_PYTHON_ENV", "/venv"},
                  {"WAVECAST_GPU_FILE", "/mine.json"}};
   const InstallLayout layout = resolve(root / "bin");
   EXPECT_EQ(layout.dataDir, "/d");
@@ -80,8 +84,10 @@ TEST_F(InstallLayoutTest, EnvironmentOverridesEachPart) {
   EXPECT_EQ(layout.pythonEnv, "/venv");
   EXPECT_EQ(layout.userGpuFile, "/mine.json");
 
+  EXPECT_EQ(layout.missingPythonEnv, "");
+
   environment = {{"WAVECAST_PYTHON_ENV", "system"}};
-  EXPECT_EQ(resolve(root / "bin").pythonEnv, "");
+  EXPECT_EQ(resolve(root / "bin").pythonEnv, "system");
 }
 
 TEST_F(InstallLayoutTest, UserGpuFileFollowsXdgConfigHome) {

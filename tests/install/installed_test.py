@@ -173,15 +173,18 @@ def case_predict(options):
         check({conv, step} <= lines, f"lines {sorted(lines)} lack {conv} and {step}")
 
         # The default environment: the venv recorded at configure time when it exists.
-        torch = trace_torch_version(installed)
-        print(f"the default environment has torch {torch}")
         if os.path.isfile(os.path.join(options.configured_env, "pyvenv.cfg")):
+            torch = trace_torch_version(installed)
+            print(f"the default environment has torch {torch}")
             expected = run([os.path.join(options.configured_env, "bin", "python"), "-c",
                             "import torch; print(torch.__version__)"], "/", os.environ.copy())
             check(torch == expected.stdout.strip(), f"traced with torch {torch}, "
                   f"the configured venv has {expected.stdout.strip()}")
         else:
-            print(f"no venv at {options.configured_env}: the default is the system's python3")
+            # Never a silent switch to the system's torch: the missing venv is named.
+            done = installed.run("predict", "small_cnn.py", "--gpu", "T4")
+            expect_error(done, f"{options.configured_env}, is not on this machine", "--python-env system")
+            print(f"no venv at {options.configured_env}: tracing says so and how to choose one")
 
         system = run(["/usr/bin/python3", "-c", "import torch; print(torch.__version__)"], "/",
                      os.environ.copy())

@@ -333,6 +333,28 @@ TEST(Profiler, DefaultEnvironmentAndTheSystemKeyword) {
   }
   o.pythonEnv = kSystemPythonEnv; // the interpreter's own packages
   Profiler profiler(o);
+  const Trace trace = expectTrace(profiler.trace(request(fixture("prints.py"))));
+  EXPECT_EQ(trace.pythonEnv, kSystemPythonEnv) << "the trace names the environment that traced";
+  EXPECT_FALSE(trace.torchVersion.empty());
+}
+
+TEST(Profiler, AConfiguredEnvironmentMissingHereIsNamedNeverReplacedSilently) {
+  // An installation whose build-time venv is absent (a .deb on another machine) and no
+  // environment chosen: the system's torch would trace other ops; say so instead.
+  ProfilerOptions o = options();
+  o.defaultPythonEnv.clear();
+  o.missingPythonEnv = "/build/machine/python-env";
+  {
+    Profiler profiler(o);
+    const ProfileError e = expectError(profiler.trace(request(fixture("prints.py"))));
+    EXPECT_EQ(e.kind, ProfileErrorKind::EnvironmentError);
+    EXPECT_EQ(e.message, "the Python environment wavecast was set up with, "
+                         "/build/machine/python-env, is not on this machine");
+    EXPECT_NE(e.hint.find("--python-env VENV"), std::string::npos) << e.hint;
+    EXPECT_NE(e.hint.find("--python-env system"), std::string::npos) << e.hint;
+  }
+  o.pythonEnv = kSystemPythonEnv; // asked for: the system's packages
+  Profiler profiler(o);
   expectTrace(profiler.trace(request(fixture("prints.py"))));
 }
 

@@ -231,6 +231,15 @@ class Errors(unittest.TestCase):
             self.assertEqual(count(trace, "aten::nll_loss_backward", "backward"), 1)
             self.assertIn({"kind": "cuda_traced_on_cpu", "severity": "info"}, trace["warnings"])
 
+    def test_a_torch_older_than_2_is_a_warning(self):
+        # Run under both the venv's torch 2.x and the system's 1.13 (python_tracer_system_torch).
+        trace = run_trace(os.path.join(FIXTURES, "uses_cuda.py"), batch_size=2)
+        old = [w for w in trace["warnings"] if w["kind"] == "old_torch"]
+        if torch.__version__.startswith("1."):
+            self.assertEqual(old, [{"kind": "old_torch", "severity": "warning", "version": torch.__version__}])
+        else:
+            self.assertEqual(old, [])
+
     def test_value_dependent_ops_fall_back_to_real_values(self):
         path = os.path.join(FIXTURES, "value_dependent.py")
         trace = run_trace(path, batch_size=4)

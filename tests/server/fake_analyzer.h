@@ -46,6 +46,8 @@ inline AnalysisOutput sampleOutput(const std::string& file, int64_t batchSize = 
   output.predictionJson = {{"method", p.method}, {"batch_size", batchSize}, {"gpus", p.gpus}};
   output.providerLines = {{Provider::Model, 1}, {Provider::Input, 7}, {Provider::Iteration, 9}};
   output.entryFile = file;
+  output.torchVersion = "2.11.0+cu130";
+  output.pythonEnv = "/venv";
   output.sourceFiles = {file};
   return output;
 }

@@ -1,5 +1,6 @@
 #include "server_fixture.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
@@ -290,6 +291,29 @@ TEST_F(ServerTest, ProfileErrorsBecomeDiagnosticsAtTheirLine) {
   writeFile("train.py", std::string(kScript) + "# fixed\n");
   analyzeTrain();
   EXPECT_TRUE(sent("textDocument/publishDiagnostics").back()["params"]["diagnostics"].empty());
+}
+
+TEST_F(ServerTest, StatusNamesTheTorchThatTracedAndDebugLogsTimeEachMessage) {
+  std::vector<std::pair<LogLevel, std::string>> logged;
+  server_->log = [&](LogLevel level, const std::string& line) { logged.push_back({level, line}); };
+  initialize();
+  open("train.py", kScript);
+  analyzeTrain();
+  EXPECT_EQ(sent("wavecast/status").back()["params"]["message"],
+            "train.py: results ready, traced with torch 2.11.0+cu130 (/venv)");
+  request("textDocument/hover", {{"textDocument", {{"uri", uri("train.py")}}},
+                                 {"position", {{"line", 2}, {"character", 0}}}});
+  const auto debug = [&](const std::string& start) {
+    return std::any_of(logged.begin(), logged.end(), [&](const auto& entry) {
+      return entry.first == LogLevel::Debug && entry.second.rfind(start, 0) == 0 &&
+             entry.second.find(" ms") != std::string::npos;
+    });
+  };
+  EXPECT_TRUE(debug("request textDocument/hover from client ")) << logged.size();
+  EXPECT_TRUE(debug("notification textDocument/didOpen from client "));
+  EXPECT_TRUE(debug("analysis of " + (dir_ / "train.py").string() + ": "));
+  EXPECT_EQ(logLevelFromString("debug"), LogLevel::Debug);
+  EXPECT_FALSE(logLevelFromString("verbose"));
 }
 
 TEST_F(ServerTest, OutOfMemoryIsAWarningOnTheInputProvider) {

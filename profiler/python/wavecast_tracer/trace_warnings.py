@@ -5,6 +5,7 @@ the tracer only states facts."""
 # Every kind the tracer writes and its severity; wavecast's TraceWarningKind lists the same
 # kinds (tests/trace/kind_tables_test.cpp checks both tables agree).
 SEVERITY = {
+    "old_torch": "warning",  # traced with torch `version`, older than the 2.x figures are checked on
     "cuda_traced_on_cpu": "info",  # shape and cpu mode ran the script's CUDA tensors on the CPU
     "torch_compile": "warning",  # compiled code traced eagerly
     "autocast_cpu_only": "warning",  # autocast("cpu") around GPU work: entered disabled

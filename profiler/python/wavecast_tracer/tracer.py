@@ -17,7 +17,9 @@ from .loader import find_providers, load_entry_module, purge_project_modules, us
 from .memory import MemoryTracker
 from .project import Project
 from .recorder import OpRecorder, TraceState
+from .trace_warnings import warning
 from .values import flatten_tensors
+from .versions import VALIDATED_TORCH, release
 from .rnn import fuse_recurrent_layers
 
 TRACE_FORMAT_VERSION = 2
@@ -168,7 +170,7 @@ def _trace(project, batch_size, mode, progress, assume_gpu=False):
         "fallback_ops": state.fallback_ops,
         "memory": memory,
         "precision": precision_settings,
-        "warnings": state.warnings,
+        "warnings": _torch_warnings() + state.warnings,
     }
     if mode == "cuda":
         document["device"] = torch.cuda.get_device_name()
@@ -202,6 +204,11 @@ def _measure(state, project, iteration, inputs, progress):
         state.warnings.extend(measured.attach(state.ops, session.collect(), repeats, skipped))
     finally:
         session.close()  # cuptiFinalize: the next trace in this worker can subscribe again
+
+
+def _torch_warnings():
+    """An older torch runs other ops and kernels than the one the predictor is checked on."""
+    return [warning("old_torch", version=torch.__version__)] if release(torch.__version__) < VALIDATED_TORCH else []
 
 
 def _call_provider(fn, project, what, *args, **kwargs):

@@ -10,11 +10,11 @@ import functools
 import json
 import logging
 import os
-import re
 import signal
 import sys
 
 from . import environment
+from .versions import OLDEST_TORCH, release
 from .errors import TraceError, TraceInterrupted, error_at, format_exception, one_line, out_of_memory_error, timeout_error
 from .project import Project
 
@@ -72,8 +72,8 @@ def serve(request_fd, response_fd, crash_fd, show_torch_logs=False, wavecast_ver
                           "WAVECAST_PYTHON_ENV).", exc)
     if not show_torch_logs:
         _hide_torch_logs()
-    oldest = (1, 13)
-    if _release(getattr(torch, "__version__", "")) < oldest:
+    oldest = OLDEST_TORCH
+    if release(getattr(torch, "__version__", "")) < oldest:
         return _not_ready(channel, f"torch {getattr(torch, '__version__', '(no version)')} in "
                                    f"{os.path.dirname(os.path.dirname(os.path.abspath(torch.__file__)))} "
                                    f"is older than {oldest[0]}.{oldest[1]}, the oldest wavecast traces with",
@@ -142,12 +142,6 @@ def _torch_dir():
 def _torch_location(found):
     """Where the failed `import torch` found torch (`found`: _torch_dir()), for the error message."""
     return f"from {found}" if found else f"(none on the path of {sys.executable})"
-
-
-def _release(version):
-    """(major, minor) of a torch version string such as "2.11.0+cu130" or "1.13.0a0"."""
-    match = re.match(r"(\d+)\.(\d+)", version)
-    return (int(match.group(1)), int(match.group(2))) if match else (0, 0)
 
 
 def _trace_response(request_id, params, run_trace, channel, interrupts):

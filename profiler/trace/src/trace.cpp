@@ -367,6 +367,7 @@ Trace traceFromJson(const json& doc) {
   if (const auto p = doc.find("producer"); p != doc.end() && p->is_object()) {
     t.torchVersion = p->value("torch", std::string());
     t.pythonVersion = p->value("python", std::string());
+    t.pythonEnv = p->value("python_env", std::string());
   }
   t.entryFile = doc.value("entry_file", std::string());
   t.projectRoot = doc.value("project_root", std::string());
@@ -420,7 +421,8 @@ Trace traceFromJson(const json& doc) {
 json traceToJson(const Trace& t) {
   json doc{{"format", "wavecast-trace"},
            {"version", kTraceFormatVersion}, // what this build writes, whatever it read
-           {"producer", {{"torch", t.torchVersion}, {"python", t.pythonVersion}}},
+           {"producer",
+            {{"torch", t.torchVersion}, {"python", t.pythonVersion}, {"python_env", t.pythonEnv}}},
            {"entry_file", t.entryFile},
            {"project_root", t.projectRoot},
            {"batch_size", t.batchSize},

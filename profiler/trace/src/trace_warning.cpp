@@ -9,7 +9,8 @@ namespace {
 using nlohmann::json;
 
 // The tracer's names (wavecast_tracer/trace_warnings.py) and the wire format's.
-constexpr std::array<std::pair<TraceWarningKind, const char*>, 10> kKindNames{{
+constexpr std::array<std::pair<TraceWarningKind, const char*>, 11> kKindNames{{
+    {TraceWarningKind::OldTorch, "old_torch"},
     {TraceWarningKind::CudaTracedOnCpu, "cuda_traced_on_cpu"},
     {TraceWarningKind::TorchCompile, "torch_compile"},
     {TraceWarningKind::AutocastCpuOnly, "autocast_cpu_only"},
@@ -87,6 +88,7 @@ TraceWarning traceWarningFromJson(const json& value, int version) {
   warning.repeat = value.value("repeat", 0);
   warning.dtype = value.value("dtype", std::string());
   warning.device = value.value("device", std::string());
+  warning.version = value.value("version", std::string());
   warning.text = value.value("text", std::string());
   return warning;
 }
@@ -109,6 +111,8 @@ json traceWarningToJson(const TraceWarning& warning) {
     out["dtype"] = warning.dtype;
   if (!warning.device.empty())
     out["device"] = warning.device;
+  if (!warning.version.empty())
+    out["version"] = warning.version;
   if (!warning.text.empty())
     out["text"] = warning.text;
   return out;

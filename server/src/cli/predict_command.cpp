@@ -142,7 +142,8 @@ int runPredict(const CommandLine& args, const InstallLayout& layout) {
   std::cout << "wavecast " << WAVECAST_VERSION << ": " << prediction.method << "\n"
             << displayPath(trace.entryFile, fs::current_path()) << ", batch size "
             << trace.batchSize << ", " << trace.ops.size() << " ops traced ("
-            << toString(trace.mode) << " mode)\n\n";
+            << toString(trace.mode) << " mode) with "
+            << tracedWith(trace.torchVersion, trace.pythonEnv) << "\n\n";
   printLineTable(prediction, trace, std::cout);
   printSummary(prediction, hasMeasuredKernels(trace), std::cout);
   if (!prediction.precisions.empty()) {

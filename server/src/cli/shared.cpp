@@ -114,6 +114,7 @@ ProfilerOptions profilerOptions(const InstallLayout& layout, const CommandLine& 
   options.workerPath = layout.workerPath;
   options.pythonPath = layout.pythonDir;
   options.defaultPythonEnv = layout.pythonEnv;
+  options.missingPythonEnv = layout.missingPythonEnv;
   options.torchLogs = args.has("verbose") ? TorchLogs::Shown : TorchLogs::Hidden;
   return options;
 }

@@ -31,6 +31,8 @@ struct AnalysisOutput {
   nlohmann::json predictionJson;         // resultsJson(prediction, the trace's facts)
   std::map<Provider, int> providerLines; // 1-based line of each provider's def
   std::string entryFile;
+  std::string torchVersion;             // the torch that traced it
+  std::string pythonEnv;                // its venv, or "system"
   std::vector<std::string> sourceFiles; // project files the iteration ran code from
   // The trace's warnings; those about a line (e.g. a CPU tensor mixed with GPU tensors)
   // become diagnostics on that line.

@@ -2,6 +2,7 @@
 
 #include "lsp/files.h"
 #include "lsp/views.h"
+#include "presentation.h"
 #include "wavecast/protocol/json_read.h"
 
 #include <algorithm>
@@ -157,8 +158,7 @@ void LanguageServer::sendRequest(ClientId client, const std::string& method, con
 }
 
 void LanguageServer::framingError(ClientId client, const std::string& message) {
-  if (log)
-    log("client " + std::to_string(client) + ": " + message);
+  logLine(LogLevel::Info, "client " + std::to_string(client) + ": " + message);
   send(client, encodeError(nullptr, {ErrorCode::ParseError, message, nullptr}));
   auto it = clients_.find(client);
   if (it != clients_.end() && it->second.needsToken)
@@ -170,8 +170,7 @@ void LanguageServer::guarded(const char* what, const std::function<void()>& acti
     action();
   } catch (const std::exception& error) {
     // An event that failed must not take the daemon (and every editor's session) down.
-    if (log)
-      log(std::string(what) + " failed: " + error.what());
+    logLine(LogLevel::Error, std::string(what) + " failed: " + error.what());
   }
 }
 
@@ -184,8 +183,7 @@ void LanguageServer::dispatch(ClientId client, std::string_view body) {
     return;
   auto decoded = decodeMessage(body);
   if (auto* error = std::get_if<DecodeError>(&decoded)) {
-    if (log)
-      log("client " + std::to_string(client) + ": " + error->error.message);
+    logLine(LogLevel::Info, "client " + std::to_string(client) + ": " + error->error.message);
     send(client, encodeError(error->id, error->error));
     if (clients_.at(client).needsToken)
       clients_.at(client).sink->close(); // a stranger gets no second try at garbage
@@ -207,12 +205,48 @@ void LanguageServer::dispatch(ClientId client, std::string_view body) {
       return;
     }
   }
-  if (auto* request = std::get_if<Request>(&message))
+  const auto started = std::chrono::steady_clock::now();
+  std::string what;
+  if (auto* request = std::get_if<Request>(&message)) {
+    what = "request " + request->method;
     handleRequest(client, *request);
-  else if (auto* notification = std::get_if<Notification>(&message))
+  } else if (auto* notification = std::get_if<Notification>(&message)) {
+    what = "notification " + notification->method;
     handleNotification(client, *notification);
-  else
+  } else {
+    what = "response";
     handleResponse(client, std::get<Response>(message));
+  }
+  // One line per message, as clangd's trace spans: what it was and how long it took.
+  if (log)
+    logLine(LogLevel::Debug, what + " from client " + std::to_string(client) + ": " +
+                                 formatMs(std::chrono::duration<double, std::milli>(
+                                              std::chrono::steady_clock::now() - started)
+                                              .count()));
+}
+
+void LanguageServer::logLine(LogLevel level, const std::string& line) const {
+  if (log)
+    log(level, line);
+}
+
+const char* toString(LogLevel level) {
+  switch (level) {
+  case LogLevel::Error:
+    return "error";
+  case LogLevel::Info:
+    return "info";
+  case LogLevel::Debug:
+    return "debug";
+  }
+  return "info";
+}
+
+std::optional<LogLevel> logLevelFromString(std::string_view text) {
+  for (const LogLevel level : {LogLevel::Error, LogLevel::Info, LogLevel::Debug})
+    if (text == toString(level))
+      return level;
+  return std::nullopt;
 }
 
 void LanguageServer::handleRequest(ClientId client, const Request& request) {
@@ -245,15 +279,14 @@ void LanguageServer::handleNotification(ClientId client, const Notification& not
     return; // LSP: notifications before initialize are dropped
   auto handler = notificationHandlers_.find(notification.method);
   if (handler == notificationHandlers_.end()) {
-    if (log && notification.method.rfind("$/", 0) != 0)
-      log("ignoring unknown notification " + notification.method);
+    if (notification.method.rfind("$/", 0) != 0)
+      logLine(LogLevel::Info, "ignoring unknown notification " + notification.method);
     return;
   }
   try {
     (this->*handler->second)(client, notification.params);
   } catch (const std::exception& error) {
-    if (log)
-      log(notification.method + ": " + error.what());
+    logLine(LogLevel::Error, notification.method + ": " + error.what());
     send(client, encodeNotification("window/logMessage",
                                     toJson(ShowMessageParams{MessageType::Error,
                                                              "wavecast: " + notification.method +

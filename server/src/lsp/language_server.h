@@ -50,6 +50,12 @@ struct ServerOptions {
   size_t cacheEntries = 64;
 };
 
+// How much the daemon says about itself: errors only, what happens (the default), or also
+// each request's and analysis's duration.
+enum class LogLevel { Error, Info, Debug };
+const char* toString(LogLevel level);
+std::optional<LogLevel> logLevelFromString(std::string_view text);
+
 class LanguageServer {
 public:
   LanguageServer(boost::asio::io_context& io, Analyzer& analyzer, ServerOptions options);
@@ -73,8 +79,9 @@ public:
 
   // Called when a client sends `exit`: 0 after `shutdown`, 1 otherwise (LSP rule).
   std::function<void(ClientId client, int exitCode)> onExit;
-  // Diagnostics about the daemon itself (stderr in `wavecast serve`).
-  std::function<void(const std::string& line)> log;
+  // Diagnostics about the daemon itself (stderr in `wavecast serve`, filtered there by
+  // --log-level); Debug lines time each request, notification and analysis.
+  std::function<void(LogLevel level, const std::string& line)> log;
 
 private:
   struct Progress {
@@ -159,6 +166,7 @@ private:
   void resultsChanged(const std::string& uri);
   void endProgress(const std::string& message);
   void sendStatus(protocol::ServerState state, const std::string& message);
+  void logLine(LogLevel level, const std::string& line) const;
 
   // Views of the results (views.h makes them; these find their inputs).
   // Asks the clients that support it to fetch inlay hints and/or code lenses again.
@@ -177,6 +185,8 @@ private:
   ClientId nextClientId_ = 1;
   DocumentStore documents_;
   Entries entries_;
+  // When each running analysis started (analysisStarted), for its Debug log line.
+  std::map<std::string, std::chrono::steady_clock::time_point> analysisStarts_;
   std::set<std::string> blockedBySaves_;   // entries waiting for other files to be saved
   std::set<std::string> workspaceFolders_; // canonical paths, from every client
   ResultCache cache_;

@@ -5,6 +5,7 @@
 // runs on the io_context's thread; the scheduler's callbacks arrive there.
 #include "lsp/files.h"
 #include "lsp/language_server.h"
+#include "presentation.h"
 #include "lsp/views.h"
 #include "wavecast/protocol/json_read.h"
 
@@ -80,13 +81,13 @@ void LanguageServer::reanalyzeEntriesWithResults() {
     try {
       startAnalysis(uri, std::chrono::milliseconds(0));
     } catch (const RpcError& error) {
-      if (log)
-        log(std::string("re-analysis skipped: ") + error.what());
+      logLine(LogLevel::Info, std::string("re-analysis skipped: ") + error.what());
     }
   }
 }
 
 void LanguageServer::analysisStarted(const std::string& uri) {
+  analysisStarts_[uri] = std::chrono::steady_clock::now();
   std::string name = fs::path(requirePath(uri)).filename().string();
   sendStatus(ServerState::Analyzing, "analysing " + name);
   endProgress("superseded"); // a cancelled run's bar must not spin forever
@@ -142,6 +143,15 @@ void LanguageServer::sendStatus(ServerState state, const std::string& message) {
 
 void LanguageServer::analysisFinished(const std::string& uri, const AnalysisRequest& request,
                                       AnalysisOutcome outcome) {
+  if (auto started = analysisStarts_.find(uri); started != analysisStarts_.end()) {
+    logLine(LogLevel::Debug,
+            "analysis of " + request.file + ": " +
+                formatMs(std::chrono::duration<double, std::milli>(
+                             std::chrono::steady_clock::now() - started->second)
+                             .count()) +
+                (std::holds_alternative<ProfileError>(outcome) ? " (failed)" : ""));
+    analysisStarts_.erase(started);
+  }
   Entry& entry = entries_[uri];
   entry.contentVersion = entry.versionAtRequest;
   if (auto* output = std::get_if<AnalysisOutput>(&outcome)) {
@@ -176,6 +186,7 @@ void LanguageServer::analysisFinished(const std::string& uri, const AnalysisRequ
 }
 
 void LanguageServer::analysisCancelled(const std::string& uri) {
+  analysisStarts_.erase(uri);
   auto it = entries_.find(uri);
   if (it == entries_.end())
     return;
@@ -191,7 +202,12 @@ void LanguageServer::resultsChanged(const std::string& uri) {
   publishDiagnostics();
   bool failed = entry.state == ResultsState::Error;
   std::string name = fs::path(entry.path).filename().string();
-  std::string message = failed ? name + ": " + entry.error->message : name + ": results ready";
+  std::string message = name + ": results ready";
+  if (failed)
+    message = name + ": " + entry.error->message;
+  else if (entry.result)
+    message += ", traced with " +
+               tracedWith(entry.result->output.torchVersion, entry.result->output.pythonEnv);
   endProgress(message);
   sendStatus(failed ? ServerState::Error : ServerState::Idle, message);
   sendToAll(methods::kResultsChanged,

@@ -73,6 +73,8 @@ AnalysisOutcome ProfilingAnalyzer::analyze(const AnalysisRequest& request,
     output.predictionJson = resultsJson(output.prediction, traceFacts(trace));
     output.providerLines = trace.providerLines;
     output.entryFile = trace.entryFile.empty() ? request.file : trace.entryFile;
+    output.torchVersion = trace.torchVersion;
+    output.pythonEnv = trace.pythonEnv;
     output.traceWarnings = trace.warnings;
     std::set<std::string> files{output.entryFile};
     for (const auto& op : trace.ops) {

@@ -25,13 +25,17 @@ inline constexpr const char* kSystemPythonEnv = "system";
 enum class TorchLogs { Hidden, Shown };
 
 struct ProfilerOptions {
-  std::string workerPath;                           // the wavecast-worker executable
-  std::string pythonPath;                           // directory holding the wavecast_tracer package
+  std::string workerPath; // the wavecast-worker executable
+  std::string pythonPath; // directory holding the wavecast_tracer package
   // The venv whose packages (torch first) the worker imports: empty picks
   // defaultPythonEnv; kSystemPythonEnv picks the embedded interpreter's own
   // site-packages (e.g. Debian's python3-torch).
   std::string pythonEnv;
-  std::string defaultPythonEnv; // the installation's environment; empty: the system's
+  // The installation's environment (a venv or kSystemPythonEnv); empty: none usable.
+  std::string defaultPythonEnv;
+  // The venv wavecast was configured with, absent here: a trace with no environment
+  // chosen fails saying so and how to choose one.
+  std::string missingPythonEnv;
   TorchLogs torchLogs = TorchLogs::Hidden;
   std::function<void(const std::string&)> progress; // status lines; may be empty
   // Address-space limit of the worker (RLIMIT_AS): nullopt picks 3/4 of the

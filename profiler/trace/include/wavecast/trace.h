@@ -164,9 +164,10 @@ std::optional<Severity> severityFromString(std::string_view text);
 // What a trace warning is about (docs/trace-format.md "warnings"); the tracer's
 // trace_warnings.SEVERITY lists the same kinds and their severities.
 enum class TraceWarningKind {
-  CudaTracedOnCpu,          // shape and cpu mode ran the script's CUDA tensors on the CPU
-  TorchCompile,             // compiled code was traced eagerly
-  AutocastCpuOnly,          // autocast("cpu") around GPU work: entered disabled
+  OldTorch,        // traced with torch `version`, older than the 2.x figures are checked on
+  CudaTracedOnCpu, // shape and cpu mode ran the script's CUDA tensors on the CPU
+  TorchCompile,    // compiled code was traced eagerly
+  AutocastCpuOnly, // autocast("cpu") around GPU work: entered disabled
   AutocastUnsupportedDtype, // CUDA autocast to a dtype torch refuses: `dtype`
   AutocastOtherDevice,      // autocast on another device casts no CUDA tensor: `device`
   HostTensorWithGpu,        // a tensor made on the CPU meets GPU tensors: `origin`
@@ -186,10 +187,11 @@ struct TraceWarning {
   std::optional<SourceLocation> origin; // HostTensorWithGpu: made on another line
   int64_t count = 0;
   double ms = 0;
-  int repeat = 0;     // 1-based
-  std::string dtype;  // "float64"
-  std::string device; // "xpu"
-  std::string text;   // Sentence only
+  int repeat = 0;      // 1-based
+  std::string dtype;   // "float64"
+  std::string device;  // "xpu"
+  std::string version; // OldTorch: "1.13.1"
+  std::string text;    // Sentence only
 };
 
 struct TraceMemory {
@@ -215,6 +217,7 @@ struct Trace {
   int version = kTraceFormatVersion;
   std::string torchVersion;
   std::string pythonVersion;
+  std::string pythonEnv; // the venv whose torch traced it, or "system"; empty: not recorded
   std::string entryFile;
   std::string projectRoot;
   int64_t batchSize = 0;
