@@ -3,7 +3,6 @@
 #include "wavecast/predictor/tensor_core_gemm.h"
 
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
