@@ -150,6 +150,16 @@ RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
   if (cost.metadataOnly())
     return t;
   const int sms = std::max(1, gpu.smCount);
+  if (options.tensorCoreGemm && cost.family == CostFamily::Gemm && usesTensorCores(cost, gpu)) {
+    const TensorCoreGemmTime gemm = tensorCoreGemmTime(
+        cost.gemm, cost.bytes, peakTflops(gpu, cost) * 1e12,
+        gpu.memoryBandwidthGBs * 1e9 * options.memoryEfficiency, sms, *options.tensorCoreGemm);
+    t.computeMs = gemm.computeMs;
+    t.memoryMs = gemm.memoryMs;
+    t.waveEfficiency = gemm.occupancy;
+    t.timeMs = std::max(gemm.timeMs, cost.kernels * options.launchFloorUs * 1e-3);
+    return t;
+  }
   const bool cudnnTensorCores = usesTensorCores(cost, gpu) && runsOnCudnn(cost);
   const double efficiency = cost.unit != ComputeUnit::Matrix ? options.vectorEfficiency
                             : cudnnTensorCores               ? options.cudnnTensorCoreEfficiency

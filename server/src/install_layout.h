@@ -9,7 +9,7 @@
 namespace wavecast {
 
 struct InstallLayout {
-  std::string dataDir;    // holds gpus.json and weights/
+  std::string dataDir;    // holds gpus.json, tensor_core_gemm.json and weights/
   std::string workerPath; // the wavecast-worker executable
   std::string learnPath;  // wavecast-learn: `train` and `eval` (they need LibTorch)
   std::string pythonDir;  // holds the wavecast_tracer package
@@ -23,6 +23,7 @@ struct InstallLayout {
   bool installed = false;  // false: running from the build tree
 
   std::string gpuDatabasePath() const { return dataDir + "/gpus.json"; }
+  std::string tensorCoreGemmPath() const { return dataDir + "/tensor_core_gemm.json"; }
   // What to do when one of the files above is missing.
   std::string repairAdvice() const;
 

@@ -78,6 +78,15 @@ PredictorOptions predictorOptions(const InstallLayout& layout, const CommandLine
     options.matmulTf32 = matmul;
   if (auto conv = onOff(args, "tf32-conv"))
     options.convTf32 = conv;
+  // Part of the analytic model, so also under --roofline. A data folder without it
+  // (bench/tensor_core_gemm/report.py's baseline) prices those GEMMs by the roofline alone.
+  if (fs::exists(layout.tensorCoreGemmPath())) {
+    try {
+      options.roofline.tensorCoreGemm = TensorCoreGemmModel::fromFile(layout.tensorCoreGemmPath());
+    } catch (const TensorCoreGemmModelError& e) {
+      throw CommandError(std::string(e.what()) + "; " + layout.repairAdvice());
+    }
+  }
   if (args.has("roofline"))
     return options;
   try {

@@ -4,7 +4,9 @@
 
 #include "wavecast/predictor/device_spec.h"
 #include "wavecast/predictor/op_cost.h"
+#include "wavecast/predictor/tensor_core_gemm.h"
 
+#include <optional>
 #include <string>
 
 namespace wavecast {
@@ -29,6 +31,9 @@ struct RooflineOptions {
   double splitKMinSliceK = 32768;
   // Smallest GPU time of one kernel launch as CUDA events see it.
   double launchFloorUs = 4.0;
+  // cuBLAS's GEMMs on tensor cores (bf16, fp16, TF32), fitted to measured GEMMs
+  // (data/tensor_core_gemm.json); absent: `matrixEfficiency` and the tile table.
+  std::optional<TensorCoreGemmModel> tensorCoreGemm;
 };
 
 // Whether `cost`'s TF32 work finds TF32 units on `gpu` (GPUs before Ampere have
