@@ -410,6 +410,8 @@ def check_copyright(text):
     check("NeuSight" in files.get("data/weights/*", {}).get("Comment", ""), files)
     check("MIT" in files["data/weights/*"]["License"], files["data/weights/*"])
     check("OpenXLA" in header.get("Comment", "") and "Apache-2.0" in header["Comment"], header)
+    gemm = files.get("data/tensor_core_gemm.json", {})
+    check(gemm.get("License") == "Apache-2.0" and "OpenXLA" in gemm.get("Comment", ""), gemm)
     licenses = {p["License"].split("\n")[0] for p in paragraphs
                 if "License" in p and "Files" not in p}
     check(licenses == {"Apache-2.0", "MIT"}, f"stand-alone licence paragraphs: {licenses}")
