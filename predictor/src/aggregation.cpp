@@ -99,7 +99,7 @@ void aggregate(const Trace& trace, const std::vector<OpCost>& costs, Prediction&
 
 void summarize(const Trace& trace, const std::vector<OpCost>& costs,
                const std::vector<DeviceSpec>& gpus, const HostTimelines& host,
-               const std::vector<MethodsUsed>& used, const PredictorOptions& options,
+               const std::vector<GpuMethods>& methods, const PredictorOptions& options,
                Prediction& prediction) {
   const auto& timelines = host.timelines;
   const size_t gpuCount = gpus.size();
@@ -108,7 +108,7 @@ void summarize(const Trace& trace, const std::vector<OpCost>& costs,
     GpuSummary summary;
     summary.gpuId = gpus[g].id;
     summary.gpuName = gpus[g].name;
-    summary.method = gpuMethod(used[g], options);
+    summary.methods = methods[g];
     for (const auto& line : prediction.lines) {
       summary.forwardMs += line.perGpu[g].forwardMs;
       summary.backwardMs += line.perGpu[g].backwardMs;

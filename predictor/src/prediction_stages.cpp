@@ -71,13 +71,6 @@ PredictionMethod timeOp(const OpRecord& op, const OpCost& cost, const DeviceSpec
   return cost.approximate ? PredictionMethod::Fallback : PredictionMethod::Roofline;
 }
 
-std::string joined(const std::vector<std::string>& parts, const char* separator) {
-  std::string text;
-  for (size_t p = 0; p < parts.size(); ++p)
-    text += (p ? separator : "") + parts[p];
-  return text;
-}
-
 } // namespace
 
 FloatPrecision effectivePrecision(const Trace& trace, const PredictorOptions& options) {
@@ -167,7 +160,10 @@ OpTimes timeOps(const Trace& trace, const std::vector<OpCost>& costs,
                 const PredictorOptions& options) {
   const size_t opCount = trace.ops.size();
   OpTimes out;
-  out.used.resize(gpus.size());
+  out.methods.resize(gpus.size());
+  if (kernels.measured)
+    for (auto& methods : out.methods)
+      methods.origin = options.originGpu->id;
   out.ops.assign(gpus.size(), std::vector<OpPrediction>(opCount));
   std::map<WaveScalingKey, int> waveProblems;
   for (size_t g = 0; g < gpus.size(); ++g)
@@ -182,11 +178,11 @@ OpTimes timeOps(const Trace& trace, const std::vector<OpCost>& costs,
       op.method = timeOp(trace.ops[i], cost, gpus[g], kernels.onOrigin[g], kernels.measured,
                          learned[g * opCount + i], options, op.timeMs, waveProblems);
       if (!cost.metadataOnly())
-        out.used[g][static_cast<size_t>(op.method)] = true;
+        out.methods[g].used[static_cast<size_t>(op.method)] = true;
     }
   advisory::UntrainedGpus untrained;
   for (size_t g = 0; g < gpus.size(); ++g)
-    if (uses(out.used[g], PredictionMethod::Learned) && !options.opTimeModel->measuredOn(gpus[g]))
+    if (out.methods[g].uses(PredictionMethod::Learned) && !options.opTimeModel->measuredOn(gpus[g]))
       untrained.gpus.push_back(gpus[g].id);
   if (!untrained.gpus.empty())
     out.advisories.push_back({std::move(untrained)});
@@ -213,64 +209,6 @@ HostTimelines playIterations(const Trace& trace, const std::vector<OpCost>& cost
     }
   }
   return out;
-}
-
-// One GPU's method in words: "measured on H100-SXM", "scaled from H100-SXM", or the
-// models that predicted it from shapes.
-std::string gpuMethod(const MethodsUsed& used, const PredictorOptions& options) {
-  if (uses(used, PredictionMethod::Measured))
-    return "measured on " + options.originGpu->id;
-  std::vector<std::string> parts;
-  if (uses(used, PredictionMethod::WaveScaling))
-    parts.push_back("scaled from " + options.originGpu->id);
-  if (uses(used, PredictionMethod::Learned))
-    parts.push_back(parts.empty() ? "learned per-op model"
-                                  : "learned models for kernel-varying ops");
-  if (uses(used, PredictionMethod::Roofline) || uses(used, PredictionMethod::Fallback) ||
-      parts.empty())
-    parts.push_back("analytic roofline");
-  return joined(parts, " + ");
-}
-
-// The whole prediction's method: the models used, and for a measured trace which GPU
-// was measured and which were scaled from it.
-std::string describeMethods(const std::vector<MethodsUsed>& used,
-                            const std::vector<DeviceSpec>& gpus, const PredictorOptions& options) {
-  MethodsUsed any{};
-  for (const auto& perGpu : used)
-    for (size_t m = 0; m < kPredictionMethodCount; ++m)
-      any[m] = any[m] || perGpu[m];
-  if (!uses(any, PredictionMethod::Measured) && !uses(any, PredictionMethod::WaveScaling)) {
-    std::vector<std::string> parts;
-    if (uses(any, PredictionMethod::Learned))
-      parts.push_back("learned per-op model (" + options.opTimeModel->name() + ")");
-    if (uses(any, PredictionMethod::Roofline) || uses(any, PredictionMethod::Fallback) ||
-        parts.empty())
-      parts.push_back("analytic roofline (FLOPs and bytes against each GPU's spec-sheet peaks)");
-    return joined(parts, " + ");
-  }
-  // "H100-SXM: measured on H100-SXM; A100, T4: scaled from H100-SXM (...)"
-  std::map<std::string, std::string> gpusByMethod;
-  std::vector<std::string> order;
-  for (size_t g = 0; g < gpus.size(); ++g) {
-    const std::string method = gpuMethod(used[g], options);
-    auto [it, added] = gpusByMethod.emplace(method, gpus[g].id);
-    if (added)
-      order.push_back(method);
-    else
-      it->second += ", " + gpus[g].id;
-  }
-  std::string text;
-  for (const auto& method : order)
-    text += (text.empty() ? "" : "; ") + gpusByMethod[method] + ": " + method;
-  if (uses(any, PredictionMethod::WaveScaling))
-    text += " (Habitat's wave scaling of each measured kernel" +
-            std::string(uses(any, PredictionMethod::Learned)
-                            ? "; convolutions, matmuls and RNNs by the learned per-op model (" +
-                                  options.opTimeModel->name() + ")"
-                            : "") +
-            ")";
-  return text;
 }
 
 // Per matrix family, the precision that carries most of its FLOPs.

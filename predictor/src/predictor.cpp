@@ -25,7 +25,9 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
   for (size_t i = 0; i < prediction.opInfo.size(); ++i)
     prediction.opInfo[i].hostMs = host.hostMs[i];
   prediction.ops = std::move(times.ops);
-  prediction.method = describeMethods(times.used, gpus, options_);
+  for (const GpuMethods& methods : times.methods)
+    if (methods.uses(PredictionMethod::Learned))
+      prediction.learnedModel = options_.opTimeModel->name();
 
   // Advisories about the whole prediction first, then those per GPU (summarize).
   prediction.advisories = kernels.advisories;
@@ -37,7 +39,7 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
     prediction.advisories.push_back({std::move(op)});
 
   aggregate(trace, costed.costs, prediction);
-  summarize(trace, costed.costs, gpus, host, times.used, options_, prediction);
+  summarize(trace, costed.costs, gpus, host, times.methods, options_, prediction);
   std::sort(prediction.lines.begin(), prediction.lines.end(),
             [](const LineBreakdown& a, const LineBreakdown& b) {
               return a.loc.file != b.loc.file ? a.loc.file < b.loc.file : a.loc.line < b.loc.line;

@@ -167,7 +167,7 @@ std::string lineHover(const Prediction& prediction, const LineBreakdown& line) {
   md += "\n" + std::to_string(line.opCount) + (line.opCount == 1 ? " op" : " ops");
   for (size_t i = 0; i < line.opNames.size(); ++i)
     md += (i ? ", `" : ": `") + line.opNames[i] + "`";
-  md += "\n\nMethod: " + prediction.method;
+  md += "\n\nMethod: " + predictionMethodText(prediction);
   return md;
 }
 
@@ -197,6 +197,70 @@ std::string memoryTitle(const Prediction& prediction) {
   return title;
 }
 
+namespace {
+
+std::string joinedWith(const std::vector<std::string>& parts, const char* separator) {
+  std::string text;
+  for (size_t i = 0; i < parts.size(); ++i)
+    text += (i ? separator : "") + parts[i];
+  return text;
+}
+
+} // namespace
+
+std::string gpuMethodText(const GpuMethods& methods) {
+  if (methods.uses(PredictionMethod::Measured))
+    return "measured on " + methods.origin;
+  std::vector<std::string> parts;
+  if (methods.uses(PredictionMethod::WaveScaling))
+    parts.push_back("scaled from " + methods.origin);
+  if (methods.uses(PredictionMethod::Learned))
+    parts.push_back(parts.empty() ? "learned per-op model"
+                                  : "learned models for kernel-varying ops");
+  if (methods.uses(PredictionMethod::Roofline) || methods.uses(PredictionMethod::Fallback) ||
+      parts.empty())
+    parts.push_back("analytic roofline");
+  return joinedWith(parts, " + ");
+}
+
+std::string predictionMethodText(const Prediction& prediction) {
+  GpuMethods any;
+  for (const auto& summary : prediction.summaries)
+    for (size_t m = 0; m < kPredictionMethodCount; ++m)
+      any.used[m] = any.used[m] || summary.methods.used[m];
+  if (!any.uses(PredictionMethod::Measured) && !any.uses(PredictionMethod::WaveScaling)) {
+    std::vector<std::string> parts;
+    if (any.uses(PredictionMethod::Learned))
+      parts.push_back("learned per-op model (" + prediction.learnedModel + ")");
+    if (any.uses(PredictionMethod::Roofline) || any.uses(PredictionMethod::Fallback) ||
+        parts.empty())
+      parts.push_back("analytic roofline (FLOPs and bytes against each GPU's spec-sheet peaks)");
+    return joinedWith(parts, " + ");
+  }
+  // "H100-SXM: measured on H100-SXM; A100, T4: scaled from H100-SXM (...)"
+  std::vector<std::pair<std::string, std::string>> gpusByMethod; // in first-use order
+  for (const auto& summary : prediction.summaries) {
+    const std::string method = gpuMethodText(summary.methods);
+    auto found = std::find_if(gpusByMethod.begin(), gpusByMethod.end(),
+                              [&](const auto& entry) { return entry.first == method; });
+    if (found == gpusByMethod.end())
+      gpusByMethod.push_back({method, summary.gpuId});
+    else
+      found->second += ", " + summary.gpuId;
+  }
+  std::string text;
+  for (const auto& [method, gpus] : gpusByMethod)
+    text += (text.empty() ? "" : "; ") + gpus + ": " + method;
+  if (any.uses(PredictionMethod::WaveScaling))
+    text += " (Habitat's wave scaling of each measured kernel" +
+            std::string(any.uses(PredictionMethod::Learned)
+                            ? "; convolutions, matmuls and RNNs by the learned per-op model (" +
+                                  prediction.learnedModel + ")"
+                            : "") +
+            ")";
+  return text;
+}
+
 std::string attentionBackendName(AttentionBackend backend) {
   switch (backend) {
   case AttentionBackend::None:
@@ -214,13 +278,6 @@ std::string attentionBackendName(AttentionBackend backend) {
 }
 
 namespace {
-
-std::string joined(const std::vector<std::string>& parts, const char* separator) {
-  std::string text;
-  for (size_t i = 0; i < parts.size(); ++i)
-    text += (i ? separator : "") + parts[i];
-  return text;
-}
 
 std::string location(const SourceLocation& loc) {
   return loc.file + ":" + std::to_string(loc.line);
@@ -243,7 +300,7 @@ struct AdvisorySentence {
            "use its measurements (analytic model used instead)";
   }
   std::string operator()(const advisory::UntrainedGpus& facts) const {
-    return joined(facts.gpus, ", ") +
+    return joinedWith(facts.gpus, ", ") +
            ": not among the GPUs whose measurements trained the learned models; predicted from "
            "the spec sheet alone (docs/accuracy.md gives the error on a GPU left out of training)";
   }

@@ -30,6 +30,12 @@ std::string lineHover(const Prediction& prediction, const LineBreakdown& line);
 std::string summaryTitle(const GpuSummary& summary);
 // "batch 32 · peak memory 5.1 GiB · fits on all targets" or which GPUs it does not fit.
 std::string memoryTitle(const Prediction& prediction);
+// One GPU's method: "measured on H100-SXM", "scaled from H100-SXM", or the models that
+// predicted it from shapes ("learned per-op model + analytic roofline").
+std::string gpuMethodText(const GpuMethods& methods);
+// The whole prediction's: the models used, and for a measured trace which GPU was
+// measured and which were scaled from it ("H100-SXM: measured on H100-SXM; T4: ...").
+std::string predictionMethodText(const Prediction& prediction);
 // "flash attention", "the math decomposition of attention (...)".
 std::string attentionBackendName(AttentionBackend backend);
 // The sentence of a predictor advisory, e.g. "T4: host-bound: the GPU waits for ...".

@@ -65,7 +65,7 @@ json summariesJson(const Prediction& prediction) {
     append(summaries, ObjectBuilder()
                           .add("gpu", s.gpuId)
                           .add("name", s.gpuName)
-                          .add("method", s.method)
+                          .add("method", gpuMethodText(s.methods))
                           .add("iteration_ms", s.iterationMs)
                           .add("forward_ms", s.forwardMs)
                           .add("backward_ms", s.backwardMs)
@@ -237,7 +237,7 @@ nlohmann::json resultsJson(const Prediction& prediction, const TraceFacts& trace
   json precision = json::object();
   for (const auto& entry : prediction.precisions)
     precision[toString(entry.family)] = entry.precision;
-  doc.add("method", prediction.method)
+  doc.add("method", predictionMethodText(prediction))
       .add("precision", std::move(precision))
       .add("batch_size", prediction.batchSize)
       .add("gpus", prediction.gpus)

@@ -1,6 +1,7 @@
 // Predictions from a measured trace (tests/predictor/fixtures/measured_small_cnn.json,
 // synthetic): the measurements on the GPU they were taken on, wave scaling elsewhere,
 // learned models only for kernel-varying ops.
+#include "presentation.h"
 #include "results_json.h"
 #include "wavecast/predictor/gpu_database.h"
 #include "wavecast/predictor/measured_trace.h"
@@ -84,8 +85,10 @@ TEST(MeasuredTrace, OnTheOriginGpuThePredictionIsTheMeasurements) {
   }
   EXPECT_NEAR(total, 0.1491, 1e-12) << "the fixture's kernels";
   EXPECT_NEAR(p.summaries[0].gpuMs, total, 1e-9) << "GPU busy = the kernels' sum";
-  EXPECT_EQ(p.summaries[0].method, "measured on H100-SXM");
-  EXPECT_EQ(p.method, "H100-SXM: measured on H100-SXM");
+  EXPECT_TRUE(p.summaries[0].methods.uses(PredictionMethod::Measured));
+  EXPECT_EQ(p.summaries[0].methods.origin, "H100-SXM");
+  EXPECT_EQ(gpuMethodText(p.summaries[0].methods), "measured on H100-SXM");
+  EXPECT_EQ(predictionMethodText(p), "H100-SXM: measured on H100-SXM");
   EXPECT_DOUBLE_EQ(p.ops[0][opIndex(trace, "aten::view")].timeMs, 0) << "no kernel, no time";
 }
 
@@ -111,9 +114,10 @@ TEST(MeasuredTrace, OtherGpusWaveScaleEachKernel) {
       EXPECT_GT(p.ops[1][i].timeMs, p.ops[0][i].timeMs) << trace.ops[i].name << ": A100 slower";
     }
   }
-  EXPECT_EQ(p.summaries[1].method, "scaled from H100-SXM");
-  EXPECT_EQ(p.method, "H100-SXM: measured on H100-SXM; A100-SXM4-80GB: scaled from H100-SXM "
-                      "(Habitat's wave scaling of each measured kernel)");
+  EXPECT_EQ(gpuMethodText(p.summaries[1].methods), "scaled from H100-SXM");
+  EXPECT_EQ(predictionMethodText(p),
+            "H100-SXM: measured on H100-SXM; A100-SXM4-80GB: scaled from H100-SXM "
+            "(Habitat's wave scaling of each measured kernel)");
 }
 
 TEST(MeasuredTrace, LearnedModelsOnlyForKernelVaryingOpsOffTheOrigin) {
@@ -137,10 +141,12 @@ TEST(MeasuredTrace, LearnedModelsOnlyForKernelVaryingOpsOffTheOrigin) {
   EXPECT_EQ(p.ops[1][addmm].method, PredictionMethod::Learned);
   EXPECT_DOUBLE_EQ(p.ops[1][addmm].timeMs, 7.0);
   EXPECT_EQ(p.ops[1][opIndex(trace, "aten::relu")].method, PredictionMethod::WaveScaling);
-  EXPECT_EQ(p.summaries[1].method, "scaled from H100-SXM + learned models for kernel-varying ops");
-  EXPECT_NE(p.method.find("convolutions, matmuls and RNNs by the learned per-op model (fixed)"),
+  EXPECT_EQ(gpuMethodText(p.summaries[1].methods),
+            "scaled from H100-SXM + learned models for kernel-varying ops");
+  EXPECT_NE(predictionMethodText(p).find(
+                "convolutions, matmuls and RNNs by the learned per-op model (fixed)"),
             std::string::npos)
-      << p.method;
+      << predictionMethodText(p);
 }
 
 TEST(MeasuredTrace, KernelVaryingOpsAreHabitatsFour) {
@@ -179,7 +185,7 @@ TEST(MeasuredTrace, SavedTraceKeepsWhatThePredictionNeeds) {
   ASSERT_EQ(after.summaries.size(), 2u);
   for (size_t g = 0; g < 2; ++g)
     EXPECT_DOUBLE_EQ(after.summaries[g].gpuMs, before.summaries[g].gpuMs);
-  EXPECT_EQ(after.method, before.method);
+  EXPECT_EQ(predictionMethodText(after), predictionMethodText(before));
 }
 
 TEST(MeasuredTrace, UnknownDeviceOrNoKernelsFallBackAndSaySo) {

@@ -67,8 +67,9 @@ TEST(PredictionStages, ShapeTracesUseNoKernelsAndRooflineTimesEveryOp) {
   OpTimes times = timeOps(trace, costed.costs, gpus, kernels, learned, {});
   ASSERT_EQ(times.ops.size(), 2u);
   for (size_t g = 0; g < 2; ++g) {
-    EXPECT_TRUE(uses(times.used[g], PredictionMethod::Roofline));
-    EXPECT_FALSE(uses(times.used[g], PredictionMethod::Learned));
+    EXPECT_TRUE(times.methods[g].uses(PredictionMethod::Roofline));
+    EXPECT_FALSE(times.methods[g].uses(PredictionMethod::Learned));
+    EXPECT_EQ(times.methods[g].origin, "") << "no measured GPU";
     EXPECT_GT(times.ops[g][0].timeMs, 0);
   }
   EXPECT_GT(times.ops[1][0].timeMs, times.ops[0][0].timeMs) << "the T4 has less bandwidth";
@@ -78,7 +79,6 @@ TEST(PredictionStages, ShapeTracesUseNoKernelsAndRooflineTimesEveryOp) {
   ASSERT_EQ(host.timelines.size(), 2u);
   for (size_t g = 0; g < 2; ++g)
     EXPECT_GE(times.ops[g][1].wallMs, 0) << "wall time set by the host model";
-  EXPECT_EQ(gpuMethod(times.used[0], {}), "analytic roofline");
 }
 
 TEST(PredictionStages, AMeasuredTraceFromAnUnknownGpuSaysSo) {

@@ -1,3 +1,4 @@
+#include "presentation.h"
 #include "results_json.h"
 #include "wavecast/predictor/gpu_database.h"
 #include "wavecast/predictor/op_cost.h"
@@ -77,7 +78,7 @@ TEST(Predictor, AggregatesPerLinePhaseAndGpu) {
   ASSERT_EQ(p.summaries.size(), 2u);
   ASSERT_EQ(p.ops.size(), 2u);
   ASSERT_EQ(p.ops[0].size(), 8u);
-  EXPECT_NE(p.method.find("analytic roofline"), std::string::npos);
+  EXPECT_NE(predictionMethodText(p).find("analytic roofline"), std::string::npos);
 
   for (size_t g = 0; g < 2; ++g) {
     const auto& ops = p.ops[g];
@@ -304,7 +305,9 @@ TEST(Predictor, PluggedModelIsAskedOnceAndFallsBackToRoofline) {
     EXPECT_DOUBLE_EQ(p.ops[g][0].timeMs, 1.5);
     EXPECT_EQ(p.ops[g][2].method, PredictionMethod::Roofline);
   }
-  EXPECT_NE(p.method.find("learned per-op model (counting)"), std::string::npos) << p.method;
+  EXPECT_EQ(p.learnedModel, "counting");
+  EXPECT_NE(predictionMethodText(p).find("learned per-op model (counting)"), std::string::npos)
+      << predictionMethodText(p);
   // The L4 was never measured: the user is told its figures rest on its spec sheet.
   ASSERT_EQ(p.advisories.size(), 1u);
   const auto* untrained = p.advisories[0].as<advisory::UntrainedGpus>();
@@ -357,8 +360,9 @@ TEST(Predictor, MeasuredKernelsAreWaveScaledFromTheOrigin) {
   EXPECT_EQ(p.ops[1][2].method, PredictionMethod::WaveScaling);
   EXPECT_LT(p.ops[1][2].timeMs, 0.2);
   EXPECT_DOUBLE_EQ(p.ops[1][0].timeMs, 0) << "measured without kernels: no GPU work";
-  EXPECT_EQ(p.method, "T4: measured on T4; A100-SXM4-40GB: scaled from T4 (Habitat's wave "
-                      "scaling of each measured kernel)");
+  EXPECT_EQ(predictionMethodText(p),
+            "T4: measured on T4; A100-SXM4-40GB: scaled from T4 (Habitat's wave "
+            "scaling of each measured kernel)");
 
   options.originGpu.reset();
   const Prediction unknownOrigin = Predictor(options).predict(trace, gpus);

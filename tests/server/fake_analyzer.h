@@ -3,6 +3,7 @@
 #pragma once
 
 #include "lsp/analyzer.h"
+#include "presentation.h"
 
 #include <chrono>
 #include <condition_variable>
@@ -14,7 +15,6 @@ namespace wavecast::lsp::testing {
 inline AnalysisOutput sampleOutput(const std::string& file, int64_t batchSize = 32) {
   AnalysisOutput output;
   Prediction& p = output.prediction;
-  p.method = "analytic roofline";
   p.batchSize = batchSize;
   p.gpus = {"H100-SXM", "T4"};
   GpuSummary h100;
@@ -24,6 +24,7 @@ inline AnalysisOutput sampleOutput(const std::string& file, int64_t batchSize = 
   h100.costPer1kSamplesUsd = 0.0123;
   h100.memory.weightsBytes = 2LL << 30;
   h100.memoryCapacityBytes = 80LL << 30;
+  h100.methods.used[static_cast<size_t>(PredictionMethod::Roofline)] = true;
   GpuSummary t4 = h100;
   t4.gpuId = "T4";
   t4.iterationMs = 80;
@@ -43,7 +44,8 @@ inline AnalysisOutput sampleOutput(const std::string& file, int64_t batchSize = 
   step.opNames = {"aten::add_"};
   step.opCount = 1;
   p.lines = {conv, step};
-  output.predictionJson = {{"method", p.method}, {"batch_size", batchSize}, {"gpus", p.gpus}};
+  output.predictionJson = {
+      {"method", predictionMethodText(p)}, {"batch_size", batchSize}, {"gpus", p.gpus}};
   output.providerLines = {{Provider::Model, 1}, {Provider::Input, 7}, {Provider::Iteration, 9}};
   output.entryFile = file;
   output.torchVersion = "2.11.0+cu130";

@@ -63,8 +63,19 @@ TEST(Presentation, LineLabelsAndHoversReadAsTheSharedCasesSay) {
     SCOPED_TRACE(example.at("name").get<std::string>());
     Prediction prediction;
     prediction.batchSize = example.at("prediction").at("batch_size").get<int64_t>();
-    prediction.method = example.at("prediction").at("method").get<std::string>();
     prediction.gpus = example.at("prediction").at("gpus").get<std::vector<std::string>>();
+    prediction.learnedModel = example.at("prediction").value("learned_model", std::string());
+    GpuMethods methods; // every GPU timed alike ("roofline", "learned")
+    for (const Json& name : example.at("prediction").at("methods"))
+      for (size_t m = 0; m < kPredictionMethodCount; ++m)
+        if (name == toString(static_cast<PredictionMethod>(m)))
+          methods.used[m] = true;
+    for (const std::string& gpu : prediction.gpus) {
+      GpuSummary summary;
+      summary.gpuId = gpu;
+      summary.methods = methods;
+      prediction.summaries.push_back(summary);
+    }
     const Json& json = example.at("line");
     LineBreakdown line;
     line.loc = {json.at("file").get<std::string>(), json.at("line").get<int>(), ""};

@@ -111,7 +111,8 @@ void printSummary(const Prediction& prediction, bool measured, std::ostream& out
         << padLeft(formatCount(s->samplesPerSecond), 12)
         << padLeft(s->pricePerHourUsd > 0 ? formatUsd(s->costPer1kSamplesUsd) : "n/a", 14)
         << padLeft(memory, 24) << (s->fitsInMemory ? "" : "  OUT OF MEMORY")
-        << (s->hostBound ? "  host-bound" : "") << (measured ? "  " + s->method : "") << "\n";
+        << (s->hostBound ? "  host-bound" : "")
+        << (measured ? "  " + gpuMethodText(s->methods) : "") << "\n";
   }
 }
 
@@ -139,7 +140,7 @@ int runPredict(const CommandLine& args, const InstallLayout& layout) {
     return 0;
   }
 
-  std::cout << "wavecast " << WAVECAST_VERSION << ": " << prediction.method << "\n"
+  std::cout << "wavecast " << WAVECAST_VERSION << ": " << predictionMethodText(prediction) << "\n"
             << displayPath(trace.entryFile, fs::current_path()) << ", batch size "
             << trace.batchSize << ", " << trace.ops.size() << " ops traced ("
             << toString(trace.mode) << " mode) with "

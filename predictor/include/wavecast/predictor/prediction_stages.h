@@ -12,12 +12,6 @@
 
 namespace wavecast::stages {
 
-// Which methods timed a GPU's ops, indexed by PredictionMethod.
-using MethodsUsed = std::array<bool, kPredictionMethodCount>;
-inline bool uses(const MethodsUsed& used, PredictionMethod method) {
-  return used[static_cast<size_t>(method)];
-}
-
 // 1. How CUDA runs the script's float math: its settings, then the caller's overrides.
 FloatPrecision effectivePrecision(const Trace& trace, const PredictorOptions& options);
 
@@ -51,7 +45,7 @@ std::vector<std::optional<double>> askLearnedModel(const Trace& trace,
 // scaling of measured kernels, else roofline.
 struct OpTimes {
   std::vector<std::vector<OpPrediction>> ops; // [gpu][op]
-  std::vector<MethodsUsed> used;              // [gpu]
+  std::vector<GpuMethods> methods;            // [gpu]
   std::vector<Advisory> advisories;           // untrained GPUs, unlaunchable kernels
 };
 OpTimes timeOps(const Trace& trace, const std::vector<OpCost>& costs,
@@ -73,14 +67,8 @@ void aggregate(const Trace& trace, const std::vector<OpCost>& costs, Prediction&
 // iteration; host-bound and out-of-memory advisories.
 void summarize(const Trace& trace, const std::vector<OpCost>& costs,
                const std::vector<DeviceSpec>& gpus, const HostTimelines& host,
-               const std::vector<MethodsUsed>& used, const PredictorOptions& options,
+               const std::vector<GpuMethods>& methods, const PredictorOptions& options,
                Prediction& prediction);
-
-// "H100-SXM: measured on H100-SXM; T4: scaled from H100-SXM (...)", or the models used.
-std::string describeMethods(const std::vector<MethodsUsed>& used,
-                            const std::vector<DeviceSpec>& gpus, const PredictorOptions& options);
-// One GPU's method: "measured on H100-SXM", "learned per-op model + analytic roofline".
-std::string gpuMethod(const MethodsUsed& used, const PredictorOptions& options);
 
 // Per matrix family, the precision that carries most of its FLOPs.
 std::vector<FamilyPrecision> familyPrecisions(const std::vector<OpCost>& costs);

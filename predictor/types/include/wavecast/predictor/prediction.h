@@ -4,6 +4,7 @@
 #include "wavecast/predictor/cost_family.h"
 #include "wavecast/trace.h"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -17,6 +18,14 @@ namespace wavecast {
 enum class PredictionMethod { Roofline, WaveScaling, Learned, Fallback, Measured };
 inline constexpr size_t kPredictionMethodCount =
     static_cast<size_t>(PredictionMethod::Measured) + 1;
+
+// How one GPU's op times were obtained: the methods that timed them and, for a measured
+// trace, the GPU it was measured on (presentation.h writes this as "scaled from H100-SXM").
+struct GpuMethods {
+  std::array<bool, kPredictionMethodCount> used{}; // indexed by PredictionMethod
+  std::string origin;                              // the measured GPU; empty: a shape trace
+  bool uses(PredictionMethod method) const { return used[static_cast<size_t>(method)]; }
+};
 constexpr const char* toString(PredictionMethod method) {
   switch (method) {
   case PredictionMethod::Roofline:
@@ -120,9 +129,7 @@ struct MemoryEstimate {
 struct GpuSummary {
   std::string gpuId;
   std::string gpuName;
-  // How this GPU's times were obtained: "measured on H100-SXM", "scaled from H100-SXM +
-  // learned models for kernel-varying ops", "learned per-op model + analytic roofline".
-  std::string method;
+  GpuMethods methods;     // how this GPU's times were obtained
   double iterationMs = 0; // wall time: forward + backward + optimizer
   double forwardMs = 0;   // wall time per phase
   double backwardMs = 0;
@@ -251,9 +258,9 @@ struct Advisory {
 };
 
 struct Prediction {
-  // Human description, e.g. "analytic roofline"; for a measured trace which GPUs were
-  // measured and which scaled ("H100-SXM: measured on H100-SXM; T4: scaled from ...").
-  std::string method;
+  // The learned per-op model's name when it timed any op; with each summary's methods it
+  // says how the prediction was made (presentation.h).
+  std::string learnedModel;
   std::vector<FamilyPrecision> precisions; // matrix families, by FLOPs (largest first)
   int64_t batchSize = 0;
   std::vector<std::string> gpus;              // ids, in the order the caller asked
