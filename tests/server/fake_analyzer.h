@@ -3,12 +3,17 @@
 #pragma once
 
 #include "lsp/analyzer.h"
+#include "results_json.h"
 
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
 
 namespace wavecast::lsp::testing {
+
+inline TraceFacts sampleTraceFacts(const std::string& file) {
+  return {file, TraceMode::Shape, "2.11.0", {}, {}};
+}
 
 // A prediction for `file` on H100-SXM and T4 with ops on lines 3 and 5.
 inline AnalysisOutput sampleOutput(const std::string& file, int64_t batchSize = 32) {
@@ -43,7 +48,7 @@ inline AnalysisOutput sampleOutput(const std::string& file, int64_t batchSize = 
   step.opNames = {"aten::add_"};
   step.opCount = 1;
   p.lines = {conv, step};
-  output.predictionJson = {{"method", p.method}, {"batch_size", batchSize}, {"gpus", p.gpus}};
+  output.predictionJson = resultsJson(p, sampleTraceFacts(file));
   output.providerLines = {{Provider::Model, 1}, {Provider::Input, 7}, {Provider::Iteration, 9}};
   output.entryFile = file;
   output.sourceFiles = {file};
@@ -106,6 +111,7 @@ public:
       output.prediction.summaries[1].fitsInMemory = false;
       output.prediction.advisories.push_back(
           {advisory::OutOfMemory{t4.gpuId, 20LL << 30, t4.memoryCapacityBytes}});
+      output.predictionJson = resultsJson(output.prediction, sampleTraceFacts(request.file));
     }
     return output;
   }

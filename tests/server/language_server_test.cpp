@@ -363,7 +363,15 @@ TEST_F(ServerTest, UnchangedContentIsServedFromTheCache) {
   save("train.py");
   io_.poll();
   EXPECT_EQ(sent("wavecast/resultsChanged").size(), before + 1);
-  EXPECT_EQ(sent("wavecast/resultsChanged").back()["params"]["state"], "ready");
+  const Json changed = sent("wavecast/resultsChanged").back()["params"];
+  EXPECT_EQ(changed["state"], "ready");
+  // The results JSON's summaries, every field of them.
+  EXPECT_EQ(
+      changed["summaries"],
+      request("wavecast/results", {{"uri", uri("train.py")}})["result"]["prediction"]["summaries"]);
+  EXPECT_EQ(changed["summaries"][1]["gpu"], "T4");
+  EXPECT_EQ(changed["summaries"][1]["iteration_ms"], 80);
+  EXPECT_EQ(changed["summaries"][1]["memory"]["weights_bytes"], 2LL << 30);
   runUntil([] { return false; }, 100ms);
   EXPECT_EQ(analyzer_.started(), 2);
 }
