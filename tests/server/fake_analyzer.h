@@ -105,6 +105,8 @@ public:
       nextError_.reset();
       return error;
     }
+    if (output_)
+      return *output_;
     AnalysisOutput output = sampleOutput(request.file, request.batchSize.value_or(32));
     if (!fits_) {
       const GpuSummary& t4 = output.prediction.summaries[1];
@@ -141,6 +143,11 @@ public:
   void failNext(ProfileError error) {
     std::lock_guard<std::mutex> lock(mutex_);
     nextError_ = std::move(error);
+  }
+  // Every later analysis answers `output` (e.g. a real Predictor's).
+  void setOutput(AnalysisOutput output) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    output_ = std::move(output);
   }
   void setFits(bool fits) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -190,6 +197,7 @@ private:
   bool holdAtEntry_ = false;
   bool fits_ = true;
   std::optional<ProfileError> nextError_;
+  std::optional<AnalysisOutput> output_;
 };
 
 } // namespace wavecast::lsp::testing
