@@ -41,8 +41,9 @@ packages=(build-essential cmake ninja-build ccache pkg-config git
   python3 python3-dev python3-venv python3-torch python3-torchvision libtorch-dev
   pybind11-dev libboost-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev)
 if [ "$job" = test ]; then
-  # Real editors and a browser drive the end-to-end tests; clang builds the fuzzer.
-  packages+=(clang libclang-rt-14-dev neovim emacs-nox elpa-eglot chromium)
+  # Real editors and a browser drive the end-to-end tests; clang builds the fuzzer;
+  # jsonschema checks the encoders against protocol/schema (tests/server).
+  packages+=(clang libclang-rt-14-dev neovim emacs-nox elpa-eglot chromium python3-jsonschema)
 fi
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   packages+=(nodejs npm)

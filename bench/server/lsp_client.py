@@ -49,7 +49,7 @@ class Client:
         reply = self.call("initialize", {"processId": os.getpid(), "rootUri": uri_of(root),
                                          "capabilities": capabilities,
                                          "initializationOptions": {"token": token,
-                                                                   "protocolVersion": 1}})
+                                                                   "protocol_version": 2}})
         if "error" in reply:
             raise RuntimeError(f"{name}: initialize failed: {reply['error']}")
         self.notify("initialized", {})

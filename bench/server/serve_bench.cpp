@@ -190,7 +190,7 @@ int main(int argc, char** argv) {
     daemon.request("initialize",
                    {{"processId", nullptr},
                     {"capabilities", {{"textDocument", {{"inlayHint", Json::object()}}}}},
-                    {"initializationOptions", {{"protocolVersion", 1}}}});
+                    {"initializationOptions", {{"protocol_version", 2}}}});
     daemon.notify("initialized", Json::object());
     daemon.notify("textDocument/didOpen",
                   {{"textDocument",

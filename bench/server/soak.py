@@ -199,7 +199,7 @@ class Soak:
         if roll < 0.06:  # analyze now; half of them cancelled a moment later
             params = {"uri": doc.uri}
             if rng.random() < 0.3:
-                params["batchSize"] = rng.choice([16, 32, 64])
+                params["batch_size"] = rng.choice([16, 32, 64])
             rid, _ = client.request("wavecast/analyze", params)
             if rng.random() < 0.5:
                 time.sleep(rng.uniform(0, 0.3))
@@ -210,7 +210,7 @@ class Soak:
             client.request("wavecast/setTargets", {"gpus": ["H10"]}, expect_error=INVALID_PARAMS)
         elif roll < 0.12:
             client.request("wavecast/setBatchSize",
-                           {"uri": doc.uri, "batchSize": rng.choice([None, 32, 64])})
+                           {"uri": doc.uri, "batch_size": rng.choice([None, 32, 64])})
         elif roll < 0.14:
             client.request("wavecast/results", {"uri": doc.uri})
         elif roll < 0.15:

@@ -6,10 +6,12 @@ namespace wavecast::protocol {
 
 namespace {
 
-std::optional<int64_t> positiveBatchSize(const Json& object, std::string_view where) {
-  auto batchSize = optionalInt(object, "batchSize", where);
+// `key`: the settings' "batchSize" or the wavecast/* params' "batch_size".
+std::optional<int64_t> positiveBatchSize(const Json& object, const char* key,
+                                         std::string_view where) {
+  auto batchSize = optionalInt(object, key, where);
   if (batchSize && *batchSize <= 0)
-    throwInvalidParams(std::string(where) + ".batchSize must be a positive integer");
+    throwInvalidParams(std::string(where) + "." + key + " must be a positive integer");
   return batchSize;
 }
 
@@ -69,8 +71,8 @@ std::optional<RpcError> checkProtocolVersion(int clientVersion) {
                       std::to_string(clientVersion) + ", the daemon speaks version " +
                       std::to_string(kProtocolVersion) + "; update " + update + ".",
                   Json{{"retry", false},
-                       {"clientProtocolVersion", clientVersion},
-                       {"serverProtocolVersion", kProtocolVersion},
+                       {"client_protocol_version", clientVersion},
+                       {"server_protocol_version", kProtocolVersion},
                        {"update", clientVersion > kProtocolVersion ? "server" : "client"}});
 }
 
@@ -83,7 +85,7 @@ void mergeSettings(Settings& settings, const Json& object, std::string_view wher
   if (object.contains("targets") && !object["targets"].is_null())
     merged.targets = stringList(object["targets"], at + ".targets");
   if (object.contains("batchSize"))
-    merged.batchSize = positiveBatchSize(object, where);
+    merged.batchSize = positiveBatchSize(object, "batchSize", where);
   if (auto trigger = optionalString(object, "trigger", where)) {
     if (*trigger == "onSave")
       merged.trigger = AnalysisTrigger::OnSave;
@@ -152,7 +154,9 @@ InitializationOptions initializationOptionsFromJson(const Json& value) {
     return out;
   const char* where = "params.initializationOptions";
   requireObject(value, where);
-  out.protocolVersion = optionalInt(value, "protocolVersion", where);
+  out.protocolVersion = optionalInt(value, "protocol_version", where);
+  if (!out.protocolVersion)
+    out.protocolVersion = optionalInt(value, "protocolVersion", where);
   out.token = optionalString(value, "token", where).value_or("");
   if (value.contains("settings") && value["settings"].is_object())
     out.settings = value["settings"];
@@ -166,15 +170,16 @@ InitializationOptions initializationOptionsFromJson(const Json& value) {
 Json toJson(const GpuInfo& gpu) {
   return {{"id", gpu.id},
           {"name", gpu.name},
-          {"computeCapability", gpu.computeCapability},
-          {"smCount", gpu.smCount},
-          {"memoryGiB", gpu.memoryGiB},
-          {"memoryBandwidthGBs", gpu.memoryBandwidthGBs},
-          {"fp32Tflops", gpu.fp32Tflops},
-          {"tf32Tflops", gpu.tf32Tflops},
-          {"fp16Tflops", gpu.fp16Tflops},
-          {"bf16Tflops", gpu.bf16Tflops},
-          {"pricePerHourUsd", gpu.pricePerHourUsd}};
+          {"compute_capability", gpu.computeCapability},
+          {"sms", gpu.smCount},
+          {"memory_gib", gpu.memoryGiB},
+          {"memory_bandwidth_gbs", gpu.memoryBandwidthGBs},
+          {"peak_tflops",
+           {{"fp32", gpu.fp32Tflops},
+            {"tf32", gpu.tf32Tflops},
+            {"fp16", gpu.fp16Tflops},
+            {"bf16", gpu.bf16Tflops}}},
+          {"price_per_hour_usd", gpu.pricePerHourUsd}};
 }
 
 SetTargetsParams setTargetsFromJson(const Json& params) {
@@ -187,14 +192,16 @@ SetTargetsParams setTargetsFromJson(const Json& params) {
 
 SetBatchSizeParams setBatchSizeFromJson(const Json& params) {
   requireObject(params, "params");
-  if (!params.contains("batchSize"))
-    throwInvalidParams("params.batchSize is required (an integer, or null for the default)");
-  return {requireString(params, "uri", "params"), positiveBatchSize(params, "params")};
+  if (!params.contains("batch_size"))
+    throwInvalidParams("params.batch_size is required (an integer, or null for the default)");
+  return {requireString(params, "uri", "params"),
+          positiveBatchSize(params, "batch_size", "params")};
 }
 
 AnalyzeParams analyzeFromJson(const Json& params) {
   requireObject(params, "params");
-  return {requireString(params, "uri", "params"), positiveBatchSize(params, "params")};
+  return {requireString(params, "uri", "params"),
+          positiveBatchSize(params, "batch_size", "params")};
 }
 
 ResultsParams resultsParamsFromJson(const Json& params) {
@@ -226,7 +233,7 @@ Json toJson(const Results& results) {
              {"hint", results.error->hint}};
   return {{"uri", results.uri},
           {"state", toString(results.state)},
-          {"contentVersion", results.contentVersion ? Json(*results.contentVersion) : Json()},
+          {"content_version", results.contentVersion ? Json(*results.contentVersion) : Json()},
           {"prediction", results.prediction},
           {"error", error}};
 }

@@ -269,6 +269,7 @@ nlohmann::json resultsJson(const Prediction& prediction, const TraceFacts& trace
       .add("trace_mode", toString(trace.mode))
       .add("torch_version", trace.torchVersion)
       .add("python_env", trace.pythonEnv)
+      .add("traced_with", tracedWith(trace.torchVersion, trace.pythonEnv))
       .add("fallback_ops", trace.fallbackOps)
       .add("trace_warnings", traceWarningsJson(trace.warnings));
   return doc.take();

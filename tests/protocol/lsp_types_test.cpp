@@ -48,7 +48,7 @@ TEST(LspTypes, ReadsClientCapabilities) {
     "capabilities": {"window": {"workDoneProgress": true},
                      "workspace": {"configuration": true, "inlayHint": {"refreshSupport": true}},
                      "textDocument": {"hover": {"contentFormat": ["markdown", "plaintext"]}}},
-    "initializationOptions": {"protocolVersion": 1}})"));
+    "initializationOptions": {"protocol_version": 2}})"));
   EXPECT_EQ(init.processId, 12);
   ASSERT_EQ(init.workspaceFolders.size(), 1u);
   EXPECT_EQ(init.workspaceFolders[0].name, "w");
@@ -58,7 +58,7 @@ TEST(LspTypes, ReadsClientCapabilities) {
   EXPECT_FALSE(init.capabilities.codeLensRefresh);
   EXPECT_FALSE(init.capabilities.inlayHint);
   EXPECT_TRUE(init.capabilities.hoverMarkdown);
-  EXPECT_EQ(init.initializationOptions["protocolVersion"], 1);
+  EXPECT_EQ(init.initializationOptions["protocol_version"], 2);
 }
 
 TEST(LspTypes, CountsUtf16CodeUnits) {
@@ -137,10 +137,28 @@ TEST(WavecastProtocol, VersionMismatchSaysWhichSideToUpdate) {
   ASSERT_TRUE(newerClient);
   EXPECT_NE(std::string(newerClient->what()).find("update the wavecast daemon"), std::string::npos);
   EXPECT_EQ(newerClient->data()["update"], "server");
+  EXPECT_EQ(newerClient->data()["client_protocol_version"], kProtocolVersion + 1);
+  EXPECT_EQ(newerClient->data()["server_protocol_version"], kProtocolVersion);
   auto olderClient = checkProtocolVersion(0);
   ASSERT_TRUE(olderClient);
   EXPECT_NE(std::string(olderClient->what()).find("update the editor extension"),
             std::string::npos);
+}
+
+TEST(WavecastProtocol, ReadsTheProtocolVersionInEitherSpelling) {
+  EXPECT_EQ(initializationOptionsFromJson(Json::parse(R"({"protocol_version":2})")).protocolVersion,
+            2);
+  // A version-1 client's camelCase key, so that it can be told to update.
+  EXPECT_EQ(initializationOptionsFromJson(Json::parse(R"({"protocolVersion":1})")).protocolVersion,
+            1);
+  EXPECT_FALSE(initializationOptionsFromJson(Json::parse(R"({"batchSize":8})")).protocolVersion);
+}
+
+TEST(WavecastProtocol, SendsGpusWithTheGpuFilesNames) {
+  GpuInfo gpu{"T4", "Tesla T4", "7.5", 40, 16, 320, 8.1, 0, 65, 0, 0.35};
+  EXPECT_EQ(toJson(gpu), Json::parse(R"({"id":"T4","name":"Tesla T4","compute_capability":"7.5",
+    "sms":40,"memory_gib":16.0,"memory_bandwidth_gbs":320.0,
+    "peak_tflops":{"fp32":8.1,"tf32":0.0,"fp16":65.0,"bf16":0.0},"price_per_hour_usd":0.35})"));
 }
 
 TEST(WavecastProtocol, DecodesCustomParams) {
@@ -148,12 +166,15 @@ TEST(WavecastProtocol, DecodesCustomParams) {
             (std::vector<std::string>{"H100", "t4"}));
   EXPECT_EQ(invalidParamsMessage([] { setTargetsFromJson(Json::parse(R"({"gpus":[]})")); }),
             "params.gpus must name at least one GPU (see wavecast/listGpus)");
-  auto batch = setBatchSizeFromJson(Json::parse(R"({"uri":"file:///a.py","batchSize":null})"));
+  auto batch = setBatchSizeFromJson(Json::parse(R"({"uri":"file:///a.py","batch_size":null})"));
   EXPECT_FALSE(batch.batchSize);
   EXPECT_EQ(
       invalidParamsMessage([] { setBatchSizeFromJson(Json::parse(R"({"uri":"file:///a"})")); }),
-      "params.batchSize is required (an integer, or null for the default)");
-  EXPECT_EQ(analyzeFromJson(Json::parse(R"({"uri":"file:///a.py","batchSize":8})")).batchSize, 8);
+      "params.batch_size is required (an integer, or null for the default)");
+  EXPECT_EQ(analyzeFromJson(Json::parse(R"({"uri":"file:///a.py","batch_size":8})")).batchSize, 8);
+  EXPECT_EQ(invalidParamsMessage(
+                [] { analyzeFromJson(Json::parse(R"({"uri":"file:///a.py","batch_size":0})")); }),
+            "params.batch_size must be a positive integer");
 }
 
 TEST(WavecastProtocol, SerialisesResults) {
@@ -161,7 +182,7 @@ TEST(WavecastProtocol, SerialisesResults) {
                   ErrorInfo{"syntax_error", "invalid syntax", "/a.py", 4, "fix it"}};
   Json json = toJson(results);
   EXPECT_EQ(json["state"], "error");
-  EXPECT_EQ(json["contentVersion"], 3);
+  EXPECT_EQ(json["content_version"], 3);
   EXPECT_TRUE(json["prediction"].is_null());
   EXPECT_EQ(json["error"]["line"], 4);
 }

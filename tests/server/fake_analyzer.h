@@ -3,13 +3,17 @@
 #pragma once
 
 #include "lsp/analyzer.h"
-#include "presentation.h"
+#include "results_json.h"
 
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
 
 namespace wavecast::lsp::testing {
+
+inline TraceFacts sampleTraceFacts(const std::string& file) {
+  return {file, TraceMode::Shape, "2.11.0+cu130", "/venv", {}, {}};
+}
 
 // A prediction for `file` on H100-SXM and T4 with ops on lines 3 and 5.
 inline AnalysisOutput sampleOutput(const std::string& file, int64_t batchSize = 32) {
@@ -44,8 +48,7 @@ inline AnalysisOutput sampleOutput(const std::string& file, int64_t batchSize = 
   step.opNames = {"aten::add_"};
   step.opCount = 1;
   p.lines = {conv, step};
-  output.predictionJson = {
-      {"method", predictionMethodText(p)}, {"batch_size", batchSize}, {"gpus", p.gpus}};
+  output.predictionJson = resultsJson(p, sampleTraceFacts(file));
   output.providerLines = {{Provider::Model, 1}, {Provider::Input, 7}, {Provider::Iteration, 9}};
   output.entryFile = file;
   output.torchVersion = "2.11.0+cu130";
@@ -104,12 +107,15 @@ public:
       nextError_.reset();
       return error;
     }
+    if (output_)
+      return *output_;
     AnalysisOutput output = sampleOutput(request.file, request.batchSize.value_or(32));
     if (!fits_) {
       const GpuSummary& t4 = output.prediction.summaries[1];
       output.prediction.summaries[1].fitsInMemory = false;
       output.prediction.advisories.push_back(
           {advisory::OutOfMemory{t4.gpuId, 20LL << 30, t4.memoryCapacityBytes}});
+      output.predictionJson = resultsJson(output.prediction, sampleTraceFacts(request.file));
     }
     return output;
   }
@@ -139,6 +145,11 @@ public:
   void failNext(ProfileError error) {
     std::lock_guard<std::mutex> lock(mutex_);
     nextError_ = std::move(error);
+  }
+  // Every later analysis answers `output` (e.g. a real Predictor's).
+  void setOutput(AnalysisOutput output) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    output_ = std::move(output);
   }
   void setFits(bool fits) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -188,6 +199,7 @@ private:
   bool holdAtEntry_ = false;
   bool fits_ = true;
   std::optional<ProfileError> nextError_;
+  std::optional<AnalysisOutput> output_;
 };
 
 } // namespace wavecast::lsp::testing

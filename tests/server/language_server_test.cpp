@@ -21,13 +21,13 @@ TEST_F(ServerTest, RequestsBeforeInitializeAreRefused) {
 }
 
 TEST_F(ServerTest, InitializeAdvertisesFeaturesAndTheWavecastProtocol) {
-  Json reply = initialize({{"protocolVersion", 1}});
+  Json reply = initialize({{"protocol_version", 2}});
   const Json& caps = reply["result"]["capabilities"];
   EXPECT_EQ(caps["textDocumentSync"]["change"], 1);
   EXPECT_EQ(caps["hoverProvider"], true);
   EXPECT_TRUE(caps.contains("inlayHintProvider"));
   EXPECT_TRUE(caps.contains("codeLensProvider"));
-  EXPECT_EQ(caps["experimental"]["wavecast"]["protocolVersion"], 1);
+  EXPECT_EQ(caps["experimental"]["wavecast"]["protocol_version"], 2);
   auto methods = caps["experimental"]["wavecast"]["methods"].get<std::vector<std::string>>();
   EXPECT_NE(std::find(methods.begin(), methods.end(), "wavecast/setTargets"), methods.end());
   EXPECT_EQ(reply["result"]["serverInfo"]["name"], "wavecast");
@@ -35,11 +35,25 @@ TEST_F(ServerTest, InitializeAdvertisesFeaturesAndTheWavecastProtocol) {
 }
 
 TEST_F(ServerTest, ProtocolMismatchTellsWhichSideToUpdate) {
-  Json reply = initialize({{"protocolVersion", 2}});
+  Json reply = initialize({{"protocol_version", 3}});
   EXPECT_EQ(errorCode(reply), -32600);
   EXPECT_NE(reply["error"]["message"].get<std::string>().find("update the wavecast daemon"),
             std::string::npos);
   EXPECT_EQ(errorCode(hoverAt(2)), -32002); // still not initialized
+}
+
+TEST_F(ServerTest, AVersionOneClientIsToldToUpdate) {
+  // Version 1 spelled the key in camelCase; the daemon must still read it to refuse.
+  Json reply = initialize({{"protocolVersion", 1}});
+  EXPECT_EQ(errorCode(reply), -32600);
+  EXPECT_EQ(reply["error"]["message"],
+            "wavecast protocol mismatch: the client speaks version 1, the daemon speaks version 2; "
+            "update the editor extension/client.");
+  EXPECT_EQ(reply["error"]["data"], Json({{"retry", false},
+                                          {"client_protocol_version", 1},
+                                          {"server_protocol_version", 2},
+                                          {"update", "client"}}));
+  EXPECT_EQ(errorCode(hoverAt(2)), -32002);
 }
 
 TEST_F(ServerTest, BadInputGetsTheRightErrorAndTheServerKeepsServing) {
@@ -54,7 +68,7 @@ TEST_F(ServerTest, BadInputGetsTheRightErrorAndTheServerKeepsServing) {
   EXPECT_EQ(errorCode(invalid), -32602);
   EXPECT_EQ(invalid["error"]["message"], "params.position is required");
   EXPECT_EQ(
-      errorCode(request("wavecast/setBatchSize", {{"uri", uri("train.py")}, {"batchSize", -3}})),
+      errorCode(request("wavecast/setBatchSize", {{"uri", uri("train.py")}, {"batch_size", -3}})),
       -32602);
   notify("textDocument/didChange", {{"oops", 1}}); // a bad notification is only logged
   EXPECT_TRUE(request("wavecast/listGpus", nullptr).contains("result"));
@@ -91,7 +105,7 @@ TEST_F(ServerTest, SaveAnalysesAfterTheDebounceAndServesHintsHoverAndLenses) {
 
   Json results = request("wavecast/results", {{"uri", uri("train.py")}})["result"];
   EXPECT_EQ(results["state"], "ready");
-  EXPECT_EQ(results["contentVersion"], 1);
+  EXPECT_EQ(results["content_version"], 1);
   EXPECT_EQ(results["prediction"]["batch_size"], 32);
   EXPECT_FALSE(sent("workspace/inlayHint/refresh").empty());
   EXPECT_FALSE(sent("workspace/codeLens/refresh").empty());
@@ -348,8 +362,8 @@ TEST_F(ServerTest, LineDiagnosticsAndLineLensesForClientsWithoutInlayHints) {
 TEST_F(ServerTest, AnalyzeAnswersWhenDoneAndCanBeCancelled) {
   initialize();
   int id = nextId_++;
-  server_->receive(
-      client_, encodeRequest(id, "wavecast/analyze", {{"uri", uri("train.py")}, {"batchSize", 8}}));
+  server_->receive(client_, encodeRequest(id, "wavecast/analyze",
+                                          {{"uri", uri("train.py")}, {"batch_size", 8}}));
   ASSERT_TRUE(waitStarted(1));
   EXPECT_EQ(analyzer_.requests()[0].batchSize, 8);
   analyzer_.release();
@@ -365,7 +379,7 @@ TEST_F(ServerTest, AnalyzeAnswersWhenDoneAndCanBeCancelled) {
 
   id = nextId_++;
   server_->receive(client_, encodeRequest(id, "wavecast/analyze",
-                                          {{"uri", uri("train.py")}, {"batchSize", 16}}));
+                                          {{"uri", uri("train.py")}, {"batch_size", 16}}));
   notify("$/cancelRequest", {{"id", id}});
   auto reply16 = std::find_if(sink_->messages.begin(), sink_->messages.end(),
                               [&](const Json& m) { return m.value("id", Json()) == id; });
@@ -387,7 +401,15 @@ TEST_F(ServerTest, UnchangedContentIsServedFromTheCache) {
   save("train.py");
   io_.poll();
   EXPECT_EQ(sent("wavecast/resultsChanged").size(), before + 1);
-  EXPECT_EQ(sent("wavecast/resultsChanged").back()["params"]["state"], "ready");
+  const Json changed = sent("wavecast/resultsChanged").back()["params"];
+  EXPECT_EQ(changed["state"], "ready");
+  // The results JSON's summaries, every field of them.
+  EXPECT_EQ(
+      changed["summaries"],
+      request("wavecast/results", {{"uri", uri("train.py")}})["result"]["prediction"]["summaries"]);
+  EXPECT_EQ(changed["summaries"][1]["gpu"], "T4");
+  EXPECT_EQ(changed["summaries"][1]["iteration_ms"], 80);
+  EXPECT_EQ(changed["summaries"][1]["memory"]["weights_bytes"], 2LL << 30);
   runUntil([] { return false; }, 100ms);
   EXPECT_EQ(analyzer_.started(), 2);
 }

@@ -42,7 +42,8 @@ TEST_F(ServerTest, SetTargetsResolvesNamesAndReanalyses) {
   ASSERT_TRUE(waitStarted(2));
   EXPECT_EQ(analyzer_.requests()[1].targets, std::vector<std::string>{"T4"});
   EXPECT_EQ(request("wavecast/listGpus", nullptr)["result"]["targets"], Json::array({"T4"}));
-  EXPECT_EQ(request("wavecast/listGpus", nullptr)["result"]["gpus"][0]["computeCapability"], "9.0");
+  EXPECT_EQ(request("wavecast/listGpus", nullptr)["result"]["gpus"][0]["compute_capability"],
+            "9.0");
   analyzer_.release();
 }
 

@@ -9,7 +9,7 @@ import { baseName } from './logic/chartData';
 import { DaemonLifecycle, type Failure, type FailureRemedy, type LaunchId } from './logic/daemonLifecycle';
 import { isInvalidParamsError, notRunningMessage, requestFailureMessage } from './logic/errors';
 import { tracedWith } from './logic/presentation';
-import type { InitializationOptions, ResultsChangedParams, ResultsResponse, StatusParams } from './logic/protocol';
+import type { InitializationOptions, ResultsChangedParams, Results, StatusParams } from './logic/protocol';
 import { RestartPolicy, type RestartDecision } from './logic/restartPolicy';
 import { describeWorkerEnvironment, workerEnvironment, type WorkerEnvironment } from './logic/pythonEnvironment';
 import { initializeTimeoutMessage, withTimeout } from './logic/startup';
@@ -320,7 +320,7 @@ export class WavecastController implements vscode.Disposable {
     }
   }
 
-  private noteTraced(results: ResultsResponse): void {
+  private noteTraced(results: Results): void {
     if (!results.prediction) return;
     this.traced = tracedWith(results.prediction);
     this.updateStatus();
@@ -520,7 +520,7 @@ export class WavecastController implements vscode.Disposable {
     await this.showOutcome(results, name);
   }
 
-  private async showOutcome(results: ResultsResponse, name: string): Promise<void> {
+  private async showOutcome(results: Results, name: string): Promise<void> {
     this.results.show(results);
     this.noteTraced(results);
     if (results.state === 'error' && results.error) {

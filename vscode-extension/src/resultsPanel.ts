@@ -1,7 +1,7 @@
 // The results webview: one panel showing the file last asked for.
 import * as vscode from 'vscode';
 import { baseName } from './logic/chartData';
-import type { ResultsResponse } from './logic/protocol';
+import type { Results } from './logic/protocol';
 import { renderWebviewHtml } from './logic/webviewHtml';
 import { parseFromWebview, type ToWebview } from './logic/webviewMessages';
 
@@ -21,7 +21,7 @@ export interface ResultsPanelHandlers {
 export class ResultsPanel implements vscode.Disposable {
   private panel: vscode.WebviewPanel | undefined;
   private shownUri: string | undefined;
-  private latest: ResultsResponse | undefined;
+  private latest: Results | undefined;
 
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -90,7 +90,7 @@ export class ResultsPanel implements vscode.Disposable {
   }
 
   /** Shows `results` if they belong to the open panel's document. */
-  update(results: ResultsResponse): void {
+  update(results: Results): void {
     if (!this.panel || results.uri !== this.shownUri) return;
     this.latest = results;
     const message: ToWebview = { type: 'results', results };

@@ -3,7 +3,7 @@
 // line links into the editor.
 import * as vscode from 'vscode';
 import type { WavecastApi } from './logic/api';
-import type { ResultsResponse } from './logic/protocol';
+import type { Results } from './logic/protocol';
 import { restoredUri } from './logic/webviewMessages';
 import { ResultsPanel } from './resultsPanel';
 
@@ -38,7 +38,7 @@ export class ResultsView implements vscode.Disposable {
   }
 
   /** New results of one document, shown if the panel shows that document. */
-  show(results: ResultsResponse): void {
+  show(results: Results): void {
     this.panel.update(results);
   }
 

@@ -1,12 +1,12 @@
 // Shared fixture loaders for the tests.
 import * as fs from 'fs';
 import * as path from 'path';
-import type { ListGpusResult, ResultsResponse } from '../src/logic/protocol';
+import type { ListGpusResult, Results } from '../src/logic/protocol';
 
 const fixtureDir = path.join(__dirname, '..', '..', 'test', 'fixtures');
 
-export function loadResults(): ResultsResponse {
-  return JSON.parse(fs.readFileSync(path.join(fixtureDir, 'results-resnet50.json'), 'utf8')) as ResultsResponse;
+export function loadResults(): Results {
+  return JSON.parse(fs.readFileSync(path.join(fixtureDir, 'results-resnet50.json'), 'utf8')) as Results;
 }
 
 /**
@@ -15,15 +15,15 @@ export function loadResults(): ResultsResponse {
  * small kernels that leave both GPUs waiting for the CPU. results-resnet50.json
  * predates these keys and stands for an older daemon.
  */
-export function loadHostBoundResults(): ResultsResponse {
-  return JSON.parse(fs.readFileSync(path.join(fixtureDir, 'results-small-cnn.json'), 'utf8')) as ResultsResponse;
+export function loadHostBoundResults(): Results {
+  return JSON.parse(fs.readFileSync(path.join(fixtureDir, 'results-small-cnn.json'), 'utf8')) as Results;
 }
 
-/** The host-bound results as a daemon that names its tracer sends them (prediction.torch_version, python_env). */
-export function loadTracedResults(): ResultsResponse {
+/** The host-bound results as a daemon that names its tracer sends them (prediction.torch_version). */
+export function loadTracedResults(): Results {
   const results = loadHostBoundResults();
   results.prediction!.torch_version = '2.11.0+cu130';
-  results.prediction!.python_env = '/home/ada/.venvs/torch/bin/python';
+  results.prediction!.traced_with = 'torch 2.11.0+cu130';
   return results;
 }
 
@@ -56,54 +56,42 @@ export const GPU_LIST: ListGpusResult = {
     {
       id: 'H100-SXM',
       name: 'NVIDIA H100 80GB HBM3',
-      computeCapability: '9.0',
-      smCount: 132,
-      memoryGiB: 80,
-      memoryBandwidthGBs: 3350,
-      fp32Tflops: 66.9,
-      tf32Tflops: 494.7,
-      fp16Tflops: 989.4,
-      bf16Tflops: 989.4,
-      pricePerHourUsd: 2.99,
+      compute_capability: '9.0',
+      sms: 132,
+      memory_gib: 80,
+      memory_bandwidth_gbs: 3350,
+      peak_tflops: { fp32: 66.9, tf32: 494.7, fp16: 989.4, bf16: 989.4 },
+      price_per_hour_usd: 2.99,
     },
     {
       id: 'A100-SXM4-40GB',
       name: 'NVIDIA A100-SXM4-40GB',
-      computeCapability: '8.0',
-      smCount: 108,
-      memoryGiB: 40,
-      memoryBandwidthGBs: 1555,
-      fp32Tflops: 19.5,
-      tf32Tflops: 156,
-      fp16Tflops: 312,
-      bf16Tflops: 312,
-      pricePerHourUsd: 1.29,
+      compute_capability: '8.0',
+      sms: 108,
+      memory_gib: 40,
+      memory_bandwidth_gbs: 1555,
+      peak_tflops: { fp32: 19.5, tf32: 156, fp16: 312, bf16: 312 },
+      price_per_hour_usd: 1.29,
     },
     {
       id: 'T4',
       name: 'Tesla T4',
-      computeCapability: '7.5',
-      smCount: 40,
-      memoryGiB: 16,
-      memoryBandwidthGBs: 320,
-      fp32Tflops: 8.1,
-      tf32Tflops: 0,
-      fp16Tflops: 65,
-      bf16Tflops: 0,
-      pricePerHourUsd: 0.35,
+      compute_capability: '7.5',
+      sms: 40,
+      memory_gib: 16,
+      memory_bandwidth_gbs: 320,
+      peak_tflops: { fp32: 8.1, tf32: 0, fp16: 65, bf16: 0 },
+      price_per_hour_usd: 0.35,
     },
     {
       id: 'MI210',
       name: 'AMD Instinct MI210',
-      computeCapability: '',
-      smCount: 104,
-      memoryGiB: 64,
-      memoryBandwidthGBs: 1638.4,
-      fp32Tflops: 22.6,
-      tf32Tflops: 0,
-      fp16Tflops: 181,
-      bf16Tflops: 181,
-      pricePerHourUsd: 0,
+      compute_capability: '',
+      sms: 104,
+      memory_gib: 64,
+      memory_bandwidth_gbs: 1638.4,
+      peak_tflops: { fp32: 22.6, tf32: 0, fp16: 181, bf16: 181 },
+      price_per_hour_usd: 0,
     },
   ],
   targets: ['H100-SXM', 'T4'],

@@ -348,7 +348,7 @@ std::optional<Json> LanguageServer::initialize(ClientId client, const Json& id,
       {"codeLensProvider", {{"resolveProvider", false}}},
       {"workspace", {{"workspaceFolders", {{"supported", true}, {"changeNotifications", true}}}}},
       {"experimental",
-       {{"wavecast", {{"protocolVersion", kProtocolVersion}, {"methods", customMethods()}}}}}};
+       {{"wavecast", {{"protocol_version", kProtocolVersion}, {"methods", customMethods()}}}}}};
   return Json{{"capabilities", capabilities},
               {"serverInfo", {{"name", "wavecast"}, {"version", options_.version}}}};
 }

@@ -213,8 +213,10 @@ void LanguageServer::resultsChanged(const std::string& uri) {
   sendToAll(methods::kResultsChanged,
             {{"uri", uri},
              {"state", toString(entry.state)},
+             // The results JSON's own summaries: one encoder for the shape.
              {"summaries",
-              entry.result ? summariesJson(entry.result->output.prediction) : Json::array()}});
+              entry.result ? entry.result->output.predictionJson.value("summaries", Json::array())
+                           : Json::array()}});
   refreshViews(true, true);
   Json reply = toJson(resultsOf(entries_, uri));
   for (const auto& [client, id] : entry.waiters)

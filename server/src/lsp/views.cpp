@@ -200,17 +200,6 @@ Results resultsOf(const Entries& entries, const std::string& uri) {
   return out;
 }
 
-Json summariesJson(const Prediction& prediction) {
-  Json out = Json::array();
-  for (const auto& summary : prediction.summaries)
-    out.push_back({{"gpu", summary.gpuId},
-                   {"iteration_ms", summary.iterationMs},
-                   {"samples_per_second", summary.samplesPerSecond},
-                   {"cost_per_1k_samples_usd", summary.costPer1kSamplesUsd},
-                   {"fits_in_memory", summary.fitsInMemory}});
-  return out;
-}
-
 GpuInfo gpuInfo(const DeviceSpec& spec) {
   return {spec.id,         spec.name,           spec.computeCapability(),
           spec.smCount,    spec.memoryGiB,      spec.memoryBandwidthGBs,

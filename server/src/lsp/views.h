@@ -56,8 +56,6 @@ std::vector<protocol::Diagnostic> diagnosticsFor(const Entries& entries, const s
 
 // wavecast/results and wavecast/analyze replies.
 protocol::Results resultsOf(const Entries& entries, const std::string& uri);
-// wavecast/resultsChanged summaries.
-protocol::Json summariesJson(const Prediction& prediction);
 // wavecast/listGpus items.
 protocol::GpuInfo gpuInfo(const DeviceSpec& spec);
 

@@ -35,7 +35,7 @@ export function spawnDaemon(args = []) {
 }
 
 // A started daemon with an initialized client; records notifications by method.
-export async function startClient({ initializationOptions = { protocolVersion: 1 } } = {}) {
+export async function startClient({ initializationOptions = { protocol_version: 2 } } = {}) {
   const child = spawnDaemon();
   const connection = createMessageConnection(
     new StreamMessageReader(child.stdout),

@@ -33,7 +33,7 @@ describe('wavecast serve over stdio', () => {
 
   test('advertises the wavecast protocol', () => {
     const caps = client.initializeResult.capabilities;
-    assert.equal(caps.experimental.wavecast.protocolVersion, 1);
+    assert.equal(caps.experimental.wavecast.protocol_version, 2);
     assert.ok(caps.experimental.wavecast.methods.includes('wavecast/analyze'));
     assert.ok(caps.inlayHintProvider);
   });
@@ -44,9 +44,10 @@ describe('wavecast serve over stdio', () => {
     const h100 = reply.gpus.find((gpu) => gpu.id === reply.targets[0]);
     assert.ok(h100, `target ${reply.targets[0]} missing from gpus`);
     assert.match(h100.id, /H100/);
-    assert.match(h100.computeCapability, /^9\.0$/);
-    assert.ok(h100.smCount > 100);
-    assert.ok(h100.memoryBandwidthGBs > 1000);
+    assert.match(h100.compute_capability, /^9\.0$/);
+    assert.ok(h100.sms > 100);
+    assert.ok(h100.memory_bandwidth_gbs > 1000);
+    assert.ok(h100.peak_tflops.bf16 > h100.peak_tflops.fp32);
   });
 
   test('wavecast/setTargets resolves names and rejects unknown ones with suggestions', async () => {
@@ -69,7 +70,7 @@ describe('wavecast serve over stdio', () => {
     const results = await client.connection.sendRequest('wavecast/results', { uri: sample.uri });
     assert.equal(changed.state, 'ready', `analysis failed: ${JSON.stringify(results.error)}`);
     assert.equal(results.state, 'ready');
-    assert.equal(results.contentVersion, 1);
+    assert.equal(results.content_version, 1);
     assert.equal(results.prediction.batch_size, 64);
     assert.deepEqual(results.prediction.gpus.length, 2);
     for (const summary of results.prediction.summaries) assert.ok(summary.iteration_ms > 0);
@@ -107,7 +108,7 @@ describe('wavecast serve over stdio', () => {
   test('wavecast/analyze with a batch size answers with the new results', async () => {
     const results = await client.connection.sendRequest('wavecast/analyze', {
       uri: sample.uri,
-      batchSize: 8,
+      batch_size: 8,
     });
     assert.equal(results.state, 'ready', JSON.stringify(results.error));
     assert.equal(results.prediction.batch_size, 8);
@@ -115,8 +116,8 @@ describe('wavecast serve over stdio', () => {
 
   test('invalid params get InvalidParams and the daemon keeps serving', async () => {
     await assert.rejects(
-      client.connection.sendRequest('wavecast/setBatchSize', { uri: sample.uri, batchSize: 'many' }),
-      (error) => error.code === -32602 && /batchSize/.test(error.message),
+      client.connection.sendRequest('wavecast/setBatchSize', { uri: sample.uri, batch_size: 'many' }),
+      (error) => error.code === -32602 && /params.batch_size must be an integer/.test(error.message),
     );
     await assert.rejects(client.connection.sendRequest('wavecast/nope', {}), (error) => error.code === -32601);
     const reply = await client.connection.sendRequest('wavecast/results', { uri: sample.uri });
@@ -126,8 +127,15 @@ describe('wavecast serve over stdio', () => {
 
 describe('protocol version negotiation', () => {
   test('a newer client is told to update the daemon', async () => {
-    await assert.rejects(startClient({ initializationOptions: { protocolVersion: 99 } }), (error) => {
+    await assert.rejects(startClient({ initializationOptions: { protocol_version: 99 } }), (error) => {
       assert.match(error.message, /update the wavecast daemon/);
+      return true;
+    });
+  });
+  test('a version-1 client (camelCase protocolVersion) is told to update itself', async () => {
+    await assert.rejects(startClient({ initializationOptions: { protocolVersion: 1 } }), (error) => {
+      assert.match(error.message, /client speaks version 1, the daemon speaks version 2; update the editor extension/);
+      assert.deepEqual(error.data, { retry: false, client_protocol_version: 1, server_protocol_version: 2, update: 'client' });
       return true;
     });
   });
@@ -223,7 +231,7 @@ describe('wavecast serve --listen', () => {
 
     const friend = await connect(port);
     const friendSession = rawSession({ stdout: friend, stderrText: child.stderrText });
-    friend.write(friendSession.frame(initialize(1, { token, protocolVersion: 1 })));
+    friend.write(friendSession.frame(initialize(1, { token, protocol_version: 2 })));
     const accepted = await friendSession.reply(1);
     assert.equal(accepted.result.serverInfo.name, 'wavecast');
     friend.write(friendSession.frame(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'wavecast/listGpus' })));

@@ -28,7 +28,7 @@ local function run()
     name = "wavecast",
     cmd = { bin, "serve", "--gpu", "H100,A100,T4", "--debounce-ms", "50" },
     root_dir = vim.fn.fnamemodify(sample, ":h"),
-    init_options = { protocolVersion = 1 },
+    init_options = { protocol_version = 2 },
     handlers = {
       ["window/logMessage"] = function(_, result)
         table.insert(stderr, result.message)

@@ -12,7 +12,7 @@ import {
   StatusNotification,
   type ListGpusResult,
   type ResultsChangedParams,
-  type ResultsResponse,
+  type Results,
   type StatusParams,
 } from './protocol';
 
@@ -40,14 +40,14 @@ export class WavecastApi {
 
   /** `null` removes the per-file override. */
   async setBatchSize(uri: string, batchSize: number | null): Promise<void> {
-    await this.endpoint.sendRequest(SetBatchSizeRequest, { uri, batchSize });
+    await this.endpoint.sendRequest(SetBatchSizeRequest, { uri, batch_size: batchSize });
   }
 
-  analyze(uri: string, batchSize?: number): Promise<ResultsResponse> {
-    return this.endpoint.sendRequest(AnalyzeRequest, batchSize === undefined ? { uri } : { uri, batchSize });
+  analyze(uri: string, batchSize?: number): Promise<Results> {
+    return this.endpoint.sendRequest(AnalyzeRequest, batchSize === undefined ? { uri } : { uri, batch_size: batchSize });
   }
 
-  results(uri: string): Promise<ResultsResponse> {
+  results(uri: string): Promise<Results> {
     return this.endpoint.sendRequest(ResultsRequest, { uri });
   }
 

@@ -2,7 +2,7 @@
 // GPU, memory against capacity and the per-line table. Pure, so the webview
 // bundle and the unit tests share it.
 import { formatBytes, formatCount, formatMs, formatShare, formatUsd, lineShare, tracedWith } from './presentation';
-import type { GpuSummary, LineGpuTime, LinePrediction, ResultsResponse } from './protocol';
+import type { GpuSummary, SpanGpuTime, LinePrediction, Results } from './protocol';
 
 export interface BarSegment {
   kind: string;
@@ -78,7 +78,7 @@ export interface LineRow {
 }
 
 export interface ChartModel {
-  state: ResultsResponse['state'];
+  state: Results['state'];
   title: string;
   subtitle: string;
   /** Which torch and Python environment traced the script, when the daemon says. */
@@ -106,7 +106,7 @@ export function iterationDetail(s: GpuSummary): string | null {
   return `GPU busy ${formatMs(s.gpu_ms)}${host}`;
 }
 
-function lineCellTitle(entry: LineGpuTime): string {
+function lineCellTitle(entry: SpanGpuTime): string {
   if (entry.gpu_ms === undefined) return '';
   const parts = [`wall ${formatMs(entry.total_ms)}`, `GPU busy ${formatMs(entry.gpu_ms)}`];
   const hostBound = hostBoundLabel(entry, entry.total_ms);
@@ -159,7 +159,8 @@ function barChart(
   };
 }
 
-const MEMORY_KINDS: [keyof GpuSummary['memory'], string][] = [
+type MemoryPart = 'weights_bytes' | 'gradients_bytes' | 'optimizer_state_bytes' | 'activations_bytes' | 'workspace_bytes';
+const MEMORY_KINDS: [MemoryPart, string][] = [
   ['weights_bytes', 'weights'],
   ['gradients_bytes', 'gradients'],
   ['optimizer_state_bytes', 'optimizer state'],
@@ -233,7 +234,7 @@ export function summarizeOps(ops: readonly string[], maxShown = 4): string {
   return parts.length > maxShown ? `${parts.slice(0, maxShown).join(', ')}, +${parts.length - maxShown} more` : parts.join(', ');
 }
 
-export function buildChartModel(results: ResultsResponse): ChartModel {
+export function buildChartModel(results: Results): ChartModel {
   const fileTitle = baseName(decodeURIComponent(results.uri.replace(/^file:\/\//, '')));
   const empty: ChartModel = {
     state: results.state,

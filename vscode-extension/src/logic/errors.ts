@@ -1,6 +1,6 @@
 // Turns failures into messages that say what to do.
 import { ErrorCodes } from 'vscode-languageserver-protocol';
-import { PROTOCOL_VERSION, REQUIRED_METHODS, type ServerWavecastCapability } from './protocol';
+import { PROTOCOL_VERSION, REQUIRED_METHODS, type WavecastCapability } from './protocol';
 
 export interface CapabilityCheck {
   ok: boolean;
@@ -24,8 +24,11 @@ export function mismatchMessage(serverVersion: number, clientVersion = PROTOCOL_
 
 /** Checks `capabilities.experimental.wavecast` from the initialize result. */
 export function checkServerCapability(experimental: unknown): CapabilityCheck {
-  const wavecast = (experimental as { wavecast?: Partial<ServerWavecastCapability> } | undefined)?.wavecast;
-  if (!wavecast || typeof wavecast.protocolVersion !== 'number') {
+  // A version-1 daemon spells it protocolVersion: read it too, to say which side to update.
+  type Advertised = Partial<WavecastCapability> & { protocolVersion?: unknown };
+  const wavecast = (experimental as { wavecast?: Advertised } | undefined)?.wavecast;
+  const version = wavecast?.protocol_version ?? wavecast?.protocolVersion;
+  if (!wavecast || typeof version !== 'number') {
     return {
       ok: false,
       update: 'daemon',
@@ -34,8 +37,8 @@ export function checkServerCapability(experimental: unknown): CapabilityCheck {
         'Update the wavecast daemon or fix wavecast.serverPath / wavecast.remoteAddress.',
     };
   }
-  if (wavecast.protocolVersion !== PROTOCOL_VERSION) return mismatchMessage(wavecast.protocolVersion);
-  const advertised = new Set(wavecast.methods ?? []);
+  if (version !== PROTOCOL_VERSION) return mismatchMessage(version);
+  const advertised = new Set<string>(wavecast.methods ?? []);
   const missing = REQUIRED_METHODS.filter((method) => !advertised.has(method));
   if (missing.length > 0) {
     return {
@@ -44,7 +47,7 @@ export function checkServerCapability(experimental: unknown): CapabilityCheck {
       message: `The wavecast daemon lacks ${missing.join(', ')}. Update the wavecast daemon.`,
     };
   }
-  return { ok: true, message: `wavecast protocol ${wavecast.protocolVersion}` };
+  return { ok: true, message: `wavecast protocol ${version}` };
 }
 
 /**

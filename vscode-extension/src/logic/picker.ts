@@ -17,10 +17,10 @@ export interface GpuPickItem {
 /** The GPU's highest dense peak with the precision it is reached at. */
 export function peakThroughput(gpu: GpuInfo): { tflops: number; precision: string } {
   const candidates: [number, string][] = [
-    [gpu.bf16Tflops, 'BF16'],
-    [gpu.fp16Tflops, 'FP16'],
-    [gpu.tf32Tflops, 'TF32'],
-    [gpu.fp32Tflops, 'FP32'],
+    [gpu.peak_tflops.bf16, 'BF16'],
+    [gpu.peak_tflops.fp16, 'FP16'],
+    [gpu.peak_tflops.tf32, 'TF32'],
+    [gpu.peak_tflops.fp32, 'FP32'],
   ];
   let best: [number, string] = [0, 'FP32'];
   for (const candidate of candidates) {
@@ -29,8 +29,8 @@ export function peakThroughput(gpu: GpuInfo): { tflops: number; precision: strin
   return { tflops: best[0], precision: best[1] };
 }
 
-function formatPricePerHour(price: number | null): string {
-  return price === null || price === undefined || price <= 0 ? 'no price' : `${formatUsd(price)}/h`;
+function formatPricePerHour(price: number): string {
+  return price <= 0 ? 'no price' : `${formatUsd(price)}/h`;
 }
 
 /**
@@ -42,22 +42,22 @@ export function buildGpuPickItems(list: ListGpusResult, targets: readonly string
   return list.gpus.map((gpu) => {
     const peak = peakThroughput(gpu);
     // AMD GPUs have no CUDA compute capability; their compute units stand in for SMs.
-    const architecture = gpu.computeCapability ? [`sm_${gpu.computeCapability.replace('.', '')}`, `${gpu.smCount} SMs`] : [`${gpu.smCount} CUs`];
+    const architecture = gpu.compute_capability ? [`sm_${gpu.compute_capability.replace('.', '')}`, `${gpu.sms} SMs`] : [`${gpu.sms} CUs`];
     return {
       id: gpu.id,
       label: gpu.id,
       description: [
-        `${gpu.memoryGiB} GiB`,
+        `${gpu.memory_gib} GiB`,
         peak.tflops > 0 ? `${formatTflops(peak.tflops)} ${peak.precision}` : null,
-        formatPricePerHour(gpu.pricePerHourUsd),
+        formatPricePerHour(gpu.price_per_hour_usd),
       ]
         .filter((part): part is string => part !== null)
         .join(' · '),
       detail: [
         gpu.name,
         ...architecture,
-        `${Math.round(gpu.memoryBandwidthGBs).toLocaleString('en-US')} GB/s`,
-        `FP32 ${formatTflops(gpu.fp32Tflops)}`,
+        `${Math.round(gpu.memory_bandwidth_gbs).toLocaleString('en-US')} GB/s`,
+        `FP32 ${formatTflops(gpu.peak_tflops.fp32)}`,
       ].join(' · '),
       picked: wanted.has(gpu.id.toLowerCase()) || wanted.has(gpu.name.toLowerCase()),
     };

@@ -95,10 +95,10 @@ export function lineShare(line: Pick<LinePrediction, 'per_gpu'>): number {
   return Math.max(0, ...line.per_gpu.map((p) => p.share));
 }
 
-/** "traced with torch 2.11.0+cu130 (/home/ada/venv)", or null from a daemon that does not say. */
-export function tracedWith(prediction: Pick<Prediction, 'torch_version' | 'python_env'>): string | null {
+/** "traced with torch 2.11.0+cu130 (/home/me/venv)" as the daemon wrote it, or null when the trace does not say. */
+export function tracedWith(prediction: Pick<Prediction, 'torch_version' | 'traced_with'>): string | null {
   if (!prediction.torch_version) return null;
-  return `traced with torch ${prediction.torch_version}${prediction.python_env ? ` (${prediction.python_env})` : ''}`;
+  return `traced with ${prediction.traced_with}`;
 }
 
 /** Peak throughput in TFLOP/s. */

@@ -194,7 +194,7 @@ export function initializationOptions(
   pythonEnv: string | null = settings.pythonEnv,
 ): InitializationOptions {
   const options: InitializationOptions = {
-    protocolVersion: PROTOCOL_VERSION,
+    protocol_version: PROTOCOL_VERSION,
     targets: settings.targets,
     ...daemonSettings(settings, pythonEnv),
     pythonEnv, // null at initialize: the daemon's default environment

@@ -1,7 +1,7 @@
 // Messages between the extension and the results panel.
-import type { ResultsResponse } from './protocol';
+import type { Results } from './protocol';
 
-export type ToWebview = { type: 'results'; results: ResultsResponse };
+export type ToWebview = { type: 'results'; results: Results };
 
 export type FromWebview =
   | { type: 'ready' }
@@ -30,7 +30,7 @@ export function parseFromWebview(message: unknown): FromWebview | null {
 
 /** What the panel's script saves with setState; VS Code hands it back when it restores the panel. */
 export interface PanelState {
-  results?: ResultsResponse;
+  results?: Results;
 }
 
 /** The document a restored panel showed, if its saved state says. */

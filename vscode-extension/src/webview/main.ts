@@ -3,7 +3,7 @@
 // (the CSP forbids them; element.style through the CSSOM is allowed).
 import { buildChartModel, type Bar, type BarChart, type ChartModel, type LineRow, type MemoryBar } from '../logic/chartData';
 import type { FromWebview, PanelState, ToWebview } from '../logic/webviewMessages';
-import type { ResultsResponse } from '../logic/protocol';
+import type { Results } from '../logic/protocol';
 
 interface VsCodeApi {
   postMessage(message: FromWebview): void;
@@ -16,7 +16,7 @@ const vscode = acquireVsCodeApi();
 
 type SortKey = { column: 'line' } | { column: 'gpu'; gpu: string };
 let sortKey: SortKey = { column: 'line' };
-let current: ResultsResponse | null = null;
+let current: Results | null = null;
 
 function el<K extends keyof HTMLElementTagNameMap>(
   tag: K,

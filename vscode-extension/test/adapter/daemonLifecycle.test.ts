@@ -81,13 +81,13 @@ test('the daemon this extension carries, on a machine without libpython3.11: one
 test('a protocol version mismatch names the side to update and does not offer restarts', async () => {
   const { controller, clients } = setup({
     prepare: (client) => {
-      client.experimental = { wavecast: { protocolVersion: 2, methods: [] } };
+      client.experimental = { wavecast: { protocol_version: 3, methods: [] } };
     },
   });
   await controller.activate();
   assert.equal(clients[0].stopped, true);
   assert.equal(controller.currentPhase, 'failed');
-  assert.match(harness.shown[0].message, /daemon speaks version 2, this extension version 1. Update the wavecast VS Code extension/);
+  assert.match(harness.shown[0].message, /daemon speaks version 3, this extension version 2. Update the wavecast VS Code extension/);
   assert.deepEqual(harness.shown[0].actions, ['Open Settings', 'Open Server Log']);
 });
 

@@ -18,7 +18,7 @@ test('starts `wavecast serve` found on PATH with initialization options from the
   const client = clients[0];
   assert.deepEqual(client.spec.transport, { kind: 'stdio', command: '/usr/bin/wavecast', args: ['serve'], env: process.env });
   assert.deepEqual(client.spec.initializationOptions, {
-    protocolVersion: 1,
+    protocol_version: 2,
     targets: ['H100-SXM', 'T4'],
     batchSize: 32,
     trigger: 'manual',

@@ -10,7 +10,7 @@ export class FakeClient implements ClientLike {
   startError: Error | null = null;
   /** Runs inside start() before it settles: a daemon that never answers, or crashes while starting. */
   startHook: (() => Promise<void>) | null = null;
-  experimental: unknown = { wavecast: { protocolVersion: 1, methods: [...REQUIRED_METHODS] } };
+  experimental: unknown = { wavecast: { protocol_version: 2, methods: [...REQUIRED_METHODS] } };
   readonly requests: { method: string; params: unknown }[] = [];
   readonly handlers = new Map<string, (params: any) => unknown>();
   readonly notificationHandlers = new Map<string, (params: any) => void>();

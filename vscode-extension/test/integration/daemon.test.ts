@@ -111,7 +111,7 @@ function initialize(
       textDocument: { inlayHint: {}, hover: { contentFormat: ['markdown', 'plaintext'] }, codeLens: {} },
       window: { workDoneProgress: true },
     },
-    initializationOptions: protocolVersion === undefined ? options : { ...options, protocolVersion },
+    initializationOptions: protocolVersion === undefined ? options : { ...options, protocol_version: protocolVersion },
   }));
 }
 
@@ -181,7 +181,7 @@ test('listGpus feeds the picker; setTargets changes the targets', { skip }, asyn
   assert.ok(list.targets.length >= 1);
   for (const gpu of list.gpus) {
     assert.ok(gpu.id && gpu.name, JSON.stringify(gpu));
-    assert.ok(gpu.memoryGiB > 0 && gpu.smCount > 0 && gpu.fp32Tflops > 0, JSON.stringify(gpu));
+    assert.ok(gpu.memory_gib > 0 && gpu.sms > 0 && gpu.peak_tflops.fp32 > 0, JSON.stringify(gpu));
   }
   const items = buildGpuPickItems(list);
   assert.equal(items.length, list.gpus.length);

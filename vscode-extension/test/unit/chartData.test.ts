@@ -8,7 +8,7 @@ test('three bar charts with one bar per GPU, scaled to the largest value', () =>
   assert.equal(model.title, 'train_resnet.py');
   assert.equal(model.subtitle, "batch size 192 · 4 GPUs · analytic roofline (FLOPs and bytes against each GPU's spec-sheet peaks)");
   assert.equal(model.tracedWith, null, 'an older daemon does not say what traced');
-  assert.equal(buildChartModel(loadTracedResults()).tracedWith, 'traced with torch 2.11.0+cu130 (/home/ada/.venvs/torch/bin/python)');
+  assert.equal(buildChartModel(loadTracedResults()).tracedWith, 'traced with torch 2.11.0+cu130');
   assert.deepEqual(
     model.charts.map((c) => c.id),
     ['iteration', 'throughput', 'cost'],
@@ -43,9 +43,9 @@ test('three bar charts with one bar per GPU, scaled to the largest value', () =>
   assert.equal(cost.note, null);
 });
 
-test('a GPU without a price (cost null or 0) gets an empty cost bar and a note', () => {
+test('a GPU without a price (cost 0) gets an empty cost bar and a note', () => {
   const results = loadResults();
-  results.prediction!.summaries[2].cost_per_1k_samples_usd = null;
+  results.prediction!.summaries[2].cost_per_1k_samples_usd = 0;
   results.prediction!.summaries[3].cost_per_1k_samples_usd = 0;
   const cost = buildChartModel(results).charts[2];
   assert.deepEqual(
@@ -103,14 +103,14 @@ test('errors and missing predictions produce a message instead of charts', () =>
   const failed = buildChartModel({
     uri: 'file:///w/train.py',
     state: 'error',
-    contentVersion: 3,
+    content_version: 3,
     prediction: null,
-    error: { kind: 'provider', message: 'wavecast_input() is missing', file: '/w/train.py', line: 12, hint: 'Define wavecast_input(batch_size=32).' },
+    error: { kind: 'missing_provider', message: 'wavecast_input() is missing', file: '/w/train.py', line: 12, hint: 'Define wavecast_input(batch_size=32).' },
   });
-  assert.equal(failed.errorText, 'provider: wavecast_input() is missing');
+  assert.equal(failed.errorText, 'missing_provider: wavecast_input() is missing');
   assert.deepEqual(failed.errorLocation, { file: '/w/train.py', line: 12 });
   assert.equal(failed.charts.length, 0);
-  const pending = buildChartModel({ uri: 'file:///w/train.py', state: 'analyzing', contentVersion: null, prediction: null, error: null });
+  const pending = buildChartModel({ uri: 'file:///w/train.py', state: 'analyzing', content_version: null, prediction: null, error: null });
   assert.equal(pending.subtitle, 'Analysing…');
 });
 

@@ -7,7 +7,7 @@ import { REQUIRED_METHODS } from '../../src/logic/protocol';
 import { RestartPolicy } from '../../src/logic/restartPolicy';
 import { TimeoutError } from '../../src/logic/startup';
 
-const CAPABLE = { wavecast: { protocolVersion: 1, methods: [...REQUIRED_METHODS] } };
+const CAPABLE = { wavecast: { protocol_version: 2, methods: [...REQUIRED_METHODS] } };
 const STARTED: StartReport = { error: undefined, lastWords: null, capabilities: CAPABLE };
 
 class FakeTimers implements Timers {
@@ -63,7 +63,7 @@ test('a start: stopped, then finding the daemon and starting it read as starting
   assert.deepEqual(machine.state, { kind: 'connecting', launch });
   assert.equal(machine.beginStart(launch), true);
   assert.deepEqual(machine.state, { kind: 'starting', launch, closedWhileStarting: false, initializeError: null });
-  assert.deepEqual(machine.settleStart(launch, STARTED), { kind: 'running', protocol: 'wavecast protocol 1' });
+  assert.deepEqual(machine.settleStart(launch, STARTED), { kind: 'running', protocol: 'wavecast protocol 2' });
   assert.deepEqual(machine.state, { kind: 'running', launch });
   assert.deepEqual(phases, ['starting', 'starting', 'running']);
   assert.equal(machine.failure, null);
@@ -153,7 +153,7 @@ test('the daemon refusing our protocol version, or lacking methods, offers setti
 
   launch = machine.connect();
   machine.beginStart(launch);
-  const settled = machine.settleStart(launch, { ...STARTED, capabilities: { wavecast: { protocolVersion: 1, methods: ['wavecast/listGpus'] } } });
+  const settled = machine.settleStart(launch, { ...STARTED, capabilities: { wavecast: { protocol_version: 2, methods: ['wavecast/listGpus'] } } });
   assert.equal(settled.kind, 'failed');
   assert.match(settled.kind === 'failed' ? settled.failure.message : '', /^The wavecast daemon lacks wavecast\/setTargets, .*Update the wavecast daemon/);
   assert.equal(settled.kind === 'failed' && settled.failure.remedy, 'settings');

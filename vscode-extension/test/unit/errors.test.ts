@@ -4,24 +4,35 @@ import { checkServerCapability, isInvalidParamsError, isProtocolMismatchError, m
 import { REQUIRED_METHODS } from '../../src/logic/protocol';
 
 test('a matching server with every method passes', () => {
-  const check = checkServerCapability({ wavecast: { protocolVersion: 1, methods: [...REQUIRED_METHODS, 'wavecast/extra'] } });
+  const check = checkServerCapability({ wavecast: { protocol_version: 2, methods: [...REQUIRED_METHODS, 'wavecast/extra'] } });
   assert.equal(check.ok, true);
 });
 
 test('a newer daemon asks to update the extension, an older one the daemon', () => {
-  const newer = checkServerCapability({ wavecast: { protocolVersion: 2, methods: REQUIRED_METHODS } });
+  const newer = checkServerCapability({ wavecast: { protocol_version: 3, methods: REQUIRED_METHODS } });
   assert.equal(newer.ok, false);
   assert.equal(newer.update, 'extension');
-  assert.match(newer.message, /daemon speaks version 2, this extension version 1/);
+  assert.match(newer.message, /daemon speaks version 3, this extension version 2/);
   assert.match(newer.message, /Update the wavecast VS Code extension/);
   const older = mismatchMessage(0);
   assert.equal(older.update, 'daemon');
   assert.match(older.message, /Update the wavecast daemon/);
 });
 
+test('a version-1 daemon (camelCase protocolVersion) is asked to be updated', () => {
+  const v1 = checkServerCapability({ wavecast: { protocolVersion: 1, methods: REQUIRED_METHODS } });
+  assert.equal(v1.ok, false);
+  assert.equal(v1.update, 'daemon');
+  assert.equal(
+    v1.message,
+    'wavecast protocol mismatch: the daemon speaks version 1, this extension version 2. ' +
+      'Update the wavecast daemon (rebuild or reinstall `wavecast`, or point wavecast.serverPath to a newer one).',
+  );
+});
+
 test('a server without wavecast capabilities or with missing methods is refused', () => {
   assert.match(checkServerCapability(undefined).message, /did not advertise wavecast capabilities/);
-  const partial = checkServerCapability({ wavecast: { protocolVersion: 1, methods: ['wavecast/listGpus'] } });
+  const partial = checkServerCapability({ wavecast: { protocol_version: 2, methods: ['wavecast/listGpus'] } });
   assert.equal(partial.ok, false);
   assert.match(partial.message, /lacks wavecast\/setTargets, wavecast\/setBatchSize, wavecast\/analyze, wavecast\/results/);
 });

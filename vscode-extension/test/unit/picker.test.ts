@@ -30,7 +30,7 @@ test('current targets are ticked, matched by id or name, case-insensitively', ()
 });
 
 test('peak throughput falls back to FP32 when no tensor-core precision is listed', () => {
-  const gpu = { ...GPU_LIST.gpus[2], fp16Tflops: 0 };
+  const gpu = { ...GPU_LIST.gpus[2], peak_tflops: { ...GPU_LIST.gpus[2].peak_tflops, fp16: 0 } };
   assert.deepEqual(peakThroughput(gpu), { tflops: 8.1, precision: 'FP32' });
 });
 

@@ -52,15 +52,16 @@ for (const [name, format] of Object.entries(numberFormats)) {
 
 test('a line’s share is its largest over the GPUs', () => {
   assert.equal(lineShare({ per_gpu: [] }), 0);
-  const times = (share: number) => ({ gpu: 'x', forward_ms: 0, backward_ms: 0, optimizer_ms: 0, total_ms: 0, share });
+  const times = (share: number) => ({ gpu: 'x', forward_ms: 0, backward_ms: 0, optimizer_ms: 0, total_ms: 0, share, gpu_ms: 0, gpu_idle_ms: 0, host_bound: false });
   assert.equal(lineShare({ per_gpu: [times(0.12), times(0.35), times(0.2)] }), 0.35);
 });
 
-test('traced with: the torch and, when known, the environment; nothing from a daemon that does not say', () => {
-  assert.equal(tracedWith({ torch_version: '2.11.0+cu130', python_env: '/home/ada/venv' }), 'traced with torch 2.11.0+cu130 (/home/ada/venv)');
-  assert.equal(tracedWith({ torch_version: '2.5.1' }), 'traced with torch 2.5.1');
-  assert.equal(tracedWith({ python_env: '/home/ada/venv' }), null);
-  assert.equal(tracedWith({}), null);
+test('traced with: the torch; nothing when the trace does not say', () => {
+  assert.equal(
+    tracedWith({ torch_version: '2.11.0+cu130', traced_with: 'torch 2.11.0+cu130 (/home/ada/venv)' }),
+    'traced with torch 2.11.0+cu130 (/home/ada/venv)',
+  );
+  assert.equal(tracedWith({ torch_version: '', traced_with: 'torch (unknown version)' }), null);
 });
 
 test('formatTflops and formatGpuList, for the picker and the status bar', () => {

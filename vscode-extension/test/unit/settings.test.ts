@@ -148,7 +148,7 @@ test('initialization options carry the token only for a remote daemon', () => {
 test('initialization options carry the protocol version and settings', () => {
   const { settings } = readSettings({ targets: ['T4'], batchSize: 32, trigger: 'manual', pythonEnv: '/opt/venv' });
   assert.deepEqual(initializationOptions(settings), {
-    protocolVersion: 1,
+    protocol_version: 2,
     targets: ['T4'],
     batchSize: 32,
     trigger: 'manual',

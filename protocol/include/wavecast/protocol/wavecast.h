@@ -12,8 +12,8 @@
 
 namespace wavecast::protocol {
 
-// Bumped when a wavecast/* method changes incompatibly.
-inline constexpr int kProtocolVersion = 1;
+// Bumped when a wavecast/* method changes incompatibly. 2: snake_case field names.
+inline constexpr int kProtocolVersion = 2;
 
 namespace methods {
 inline constexpr const char* kListGpus = "wavecast/listGpus";
@@ -61,12 +61,15 @@ std::vector<std::string> mergeValidSettings(Settings& settings, const Json& obje
 Json toJson(const Settings& settings);
 
 struct InitializationOptions {
+  // "protocol_version"; a version-1 client's "protocolVersion" is read too, so that it
+  // gets the mismatch error rather than a daemon that misunderstands it.
   std::optional<int64_t> protocolVersion;
   std::string token; // TCP connections authenticate with it
   Json settings;     // the settings keys, at the top level or under "settings"
 };
 InitializationOptions initializationOptionsFromJson(const Json& value);
 
+// Sent with data/gpus.json's names (docs/gpus.md).
 struct GpuInfo {
   std::string id;
   std::string name;

@@ -1,0 +1,161 @@
+// Writes what the daemon's real encoders send, one JSON file per message named after its
+// definition in protocol/schema/wavecast.schema.json (<Definition>.<case>.json), into
+// $WAVECAST_SCHEMA_SAMPLES; tests/protocol/validate_schema.py then checks each against
+// its definition (the ctest protocol_schema). The prediction is a real Predictor's, with
+// advisories and trace warnings, served through the language server.
+#include "lsp/views.h"
+#include "results_json.h"
+#include "server_fixture.h"
+#include "wavecast/predictor/gpu_database.h"
+#include "wavecast/predictor/predictor.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+
+namespace wavecast::lsp::testing {
+namespace {
+
+TensorMeta tensor(std::vector<int64_t> shape) {
+  TensorMeta t;
+  t.shape = std::move(shape);
+  return t;
+}
+
+OpRecord op(int64_t id, std::string name, Phase phase, const std::string& file, int line,
+            std::vector<std::optional<TensorMeta>> inputs,
+            std::vector<std::optional<TensorMeta>> outputs, std::string module = "") {
+  OpRecord record;
+  record.id = id;
+  record.name = std::move(name);
+  record.phase = phase;
+  record.loc = {file, line, "wavecast_iteration"};
+  record.inputs = std::move(inputs);
+  record.outputs = std::move(outputs);
+  record.module = std::move(module);
+  return record;
+}
+
+// A conv, an op without a formula of its own (an approximate_op advisory) and an optimizer
+// step, with 20 GiB of weights: out of memory on the T4 (16 GiB).
+Trace sampleTrace(const std::string& file) {
+  Trace trace;
+  trace.entryFile = file;
+  trace.torchVersion = "2.11.0+cpu";
+  trace.batchSize = 32;
+  trace.memory.parametersBytes = 20LL << 30;
+  trace.memory.gradientsBytes = 1000000;
+  trace.memory.optimizerStateBytes = 2000000;
+  const auto x = tensor({32, 3, 32, 32});
+  const auto w = tensor({16, 3, 3, 3});
+  const auto y = tensor({32, 16, 32, 32});
+  trace.ops.push_back(
+      op(0, "aten::convolution", Phase::Forward, file, 3, {x, w, tensor({16})}, {y}, "conv"));
+  trace.ops.back().args = {{"stride", std::vector<int64_t>{1, 1}},
+                           {"padding", std::vector<int64_t>{1, 1}}};
+  trace.ops.push_back(op(1, "aten::special_bessel_j0", Phase::Forward, file, 3, {y}, {y}));
+  trace.ops.push_back(op(2, "aten::convolution_backward", Phase::Backward, file, 3, {y, x, w},
+                         {std::nullopt, w, tensor({16})}, "conv"));
+  trace.ops.back().args = {{"output_mask", std::vector<int64_t>{0, 1, 1}}};
+  trace.ops.back().forwardId = 0;
+  trace.ops.push_back(op(3, "aten::_foreach_add_", Phase::Optimizer, file, 5,
+                         {w, tensor({16}), w, tensor({16})}, {}));
+  trace.ops.back().args = {{"num_tensors", int64_t{2}}};
+  TraceWarning onCpu;
+  onCpu.kind = TraceWarningKind::CudaTracedOnCpu;
+  onCpu.severity = Severity::Info;
+  TraceWarning hostTensor;
+  hostTensor.kind = TraceWarningKind::HostTensorWithGpu;
+  hostTensor.loc = {file, 3, "wavecast_iteration"};
+  hostTensor.origin = SourceLocation{file, 8, "wavecast_input"};
+  TraceWarning outside;
+  outside.kind = TraceWarningKind::KernelsOutsideOps;
+  outside.count = 4;
+  outside.ms = 0.25;
+  trace.warnings = {onCpu, hostTensor, outside};
+  trace.fallbackOps = {"aten::special_bessel_j0"};
+  return trace;
+}
+
+class SchemaSamples : public ServerTest {
+protected:
+  void write(const std::string& definition, const std::string& name, const Json& value) {
+    const char* dir = std::getenv("WAVECAST_SCHEMA_SAMPLES");
+    ASSERT_NE(dir, nullptr) << "set WAVECAST_SCHEMA_SAMPLES to the folder to write into";
+    fs::create_directories(dir);
+    std::ofstream(fs::path(dir) / (definition + "." + name + ".json")) << value.dump(2) << "\n";
+    ++written_[definition];
+  }
+  std::map<std::string, int> written_;
+};
+
+TEST_F(SchemaSamples, WritesWhatTheEncodersSend) {
+  const GpuDatabase database = GpuDatabase::fromFile(WAVECAST_GPUS_JSON);
+  for (const DeviceSpec& spec : database.all())
+    write("GpuInfo", spec.id, toJson(gpuInfo(spec)));
+
+  // A real prediction on two GPUs, served as the analyzer's output.
+  const Trace trace = sampleTrace((dir_ / "train.py").string());
+  AnalysisOutput output;
+  output.prediction = Predictor().predict(trace, database.resolve({"H100", "T4"}));
+  output.predictionJson = resultsJson(output.prediction, traceFacts(trace));
+  output.providerLines = {{Provider::Model, 1}, {Provider::Input, 7}, {Provider::Iteration, 9}};
+  output.entryFile = trace.entryFile;
+  output.sourceFiles = {trace.entryFile};
+  output.traceWarnings = trace.warnings;
+  std::set<std::string> advisoryKinds;
+  for (const Json& advisory : output.predictionJson["advisories"])
+    advisoryKinds.insert(advisory["kind"].get<std::string>());
+  EXPECT_TRUE(advisoryKinds.count("approximate_op")) << output.predictionJson["advisories"];
+  EXPECT_TRUE(advisoryKinds.count("out_of_memory")) << output.predictionJson["advisories"];
+  EXPECT_EQ(output.predictionJson["trace_warnings"].size(), 3u);
+  write("Prediction", "predictor", output.predictionJson);
+  analyzer_.setOutput(output);
+
+  Json mismatch = initialize({{"protocolVersion", 1}});
+  ASSERT_EQ(mismatch["error"]["code"], -32600);
+  write("ProtocolMismatchData", "v1_client", mismatch["error"]["data"]);
+  Json reply = initialize({{"protocol_version", protocol::kProtocolVersion}});
+  write("WavecastCapability", "advertised",
+        reply["result"]["capabilities"]["experimental"]["wavecast"]);
+
+  write("ListGpusResult", "fake", request("wavecast/listGpus", nullptr)["result"]);
+  Json unknown = request("wavecast/setTargets", {{"gpus", {"H10"}}});
+  ASSERT_EQ(unknown["error"]["code"], -32602);
+  write("UnknownGpuData", "h10", unknown["error"]["data"]);
+  write("Results", "never_analysed",
+        request("wavecast/results", {{"uri", uri("train.py")}})["result"]);
+
+  open("train.py", kScript);
+  analyzeTrain();
+  write("Results", "ready", request("wavecast/results", {{"uri", uri("train.py")}})["result"]);
+  write("SetTargetsResult", "t4", request("wavecast/setTargets", {{"gpus", {"t4"}}})["result"]);
+  write("SetBatchSizeResult", "null",
+        request("wavecast/setBatchSize",
+                {{"uri", uri("train.py")}, {"batch_size", nullptr}})["result"]);
+  ProfileError failure;
+  failure.kind = ProfileErrorKind::UserException;
+  failure.message = "ZeroDivisionError: division by zero";
+  failure.file = (dir_ / "train.py").string();
+  failure.line = 3;
+  failure.hint = "fix the script";
+  analyzer_.failNext(failure);
+  analyzeTrain();
+  write("Results", "failed_keeps_prediction",
+        request("wavecast/results", {{"uri", uri("train.py")}})["result"]);
+
+  int n = 0;
+  for (const Json& message : sent("wavecast/resultsChanged"))
+    write("ResultsChangedParams", std::to_string(n++), message["params"]);
+  n = 0;
+  for (const Json& message : sent("wavecast/status"))
+    write("StatusParams", std::to_string(n++), message["params"]);
+  // Each case above was written, and notifications of every state.
+  EXPECT_EQ(written_["Results"], 3);
+  EXPECT_GE(written_["ResultsChangedParams"], 4);
+  EXPECT_GE(written_["StatusParams"], 2);
+  EXPECT_GT(written_["GpuInfo"], 20);
+}
+
+} // namespace
+} // namespace wavecast::lsp::testing
