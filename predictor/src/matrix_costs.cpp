@@ -72,7 +72,7 @@ OpCost convolution(const OpRecord& op) {
   const bool transposed = op.boolArg("transposed").value_or(false);
   if (!input || !weight || rank(input) < 3 || rank(weight) < 3) {
     cost.approximate = true;
-    cost.note = "convolution without input/weight shapes: counted as a copy of its tensors";
+    cost.note = CostNote::ConvWithoutShapes;
     cost.bytes = inputBytes(op) + outputBytes(op);
     return cost;
   }
@@ -110,7 +110,7 @@ OpCost convolutionBackward(const OpRecord& op) {
   const TensorMeta* weight = op.input(2);
   if (!gradOutput || !input || !weight) {
     cost.approximate = true;
-    cost.note = "convolution_backward without grad_output/input/weight shapes";
+    cost.note = CostNote::ConvBackwardWithoutShapes;
     cost.bytes = inputBytes(op) + outputBytes(op);
     return cost;
   }
@@ -227,7 +227,7 @@ OpCost gemm(const OpRecord& op, const std::string& stem) {
   cost.bytes = inputBytes(op) + outputBytes(op);
   if (!a || !b) {
     cost.approximate = true;
-    cost.note = "matrix operands missing from the trace; counted by its tensors' bytes only";
+    cost.note = CostNote::MatrixOperandsMissing;
   }
   return cost;
 }
@@ -264,7 +264,7 @@ OpCost attention(const OpRecord& op, const std::string& stem) {
   const TensorMeta* v = op.input(q0 + 2);
   if (!q || !k || !v) {
     cost.approximate = true;
-    cost.note = "attention without query/key/value shapes";
+    cost.note = CostNote::AttentionWithoutShapes;
     cost.bytes = inputBytes(op) + outputBytes(op);
     return cost;
   }
@@ -364,7 +364,7 @@ OpCost recurrent(const OpRecord& op, const std::string& stem) {
     hidden = dim(op.output(0), -1) / directions;
   if (hidden <= 0) {
     cost.approximate = true;
-    cost.note = "recurrent op without hidden size: counted by its tensors' bytes";
+    cost.note = CostNote::RecurrentWithoutHidden;
     cost.bytes = inputBytes(op) + outputBytes(op);
     return cost;
   }
@@ -386,7 +386,7 @@ OpCost recurrent(const OpRecord& op, const std::string& stem) {
   cost.gemm = {1, batch, gates * hidden, in + hidden};
   cost.kernels =
       static_cast<int>(std::min(1e6, layers * directions * (2 * seq + (backward ? 2 : 1))));
-  cost.note = "recurrent: per-step GEMMs are serial, so small batches are latency bound";
+  cost.note = CostNote::RecurrentSerial;
   return cost;
 }
 

@@ -46,7 +46,7 @@ OpCost exactFamily(const OpRecord& op, const std::string& stem, bool inplace, bo
     OpCost cost = embedding(op, backward ? "embedding_dense_backward" : "embedding");
     if (stem != "embedding" && stem != "embedding_dense_backward") {
       cost.approximate = true;
-      cost.note = "predicted as embedding / embedding_dense_backward";
+      cost.note = CostNote::EmbeddingLike;
     }
     return cost;
   }
@@ -89,8 +89,7 @@ OpCost closestFamily(const OpRecord& op, const std::string& stem, bool inplace) 
     cost = elementwise(op, stem, inplace);
   }
   cost.approximate = true;
-  cost.note = "no formula for " + op.name + "; predicted as its closest family (" +
-              toString(cost.family) + ") from its tensors";
+  cost.note = CostNote::NoFormula;
   return cost;
 }
 
@@ -105,7 +104,7 @@ OpCost estimateOpCost(const OpRecord& op) {
   if (metadataOps().count(stem) || metadataOps().count(base)) {
     cost.family = CostFamily::Metadata;
     cost.kernels = 0;
-    cost.note = "view or allocation: no kernel, no memory traffic";
+    cost.note = CostNote::ViewOrAllocation;
   } else {
     bool known = false;
     cost = exactFamily(op, base, inplace, known);
@@ -121,17 +120,16 @@ OpCost estimateOpCost(const OpRecord& op) {
     for (const auto& t : *list)
       if (t && std::any_of(t->shape.begin(), t->shape.end(), [](int64_t d) { return d < 0; })) {
         cost.approximate = true;
-        cost.note = "negative dimension in a tensor shape of " + op.name +
-                    "; its dimensions count as 0 (re-trace the script)";
+        cost.note = CostNote::NegativeDimension;
       }
   if (op.onHost && !cost.metadataOnly()) {
     cost.kernels = 0;
-    cost.note = "runs on the CPU (host work, no GPU kernel)";
+    cost.note = CostNote::OnHost;
   }
   if (!cost.metadataOnly() && cost.bytes <= 0 && cost.flops <= 0) {
     cost.kernels = 0; // PyTorch launches nothing for empty tensors
-    if (cost.note.empty())
-      cost.note = "empty tensors (a zero-sized dimension): no work";
+    if (cost.note == CostNote::None)
+      cost.note = CostNote::EmptyTensors;
   }
   return cost;
 }

@@ -49,7 +49,7 @@ OpCost copyLike(const OpRecord& op, const std::string& stem) {
       in = in - bytesOf(source) + outElems * source->elementSize();
   }
   if (stem == "_local_scalar_dense" || stem == "item")
-    cost.note = "device-to-host copy of a scalar; synchronises the GPU";
+    cost.note = CostNote::DeviceToHostScalar;
   cost.bytes = in + out;
   cost.parallelElements = std::max(outElems, largestNumel(op.inputs));
   cost.flops = 0;

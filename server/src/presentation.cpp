@@ -261,6 +261,42 @@ std::string predictionMethodText(const Prediction& prediction) {
   return text;
 }
 
+std::string costNoteText(CostNote note, const std::string& op, CostFamily family) {
+  switch (note) {
+  case CostNote::None:
+    return "";
+  case CostNote::EmbeddingLike:
+    return "predicted as embedding / embedding_dense_backward";
+  case CostNote::NoFormula:
+    return "no formula for " + op + "; predicted as its closest family (" + toString(family) +
+           ") from its tensors";
+  case CostNote::ViewOrAllocation:
+    return "view or allocation: no kernel, no memory traffic";
+  case CostNote::NegativeDimension:
+    return "negative dimension in a tensor shape of " + op +
+           "; its dimensions count as 0 (re-trace the script)";
+  case CostNote::OnHost:
+    return "runs on the CPU (host work, no GPU kernel)";
+  case CostNote::EmptyTensors:
+    return "empty tensors (a zero-sized dimension): no work";
+  case CostNote::DeviceToHostScalar:
+    return "device-to-host copy of a scalar; synchronises the GPU";
+  case CostNote::ConvWithoutShapes:
+    return "convolution without input/weight shapes: counted as a copy of its tensors";
+  case CostNote::ConvBackwardWithoutShapes:
+    return "convolution_backward without grad_output/input/weight shapes";
+  case CostNote::MatrixOperandsMissing:
+    return "matrix operands missing from the trace; counted by its tensors' bytes only";
+  case CostNote::AttentionWithoutShapes:
+    return "attention without query/key/value shapes";
+  case CostNote::RecurrentWithoutHidden:
+    return "recurrent op without hidden size: counted by its tensors' bytes";
+  case CostNote::RecurrentSerial:
+    return "recurrent: per-step GEMMs are serial, so small batches are latency bound";
+  }
+  return "";
+}
+
 std::string attentionBackendName(AttentionBackend backend) {
   switch (backend) {
   case AttentionBackend::None:

@@ -36,6 +36,9 @@ std::string gpuMethodText(const GpuMethods& methods);
 // The whole prediction's: the models used, and for a measured trace which GPU was
 // measured and which were scaled from it ("H100-SXM: measured on H100-SXM; T4: ...").
 std::string predictionMethodText(const Prediction& prediction);
+// The sentence of an op's cost note, e.g. "no formula for aten::frobnicate; predicted as
+// its closest family (elementwise) from its tensors"; empty for CostNote::None.
+std::string costNoteText(CostNote note, const std::string& op, CostFamily family);
 // "flash attention", "the math decomposition of attention (...)".
 std::string attentionBackendName(AttentionBackend backend);
 // The sentence of a predictor advisory, e.g. "T4: host-bound: the GPU waits for ...".

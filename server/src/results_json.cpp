@@ -128,8 +128,9 @@ json opJson(const Prediction& prediction, size_t i, const std::vector<json>& gpu
       .add("line", info.loc.line)
       .add("module", info.module)
       .add("name", info.name);
-  if (!info.note.empty())
-    op.add("note", info.note);
+  if (info.note != CostNote::None)
+    op.add("note",
+           costNoteText(info.note, info.name, first ? first->family : CostFamily::Elementwise));
   op.add("per_gpu", std::move(perGpu)).add("phase", toString(info.phase));
   return op.take();
 }

@@ -146,6 +146,18 @@ TEST(Presentation, AdvisoriesReadAsSentencesWithTheirFigures) {
             0u);
 }
 
+TEST(Presentation, CostNotesNameTheOpAndItsFamily) {
+  EXPECT_EQ(costNoteText(CostNote::NoFormula, "aten::frobnicate", CostFamily::Copy),
+            "no formula for aten::frobnicate; predicted as its closest family (copy) from its "
+            "tensors");
+  EXPECT_EQ(costNoteText(CostNote::NegativeDimension, "aten::mm", CostFamily::Gemm),
+            "negative dimension in a tensor shape of aten::mm; its dimensions count as 0 "
+            "(re-trace the script)");
+  EXPECT_EQ(costNoteText(CostNote::None, "aten::mm", CostFamily::Gemm), "");
+  for (int n = 1; n <= static_cast<int>(CostNote::RecurrentSerial); ++n)
+    EXPECT_FALSE(costNoteText(static_cast<CostNote>(n), "aten::x", CostFamily::Copy).empty()) << n;
+}
+
 TEST(Presentation, TraceWarningsReadAsSentencesAtTheirLines) {
   TraceWarning mixed;
   mixed.kind = TraceWarningKind::HostTensorWithGpu;

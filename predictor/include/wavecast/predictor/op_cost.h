@@ -61,9 +61,9 @@ struct OpCost {
   // DRAM traffic of helper kernels that run before and after the main one, serially:
   // cuDNN's NCHW <-> NHWC transforms around half-precision convolutions.
   double layoutBytes = 0;
-  AttentionWork attention;  // scaled-dot-product-attention kernels only
-  bool approximate = false; // no formula of its own: closest family used
-  std::string note;         // why approximate, zero or unusual
+  AttentionWork attention;        // scaled-dot-product-attention kernels only
+  bool approximate = false;       // no formula of its own: closest family used
+  CostNote note = CostNote::None; // why approximate, zero or unusual
 
   bool metadataOnly() const { return kernels == 0; }
 };

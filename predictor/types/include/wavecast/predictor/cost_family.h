@@ -76,4 +76,23 @@ constexpr const char* toString(AttentionBackend backend) {
   return "unknown";
 }
 
+// Why an op's cost is approximate, zero or unusual (the results JSON's op `note`);
+// presentation.h writes its sentence.
+enum class CostNote {
+  None,
+  EmbeddingLike,             // priced as embedding / embedding_dense_backward
+  NoFormula,                 // no formula of its own: priced as its closest family
+  ViewOrAllocation,          // no kernel, no memory traffic
+  NegativeDimension,         // a tensor shape the profiler should never emit
+  OnHost,                    // runs on the CPU: no GPU kernel
+  EmptyTensors,              // a zero-sized dimension: no work
+  DeviceToHostScalar,        // .item(): synchronises the GPU
+  ConvWithoutShapes,         // counted as a copy of its tensors
+  ConvBackwardWithoutShapes, // no grad_output/input/weight shapes
+  MatrixOperandsMissing,     // counted by its tensors' bytes only
+  AttentionWithoutShapes,    // no query/key/value shapes
+  RecurrentWithoutHidden,    // counted by its tensors' bytes
+  RecurrentSerial,           // per-step GEMMs are serial: small batches are latency bound
+};
+
 } // namespace wavecast

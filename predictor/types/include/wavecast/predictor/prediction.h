@@ -75,8 +75,8 @@ struct OpInfo {
   Phase phase = Phase::Forward;
   SourceLocation loc;
   std::string module;
-  std::string note;  // why approximate / zero, empty otherwise
-  double hostMs = 0; // CPU time issuing it (host model; the same on every GPU)
+  CostNote note = CostNote::None; // why approximate / zero
+  double hostMs = 0;              // CPU time issuing it (host model; the same on every GPU)
 };
 
 struct LineBreakdown {
