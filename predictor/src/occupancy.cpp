@@ -23,26 +23,25 @@ int sharedMemoryBlockLimit(int allocatedPerBlock, int sharedPerSm) {
 Occupancy computeOccupancy(const SmLimits& limits, const KernelResources& kernel) {
   Occupancy result;
   if (kernel.threadsPerBlock <= 0) {
-    result.problem = "a block needs at least one thread";
+    result.problem = LaunchProblem{LaunchLimit::NoThreads, kernel.threadsPerBlock, 1};
     return result;
   }
   if (kernel.threadsPerBlock > limits.maxThreadsPerBlock) {
-    result.problem = "block of " + std::to_string(kernel.threadsPerBlock) +
-                     " threads exceeds the limit of " + std::to_string(limits.maxThreadsPerBlock);
+    result.problem = LaunchProblem{LaunchLimit::ThreadsPerBlock, kernel.threadsPerBlock,
+                                   limits.maxThreadsPerBlock};
     return result;
   }
   if (kernel.registersPerThread > limits.maxRegistersPerThread) {
-    result.problem = std::to_string(kernel.registersPerThread) +
-                     " registers per thread exceed the limit of " +
-                     std::to_string(limits.maxRegistersPerThread);
+    result.problem = LaunchProblem{LaunchLimit::RegistersPerThread, kernel.registersPerThread,
+                                   limits.maxRegistersPerThread};
     return result;
   }
   // Shared memory: every block also holds the system-reserved bytes (CC >= 8.0), and
   // allocations are rounded up to the allocation unit.
   const int requestedShared = std::max(0, kernel.sharedMemoryPerBlockBytes);
   if (requestedShared > limits.maxSharedMemoryPerBlockBytes) {
-    result.problem = std::to_string(requestedShared) + " bytes of shared memory per block exceed " +
-                     "the limit of " + std::to_string(limits.maxSharedMemoryPerBlockBytes);
+    result.problem = LaunchProblem{LaunchLimit::SharedMemoryPerBlock, requestedShared,
+                                   limits.maxSharedMemoryPerBlockBytes};
     return result;
   }
   const int sharedPerBlock = roundUp(requestedShared + limits.reservedSharedMemoryPerBlockBytes,
@@ -80,7 +79,9 @@ Occupancy computeOccupancy(const SmLimits& limits, const KernelResources& kernel
     result.limiter = "warps";
   if (result.blocksPerSm <= 0) {
     result.blocksPerSm = 0;
-    result.problem = "one block needs more registers than an SM has";
+    result.problem =
+        LaunchProblem{LaunchLimit::RegistersPerSm,
+                      kernel.registersPerThread * kernel.threadsPerBlock, limits.registersPerSm};
     return result;
   }
   result.activeWarpsPerSm = result.blocksPerSm * warpsPerBlock;

@@ -14,9 +14,12 @@ namespace {
 struct WaveScalingKey {
   std::string gpu;
   std::string kernel;
-  std::string reason;
+  LaunchProblem problem;
   bool operator<(const WaveScalingKey& other) const {
-    return std::tie(gpu, kernel, reason) < std::tie(other.gpu, other.kernel, other.reason);
+    const auto key = [](const WaveScalingKey& k) {
+      return std::tie(k.gpu, k.kernel, k.problem.limit, k.problem.requested, k.problem.allowed);
+    };
+    return key(*this) < key(other);
   }
 };
 
@@ -33,7 +36,7 @@ double waveScaledOpMs(const OpRecord& op, const OpCost& cost, const DeviceSpec& 
   for (const auto& kernel : op.kernels) {
     const WaveScaledKernel scaled = waveScaleKernel(kernel, origin, gpu, gamma);
     if (scaled.problem)
-      ++problems[{scaled.problem->gpu, kernel.name, scaled.problem->reason}];
+      ++problems[{scaled.problem->gpu, kernel.name, scaled.problem->problem}];
     total += scaled.timeMs;
   }
   return total;
@@ -188,7 +191,7 @@ OpTimes timeOps(const Trace& trace, const std::vector<OpCost>& costs,
     out.advisories.push_back({std::move(untrained)});
   for (const auto& [key, count] : waveProblems)
     out.advisories.push_back(
-        {advisory::WaveScalingAssumption{key.gpu, key.kernel, key.reason, count}});
+        {advisory::WaveScalingAssumption{key.gpu, key.kernel, key.problem, count}});
   return out;
 }
 

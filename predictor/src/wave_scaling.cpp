@@ -26,7 +26,7 @@ double waveSize(const KernelRecord& kernel, const DeviceSpec& gpu,
       static_cast<int>(kernel.staticSharedBytes + kernel.dynamicSharedBytes);
   const Occupancy occupancy = computeOccupancy(gpu.limits, resources);
   if (!occupancy.launchable()) {
-    problem = UnlaunchableKernel{gpu.id, occupancy.problem};
+    problem = UnlaunchableKernel{gpu.id, occupancy.problem.value_or(LaunchProblem{})};
     return std::max(1, gpu.smCount);
   }
   return static_cast<double>(occupancy.blocksPerSm) * std::max(1, gpu.smCount);

@@ -323,6 +323,24 @@ std::string times(int count) {
   return count > 1 ? " (" + std::to_string(count) + " times)" : "";
 }
 
+std::string launchProblemText(const LaunchProblem& problem) {
+  const std::string requested = std::to_string(problem.requested);
+  const std::string allowed = std::to_string(problem.allowed);
+  switch (problem.limit) {
+  case LaunchLimit::NoThreads:
+    return "a block needs at least one thread";
+  case LaunchLimit::ThreadsPerBlock:
+    return "block of " + requested + " threads exceeds the limit of " + allowed;
+  case LaunchLimit::RegistersPerThread:
+    return requested + " registers per thread exceed the limit of " + allowed;
+  case LaunchLimit::SharedMemoryPerBlock:
+    return requested + " bytes of shared memory per block exceed the limit of " + allowed;
+  case LaunchLimit::RegistersPerSm:
+    return "one block needs " + requested + " registers, more than the " + allowed + " an SM has";
+  }
+  return "it exceeds a limit of the SM";
+}
+
 struct AdvisorySentence {
   std::string operator()(const advisory::MeasuredWithoutKernels&) const {
     return "the trace was measured on a GPU but carries no kernels (an older wavecast recorded "
@@ -342,7 +360,7 @@ struct AdvisorySentence {
   }
   std::string operator()(const advisory::WaveScalingAssumption& facts) const {
     return "kernel " + facts.kernel + " cannot launch on " + facts.gpu + " as recorded (" +
-           facts.reason + "); assumed one block per SM" + times(facts.count);
+           launchProblemText(facts.problem) + "); assumed one block per SM" + times(facts.count);
   }
   std::string operator()(const advisory::AttentionSubstituted& facts) const {
     return facts.gpu + " (compute capability " + facts.computeCapability + ") has no " +

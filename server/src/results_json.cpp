@@ -154,10 +154,12 @@ struct AdvisoryFacts {
   }
   void operator()(const advisory::UntrainedGpus& facts) const { out.add("gpus", facts.gpus); }
   void operator()(const advisory::WaveScalingAssumption& facts) const {
-    out.add("count", facts.count)
+    out.add("allowed", facts.problem.allowed)
+        .add("count", facts.count)
         .add("gpu", facts.gpu)
         .add("kernel", facts.kernel)
-        .add("reason", facts.reason);
+        .add("limit", toString(facts.problem.limit))
+        .add("requested", facts.problem.requested);
   }
   void operator()(const advisory::AttentionSubstituted& facts) const {
     out.add("compute_capability", facts.computeCapability)

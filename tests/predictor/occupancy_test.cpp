@@ -101,9 +101,16 @@ TEST(Occupancy, ComputeCapability80NeverZeroForLaunchableKernels) { // A100
   // One byte more cannot launch, and says why.
   o = occupancy("A100", 256, 32, 166913);
   EXPECT_EQ(o.blocksPerSm, 0);
-  EXPECT_FALSE(o.problem.empty());
+  ASSERT_TRUE(o.problem.has_value());
+  EXPECT_EQ(o.problem->limit, LaunchLimit::SharedMemoryPerBlock);
+  EXPECT_EQ(o.problem->requested, 166913);
+  EXPECT_EQ(o.problem->allowed, 166912);
   EXPECT_EQ(occupancy("A100", 256, 256, 0).blocksPerSm, 0);
-  EXPECT_EQ(occupancy("A100", 1025, 32, 0).blocksPerSm, 0);
+  o = occupancy("A100", 1025, 32, 0);
+  EXPECT_EQ(o.blocksPerSm, 0);
+  ASSERT_TRUE(o.problem.has_value());
+  EXPECT_EQ(o.problem->limit, LaunchLimit::ThreadsPerBlock);
+  EXPECT_EQ(o.problem->allowed, 1024);
 }
 
 TEST(Occupancy, ComputeCapability86) { // A10: 48 warps, 16 blocks, 100 KiB

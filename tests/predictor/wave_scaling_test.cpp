@@ -83,7 +83,9 @@ TEST(WaveScaling, KernelTooBigForTheDestinationAssumesOneBlockPerSm) {
   EXPECT_DOUBLE_EQ(scaled.destinationWaveSize, 40);
   ASSERT_TRUE(scaled.problem.has_value());
   EXPECT_EQ(scaled.problem->gpu, "T4");
-  EXPECT_FALSE(scaled.problem->reason.empty());
+  EXPECT_EQ(scaled.problem->problem.limit, LaunchLimit::SharedMemoryPerBlock);
+  EXPECT_EQ(scaled.problem->problem.requested, 98304);
+  EXPECT_EQ(scaled.problem->problem.allowed, 65536);
   EXPECT_GT(scaled.timeMs, 1.0);
 }
 

@@ -144,6 +144,10 @@ TEST(Presentation, AdvisoriesReadAsSentencesWithTheirFigures) {
       "its closest family (elementwise)");
   EXPECT_EQ(advisoryMessage({advisory::UntrainedGpus{{"L4", "T4"}}}).rfind("L4, T4: not among", 0),
             0u);
+  EXPECT_EQ(advisoryMessage({advisory::WaveScalingAssumption{
+                "T4", "sgemm_128x128", {LaunchLimit::SharedMemoryPerBlock, 98304, 65536}, 3}}),
+            "kernel sgemm_128x128 cannot launch on T4 as recorded (98304 bytes of shared memory "
+            "per block exceed the limit of 65536); assumed one block per SM (3 times)");
 }
 
 TEST(Presentation, CostNotesNameTheOpAndItsFamily) {

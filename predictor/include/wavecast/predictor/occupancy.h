@@ -2,8 +2,10 @@
 // many thread blocks of a kernel fit on one SM at once.
 #pragma once
 
+#include "wavecast/predictor/cost_family.h"
 #include "wavecast/predictor/device_spec.h"
 
+#include <optional>
 #include <string>
 
 namespace wavecast {
@@ -17,10 +19,10 @@ struct KernelResources {
 struct Occupancy {
   int blocksPerSm = 0; // 0 only when the kernel cannot launch on this GPU
   int activeWarpsPerSm = 0;
-  double occupancy = 0;              // active warps / max warps per SM
-  int sharedMemoryCarveoutBytes = 0; // smallest carveout giving blocksPerSm
-  std::string limiter;               // "warps", "registers", "shared memory", "blocks"
-  std::string problem;               // why the kernel cannot launch, when blocksPerSm == 0
+  double occupancy = 0;                 // active warps / max warps per SM
+  int sharedMemoryCarveoutBytes = 0;    // smallest carveout giving blocksPerSm
+  std::string limiter;                  // "warps", "registers", "shared memory", "blocks"
+  std::optional<LaunchProblem> problem; // why the kernel cannot launch, when blocksPerSm == 0
 
   bool launchable() const { return blocksPerSm > 0; }
 };

@@ -2,6 +2,7 @@
 // measured on an origin GPU to a destination GPU (docs/predictor.md).
 #pragma once
 
+#include "wavecast/predictor/cost_family.h"
 #include "wavecast/predictor/device_spec.h"
 #include "wavecast/trace.h"
 
@@ -18,7 +19,7 @@ double waveScalingGamma(double intensity, double ridgePoint);
 // A recorded kernel whose launch `gpu`'s limits reject: one block per SM is assumed.
 struct UnlaunchableKernel {
   std::string gpu;
-  std::string reason; // the occupancy calculator's
+  LaunchProblem problem;
 };
 
 struct WaveScaledKernel {

@@ -1,4 +1,6 @@
-// Which formula prices an op (docs/predictor.md's table); text only at the edges.
+// The predictor's small value enums: which formula prices an op (docs/predictor.md's
+// table), the attention kernel it runs, why its cost is unusual, what stops a kernel
+// launching; text only at the edges.
 #pragma once
 
 namespace wavecast {
@@ -93,6 +95,36 @@ enum class CostNote {
   AttentionWithoutShapes,    // no query/key/value shapes
   RecurrentWithoutHidden,    // counted by its tensors' bytes
   RecurrentSerial,           // per-step GEMMs are serial: small batches are latency bound
+};
+
+// What stops a kernel from launching on an SM as recorded (occupancy.h): the limit it
+// exceeds, what the kernel asks and what the SM allows.
+enum class LaunchLimit {
+  NoThreads,            // a block of no threads
+  ThreadsPerBlock,      // threads per block
+  RegistersPerThread,   // registers per thread
+  SharedMemoryPerBlock, // bytes of shared memory per block
+  RegistersPerSm,       // registers of one block against the SM's register file
+};
+constexpr const char* toString(LaunchLimit limit) {
+  switch (limit) {
+  case LaunchLimit::NoThreads:
+    return "no_threads";
+  case LaunchLimit::ThreadsPerBlock:
+    return "threads_per_block";
+  case LaunchLimit::RegistersPerThread:
+    return "registers_per_thread";
+  case LaunchLimit::SharedMemoryPerBlock:
+    return "shared_memory_per_block";
+  case LaunchLimit::RegistersPerSm:
+    return "registers_per_sm";
+  }
+  return "unknown";
+}
+struct LaunchProblem {
+  LaunchLimit limit = LaunchLimit::NoThreads;
+  int requested = 0;
+  int allowed = 0;
 };
 
 } // namespace wavecast

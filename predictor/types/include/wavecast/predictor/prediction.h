@@ -166,11 +166,11 @@ struct UnknownMeasuredGpu {
 struct UntrainedGpus {
   std::vector<std::string> gpus;
 };
-// `kernel` cannot launch on `gpu` as recorded (`reason`): one block per SM was assumed.
+// `kernel` cannot launch on `gpu` as recorded (`problem`): one block per SM was assumed.
 struct WaveScalingAssumption {
   std::string gpu;
   std::string kernel;
-  std::string reason;
+  LaunchProblem problem;
   int count = 0;
 };
 // `gpu` (compute capability `computeCapability`) has no `traced` kernel: `count`
