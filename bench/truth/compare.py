@@ -120,8 +120,13 @@ def summarize(prediction, gpu):
         if line["file"] and line["per_gpu"][index]["gpu_ms"]:
             key = line_key(line["file"], line["line"])
             lines[key] = lines.get(key, 0.0) + line["per_gpu"][index]["gpu_ms"]
+    memory = summary["memory"]
+    # An older wavecast reported one figure, peak_bytes (then tensors + workspaces + 10%).
+    allocated = memory.get("peak_allocated_bytes", memory["peak_bytes"])
     return {"gpu_ms": summary["gpu_ms"], "wall_ms": summary["iteration_ms"], "families": families,
-            "lines": lines, "method": summary.get("method", prediction.get("method", ""))}
+            "lines": lines, "method": summary.get("method", prediction.get("method", "")),
+            "peak_allocated_bytes": allocated, "process_bytes": memory["peak_bytes"],
+            "fits_in_memory": summary["fits_in_memory"]}
 
 
 def truth_lines(lines_us):
@@ -218,7 +223,24 @@ def run(options):
             row.update({"predicted_" + k: v for k, v in summarize(prediction, options.gpu).items()})
         rows.append(row)
     return {"truth": options.truth, "gpu": options.gpu, "device": truth.get("device"),
-            "torch": truth.get("torch"), "rows": rows}
+            "torch": truth.get("torch"), "rows": rows, "memory": memory_rows(truth, rows)}
+
+
+def memory_rows(truth, rows):
+    """Predicted peak allocated against the truth's `peak_mem_bytes`, per run. The truth took
+    torch.cuda.max_memory_allocated() over the FP32 and the bf16 iterations alike, so the
+    prediction compared is the larger of those predicted for the run."""
+    predicted = {}
+    for r in rows:
+        if "error" not in r:
+            predicted[r["run"]] = max(predicted.get(r["run"], 0), r["predicted_peak_allocated_bytes"])
+    out = []
+    for run, bytes_ in predicted.items():
+        real = truth["samples"][run].get("peak_mem_bytes")
+        if real:
+            out.append({"run": run, "predicted_bytes": bytes_, "real_bytes": real,
+                        "ratio": bytes_ / real})
+    return out
 
 
 def metrics(report):
@@ -231,6 +253,7 @@ def metrics(report):
         "fp32_kernel_mape": mean(ape(r["predicted_gpu_ms"], r["kernel_ms"]) for r in fp32),
         "fp32_wall_mape": mean(ape(r["predicted_wall_ms"], r["wall_ms"]) for r in fp32),
         "bf16_wall_mape": mean(ape(r["predicted_wall_ms"], r["wall_ms"]) for r in bf16),
+        "memory_mape": mean(ape(r["predicted_bytes"], r["real_bytes"]) for r in report.get("memory", [])),
         "runs": len(ok), "failed": len(report["rows"]) - len(ok),
     }
 
@@ -242,6 +265,8 @@ def markdown(report):
            f"- FP32, MAPE against kernel time: **{m['fp32_kernel_mape']:.1f}%**",
            f"- FP32, MAPE against wall time: **{m['fp32_wall_mape']:.1f}%**",
            f"- bf16 autocast, MAPE against wall time: **{m['bf16_wall_mape']:.1f}%**",
+           f"- Peak allocated memory, MAPE against torch.cuda.max_memory_allocated(): "
+           f"**{m['memory_mape']:.1f}%**",
            f"- runs compared: {m['runs']}" + (f", failed to predict: {m['failed']}" if m["failed"] else ""),
            "", "| run | precision | method | predicted GPU ms | real kernels ms | predicted wall ms "
            "| real wall ms | error vs kernels | error vs wall |", "|---|---|---|---|---|---|---|---|---|"]
@@ -278,6 +303,13 @@ def markdown(report):
             "the clone (`masked_fill_`, elementwise), softmax's backward multiplies gradient and "
             "output in an `aten::mul` (elementwise here) and gradient accumulation runs as `add_`. "
             "Families differ by that attribution as well as by error; copy most of all."]
+    if report.get("memory"):
+        out += ["", "Peak memory per run (predicted peak allocated, the larger of the run's "
+                "precisions, against the truth's max_memory_allocated):", "",
+                "| run | predicted GiB | real GiB | predicted / real |", "|---|---|---|---|"]
+        for r in report["memory"]:
+            out.append(f"| {r['run']} | {r['predicted_bytes'] / 2**30:.2f} | "
+                       f"{r['real_bytes'] / 2**30:.2f} | {r['ratio']:.3f} |")
     for r in report["rows"]:
         if "error" in r or not r.get("truth_lines"):
             continue

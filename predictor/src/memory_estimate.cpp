@@ -13,7 +13,23 @@ int64_t tensorBytes(const std::optional<TensorMeta>& t) {
   return t ? std::max<int64_t>(0, t->numel()) * t->elementSize() : 0;
 }
 
+// CUDACachingAllocator.cpp: kMinBlockSize, kMinLargeAlloc, kRoundLarge.
+constexpr int64_t kMinBlockBytes = 512;
+constexpr int64_t kMinLargeAllocBytes = int64_t{10} << 20;
+constexpr int64_t kRoundLargeBytes = int64_t{2} << 20;
+
+int64_t roundUp(int64_t bytes, int64_t multiple) {
+  return (bytes + multiple - 1) / multiple * multiple;
+}
+
 } // namespace
+
+int64_t allocatorBlockBytes(int64_t bytes) {
+  if (bytes <= 0)
+    return 0;
+  const int64_t block = roundUp(bytes, kMinBlockBytes);
+  return block >= kMinLargeAllocBytes ? roundUp(block, kRoundLargeBytes) : block;
+}
 
 // What an older trace (no `saved_bytes`) is assumed to keep for backward: every fresh
 // result of a forward op that does work (views and in-place results share storage).
@@ -70,6 +86,18 @@ TensorMemory tensorMemory(const Trace& trace, const std::vector<OpCost>& costs) 
     memory.activationsSavedBytes = training ? kept : 0;
   }
 
+  // The tensors autograd keeps make up most of the peak; each is a block of its own.
+  for (size_t i = 0; i < trace.ops.size(); ++i) {
+    const OpRecord& op = trace.ops[i];
+    const bool kept = memory.activationsSource == ActivationsSource::Traced
+                          ? op.savedBytes.value_or(0) > 0
+                          : upperBoundKeptBytes(op, costs[i]) > 0;
+    if (!kept || op.phase != Phase::Forward)
+      continue;
+    for (const auto& t : op.outputs)
+      result.roundingBytes += allocatorBlockBytes(tensorBytes(t)) - tensorBytes(t);
+  }
+
   for (size_t i = 0; i < trace.ops.size(); ++i) {
     if (costs[i].family != CostFamily::Conv)
       continue;
@@ -84,14 +112,13 @@ TensorMemory tensorMemory(const Trace& trace, const std::vector<OpCost>& costs) 
 MemoryEstimate onGpu(const TensorMemory& tensors, const DeviceSpec& gpu,
                      const PredictorOptions& options) {
   MemoryEstimate memory = tensors.tensors;
-  const double tensorBytesTotal =
-      static_cast<double>(memory.weightsBytes + memory.gradientsBytes + memory.optimizerStateBytes +
-                          memory.activationsBytes);
-  const int64_t cublas = gpu.computeCapabilityMajor >= 9 ? options.cublasWorkspaceBytesSm90
-                                                         : options.cublasWorkspaceBytes;
+  memory.cublasWorkspaceBytes = gpu.computeCapabilityMajor >= 9 ? options.cublasWorkspaceBytesSm90
+                                                                : options.cublasWorkspaceBytes;
+  // cuDNN's workspace is allocated for one convolution and freed after it; the allocator
+  // keeps its segment cached.
   const int64_t conv = std::min(tensors.largestConvOperandBytes, options.convWorkspaceLimitBytes);
-  memory.workspaceBytes = options.runtimeReserveBytes + cublas + conv +
-                          static_cast<int64_t>(tensorBytesTotal * options.allocatorOverhead);
+  memory.cachedBytes = tensors.roundingBytes + allocatorBlockBytes(conv);
+  memory.contextBytes = options.runtimeReserveBytes;
   return memory;
 }
 

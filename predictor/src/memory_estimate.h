@@ -11,8 +11,10 @@ namespace wavecast {
 
 // The GPU-independent part of the memory estimate.
 struct TensorMemory {
-  MemoryEstimate tensors; // workspaceBytes left 0
+  MemoryEstimate tensors; // the tensors only
   int64_t largestConvOperandBytes = 0;
+  // What the caching allocator's rounding adds to the tensors autograd keeps.
+  int64_t roundingBytes = 0;
 };
 
 // What an older trace (no `saved_bytes`) is assumed to keep for backward of `op`.
@@ -22,8 +24,8 @@ bool hasBackward(const Trace& trace);
 
 TensorMemory tensorMemory(const Trace& trace, const std::vector<OpCost>& costs);
 
-// The tensors plus `gpu`'s workspace: the CUDA context, cuBLAS's and cuDNN's
-// workspaces and the caching allocator's overhead.
+// The tensors plus `gpu`'s cuBLAS workspace (allocated), the allocator's rounding and
+// cuDNN's workspace (reserved) and the CUDA context (process).
 MemoryEstimate onGpu(const TensorMemory& tensors, const DeviceSpec& gpu,
                      const PredictorOptions& options);
 

@@ -49,9 +49,12 @@ json memoryJson(const MemoryEstimate& memory) {
       .add("activations_source", toString(memory.activationsSource))
       .add("gradients_bytes", memory.gradientsBytes)
       .add("optimizer_state_bytes", memory.optimizerStateBytes)
+      .add("peak_allocated_bytes", memory.allocatedPeakBytes())
       .add("peak_bytes", memory.peakBytes())
+      .add("peak_reserved_bytes", memory.reservedPeakBytes())
+      .add("process_bytes", memory.processPeakBytes())
       .add("weights_bytes", memory.weightsBytes)
-      .add("workspace_bytes", memory.workspaceBytes);
+      .add("workspace_bytes", memory.workspaceBytes());
   if (memory.peakPhase)
     out.add("peak_phase", toString(*memory.peakPhase));
   if (memory.peakOpId)

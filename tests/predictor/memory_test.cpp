@@ -93,21 +93,52 @@ TEST(Memory, TracedPeakGivesTheActivations) {
   EXPECT_EQ(memory.activationsSavedBytes, 4 * kGiB);
   EXPECT_EQ(memory.peakPhase, Phase::Backward);
   EXPECT_EQ(memory.peakOpId, 3);
-  // No convolution: context + cuBLAS + allocator share of the 12 GiB.
-  EXPECT_EQ(memory.workspaceBytes, options.runtimeReserveBytes + cublasWorkspace(a10, options) +
-                                       static_cast<int64_t>(14.0 * kGiB * 0.10));
-  EXPECT_EQ(memory.peakBytes(), 14 * kGiB + memory.workspaceBytes);
+  // Allocated: the 14 GiB of tensors and cuBLAS's workspace. No convolution, and the kept
+  // relu output is a whole number of 2 MiB segments: reserved adds nothing. Process: + the
+  // CUDA context.
+  EXPECT_EQ(memory.allocatedPeakBytes(), 14 * kGiB + cublasWorkspace(a10, options));
+  EXPECT_EQ(memory.reservedPeakBytes(), memory.allocatedPeakBytes());
+  EXPECT_EQ(memory.processPeakBytes(), memory.reservedPeakBytes() + options.runtimeReserveBytes);
+  EXPECT_EQ(memory.workspaceBytes(), options.runtimeReserveBytes + cublasWorkspace(a10, options));
+  EXPECT_EQ(memory.peakBytes(), memory.processPeakBytes());
 }
 
-TEST(Memory, FitsInMemoryUsesTheTracedPeak) {
-  const Trace trace = traceFromJson(tracedDocument());
-  // 14 GiB of tensors + ~1.9 GiB of workspace: not on a 15 GiB T4, yes on a 24 GiB L4.
+TEST(Memory, AllocatorBlocksAsTheCachingAllocatorRoundsThem) {
+  EXPECT_EQ(allocatorBlockBytes(0), 0);
+  EXPECT_EQ(allocatorBlockBytes(4), 512); // a scalar takes the smallest block
+  EXPECT_EQ(allocatorBlockBytes(512), 512);
+  EXPECT_EQ(allocatorBlockBytes(513), 1024);
+  EXPECT_EQ(allocatorBlockBytes(3 * kMiB + 1), 3 * kMiB + 512); // under 10 MiB: 512 B steps
+  EXPECT_EQ(allocatorBlockBytes(10 * kMiB - 1), 10 * kMiB);     // 512 B up to 10 MiB exactly
+  EXPECT_EQ(allocatorBlockBytes(10 * kMiB + 1), 12 * kMiB);     // a segment of 2 MiB steps
+  EXPECT_EQ(allocatorBlockBytes(4 * kGiB), 4 * kGiB);
+}
+
+TEST(Memory, ReservedAddsTheRoundingOfKeptTensorsAndTheConvolutionWorkspace) {
+  // The relu output kept for backward becomes 11 MiB + 4 bytes: its segment is 12 MiB.
+  nlohmann::json doc = tracedDocument();
+  const nlohmann::json odd = {{"shape", {11 * kMiB + 4}}, {"dtype", "uint8"}};
+  doc["ops"][1]["outputs"] = {odd};
+  doc["ops"][1]["saved_bytes"] = 11 * kMiB + 4;
+  const PredictorOptions options;
+  const MemoryEstimate memory = estimateMemory(traceFromJson(doc), *db().find("T4"), options);
+  EXPECT_EQ(memory.reservedPeakBytes() - memory.allocatedPeakBytes(), kMiB - 4);
+  EXPECT_LT(memory.allocatedPeakBytes(), memory.reservedPeakBytes());
+  EXPECT_LT(memory.reservedPeakBytes(), memory.processPeakBytes());
+}
+
+TEST(Memory, FitsInMemoryUsesTheProcessTotal) {
+  nlohmann::json doc = tracedDocument();
+  doc["memory"]["peak_live_bytes"] = 14 * kGiB + 3 * kGiB / 4;
+  const Trace trace = traceFromJson(doc);
+  // 14.75 GiB allocated, + the 0.5 GiB CUDA context: not on a 15 GiB T4, yes on a 24 GiB L4.
   const Prediction p = Predictor().predict(trace, db().resolve({"T4,L4"}));
   ASSERT_EQ(p.summaries.size(), 2u);
   EXPECT_FALSE(p.summaries[0].fitsInMemory);
   EXPECT_TRUE(p.summaries[1].fitsInMemory);
-  EXPECT_GT(p.summaries[0].memory.peakBytes(), 15 * kGiB);
-  EXPECT_LT(p.summaries[0].memory.peakBytes(), 16 * kGiB);
+  EXPECT_LT(p.summaries[0].memory.allocatedPeakBytes(), 15 * kGiB);
+  EXPECT_GT(p.summaries[0].memory.processPeakBytes(), 15 * kGiB);
+  EXPECT_LT(p.summaries[0].memory.processPeakBytes(), 16 * kGiB);
   const advisory::OutOfMemory* t4 = nullptr;
   for (const Advisory& advisory : p.advisories)
     if (const auto* facts = advisory.as<advisory::OutOfMemory>())
@@ -139,15 +170,14 @@ TEST(Memory, WorkspaceDependsOnTheGpu) {
   const PredictorOptions options;
   const MemoryEstimate t4 = estimateMemory(trace, *db().find("T4"), options);
   const MemoryEstimate h100 = estimateMemory(trace, *db().find("H100-SXM"), options);
-  EXPECT_EQ(h100.workspaceBytes - t4.workspaceBytes,
+  EXPECT_EQ(h100.workspaceBytes() - t4.workspaceBytes(),
             options.cublasWorkspaceBytesSm90 - options.cublasWorkspaceBytes);
   EXPECT_EQ(options.cublasWorkspaceBytesSm90, 33 * kMiB);
 
   PredictorOptions lean;
   lean.runtimeReserveBytes = 0;
   lean.cublasWorkspaceBytes = 0;
-  lean.allocatorOverhead = 0;
-  EXPECT_EQ(estimateMemory(trace, *db().find("T4"), lean).workspaceBytes, 0);
+  EXPECT_EQ(estimateMemory(trace, *db().find("T4"), lean).workspaceBytes(), 0);
 }
 
 TEST(Memory, ConvolutionWorkspaceIsBoundedByItsLargestOperand) {
@@ -158,12 +188,16 @@ TEST(Memory, ConvolutionWorkspaceIsBoundedByItsLargestOperand) {
   doc["ops"][0]["outputs"] = {{{"shape", {8, 64, 56, 56}}, {"dtype", "float32"}}};
   PredictorOptions options;
   const DeviceSpec& t4 = *db().find("T4");
-  const int64_t withConv = estimateMemory(traceFromJson(doc), t4, options).workspaceBytes;
-  const int64_t without =
-      estimateMemory(traceFromJson(tracedDocument()), t4, options).workspaceBytes;
-  EXPECT_EQ(withConv - without, int64_t{8} * 64 * 56 * 56 * 4);
+  const MemoryEstimate withConv = estimateMemory(traceFromJson(doc), t4, options);
+  const MemoryEstimate without = estimateMemory(traceFromJson(tracedDocument()), t4, options);
+  // Freed after the convolution, so reserved, not allocated.
+  EXPECT_EQ(withConv.reservedPeakBytes() - without.reservedPeakBytes(),
+            int64_t{8} * 64 * 56 * 56 * 4);
+  EXPECT_EQ(withConv.allocatedPeakBytes(), without.allocatedPeakBytes());
   options.convWorkspaceLimitBytes = kMiB;
-  EXPECT_EQ(estimateMemory(traceFromJson(doc), t4, options).workspaceBytes - without, kMiB);
+  EXPECT_EQ(estimateMemory(traceFromJson(doc), t4, options).workspaceBytes() -
+                without.workspaceBytes(),
+            kMiB);
 }
 
 TEST(Memory, InferenceTraceHasNoGradients) {
@@ -213,6 +247,11 @@ TEST(Memory, JsonCarriesTheMemoryFields) {
                 memory["optimizer_state_bytes"].get<int64_t>() +
                 memory["activations_bytes"].get<int64_t>() +
                 memory["workspace_bytes"].get<int64_t>());
+  EXPECT_EQ(memory["peak_allocated_bytes"], 14 * kGiB + 9 * kMiB + 128 * 1024);
+  EXPECT_EQ(memory["peak_reserved_bytes"], memory["peak_allocated_bytes"]);
+  EXPECT_EQ(memory["process_bytes"].get<int64_t>(),
+            memory["peak_reserved_bytes"].get<int64_t>() + 512 * kMiB);
+  EXPECT_EQ(memory["peak_bytes"], memory["process_bytes"]);
   EXPECT_EQ(doc["summaries"][0]["fits_in_memory"], true);
   const auto& lines = doc["lines"];
   ASSERT_EQ(lines.size(), 4u);

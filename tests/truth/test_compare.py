@@ -31,6 +31,20 @@ class Lines(unittest.TestCase):
         self.assertAlmostEqual(compare.line_error({"a.py:1": 7.0, "a.py:9": 1.0}, real), 40.0)
 
 
+class Memory(unittest.TestCase):
+    def test_the_larger_precision_is_compared_with_the_truths_peak(self):
+        # The truth's max_memory_allocated spans the FP32 and the bf16 iterations.
+        truth = {"samples": {"a.py:8": {"peak_mem_bytes": 1000}, "b.py:1": {}}}
+        rows = [{"run": "a.py:8", "predicted_peak_allocated_bytes": 900},
+                {"run": "a.py:8", "predicted_peak_allocated_bytes": 1100},
+                {"run": "a.py:8", "error": "failed"},
+                {"run": "b.py:1", "predicted_peak_allocated_bytes": 5}]
+        memory = compare.memory_rows(truth, rows)
+        self.assertEqual(memory, [{"run": "a.py:8", "predicted_bytes": 1100, "real_bytes": 1000,
+                                   "ratio": 1.1}])
+        self.assertAlmostEqual(compare.metrics({"rows": [], "memory": memory})["memory_mape"], 10.0)
+
+
 @unittest.skipUnless(os.path.exists(WAVECAST), f"no wavecast binary at {WAVECAST}")
 class ScaledFromAnotherGpu(unittest.TestCase):
     def test_a_trace_measured_on_an_a100_against_h100_truth(self):
@@ -59,6 +73,8 @@ class ScaledFromAnotherGpu(unittest.TestCase):
         self.assertLess(error, 200)
         self.assertIn("conv", row["predicted_families"])
         self.assertAlmostEqual(row["truth_families"]["conv"], 0.07)
+        self.assertEqual(report["memory"][0]["real_bytes"], 1000000)
+        self.assertEqual(report["memory"][0]["predicted_bytes"], row["predicted_peak_allocated_bytes"])
 
     def test_markdown_has_the_line_table(self):
         with tempfile.TemporaryDirectory() as traces:

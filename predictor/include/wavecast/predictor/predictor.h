@@ -29,18 +29,16 @@ struct PredictorOptions {
   std::shared_ptr<const OpTimeModel> opTimeModel;
   // The GPU a "cuda"-mode trace was measured on; enables wave scaling of its kernels.
   std::optional<DeviceSpec> originGpu;
-  // Memory outside the tensors on every GPU: the CUDA context with PyTorch's kernels
-  // loaded, and the cuDNN/cuBLAS handles (docs/predictor.md).
+  // Memory outside the caching allocator on every GPU: the CUDA context with PyTorch's
+  // kernels loaded and the cuDNN/cuBLAS handles (docs/predictor.md).
   int64_t runtimeReserveBytes = int64_t{512} << 20;
-  // cuBLAS workspace PyTorch allocates per handle: CUBLAS_WORKSPACE_CONFIG ":4096:2:16:8"
-  // (2 x 4 MiB + 8 x 16 KiB) plus the 1 MiB cuBLASLt workspace; compute capability 9.x
-  // uses the 32 MiB cuBLAS recommends for Hopper.
+  // cuBLAS workspace PyTorch takes from its caching allocator per handle: CUBLAS_WORKSPACE_CONFIG
+  // ":4096:2:16:8" (2 x 4 MiB + 8 x 16 KiB) plus the 1 MiB cuBLASLt workspace; compute
+  // capability 9.x uses the 32 MiB cuBLAS recommends for Hopper.
   int64_t cublasWorkspaceBytes = (int64_t{8} << 20) + (int64_t{128} << 10) + (int64_t{1} << 20);
   int64_t cublasWorkspaceBytesSm90 = (int64_t{32} << 20) + (int64_t{1} << 20);
   // cuDNN convolution workspace: up to the largest operand of a convolution, at most this.
   int64_t convWorkspaceLimitBytes = int64_t{1} << 30;
-  // PyTorch's caching allocator rounds blocks up and fragments: a share of the tensors.
-  double allocatorOverhead = 0.10;
 };
 
 class Predictor {
@@ -55,5 +53,10 @@ private:
 // Memory one training iteration of `trace` needs on `gpu` (docs/predictor.md).
 MemoryEstimate estimateMemory(const Trace& trace, const DeviceSpec& gpu,
                               const PredictorOptions& options);
+
+// The bytes PyTorch's caching allocator (c10/cuda/CUDACachingAllocator.cpp) reserves for
+// one request of `bytes`: rounded up to 512 B, and a request of 10 MiB or more gets a
+// segment of its own rounded up to 2 MiB.
+int64_t allocatorBlockBytes(int64_t bytes);
 
 } // namespace wavecast

@@ -110,20 +110,34 @@ constexpr const char* toString(ActivationsSource source) {
   return "unknown";
 }
 
+// Peak memory as PyTorch's caching allocator sees it, three nested figures:
+// allocated (torch.cuda.max_memory_allocated: live tensors and the cuBLAS workspace the
+// allocator hands out) <= reserved (max_memory_reserved: plus the blocks' rounding and the
+// cuDNN workspace, freed after each convolution but kept cached) <= process (plus the CUDA
+// context, which nvidia-smi shows and the card must hold).
 struct MemoryEstimate {
   int64_t weightsBytes = 0;
   int64_t gradientsBytes = 0;
   int64_t optimizerStateBytes = 0;
   // Everything else live at the peak: activations kept for backward, temporaries, the batch.
   int64_t activationsBytes = 0;
-  int64_t workspaceBytes = 0; // CUDA context, cuBLAS/cuDNN workspaces, allocator overhead
+  int64_t cublasWorkspaceBytes = 0; // allocated once per handle, live from the first GEMM on
+  int64_t cachedBytes = 0;          // reserved, not allocated: rounding, the cuDNN workspace
+  int64_t contextBytes = 0;         // the CUDA context, outside the allocator
   ActivationsSource activationsSource = ActivationsSource::UpperBound;
   int64_t activationsSavedBytes = 0; // kept by autograd for backward (part of activationsBytes)
   std::optional<Phase> peakPhase;    // where the tensors peak (traced only)
   std::optional<int64_t> peakOpId;
-  int64_t peakBytes() const {
-    return weightsBytes + gradientsBytes + optimizerStateBytes + activationsBytes + workspaceBytes;
+  int64_t tensorBytes() const {
+    return weightsBytes + gradientsBytes + optimizerStateBytes + activationsBytes;
   }
+  int64_t allocatedPeakBytes() const { return tensorBytes() + cublasWorkspaceBytes; }
+  int64_t reservedPeakBytes() const { return allocatedPeakBytes() + cachedBytes; }
+  int64_t processPeakBytes() const { return reservedPeakBytes() + contextBytes; }
+  // Everything beyond the tensors: workspaces, allocator slack, context.
+  int64_t workspaceBytes() const { return processPeakBytes() - tensorBytes(); }
+  // What the card must hold; the out-of-memory verdict compares it with the card's memory.
+  int64_t peakBytes() const { return processPeakBytes(); }
 };
 
 struct GpuSummary {
