@@ -59,8 +59,11 @@ TensorMemory tensorMemory(const Trace& trace, const std::vector<OpCost>& costs) 
 
   if (trace.memory.peakLiveBytes) {
     // The tracer's peak holds every tensor live at that moment; what is not weights,
-    // gradients or optimizer state is activations, temporaries and the batch.
+    // gradients or optimizer state is activations, temporaries and the batch. Gradients
+    // set to None by zero_grad are live at the peak only as far as backward made them.
     memory.activationsSource = ActivationsSource::Traced;
+    if (training && trace.memory.gradientsAtPeakBytes)
+      memory.gradientsBytes = *trace.memory.gradientsAtPeakBytes;
     memory.activationsBytes =
         std::max<int64_t>(0, *trace.memory.peakLiveBytes - memory.weightsBytes -
                                  memory.gradientsBytes - memory.optimizerStateBytes);
@@ -98,6 +101,15 @@ TensorMemory tensorMemory(const Trace& trace, const std::vector<OpCost>& costs) 
       result.roundingBytes += allocatorBlockBytes(tensorBytes(t)) - tensorBytes(t);
   }
 
+  bool scriptThreadGemm = false;
+  bool autogradThreadGemm = false;
+  for (size_t i = 0; i < trace.ops.size(); ++i) {
+    if (costs[i].family != CostFamily::Gemm || costs[i].metadataOnly())
+      continue;
+    (trace.ops[i].phase == Phase::Backward ? autogradThreadGemm : scriptThreadGemm) = true;
+  }
+  result.cublasHandles = int{scriptThreadGemm} + int{autogradThreadGemm};
+
   for (size_t i = 0; i < trace.ops.size(); ++i) {
     if (costs[i].family != CostFamily::Conv)
       continue;
@@ -112,8 +124,11 @@ TensorMemory tensorMemory(const Trace& trace, const std::vector<OpCost>& costs) 
 MemoryEstimate onGpu(const TensorMemory& tensors, const DeviceSpec& gpu,
                      const PredictorOptions& options) {
   MemoryEstimate memory = tensors.tensors;
-  memory.cublasWorkspaceBytes = gpu.computeCapabilityMajor >= 9 ? options.cublasWorkspaceBytesSm90
-                                                                : options.cublasWorkspaceBytes;
+  // PyTorch's cuBLAS handles are per thread and each (handle, stream) keeps its workspace
+  // (CublasHandlePool.cpp), so forward and backward each hold one from their first GEMM on.
+  const int64_t perHandle = gpu.computeCapabilityMajor >= 9 ? options.cublasWorkspaceBytesSm90
+                                                            : options.cublasWorkspaceBytes;
+  memory.cublasWorkspaceBytes = perHandle * tensors.cublasHandles;
   // cuDNN's workspace is allocated for one convolution and freed after it; the allocator
   // keeps its segment cached.
   const int64_t conv = std::min(tensors.largestConvOperandBytes, options.convWorkspaceLimitBytes);

@@ -15,6 +15,9 @@ struct TensorMemory {
   int64_t largestConvOperandBytes = 0;
   // What the caching allocator's rounding adds to the tensors autograd keeps.
   int64_t roundingBytes = 0;
+  // cuBLAS handles with a workspace: one per thread that runs GEMMs, the script's
+  // (forward, optimizer) and autograd's device thread (backward).
+  int cublasHandles = 0;
 };
 
 // What an older trace (no `saved_bytes`) is assumed to keep for backward of `op`.

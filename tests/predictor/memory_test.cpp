@@ -59,9 +59,11 @@ nlohmann::json tracedDocument() {
             {"peak_op_id", 3}}}};
 }
 
+// The document's mm runs in forward (the script's thread) and in backward (autograd's
+// device thread): two cuBLAS handles, each with its workspace.
 int64_t cublasWorkspace(const DeviceSpec& gpu, const PredictorOptions& options) {
-  return gpu.computeCapabilityMajor >= 9 ? options.cublasWorkspaceBytesSm90
-                                         : options.cublasWorkspaceBytes;
+  return 2 * (gpu.computeCapabilityMajor >= 9 ? options.cublasWorkspaceBytesSm90
+                                              : options.cublasWorkspaceBytes);
 }
 
 TEST(Memory, TraceReaderKeepsTheTracerFigures) {
@@ -78,6 +80,21 @@ TEST(Memory, TraceReaderKeepsTheTracerFigures) {
   EXPECT_EQ(again["memory"]["peak_phase"], "backward");
   EXPECT_EQ(again["ops"][1]["saved_bytes"], 4 * kGiB);
   EXPECT_FALSE(again["ops"][0].contains("saved_bytes"));
+}
+
+TEST(Memory, GradientsSetToNoneCountAsFarAsBackwardMadeThem) {
+  // The tracer saw zero_grad(set_to_none=True) before the forward: at the peak only 1 MiB
+  // of the 4 MiB of gradients exists. The peak's parts still sum to the peak, and the
+  // activations are what is left of it beside that 1 MiB.
+  nlohmann::json doc = tracedDocument();
+  doc["memory"]["gradients_at_peak_bytes"] = 1 * kMiB;
+  const Trace trace = traceFromJson(doc);
+  EXPECT_EQ(trace.memory.gradientsAtPeakBytes, 1 * kMiB);
+  EXPECT_EQ(traceToJson(trace)["memory"]["gradients_at_peak_bytes"], 1 * kMiB);
+  const MemoryEstimate memory = estimateMemory(trace, *db().find("A10"), PredictorOptions{});
+  EXPECT_EQ(memory.gradientsBytes, 1 * kMiB);
+  EXPECT_EQ(memory.activationsBytes, 14 * kGiB - 5 * kMiB);
+  EXPECT_EQ(memory.tensorBytes(), 14 * kGiB);
 }
 
 TEST(Memory, TracedPeakGivesTheActivations) {
@@ -170,9 +187,21 @@ TEST(Memory, WorkspaceDependsOnTheGpu) {
   const PredictorOptions options;
   const MemoryEstimate t4 = estimateMemory(trace, *db().find("T4"), options);
   const MemoryEstimate h100 = estimateMemory(trace, *db().find("H100-SXM"), options);
-  EXPECT_EQ(h100.workspaceBytes() - t4.workspaceBytes(),
-            options.cublasWorkspaceBytesSm90 - options.cublasWorkspaceBytes);
-  EXPECT_EQ(options.cublasWorkspaceBytesSm90, 33 * kMiB);
+  // One workspace for forward's GEMMs, one for backward's: 2 x (32 MiB - (8 MiB + 128 KiB)).
+  EXPECT_EQ(h100.cublasWorkspaceBytes, 64 * kMiB);
+  EXPECT_EQ(t4.cublasWorkspaceBytes, 2 * (8 * kMiB + 128 * 1024));
+  EXPECT_EQ(h100.workspaceBytes() - t4.workspaceBytes(), 48 * kMiB - 256 * 1024);
+
+  // Without GEMMs in backward only the script's thread holds one; without any, none.
+  nlohmann::json forwardOnly = tracedDocument();
+  forwardOnly["ops"][4]["name"] = "aten::threshold_backward";
+  EXPECT_EQ(estimateMemory(traceFromJson(forwardOnly), *db().find("H100-SXM"), options)
+                .cublasWorkspaceBytes,
+            32 * kMiB);
+  forwardOnly["ops"][0]["name"] = "aten::relu";
+  EXPECT_EQ(estimateMemory(traceFromJson(forwardOnly), *db().find("H100-SXM"), options)
+                .cublasWorkspaceBytes,
+            0);
 
   PredictorOptions lean;
   lean.runtimeReserveBytes = 0;
@@ -189,7 +218,11 @@ TEST(Memory, ConvolutionWorkspaceIsBoundedByItsLargestOperand) {
   PredictorOptions options;
   const DeviceSpec& t4 = *db().find("T4");
   const MemoryEstimate withConv = estimateMemory(traceFromJson(doc), t4, options);
-  const MemoryEstimate without = estimateMemory(traceFromJson(tracedDocument()), t4, options);
+  // The same iteration with an op that is neither convolution nor GEMM in its place (the
+  // forward mm's cuBLAS workspace goes with it in both).
+  nlohmann::json plain = tracedDocument();
+  plain["ops"][0]["name"] = "aten::relu";
+  const MemoryEstimate without = estimateMemory(traceFromJson(plain), t4, options);
   // Freed after the convolution, so reserved, not allocated.
   EXPECT_EQ(withConv.reservedPeakBytes() - without.reservedPeakBytes(),
             int64_t{8} * 64 * 56 * 56 * 4);
@@ -247,7 +280,8 @@ TEST(Memory, JsonCarriesTheMemoryFields) {
                 memory["optimizer_state_bytes"].get<int64_t>() +
                 memory["activations_bytes"].get<int64_t>() +
                 memory["workspace_bytes"].get<int64_t>());
-  EXPECT_EQ(memory["peak_allocated_bytes"], 14 * kGiB + 9 * kMiB + 128 * 1024);
+  // Two cuBLAS workspaces (forward's and backward's mm) of 8 MiB + 128 KiB on the L4.
+  EXPECT_EQ(memory["peak_allocated_bytes"], 14 * kGiB + 2 * (8 * kMiB + 128 * 1024));
   EXPECT_EQ(memory["peak_reserved_bytes"], memory["peak_allocated_bytes"]);
   EXPECT_EQ(memory["process_bytes"].get<int64_t>(),
             memory["peak_reserved_bytes"].get<int64_t>() + 512 * kMiB);

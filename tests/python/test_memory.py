@@ -41,6 +41,32 @@ def wavecast_iteration(model):
     return iteration
 """
 
+# The MLP trained by SGD, with zero_grad at the top of the iteration or after the step.
+ZERO_GRAD_MLP = """
+import torch
+import torch.nn as nn
+
+
+def wavecast_model():
+    return nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10))
+
+
+def wavecast_input(batch_size=16):
+    return (torch.randn(batch_size, 32),)
+
+
+def wavecast_iteration(model):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def iteration(x):
+        {top}
+        model(x).sum().backward()
+        optimizer.step()
+        {end}
+
+    return iteration
+"""
+
 FLOAT = 4
 HAS_SDPA = hasattr(torch.nn.functional, "scaled_dot_product_attention")
 PARAMETERS = (64 * 32 + 64 + 10 * 64 + 10) * FLOAT  # 11048
@@ -114,6 +140,35 @@ class SavedActivations(unittest.TestCase):
                          3 * PARAMETERS + INPUT + HIDDEN + 2 * FLOAT + HIDDEN + HIDDEN)
         self.assertEqual(memory["peak_phase"], "backward")
 
+    def test_gradients_set_to_none_live_only_from_backward(self):
+        # zero_grad(set_to_none=True), at the top of the iteration or after the step,
+        # frees the previous iteration's gradients before the forward. The peak moves to the
+        # end of backward: the first Linear's bias gradient (a sum over the batch) is made
+        # while every gradient, the parameters, the batch, the gradient of the
+        # pre-activation it sums, and the loss and its seed gradient are live.
+        # set_to_none=False zeroes them in place: they stay live throughout, and the peak is
+        # threshold_backward (test_peak_live_bytes_of_the_mlp).
+        for where in ("top", "after_step"):
+            for set_to_none in (True, False):
+                zero = f"optimizer.zero_grad(set_to_none={set_to_none})"
+                script = ZERO_GRAD_MLP.format(top=zero if where == "top" else "pass",
+                                              end=zero if where == "after_step" else "pass")
+                path = os.path.join(self.directory.name, f"mlp_zero_grad_{where}_{set_to_none}.py")
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(script)
+                if set_to_none:
+                    expected, op = 2 * PARAMETERS + INPUT + HIDDEN + 2 * FLOAT, "aten::sum"
+                else:
+                    expected, op = 2 * PARAMETERS + INPUT + 3 * HIDDEN + 2 * FLOAT, "aten::threshold_backward"
+                for mode in ("shape", "cpu"):
+                    with self.subTest(where=where, set_to_none=set_to_none, mode=mode):
+                        trace = run_trace(path, batch_size=16, mode=mode)
+                        memory = trace["memory"]
+                        self.assertEqual(memory["peak_live_bytes"], expected)
+                        self.assertEqual(memory["gradients_at_peak_bytes"], PARAMETERS)
+                        self.assertEqual(memory["peak_phase"], "backward")
+                        self.assertEqual(trace["ops"][memory["peak_op_id"]]["name"], op)
+
     def test_batch_size_scales_the_activations(self):
         path = write_mlp(self.directory.name)
         small = run_trace(path, batch_size=16)["memory"]
@@ -178,9 +233,14 @@ class ShapeModeMatchesRealExecution(unittest.TestCase):
                 else:
                     self.assertEqual(shape, cpu)
                 self.assertGreater(shape["activations_saved_bytes"], 0)
+                # Everything kept for backward is live when backward starts, beside the
+                # parameters and the optimizer state; the gradients, all live at the step.
+                self.assertGreater(shape["peak_live_bytes"],
+                                   shape["parameters_bytes"] + shape["optimizer_state_bytes"]
+                                   + shape["activations_saved_bytes"])
                 self.assertGreater(shape["peak_live_bytes"],
                                    shape["parameters_bytes"] + shape["gradients_bytes"]
-                                   + shape["optimizer_state_bytes"] + shape["activations_saved_bytes"])
+                                   + shape["optimizer_state_bytes"])
 
     def attention_difference(self, shape, cpu):
         """torch 2.x: shape mode records SDPA as CUDA's memory-efficient kernel, cpu mode
@@ -193,7 +253,11 @@ class ShapeModeMatchesRealExecution(unittest.TestCase):
         efficient_kept = 2 * 4 * 64 * FLOAT + 2 * 8
         difference = 2 * (math_kept - efficient_kept)
         self.assertEqual(shape["activations_saved_bytes"], cpu["activations_saved_bytes"] - difference)
-        self.assertEqual(shape["peak_live_bytes"], cpu["peak_live_bytes"] - difference)
+        # zero_grad() sets the gradients to None before the forward, so at batch 2 the peak
+        # is Adam's step (its foreach temporaries beside every gradient and both moments),
+        # after the attention's saved tensors are gone: the same in both modes.
+        self.assertEqual(shape["peak_live_bytes"], cpu["peak_live_bytes"])
+        self.assertEqual(shape["peak_phase"], "optimizer")
         drop = ("activations_saved_bytes", "peak_live_bytes", "peak_op_id")
         return ({k: v for k, v in shape.items() if k not in drop}, {k: v for k, v in cpu.items() if k not in drop})
 

@@ -7,7 +7,9 @@ returns the tensor itself (0-dim numbers aside, compat.saveable), so autograd
 keeps exactly what it keeps anyway.
 """
 
+import contextlib
 import functools
+import inspect
 import weakref
 
 import torch
@@ -39,6 +41,9 @@ class MemoryTracker:
         self._saved = {}  # serial -> _Storage, storages autograd saved for backward
         self._kept = {}  # serial -> _Storage, saved storages still live when a backward began
         self._saved_at_backward = 0
+        # id(parameter) -> event index of the first zero_grad(set_to_none=True) over it
+        self._grads_dropped_at = {}
+        self._gradient_serials = set()  # storages seen as gradients, also ones freed since
 
     # --- allocation ---------------------------------------------------------
     def add_baseline(self, tensors):
@@ -87,6 +92,52 @@ class MemoryTracker:
             del self._live[key]
             self._events.append((storage.serial, -storage.nbytes, None, None))
 
+    # --- gradients set to None -----------------------------------------------
+    @contextlib.contextmanager
+    def watching_zero_grad(self):
+        """While active, zero_grad(set_to_none=True) of an optimizer or a module marks
+        where, in every iteration after the first, the previous iteration's gradients die
+        (torch 2's default): they are live only until there, and backward makes them anew."""
+        patched = [(torch.optim.Optimizer, lambda opt: [p for g in opt.param_groups for p in g["params"]]),
+                   (torch.nn.Module, lambda module: list(module.parameters()))]
+        saved = [(cls, cls.__dict__["zero_grad"]) for cls, _ in patched]
+        for (cls, params_of), (_, original) in zip(patched, saved):
+            cls.zero_grad = self._zero_grad_watcher(original, params_of)
+        try:
+            yield
+        finally:
+            for cls, original in saved:
+                cls.zero_grad = original
+
+    def _zero_grad_watcher(self, original, params_of):
+        signature = inspect.signature(original)
+
+        @functools.wraps(original)
+        def zero_grad(owner, *args, **kwargs):
+            try:
+                bound = signature.bind(owner, *args, **kwargs)
+                bound.apply_defaults()
+                set_to_none = bool(bound.arguments.get("set_to_none", False))
+            except TypeError:
+                set_to_none = False
+            if set_to_none:
+                position = len(self._events)
+                for p in params_of(owner):
+                    self._grads_dropped_at.setdefault(id(p), position)
+                    self._note_gradient(p.grad)
+            return original(owner, *args, **kwargs)
+
+        return zero_grad
+
+    def _note_gradient(self, grad):
+        if grad is None:
+            return
+        with compat.no_torch_function():
+            identity = compat.storage_identity(grad)
+        storage = self._live.get(identity[0]) if identity else None
+        if storage is not None:
+            self._gradient_serials.add(storage.serial)
+
     # --- saved for backward --------------------------------------------------
     def saved_tensors_hooks(self):
         return torch.autograd.graph.saved_tensors_hooks(self._pack, _unpack)
@@ -118,25 +169,49 @@ class MemoryTracker:
             by_op[storage.producer] = by_op.get(storage.producer, 0) + storage.nbytes
         return by_op
 
-    def summary(self, persistent_tensors):
-        """The trace's memory figures. `persistent_tensors` (gradients, optimizer state) live
-        on from one iteration to the next, so they count from the start of the iteration."""
+    def summary(self, persistent_tensors, gradients=()):
+        """The trace's memory figures. `persistent_tensors` (optimizer state) live on from
+        one iteration to the next, so they count from the start of the iteration; so do
+        `gradients` ((parameter, gradient) pairs) unless a zero_grad(set_to_none=True)
+        drops them first: then they count until that point, and again from where backward
+        makes them."""
         persistent = {}
+        dropped = {}  # event index -> bytes of the previous iteration's gradients freed there
+        gradient_serials = set(self._gradient_serials)
+        counted = set()  # gradient storages already placed as persistent or dropped
         with compat.no_torch_function():
-            for t in persistent_tensors:
+            tensors = [(None, t) for t in persistent_tensors] + [(id(p), g) for p, g in gradients]
+            for key, t in tensors:
                 identity = compat.storage_identity(t)
                 storage = self._live.get(identity[0]) if identity else None
-                if storage is not None and storage.serial not in self._baseline_serials:
+                if storage is None or storage.serial in self._baseline_serials:
+                    continue
+                if storage.serial in persistent or storage.serial in counted:
+                    continue
+                if key is not None:
+                    gradient_serials.add(storage.serial)
+                    counted.add(storage.serial)
+                position = self._grads_dropped_at.get(key) if key is not None else None
+                if position is None:
                     persistent[storage.serial] = storage.nbytes
-        live = self._baseline_bytes + sum(persistent.values())
-        peak, peak_at = live, (None, None)
-        for serial, delta, op_index, phase in self._events:
+                else:
+                    dropped[position] = dropped.get(position, 0) + storage.nbytes
+        gradients_live = sum(persistent.get(s, 0) for s in gradient_serials) + sum(dropped.values())
+        live = self._baseline_bytes + sum(persistent.values()) + sum(dropped.values())
+        peak, peak_at, gradients_at_peak = live, (None, None), gradients_live
+        for index, (serial, delta, op_index, phase) in enumerate(self._events):
+            freed = dropped.pop(index, 0)
+            live -= freed
+            gradients_live -= freed
             if serial in persistent:
                 continue
             live += delta
+            if serial in gradient_serials:
+                gradients_live += delta
             if live > peak:
-                peak, peak_at = live, (op_index, phase)
-        figures = {"activations_saved_bytes": self._saved_at_backward, "peak_live_bytes": peak}
+                peak, peak_at, gradients_at_peak = live, (op_index, phase), gradients_live
+        figures = {"activations_saved_bytes": self._saved_at_backward, "peak_live_bytes": peak,
+                   "gradients_at_peak_bytes": gradients_at_peak}
         if peak_at[1] is not None:
             figures["peak_phase"] = peak_at[1]
             figures["peak_op_id"] = peak_at[0]

@@ -145,7 +145,7 @@ def _trace(project, batch_size, mode, progress, assume_gpu=False):
                 recorder.recording = True
                 state.placement.recording = True
                 try:
-                    with recorder, state.memory.saved_tensors_hooks():
+                    with recorder, state.memory.saved_tensors_hooks(), state.memory.watching_zero_grad():
                         _call_user(iteration, project, "during the training iteration", *inputs)
                 finally:
                     state.placement.recording = False
@@ -304,8 +304,8 @@ def _baseline_tensors(model, inputs):
 
 def _tracked_memory(state, model):
     """Figures of the MemoryTracker (docs/trace-format.md), plus per-op `saved_bytes`."""
-    grads = [p.grad for p in model.parameters() if p.grad is not None]
-    figures = state.memory.summary(grads + list(_optimizer_state_tensors(state.optimizers)))
+    gradients = [(p, p.grad) for p in model.parameters() if p.grad is not None]
+    figures = state.memory.summary(_optimizer_state_tensors(state.optimizers), gradients)
     for index, saved in state.memory.saved_bytes_by_op().items():
         if index < len(state.ops):  # else made by an unrecorded dispatch after the last op
             state.ops[index]["saved_bytes"] = saved

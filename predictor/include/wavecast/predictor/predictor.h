@@ -32,11 +32,12 @@ struct PredictorOptions {
   // Memory outside the caching allocator on every GPU: the CUDA context with PyTorch's
   // kernels loaded and the cuDNN/cuBLAS handles (docs/predictor.md).
   int64_t runtimeReserveBytes = int64_t{512} << 20;
-  // cuBLAS workspace PyTorch takes from its caching allocator per handle: CUBLAS_WORKSPACE_CONFIG
-  // ":4096:2:16:8" (2 x 4 MiB + 8 x 16 KiB) plus the 1 MiB cuBLASLt workspace; compute
-  // capability 9.x uses the 32 MiB cuBLAS recommends for Hopper.
-  int64_t cublasWorkspaceBytes = (int64_t{8} << 20) + (int64_t{128} << 10) + (int64_t{1} << 20);
-  int64_t cublasWorkspaceBytesSm90 = (int64_t{32} << 20) + (int64_t{1} << 20);
+  // cuBLAS workspace PyTorch takes from its caching allocator per cuBLAS handle, that is per
+  // thread that runs GEMMs (docs/predictor.md): CUBLAS_WORKSPACE_CONFIG ":4096:2:16:8"
+  // (2 x 4 MiB + 8 x 16 KiB); compute capability 9.x uses the 32 MiB cuBLAS recommends for
+  // Hopper. cuBLASLt shares it (torch >= 2.10's unified workspace).
+  int64_t cublasWorkspaceBytes = (int64_t{8} << 20) + (int64_t{128} << 10);
+  int64_t cublasWorkspaceBytesSm90 = int64_t{32} << 20;
   // cuDNN convolution workspace: up to the largest operand of a convolution, at most this.
   int64_t convWorkspaceLimitBytes = int64_t{1} << 30;
 };

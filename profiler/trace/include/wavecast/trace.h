@@ -201,6 +201,9 @@ struct TraceMemory {
   // Measured by the tracer (shape and cpu traces); absent in older traces.
   std::optional<int64_t> activationsSavedBytes; // kept by autograd for backward
   std::optional<int64_t> peakLiveBytes;         // all tensors live at the iteration's peak
+  // The gradients among them: fewer than all when zero_grad(set_to_none=True) freed the
+  // previous iteration's before the forward and the peak comes before backward made them all.
+  std::optional<int64_t> gradientsAtPeakBytes;
   std::optional<Phase> peakPhase;
   std::optional<int64_t> peakOpId;
 };

@@ -121,7 +121,7 @@ struct MemoryEstimate {
   int64_t optimizerStateBytes = 0;
   // Everything else live at the peak: activations kept for backward, temporaries, the batch.
   int64_t activationsBytes = 0;
-  int64_t cublasWorkspaceBytes = 0; // allocated once per handle, live from the first GEMM on
+  int64_t cublasWorkspaceBytes = 0; // one per thread running GEMMs, kept from its first GEMM on
   int64_t cachedBytes = 0;          // reserved, not allocated: rounding, the cuDNN workspace
   int64_t contextBytes = 0;         // the CUDA context, outside the allocator
   ActivationsSource activationsSource = ActivationsSource::UpperBound;
