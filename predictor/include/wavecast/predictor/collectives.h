@@ -1,0 +1,81 @@
+// What one NCCL collective costs on a system: NCCL's algorithms and protocols, their
+// latencies and the bus bandwidth they reach by message size (docs/collectives.md).
+#pragma once
+
+#include "wavecast/predictor/system_spec.h"
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace wavecast {
+
+enum class CollectiveKind { AllReduce, AllGather, ReduceScatter, Broadcast, AllToAll, SendRecv };
+enum class NcclAlgorithm { Ring, Tree, Nvls };
+enum class NcclProtocol { LL, LL128, Simple };
+
+// "all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "send_recv": the
+// trace's args.collective (docs/trace-format.md); fromString also takes "send" and "recv".
+constexpr const char* toString(CollectiveKind kind) {
+  switch (kind) {
+  case CollectiveKind::AllReduce:
+    return "all_reduce";
+  case CollectiveKind::AllGather:
+    return "all_gather";
+  case CollectiveKind::ReduceScatter:
+    return "reduce_scatter";
+  case CollectiveKind::Broadcast:
+    return "broadcast";
+  case CollectiveKind::AllToAll:
+    return "all_to_all";
+  case CollectiveKind::SendRecv:
+    return "send_recv";
+  }
+  return "unknown";
+}
+std::optional<CollectiveKind> collectiveKindFromString(std::string_view text);
+
+constexpr const char* toString(NcclAlgorithm algorithm) {
+  switch (algorithm) {
+  case NcclAlgorithm::Ring:
+    return "ring";
+  case NcclAlgorithm::Tree:
+    return "tree";
+  case NcclAlgorithm::Nvls:
+    return "nvls";
+  }
+  return "unknown";
+}
+constexpr const char* toString(NcclProtocol protocol) {
+  switch (protocol) {
+  case NcclProtocol::LL:
+    return "ll";
+  case NcclProtocol::LL128:
+    return "ll128";
+  case NcclProtocol::Simple:
+    return "simple";
+  }
+  return "unknown";
+}
+
+// The ranks one collective spans: how many, and how many of them share a node.
+struct CommGroup {
+  int ranks = 1;
+  int ranksPerNode = 1; // ranks == ranksPerNode: one node, the intra-node fabric only
+  int nodes() const { return (ranks + ranksPerNode - 1) / ranksPerNode; }
+};
+
+struct CollectiveEstimate {
+  double ms = 0;
+  NcclAlgorithm algorithm = NcclAlgorithm::Ring;
+  NcclProtocol protocol = NcclProtocol::Simple;
+  double busGBs = 0; // the bus bandwidth reached, as nccl-tests reports it
+};
+
+// `bytes` as nccl-tests counts its size: the buffer for all-reduce and broadcast, the
+// whole output of all-gather, the whole input of reduce-scatter, the bytes one rank sends
+// for all-to-all and send/recv. A group of one rank costs nothing.
+CollectiveEstimate estimateCollective(CollectiveKind kind, int64_t bytes, const CommGroup& group,
+                                      const SystemSpec& system);
+
+} // namespace wavecast
