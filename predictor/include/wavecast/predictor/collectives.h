@@ -33,7 +33,16 @@ constexpr const char* toString(CollectiveKind kind) {
   }
   return "unknown";
 }
-std::optional<CollectiveKind> collectiveKindFromString(std::string_view text);
+inline std::optional<CollectiveKind> collectiveKindFromString(std::string_view text) {
+  if (text == "send" || text == "recv")
+    return CollectiveKind::SendRecv;
+  for (CollectiveKind kind : {CollectiveKind::AllReduce, CollectiveKind::AllGather,
+                              CollectiveKind::ReduceScatter, CollectiveKind::Broadcast,
+                              CollectiveKind::AllToAll, CollectiveKind::SendRecv})
+    if (text == toString(kind))
+      return kind;
+  return std::nullopt;
+}
 
 constexpr const char* toString(NcclAlgorithm algorithm) {
   switch (algorithm) {
