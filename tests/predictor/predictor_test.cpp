@@ -576,6 +576,17 @@ TEST(Predictor, CollectivesRunOnNcclsStreamBesideCompute) {
   EXPECT_DOUBLE_EQ(doc["summaries"][0]["comm_ms"].get<double>(), summary.commMs);
   EXPECT_TRUE(doc["ops"][1]["per_gpu"][0].contains("comm_hidden_ms"));
   EXPECT_FALSE(doc["ops"][0]["per_gpu"][0].contains("comm_hidden_ms"));
+
+  const auto bucketLine =
+      std::find_if(prediction.lines.begin(), prediction.lines.end(),
+                   [](const LineBreakdown& line) { return line.loc.line == 40; });
+  ASSERT_NE(bucketLine, prediction.lines.end());
+  const std::string hover = lineHover(prediction, *bucketLine);
+  EXPECT_NE(hover.find("**Communication** (NCCL collectives): H100-SXM " +
+                       formatMs(ops[1].timeMs) + ", " + formatMs(ops[1].timeMs) +
+                       " of it hidden"),
+            std::string::npos)
+      << hover;
 }
 
 TEST(Predictor, OneRankCommunicatesNothing) {
