@@ -161,6 +161,15 @@ std::string lineHover(const Prediction& prediction, const LineBreakdown& line) {
       hostBound += (hostBound.empty() ? "" : ", ") + prediction.gpus[i] + " (GPU idle " +
                    formatMs(t.gpuIdleMs) + " of " + formatMs(t.totalMs()) + ")";
   }
+  std::string comm;
+  for (size_t i = 0; i < line.perGpu.size() && i < prediction.gpus.size(); ++i) {
+    const LineTimes& t = line.perGpu[i];
+    if (t.commMs > 0)
+      comm += (comm.empty() ? "" : "; ") + prediction.gpus[i] + " " + formatMs(t.commMs) + ", " +
+              formatMs(t.commHiddenMs) + " of it hidden behind compute";
+  }
+  if (!comm.empty())
+    md += "\n**Communication** (NCCL collectives): " + comm + ".\n";
   if (!hostBound.empty())
     md += "\n**Host-bound** on " + hostBound +
           ": the GPU waits for the CPU to issue this line's work; " + kHostBoundAdvice + ".\n";

@@ -19,7 +19,8 @@ enum class CostFamily {
   Rnn,
   Optimizer,
   Copy,
-  Metadata
+  Metadata,
+  Collective // an NCCL collective on the communication stream (collectives.h)
 };
 
 // "conv", "gemm", ... as the results JSON names them (docs/results-json.md, `family`).
@@ -53,6 +54,8 @@ constexpr const char* toString(CostFamily family) {
     return "copy";
   case CostFamily::Metadata:
     return "metadata";
+  case CostFamily::Collective:
+    return "collective";
   }
   return "unknown";
 }
