@@ -50,11 +50,11 @@ double measuredOpMs(const OpRecord& op) {
 }
 
 // The GPU time of one op on one GPU and how it was obtained. `measured`: the trace has
-// kernels from a known GPU; `onOrigin`: this GPU is that one.
+// kernels from a known GPU; `onOrigin`: this GPU is that one; `calibration`: this GPU's.
 PredictionMethod timeOp(const OpRecord& op, const OpCost& cost, const DeviceSpec& gpu,
-                        bool onOrigin, bool measured, const std::optional<double>& learnedMs,
-                        const PredictorOptions& options, double& timeMs,
-                        std::map<WaveScalingKey, int>& waveProblems) {
+                        bool onOrigin, bool measured, const CalibrationTable* calibration,
+                        const std::optional<double>& learnedMs, const PredictorOptions& options,
+                        double& timeMs, std::map<WaveScalingKey, int>& waveProblems) {
   timeMs = 0;
   if (onOrigin) {
     timeMs = measuredOpMs(op);
@@ -62,6 +62,11 @@ PredictionMethod timeOp(const OpRecord& op, const OpCost& cost, const DeviceSpec
   }
   if (cost.metadataOnly())
     return PredictionMethod::Roofline;
+  if (calibration)
+    if (const auto calibrated = calibration->find(op, cost)) {
+      timeMs = calibrated->timeMs;
+      return PredictionMethod::Calibrated;
+    }
   if (learnedMs) {
     timeMs = *learnedMs;
     return PredictionMethod::Learned;
@@ -169,7 +174,8 @@ OpTimes timeOps(const Trace& trace, const std::vector<OpCost>& costs,
       methods.origin = options.originGpu->id;
   out.ops.assign(gpus.size(), std::vector<OpPrediction>(opCount));
   std::map<WaveScalingKey, int> waveProblems;
-  for (size_t g = 0; g < gpus.size(); ++g)
+  for (size_t g = 0; g < gpus.size(); ++g) {
+    const CalibrationTable* calibration = calibrationFor(gpus[g], options);
     for (size_t i = 0; i < opCount; ++i) {
       const OpCost& cost = costs[i];
       OpPrediction& op = out.ops[g][i];
@@ -179,10 +185,13 @@ OpTimes timeOps(const Trace& trace, const std::vector<OpCost>& costs,
       op.bytes = cost.bytes;
       op.approximate = cost.approximate;
       op.method = timeOp(trace.ops[i], cost, gpus[g], kernels.onOrigin[g], kernels.measured,
-                         learned[g * opCount + i], options, op.timeMs, waveProblems);
+                         calibration, learned[g * opCount + i], options, op.timeMs, waveProblems);
       if (!cost.metadataOnly())
         out.methods[g].used[static_cast<size_t>(op.method)] = true;
     }
+    if (out.methods[g].uses(PredictionMethod::Calibrated))
+      out.methods[g].calibratedOn = calibration->calibration().gpuName;
+  }
   advisory::UntrainedGpus untrained;
   for (size_t g = 0; g < gpus.size(); ++g)
     if (out.methods[g].uses(PredictionMethod::Learned) && !options.opTimeModel->measuredOn(gpus[g]))
@@ -195,17 +204,36 @@ OpTimes timeOps(const Trace& trace, const std::vector<OpCost>& costs,
   return out;
 }
 
+const CalibrationTable* calibrationFor(const DeviceSpec& gpu, const PredictorOptions& options) {
+  const auto it = options.calibrations.find(gpu.id);
+  return it == options.calibrations.end() ? nullptr : it->second.get();
+}
+
+std::vector<HostOptions> hostPerGpu(const std::vector<DeviceSpec>& gpus,
+                                    const PredictorOptions& options) {
+  std::vector<HostOptions> out(gpus.size(), options.host);
+  for (size_t g = 0; g < gpus.size(); ++g)
+    if (const CalibrationTable* calibration = calibrationFor(gpus[g], options))
+      if (const auto& host = calibration->calibration().host)
+        out[g].opUs = host->opUs;
+  return out;
+}
+
 HostTimelines playIterations(const Trace& trace, const std::vector<OpCost>& costs,
-                             const HostOptions& host, OpTimes& times) {
+                             const HostOptions& host, OpTimes& times,
+                             const std::vector<HostOptions>& gpuHosts) {
   const size_t opCount = trace.ops.size();
   HostTimelines out;
   out.hostMs = issueMs(trace, costs, host);
   out.timelines.reserve(times.ops.size());
-  for (auto& ops : times.ops) {
+  for (size_t g = 0; g < times.ops.size(); ++g) {
+    auto& ops = times.ops[g];
     std::vector<double> gpuMs(opCount);
     for (size_t i = 0; i < opCount; ++i)
       gpuMs[i] = ops[i].timeMs;
-    out.timelines.push_back(simulateIteration(trace, costs, out.hostMs, gpuMs));
+    const bool ownHost = g < gpuHosts.size() && gpuHosts[g].opUs != host.opUs;
+    out.timelines.push_back(simulateIteration(
+        trace, costs, ownHost ? issueMs(trace, costs, gpuHosts[g]) : out.hostMs, gpuMs));
     for (size_t i = 0; i < opCount; ++i) {
       ops[i].wallMs = out.timelines.back().ops[i].wallMs;
       ops[i].gpuIdleMs = out.timelines.back().ops[i].gpuIdleMs;

@@ -131,7 +131,7 @@ int runPredict(const CommandLine& args, const InstallLayout& layout) {
   const std::string file = args.positional().front();
   const Trace trace = obtainTrace(layout, file, args.positiveInt("batch-size"), args);
 
-  PredictorOptions options = predictorOptions(layout, args);
+  PredictorOptions options = predictorOptions(layout, args, database);
   options.originGpu = measuredOrigin(trace, database);
   const Prediction prediction = Predictor(std::move(options)).predict(trace, gpus);
 
@@ -146,7 +146,7 @@ int runPredict(const CommandLine& args, const InstallLayout& layout) {
             << toString(trace.mode) << " mode) with "
             << tracedWith(trace.torchVersion, trace.pythonEnv) << "\n\n";
   printLineTable(prediction, trace, std::cout);
-  printSummary(prediction, hasMeasuredKernels(trace), std::cout);
+  printSummary(prediction, hasMeasuredKernels(trace) || !options.calibrations.empty(), std::cout);
   if (!prediction.precisions.empty()) {
     std::cout << "precision:";
     for (size_t i = 0; i < prediction.precisions.size(); ++i)
@@ -179,7 +179,8 @@ Command predictCommand() {
       pythonEnvOption(),
       verboseOption(),
       {"timeout", "SECONDS", "give up tracing after this long (default 120)"},
-      {"roofline", "", "analytic model only (no learned per-op models)"}};
+      {"roofline", "", "analytic model only (no learned per-op models)"},
+      calibrationOption()};
   for (auto& option : precisionOptions())
     options.push_back(std::move(option));
   return {

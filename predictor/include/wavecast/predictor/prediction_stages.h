@@ -52,13 +52,21 @@ OpTimes timeOps(const Trace& trace, const std::vector<OpCost>& costs,
                 const std::vector<DeviceSpec>& gpus, const MeasuredKernels& kernels,
                 const std::vector<std::optional<double>>& learned, const PredictorOptions& options);
 
+// The calibration of `gpu` in `options`, if any.
+const CalibrationTable* calibrationFor(const DeviceSpec& gpu, const PredictorOptions& options);
+
 // 6. The host model's two clocks per GPU: sets each op's wall and GPU-idle time.
 struct HostTimelines {
-  std::vector<double> hostMs;               // [op]: CPU time issuing it
+  std::vector<double> hostMs;               // [op]: CPU time issuing it, by `host`
   std::vector<IterationTimeline> timelines; // [gpu]
 };
+// The host model of each GPU's machine: options.host, with a calibration's per-op cost.
+std::vector<HostOptions> hostPerGpu(const std::vector<DeviceSpec>& gpus,
+                                    const PredictorOptions& options);
+// `gpuHosts[g]`, when given, is the host of GPU g's machine (hostPerGpu).
 HostTimelines playIterations(const Trace& trace, const std::vector<OpCost>& costs,
-                             const HostOptions& host, OpTimes& times);
+                             const HostOptions& host, OpTimes& times,
+                             const std::vector<HostOptions>& gpuHosts = {});
 
 // 7. Per source line and per module path, unsorted; shares are set by summarize.
 void aggregate(const Trace& trace, const std::vector<OpCost>& costs, Prediction& prediction);
