@@ -173,9 +173,9 @@ def _reduction(p, dtype, device, grad):
 
 def _embedding(p, dtype, device, grad):
     w = _tensor([p["vocab"], p["dim"]], dtype, device, grad)
-    idx = torch.zeros(p["tokens"], dtype=torch.long, device=device)
+    idx = torch.zeros(p["indices"], dtype=torch.long, device=device)
     if device != "meta":
-        idx = torch.randint(0, p["vocab"], (p["tokens"],), device=device)
+        idx = torch.randint(0, p["vocab"], tuple(p["indices"]), device=device)
     return (lambda: F.embedding(idx, w)), [w]
 
 
