@@ -458,7 +458,11 @@ TEST(CliTest, PredictTakesACalibratedGpusMeasuredTimes) {
                                     "--calibration " + calibration,
                                 noUserFiles);
   ASSERT_EQ(table.status, 0) << table.err;
-  EXPECT_TRUE(contains(table.out, "calibrated on NVIDIA H100 80GB HBM3")) << table.out;
+  EXPECT_TRUE(contains(table.out, "H100-SXM: calibrated on NVIDIA H100 80GB HBM3; T4: analytic "
+                                  "roofline"))
+      << table.out;
+  EXPECT_TRUE(contains(table.out, "  calibrated on NVIDIA H100 80GB HBM3\n"))
+      << "the summary row says it: " << table.out;
 
   const std::string bad = testing::TempDir() + "/bad_calibration.json";
   std::ofstream(bad) << R"({"format": "wavecast-calibration", "version": 9})";
