@@ -50,11 +50,11 @@ double measuredOpMs(const OpRecord& op) {
 }
 
 // The GPU time of one op on one GPU and how it was obtained. `measured`: the trace has
-// kernels from a known GPU; `onOrigin`: this GPU is that one.
+// kernels from a known GPU; `onOrigin`: this GPU is that one; `calibration`: this GPU's.
 PredictionMethod timeOp(const OpRecord& op, const OpCost& cost, const DeviceSpec& gpu,
-                        bool onOrigin, bool measured, const std::optional<double>& learnedMs,
-                        const PredictorOptions& options, double& timeMs,
-                        std::map<WaveScalingKey, int>& waveProblems) {
+                        bool onOrigin, bool measured, const CalibrationTable* calibration,
+                        const std::optional<double>& learnedMs, const PredictorOptions& options,
+                        double& timeMs, std::map<WaveScalingKey, int>& waveProblems) {
   timeMs = 0;
   if (onOrigin) {
     timeMs = measuredOpMs(op);
@@ -62,6 +62,11 @@ PredictionMethod timeOp(const OpRecord& op, const OpCost& cost, const DeviceSpec
   }
   if (cost.metadataOnly())
     return PredictionMethod::Roofline;
+  if (calibration)
+    if (const auto calibrated = calibration->find(op, cost)) {
+      timeMs = calibrated->timeMs;
+      return PredictionMethod::Calibrated;
+    }
   if (learnedMs) {
     timeMs = *learnedMs;
     return PredictionMethod::Learned;
@@ -180,6 +185,7 @@ OpTimes timeOps(const Trace& trace, const std::vector<OpCost>& costs,
   std::map<WaveScalingKey, int> waveProblems;
   for (size_t g = 0; g < gpus.size(); ++g) {
     const std::optional<SystemSpec> system = options.systemFor(gpus[g]);
+    const CalibrationTable* calibration = calibrationFor(gpus[g], options);
     for (size_t i = 0; i < opCount; ++i) {
       const OpCost& cost = costs[i];
       OpPrediction& op = out.ops[g][i];
@@ -196,10 +202,12 @@ OpTimes timeOps(const Trace& trace, const std::vector<OpCost>& costs,
         continue;
       }
       op.method = timeOp(trace.ops[i], cost, gpus[g], kernels.onOrigin[g], kernels.measured,
-                         learned[g * opCount + i], options, op.timeMs, waveProblems);
+                         calibration, learned[g * opCount + i], options, op.timeMs, waveProblems);
       if (!cost.metadataOnly())
         out.methods[g].used[static_cast<size_t>(op.method)] = true;
     }
+    if (out.methods[g].uses(PredictionMethod::Calibrated))
+      out.methods[g].calibratedOn = calibration->calibration().gpuName;
   }
   advisory::UntrainedGpus untrained;
   for (size_t g = 0; g < gpus.size(); ++g)
@@ -213,13 +221,19 @@ OpTimes timeOps(const Trace& trace, const std::vector<OpCost>& costs,
   return out;
 }
 
+const CalibrationTable* calibrationFor(const DeviceSpec& gpu, const PredictorOptions& options) {
+  const auto it = options.calibrations.find(gpu.id);
+  return it == options.calibrations.end() ? nullptr : it->second.get();
+}
+
 HostTimelines playIterations(const Trace& trace, const std::vector<OpCost>& costs,
                              const HostOptions& host, double ncclSmShare, OpTimes& times) {
   const size_t opCount = trace.ops.size();
   HostTimelines out;
   out.hostMs = issueMs(trace, costs, host);
   out.timelines.reserve(times.ops.size());
-  for (auto& ops : times.ops) {
+  for (size_t g = 0; g < times.ops.size(); ++g) {
+    auto& ops = times.ops[g];
     std::vector<double> gpuMs(opCount);
     for (size_t i = 0; i < opCount; ++i)
       gpuMs[i] = ops[i].timeMs;

@@ -76,24 +76,20 @@ InstallLayout InstallLayout::resolve(const std::string& executableDir,
     layout.missingPythonEnv.clear();
   }
 
+  const std::string config = environment("XDG_CONFIG_HOME");
+  const std::string home = environment("HOME");
+  const std::string userConfig = !config.empty() ? config + "/wavecast"
+                                 : !home.empty() ? home + "/.config/wavecast"
+                                                 : std::string();
   layout.userGpuFile = environment("WAVECAST_GPU_FILE");
-  if (layout.userGpuFile.empty()) {
-    const std::string config = environment("XDG_CONFIG_HOME");
-    const std::string home = environment("HOME");
-    if (!config.empty())
-      layout.userGpuFile = config + "/wavecast/gpus.json";
-    else if (!home.empty())
-      layout.userGpuFile = home + "/.config/wavecast/gpus.json";
-  }
+  if (layout.userGpuFile.empty() && !userConfig.empty())
+    layout.userGpuFile = userConfig + "/gpus.json";
+  layout.userCalibrationDir = environment("WAVECAST_CALIBRATION_DIR");
+  if (layout.userCalibrationDir.empty() && !userConfig.empty())
+    layout.userCalibrationDir = userConfig + "/calibration";
   layout.userSystemFile = environment("WAVECAST_SYSTEM_FILE");
-  if (layout.userSystemFile.empty()) {
-    const std::string config = environment("XDG_CONFIG_HOME");
-    const std::string home = environment("HOME");
-    if (!config.empty())
-      layout.userSystemFile = config + "/wavecast/systems.json";
-    else if (!home.empty())
-      layout.userSystemFile = home + "/.config/wavecast/systems.json";
-  }
+  if (layout.userSystemFile.empty() && !userConfig.empty())
+    layout.userSystemFile = userConfig + "/systems.json";
   return layout;
 }
 

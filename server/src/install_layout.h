@@ -21,12 +21,16 @@ struct InstallLayout {
   std::string missingPythonEnv;
   std::string userGpuFile;    // optional user additions/overrides; may not exist
   std::string userSystemFile; // the same for systems.json
+  // Where `wavecast calibrate` writes and predictions read the user's calibration files.
+  std::string userCalibrationDir;
   bool installed = false;  // false: running from the build tree
 
   std::string gpuDatabasePath() const { return dataDir + "/gpus.json"; }
   std::string tensorCoreGemmPath() const { return dataDir + "/tensor_core_gemm.json"; }
   std::string systemDatabasePath() const { return dataDir + "/systems.json"; }
   std::string collectivesPath() const { return dataDir + "/collectives.json"; }
+  // The calibration files shipped with wavecast.
+  std::string calibrationDir() const { return dataDir + "/calibration"; }
   // What to do when one of the files above is missing.
   std::string repairAdvice() const;
 
@@ -42,7 +46,7 @@ struct InstallLayout {
   // build tree (helpers beside the executable, data and tracer in the source
   // tree). WAVECAST_DATA_DIR, WAVECAST_WORKER, WAVECAST_PYTHON_DIR,
   // WAVECAST_PYTHON_ENV ('system': the interpreter's own packages) and
-  // WAVECAST_GPU_FILE and WAVECAST_SYSTEM_FILE override each part; without WAVECAST_PYTHON_ENV the default
+  // WAVECAST_GPU_FILE, WAVECAST_SYSTEM_FILE and WAVECAST_CALIBRATION_DIR override each part; without WAVECAST_PYTHON_ENV the default
   // venv is the one wavecast was configured with (build/python-env) if it exists
   // here, else none (missingPythonEnv).
   static InstallLayout resolve(const std::string& executableDir, const Environment& environment);

@@ -15,7 +15,8 @@ using wavecast::cli::Command;
 std::vector<Command> allCommands() {
   return {wavecast::cli::predictCommand(), wavecast::cli::gpusCommand(),
           wavecast::cli::traceCommand(),   wavecast::cli::serveCommand(),
-          wavecast::cli::trainCommand(),   wavecast::cli::evalCommand()};
+          wavecast::cli::trainCommand(),   wavecast::cli::evalCommand(),
+          wavecast::cli::calibrateCommand()};
 }
 
 void printUsage(const std::vector<Command>& commands, std::ostream& out) {

@@ -221,15 +221,24 @@ std::string gpuMethodText(const GpuMethods& methods) {
   if (methods.uses(PredictionMethod::Measured))
     return "measured on " + methods.origin;
   std::vector<std::string> parts;
+  if (methods.uses(PredictionMethod::Calibrated))
+    parts.push_back("calibrated on " + methods.calibratedOn);
   if (methods.uses(PredictionMethod::WaveScaling))
     parts.push_back("scaled from " + methods.origin);
   if (methods.uses(PredictionMethod::Learned))
-    parts.push_back(parts.empty() ? "learned per-op model"
-                                  : "learned models for kernel-varying ops");
+    parts.push_back(parts.empty() || !methods.uses(PredictionMethod::WaveScaling)
+                        ? "learned per-op model"
+                        : "learned models for kernel-varying ops");
   if (methods.uses(PredictionMethod::Roofline) || methods.uses(PredictionMethod::Fallback) ||
       parts.empty())
     parts.push_back("analytic roofline");
   return joinedWith(parts, " + ");
+}
+
+std::string calibrationUnknownGpuNote(const std::string& file, const std::string& gpuName) {
+  return "calibration " + file + " is for '" + gpuName +
+         "', which the GPU database does not know; add it with --gpu-file (docs/gpus.md) to use "
+         "the file";
 }
 
 std::string predictionMethodText(const Prediction& prediction) {
@@ -237,7 +246,8 @@ std::string predictionMethodText(const Prediction& prediction) {
   for (const auto& summary : prediction.summaries)
     for (size_t m = 0; m < kPredictionMethodCount; ++m)
       any.used[m] = any.used[m] || summary.methods.used[m];
-  if (!any.uses(PredictionMethod::Measured) && !any.uses(PredictionMethod::WaveScaling)) {
+  if (!any.uses(PredictionMethod::Measured) && !any.uses(PredictionMethod::WaveScaling) &&
+      !any.uses(PredictionMethod::Calibrated)) {
     std::vector<std::string> parts;
     if (any.uses(PredictionMethod::Learned))
       parts.push_back("learned per-op model (" + prediction.learnedModel + ")");

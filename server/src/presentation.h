@@ -36,6 +36,8 @@ std::string gpuMethodText(const GpuMethods& methods);
 // The whole prediction's: the models used, and for a measured trace which GPU was
 // measured and which were scaled from it ("H100-SXM: measured on H100-SXM; T4: ...").
 std::string predictionMethodText(const Prediction& prediction);
+// Why a calibration file is not used: its GPU is not in the GPU database.
+std::string calibrationUnknownGpuNote(const std::string& file, const std::string& gpuName);
 // The sentence of an op's cost note, e.g. "no formula for aten::frobnicate; predicted as
 // its closest family (elementwise) from its tensors"; empty for CostNote::None.
 std::string costNoteText(CostNote note, const std::string& op, CostFamily family);

@@ -47,7 +47,8 @@ CommandSpec serveSpec() {
         "shape (default: no GPU needed) or measured (on this machine's GPU, scaled to the "
         "other targets)"},
        {"timeout", "SECONDS", "give up tracing after this long (default 120)"},
-       {"roofline", "", "analytic model only (no learned per-op models)"}},
+       {"roofline", "", "analytic model only (no learned per-op models)"},
+       calibrationOption()},
       0,
       0};
   for (auto& option : precisionOptions())
@@ -94,7 +95,7 @@ lsp::ProfilingAnalyzerOptions analyzerOptions(const InstallLayout& layout,
                                               const CommandLine& args) {
   lsp::ProfilingAnalyzerOptions options;
   options.profiler = profilerOptions(layout, args);
-  options.predictor = predictorOptions(layout, args);
+  options.predictor = predictorOptions(layout, args, loadGpuDatabase(layout, args));
   options.defaultTargets = splitList(args.value("gpu").value_or("H100,A100,T4"));
   if (auto timeout = args.positiveInt("timeout"))
     options.timeout = std::chrono::seconds(*timeout);

@@ -100,6 +100,20 @@ TEST_F(InstallLayoutTest, UserGpuFileFollowsXdgConfigHome) {
   EXPECT_EQ(resolve(root / "bin").userGpuFile, "");
 }
 
+TEST_F(InstallLayoutTest, CalibrationFilesLiveBesideTheUsersGpuFile) {
+  fs::create_directories(root / "bin");
+  environment = {{"HOME", "/home/me"}};
+  EXPECT_EQ(resolve(root / "bin").userCalibrationDir, "/home/me/.config/wavecast/calibration");
+  environment["XDG_CONFIG_HOME"] = "/cfg";
+  EXPECT_EQ(resolve(root / "bin").userCalibrationDir, "/cfg/wavecast/calibration");
+  environment["WAVECAST_CALIBRATION_DIR"] = "/mine";
+  const InstallLayout layout = resolve(root / "bin");
+  EXPECT_EQ(layout.userCalibrationDir, "/mine");
+  EXPECT_EQ(layout.calibrationDir(), layout.dataDir + "/calibration");
+  environment.clear();
+  EXPECT_EQ(resolve(root / "bin").userCalibrationDir, "");
+}
+
 } // namespace
 } // namespace wavecast
 

@@ -381,15 +381,14 @@ TEST(Predictor, MemoryEstimateAndFit) {
   // relu output and the scalar sum (the view is free).
   EXPECT_EQ(memory.activationsSource, ActivationsSource::UpperBound);
   EXPECT_EQ(memory.activationsBytes, 2 * 2097152 + 4);
-  // Allocated: the tensors + cuBLAS's workspaces (CC 7.5). Reserved: + cuDNN's workspace
-  // of the largest conv operand (the 2 MiB output) + the scalar sum's 512-byte block.
-  // Process: + the CUDA context.
-  EXPECT_EQ(memory.allocatedPeakBytes(),
-            4000000 + 2 * 2097152 + 4 + (int64_t{9} << 20) + (128 << 10));
+  // Allocated: the tensors (no GEMM, so no cuBLAS workspace). Reserved: + cuDNN's
+  // workspace of the largest conv operand (the 2 MiB output) + the scalar sum's 512-byte
+  // block. Process: + the CUDA context.
+  EXPECT_EQ(memory.cublasWorkspaceBytes, 0);
+  EXPECT_EQ(memory.allocatedPeakBytes(), 4000000 + 2 * 2097152 + 4);
   EXPECT_EQ(memory.reservedPeakBytes() - memory.allocatedPeakBytes(), 2097152 + 508);
   EXPECT_EQ(memory.processPeakBytes() - memory.reservedPeakBytes(), int64_t{512} << 20);
-  EXPECT_EQ(memory.workspaceBytes(),
-            (int64_t{512} << 20) + (int64_t{9} << 20) + (128 << 10) + 2097152 + 508);
+  EXPECT_EQ(memory.workspaceBytes(), (int64_t{512} << 20) + 2097152 + 508);
 
   Trace huge = trace;
   huge.ops[0].outputs[0] = tensor({1024, 1024, 1024, 16}); // 64 GiB of activations

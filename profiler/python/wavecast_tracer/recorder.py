@@ -59,6 +59,50 @@ def _arg_value(value):
     return _SKIP
 
 
+def describe_call(func, name, args, kwargs):
+    """An op call as the trace records it: its tensor inputs' metadata in schema order
+    and its cost-relevant arguments (docs/trace-format.md "Operation record")."""
+    inputs = []
+    op_args = {}
+    first_index = {}  # id of each tensor argument -> the input it first appeared as
+
+    def input_meta(t):
+        meta = tensor_meta(t)
+        first = first_index.setdefault(id(t), len(inputs))
+        if first != len(inputs):  # the very tensor again (x * x): memory reads it once
+            meta["same_as"] = first
+        return meta
+
+    for position, argument in enumerate(func._schema.arguments):
+        if position < len(args):
+            value = args[position]
+        elif argument.name in kwargs:
+            value = kwargs[argument.name]
+        else:
+            value = argument.default_value
+        if isinstance(value, torch.Tensor):
+            inputs.append(input_meta(value))
+        elif value is None and "Tensor" in str(argument.type):
+            inputs.append(None)
+            if argument.name == "bias":
+                op_args["bias"] = False
+            continue
+        elif isinstance(value, (list, tuple)) and value and isinstance(value[0], torch.Tensor):
+            for t in value:
+                inputs.append(input_meta(t) if t is not None else None)
+            op_args["num_tensors"] = len(value)
+        else:
+            converted = _arg_value(value)
+            if converted is not _SKIP:
+                op_args[argument.name] = converted
+            continue
+        if argument.name == "bias":
+            op_args["bias"] = True
+    if name in BACKEND_OF_OP:
+        op_args["backend"] = BACKEND_OF_OP[name]
+    return inputs, op_args
+
+
 class TraceState:
     """Everything recorded during one iteration, plus the attribution bookkeeping."""
 
@@ -296,46 +340,7 @@ class TraceState:
 
     # --- recording ----------------------------------------------------------
     def record(self, func, name, args, kwargs, out):
-        inputs = []
-        op_args = {}
-        first_index = {}  # id of each tensor argument -> the input it first appeared as
-
-        def input_meta(t):
-            meta = tensor_meta(t)
-            first = first_index.setdefault(id(t), len(inputs))
-            if first != len(inputs):  # the very tensor again (x * x): memory reads it once
-                meta["same_as"] = first
-            return meta
-
-        arguments = func._schema.arguments
-        for position, argument in enumerate(arguments):
-            if position < len(args):
-                value = args[position]
-            elif argument.name in kwargs:
-                value = kwargs[argument.name]
-            else:
-                value = argument.default_value
-            if isinstance(value, torch.Tensor):
-                inputs.append(input_meta(value))
-            elif value is None and "Tensor" in str(argument.type):
-                inputs.append(None)
-                if argument.name == "bias":
-                    op_args["bias"] = False
-                continue
-            elif isinstance(value, (list, tuple)) and value and isinstance(value[0], torch.Tensor):
-                for t in value:
-                    inputs.append(input_meta(t) if t is not None else None)
-                op_args["num_tensors"] = len(value)
-            else:
-                converted = _arg_value(value)
-                if converted is not _SKIP:
-                    op_args[argument.name] = converted
-                continue
-            if argument.name == "bias":
-                op_args["bias"] = True
-        if name in BACKEND_OF_OP:
-            op_args["backend"] = BACKEND_OF_OP[name]
-
+        inputs, op_args = describe_call(func, name, args, kwargs)
         self.append_op(name, inputs, flatten_tensors(out), op_args)
 
     def append_op(self, name, inputs, out_tensors, op_args):

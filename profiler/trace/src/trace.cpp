@@ -14,25 +14,29 @@ using nlohmann::json;
   throw TraceFormatError("invalid wavecast trace: " + what);
 }
 
+// A malformed field of an op record, named from its `where` (opRecordFromJson's callers
+// say which file it is).
+[[noreturn]] void failField(const std::string& what) { throw TraceFormatError(what); }
+
 std::optional<TensorMeta> tensorFromJson(const json& j, const std::string& where) {
   if (j.is_null())
     return std::nullopt;
   if (!j.is_object())
-    fail(where + " must be an object or null");
+    failField(where + " must be an object or null");
   TensorMeta t;
   const auto shape = j.find("shape");
   if (shape == j.end() || !shape->is_array())
-    fail(where + ".shape must be a list of integers");
+    failField(where + ".shape must be a list of integers");
   for (const auto& d : *shape) {
     if (!d.is_number_integer())
-      fail(where + ".shape must be a list of integers");
+      failField(where + ".shape must be a list of integers");
     t.shape.push_back(d.get<int64_t>());
   }
   t.dtype = scalarTypeFromString(j.value("dtype", std::string("float32")));
   t.contiguous = j.value("contiguous", true);
   if (const auto same = j.find("same_as"); same != j.end()) {
     if (!same->is_number_integer() || same->get<int64_t>() < 0)
-      fail(where + ".same_as must be the index of an earlier input");
+      failField(where + ".same_as must be the index of an earlier input");
     t.sameAs = same->get<int>();
   }
   return t;
@@ -120,19 +124,20 @@ json kernelToJson(const KernelRecord& k) {
   return j;
 }
 
-OpRecord opFromJson(const json& j, size_t index) {
-  const std::string where = "ops[" + std::to_string(index) + "]";
+} // namespace
+
+OpRecord opRecordFromJson(const json& j, const std::string& where) {
   if (!j.is_object())
-    fail(where + " must be an object");
+    failField(where + " must be an object");
   OpRecord op;
-  op.id = j.value("id", static_cast<int64_t>(index));
+  op.id = j.value("id", int64_t{0});
   const auto name = j.find("name");
   if (name == j.end() || !name->is_string() || name->get<std::string>().empty())
-    fail(where + ".name is missing");
+    failField(where + ".name is missing");
   op.name = name->get<std::string>();
   const auto phase = phaseFromString(j.value("phase", std::string("forward")));
   if (!phase)
-    fail(where + ".phase must be forward, backward or optimizer");
+    failField(where + ".phase must be forward, backward or optimizer");
   op.phase = *phase;
   for (const char* key : {"inputs", "outputs"}) {
     auto& out = key[0] == 'i' ? op.inputs : op.outputs;
@@ -140,12 +145,12 @@ OpRecord opFromJson(const json& j, size_t index) {
     if (list == j.end())
       continue;
     if (!list->is_array())
-      fail(where + "." + key + " must be a list");
+      failField(where + "." + key + " must be a list");
     for (size_t i = 0; i < list->size(); ++i) {
       const std::string at = where + "." + key + "[" + std::to_string(i) + "]";
       out.push_back(tensorFromJson((*list)[i], at));
       if (out.back() && out.back()->sameAs >= static_cast<int>(i))
-        fail(at + ".same_as must be the index of an earlier input");
+        failField(at + ".same_as must be the index of an earlier input");
     }
   }
   if (const auto args = j.find("args"); args != j.end() && args->is_object()) {
@@ -172,6 +177,8 @@ OpRecord opFromJson(const json& j, size_t index) {
   op.onHost = j.value("device", std::string()) == "cpu";
   return op;
 }
+
+namespace {
 
 json opToJson(const OpRecord& op) {
   json j{{"id", op.id}, {"name", op.name}, {"phase", toString(op.phase)}};
@@ -386,7 +393,13 @@ Trace traceFromJson(const json& doc) {
     fail("\"ops\" must be a list");
   t.ops.reserve(ops->size());
   for (size_t i = 0; i < ops->size(); ++i)
-    t.ops.push_back(opFromJson((*ops)[i], i));
+    try {
+      t.ops.push_back(opRecordFromJson((*ops)[i], "ops[" + std::to_string(i) + "]"));
+      if (!(*ops)[i].contains("id"))
+        t.ops.back().id = static_cast<int64_t>(i);
+    } catch (const TraceFormatError& e) {
+      fail(e.what());
+    }
   t.fallbackOps = doc.value("fallback_ops", std::vector<std::string>{});
   if (const auto m = doc.find("memory"); m != doc.end() && m->is_object()) {
     t.memory.parametersBytes = m->value("parameters_bytes", int64_t{0});

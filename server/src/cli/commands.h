@@ -22,6 +22,7 @@ Command traceCommand();
 Command gpusCommand();
 Command trainCommand();
 Command evalCommand();
+Command calibrateCommand();
 
 // A failure the user can fix; main() prints "wavecast: error: <message>" and exits 1.
 class CommandError : public std::runtime_error {

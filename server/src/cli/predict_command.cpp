@@ -88,7 +88,7 @@ void printLineTable(const Prediction& prediction, const Trace& trace, std::ostre
     out << "* host-bound: the GPU waits for the CPU to issue this line's work most of the time\n";
 }
 
-void printSummary(const Prediction& prediction, bool measured, std::ostream& out) {
+void printSummary(const Prediction& prediction, bool methodPerGpu, std::ostream& out) {
   std::vector<const GpuSummary*> order;
   for (const auto& summary : prediction.summaries)
     order.push_back(&summary);
@@ -112,7 +112,7 @@ void printSummary(const Prediction& prediction, bool measured, std::ostream& out
         << padLeft(s->pricePerHourUsd > 0 ? formatUsd(s->costPer1kSamplesUsd) : "n/a", 14)
         << padLeft(memory, 24) << (s->fitsInMemory ? "" : "  OUT OF MEMORY")
         << (s->hostBound ? "  host-bound" : "")
-        << (measured ? "  " + gpuMethodText(s->methods) : "") << "\n";
+        << (methodPerGpu ? "  " + gpuMethodText(s->methods) : "") << "\n";
   }
 }
 
@@ -131,7 +131,7 @@ int runPredict(const CommandLine& args, const InstallLayout& layout) {
   const std::string file = args.positional().front();
   const Trace trace = obtainTrace(layout, file, args.positiveInt("batch-size"), args);
 
-  PredictorOptions options = predictorOptions(layout, args);
+  PredictorOptions options = predictorOptions(layout, args, database);
   options.originGpu = measuredOrigin(trace, database);
   const Prediction prediction = Predictor(std::move(options)).predict(trace, gpus);
 
@@ -146,7 +146,12 @@ int runPredict(const CommandLine& args, const InstallLayout& layout) {
             << toString(trace.mode) << " mode) with "
             << tracedWith(trace.torchVersion, trace.pythonEnv) << "\n\n";
   printLineTable(prediction, trace, std::cout);
-  printSummary(prediction, hasMeasuredKernels(trace), std::cout);
+  // Each GPU's method differs when one was measured on or calibrated: show it per GPU.
+  const bool methodPerGpu =
+      hasMeasuredKernels(trace) ||
+      std::any_of(prediction.summaries.begin(), prediction.summaries.end(),
+                  [](const GpuSummary& s) { return s.methods.uses(PredictionMethod::Calibrated); });
+  printSummary(prediction, methodPerGpu, std::cout);
   if (!prediction.precisions.empty()) {
     std::cout << "precision:";
     for (size_t i = 0; i < prediction.precisions.size(); ++i)
@@ -179,7 +184,8 @@ Command predictCommand() {
       pythonEnvOption(),
       verboseOption(),
       {"timeout", "SECONDS", "give up tracing after this long (default 120)"},
-      {"roofline", "", "analytic model only (no learned per-op models)"}};
+      {"roofline", "", "analytic model only (no learned per-op models)"},
+      calibrationOption()};
   for (auto& option : precisionOptions())
     options.push_back(std::move(option));
   return {

@@ -6,6 +6,7 @@
 #include "wavecast/learned/learned_op_time_model.h"
 #include "wavecast/profiler/profiler.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -70,8 +71,63 @@ std::optional<bool> onOff(const CommandLine& args, const std::string& name) {
 
 } // namespace
 
-PredictorOptions predictorOptions(const InstallLayout& layout, const CommandLine& args) {
+OptionSpec calibrationOption() {
+  return {"calibration", "FILE",
+          "a calibration file written by 'wavecast calibrate' (repeatable; also read: "
+          "data/calibration/ and ~/.config/wavecast/calibration/)"};
+}
+
+namespace {
+
+// The .json files of `folder` in name order; none when it does not exist.
+std::vector<std::string> jsonFilesIn(const std::string& folder) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  if (folder.empty() || !fs::is_directory(folder, ec))
+    return files;
+  for (const auto& item : fs::directory_iterator(folder, ec))
+    if (item.path().extension() == ".json" && item.is_regular_file(ec))
+      files.push_back(item.path().string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+} // namespace
+
+std::map<std::string, std::shared_ptr<const CalibrationTable>>
+loadCalibrations(const InstallLayout& layout, const CommandLine& args,
+                 const GpuDatabase& database) {
+  std::vector<std::string> files = args.values("calibration");
+  for (const auto& file : files)
+    if (!fs::exists(file))
+      throw CommandError("calibration file '" + file + "' does not exist");
+  for (const auto& folder : {layout.userCalibrationDir, layout.calibrationDir()})
+    for (auto& file : jsonFilesIn(folder))
+      files.push_back(std::move(file));
+  std::map<std::string, std::shared_ptr<const CalibrationTable>> tables;
+  for (const auto& file : files) {
+    Calibration calibration;
+    try {
+      calibration = loadCalibration(file);
+    } catch (const CalibrationError& e) {
+      throw CommandError(e.what());
+    }
+    const DeviceSpec* gpu = database.find(calibration.gpuName);
+    if (!gpu) {
+      std::cerr << "wavecast: note: " << calibrationUnknownGpuNote(file, calibration.gpuName)
+                << "\n";
+      continue;
+    }
+    if (!tables.count(gpu->id))
+      tables.emplace(gpu->id, std::make_shared<const CalibrationTable>(std::move(calibration)));
+  }
+  return tables;
+}
+
+PredictorOptions predictorOptions(const InstallLayout& layout, const CommandLine& args,
+                                  const GpuDatabase& database) {
   PredictorOptions options;
+  options.calibrations = loadCalibrations(layout, args, database);
   if (args.has("tf32"))
     options.matmulTf32 = options.convTf32 = true;
   if (auto matmul = onOff(args, "tf32-matmul"))

@@ -8,6 +8,8 @@
 #include "wavecast/profiler/profiler.h"
 #include "wavecast/trace.h"
 
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -22,13 +24,27 @@ OptionSpec verboseOption();
 // data/gpus.json plus the user's file (--gpu-file, else the layout's default if present).
 GpuDatabase loadGpuDatabase(const InstallLayout& layout, const CommandLine& args);
 
+// --calibration FILE (repeatable), which predict and serve share.
+OptionSpec calibrationOption();
+
+// The calibration files predictions use, by the GPU id each is for (resolved through
+// `database` from the GPU name torch wrote): --calibration files first, then the user's
+// folder, then <data>/calibration; the first file for a GPU is the one used. A file for a
+// GPU the database does not know is skipped with a note on stderr. Throws CommandError
+// naming the file and field of a malformed one.
+std::map<std::string, std::shared_ptr<const CalibrationTable>>
+loadCalibrations(const InstallLayout& layout, const CommandLine& args,
+                 const GpuDatabase& database);
+
 // --tf32, --tf32-matmul and --tf32-conv: overrides of the script's precision.
 std::vector<OptionSpec> precisionOptions();
 
 // The predictor's options from the precision options and --roofline: the learned models of
-// <data>/weights answer the ops they cover unless --roofline is given. Throws
-// CommandError when the weights cannot be read.
-PredictorOptions predictorOptions(const InstallLayout& layout, const CommandLine& args);
+// <data>/weights answer the ops they cover unless --roofline is given; the calibration
+// files (loadCalibrations) time the ops they measured. Throws CommandError when the
+// weights or a calibration file cannot be read.
+PredictorOptions predictorOptions(const InstallLayout& layout, const CommandLine& args,
+                                  const GpuDatabase& database);
 
 // Where the profiler finds its worker, the tracer and the default Python environment,
 // and whether torch's log messages are shown (--verbose).

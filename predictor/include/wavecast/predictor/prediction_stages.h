@@ -52,6 +52,9 @@ OpTimes timeOps(const Trace& trace, const std::vector<OpCost>& costs,
                 const std::vector<DeviceSpec>& gpus, const MeasuredKernels& kernels,
                 const std::vector<std::optional<double>>& learned, const PredictorOptions& options);
 
+// The calibration of `gpu` in `options`, if any.
+const CalibrationTable* calibrationFor(const DeviceSpec& gpu, const PredictorOptions& options);
+
 // A collective's time on `system`: its group spread over nodes as the op says, else
 // filling a node (at most `tracedRanksPerNode` of it, the traced local world size when
 // known; 0: unknown) before the next.
@@ -62,7 +65,7 @@ double collectiveMs(const CollectiveWork& work, const SystemSpec& system,
 // GPU-idle time and each collective's hidden time; `ncclSmShare` of the SMs go to NCCL
 // while a collective runs.
 struct HostTimelines {
-  std::vector<double> hostMs;               // [op]: CPU time issuing it
+  std::vector<double> hostMs;               // [op]: CPU time issuing it, by `host`
   std::vector<IterationTimeline> timelines; // [gpu]
 };
 HostTimelines playIterations(const Trace& trace, const std::vector<OpCost>& costs,

@@ -1,6 +1,7 @@
 // Turns a trace into per-op, per-line, per-module and per-GPU predictions.
 #pragma once
 
+#include "wavecast/predictor/calibration.h"
 #include "wavecast/predictor/collectives.h"
 #include "wavecast/predictor/device_spec.h"
 #include "wavecast/predictor/host_model.h"
@@ -30,6 +31,9 @@ struct PredictorOptions {
   // Asked first, once for all (op, GPU) pairs; the analytic model answers where it
   // returns nullopt.
   std::shared_ptr<const OpTimeModel> opTimeModel;
+  // Measured op times per GPU id (`wavecast calibrate`): an op found there (its shape or a
+  // near one) takes the measured time, before any model.
+  std::map<std::string, std::shared_ptr<const CalibrationTable>> calibrations;
   // The GPU a "cuda"-mode trace was measured on; enables wave scaling of its kernels.
   std::optional<DeviceSpec> originGpu;
   // Memory outside the caching allocator on every GPU: the CUDA context with PyTorch's

@@ -260,6 +260,9 @@ public:
 };
 
 Trace traceFromJson(const nlohmann::json& doc);
+// One op record (docs/trace-format.md "Operation record"), as traces and calibration files
+// hold them. A TraceFormatError names the bad field from `where` ("ops[3].inputs[0].shape").
+OpRecord opRecordFromJson(const nlohmann::json& j, const std::string& where);
 nlohmann::json traceToJson(const Trace& trace);
 
 } // namespace wavecast

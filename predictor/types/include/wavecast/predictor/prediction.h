@@ -14,16 +14,18 @@
 
 namespace wavecast {
 
-// How an op's time on a GPU was obtained; Measured: its kernels' times on this very GPU.
-enum class PredictionMethod { Roofline, WaveScaling, Learned, Fallback, Measured };
+// How an op's time on a GPU was obtained; Measured: its kernels' times on this very GPU;
+// Calibrated: its shape (or a near one) measured on this GPU by `wavecast calibrate`.
+enum class PredictionMethod { Roofline, WaveScaling, Learned, Fallback, Measured, Calibrated };
 inline constexpr size_t kPredictionMethodCount =
-    static_cast<size_t>(PredictionMethod::Measured) + 1;
+    static_cast<size_t>(PredictionMethod::Calibrated) + 1;
 
 // How one GPU's op times were obtained: the methods that timed them and, for a measured
 // trace, the GPU it was measured on (presentation.h writes this as "scaled from H100-SXM").
 struct GpuMethods {
   std::array<bool, kPredictionMethodCount> used{}; // indexed by PredictionMethod
   std::string origin;                              // the measured GPU; empty: a shape trace
+  std::string calibratedOn; // the GPU of the calibration file used, as torch names it
   bool uses(PredictionMethod method) const { return used[static_cast<size_t>(method)]; }
 };
 constexpr const char* toString(PredictionMethod method) {
@@ -38,6 +40,8 @@ constexpr const char* toString(PredictionMethod method) {
     return "fallback";
   case PredictionMethod::Measured:
     return "measured";
+  case PredictionMethod::Calibrated:
+    return "calibrated";
   }
   return "unknown";
 }

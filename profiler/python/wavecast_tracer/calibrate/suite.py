@@ -1,0 +1,195 @@
+"""Runs the calibration cases within a time budget and writes the calibration file
+(docs/calibration.md).
+
+Each (case, precision) is built, warmed up unrecorded, then run `repeats` times under
+`OpTimingMode`, which records every ATen op as the tracer does (`describe_call`: the
+same name, input metadata and arguments a trace has) and times it with the backend.
+An op's entry is the median over the repeats; identical ops (same name, phase, inputs
+and arguments) from several iterations or cases pool their samples.
+"""
+
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+from .. import compat
+from ..recorder import METADATA_OPS, describe_call, tensor_meta
+from ..values import flatten_tensors
+from . import cases as case_defs
+from .timing import utc_now
+
+FORMAT = "wavecast-calibration"
+VERSION = 1
+BUDGET_S = {"quick": 120.0, "full": 600.0}
+REPEATS = {"quick": 5, "full": 10}
+WARMUP = 2
+# Whatever the budget, stop starting cases this close to it: one case rarely takes longer.
+RESERVE_S = 5.0
+
+
+class OpTimingMode(compat.TorchDispatchMode):
+    """Times and describes every op that launches work, in dispatch order."""
+
+    def __init__(self, timer):
+        super().__init__()
+        self.timer = timer
+        self.phase = "forward"
+        self.calls = []  # op descriptions, in order
+        self.tokens = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = compat.op_name(func)
+        if name in METADATA_OPS or _is_view(func):
+            return func(*args, **kwargs)
+        token = self.timer.start()
+        out = func(*args, **kwargs)
+        inputs, op_args = describe_call(func, name, args, kwargs)
+        call = {"name": name, "phase": self.phase, "inputs": inputs,
+                "outputs": [tensor_meta(t) for t in flatten_tensors(out)], "args": op_args}
+        self.tokens.append(self.timer.stop(token, call))
+        self.calls.append(call)
+        return out
+
+
+def _is_view(func):
+    """Whether the op returns a view of an input (t, view, expand): no work to time."""
+    returns = func._schema.returns
+    return bool(returns) and all(
+        getattr(r, "alias_info", None) is not None and not r.alias_info.is_write for r in returns)
+
+
+def _key(call):
+    return json.dumps([call["name"], call["phase"], call["inputs"], call["args"]], sort_keys=True)
+
+
+def _quartiles(samples):
+    if len(samples) < 2:
+        return 0.0
+    q = statistics.quantiles(samples, n=4, method="inclusive")
+    return q[2] - q[0]
+
+
+class Suite:
+    def __init__(self, timer, quick, budget_s=None, repeats=None, progress=None, cases=None,
+                 clock=time.monotonic):
+        self.timer = timer
+        self.tier = "quick" if quick else "full"
+        self.budget_s = budget_s if budget_s is not None else BUDGET_S[self.tier]
+        self.repeats = repeats or REPEATS[self.tier]
+        self.progress = progress or (lambda line: print(line, file=sys.stderr, flush=True))
+        all_cases = cases if cases is not None else case_defs.load_cases()
+        self.cases = [c for c in all_cases if c.get("quick") or not quick]
+        self.clock = clock
+        self.samples = {}  # key -> (entry without timings, [ms, ...])
+        self.skipped = []
+        self.runs = 0
+        self.complete = False
+        self.started = None
+
+    def work(self):
+        return [(case, precision) for case in self.cases for precision in case["precisions"]]
+
+    def run(self):
+        """Runs cases until done or out of budget; KeyboardInterrupt propagates, the samples
+        so far kept (write() then marks the file incomplete)."""
+        self.started = self.clock()
+        work = self.work()
+        for number, (case, precision) in enumerate(work, 1):
+            elapsed = self.clock() - self.started
+            if elapsed > self.budget_s - RESERVE_S:
+                self.progress(f"time budget of {self.budget_s:.0f} s spent: "
+                              f"{number - 1} of {len(work)} cases measured")
+                return
+            label = f"[{number}/{len(work)}] {case['name']} {precision}"
+            try:
+                ops, total_ms = self._run_case(case, precision)
+            except case_defs.CaseError as exc:
+                self.skipped.append({"case": case["name"], "precision": precision, "reason": str(exc)})
+                self.progress(f"{label}: skipped ({exc})")
+                continue
+            except Exception as exc:  # noqa: B902 - a case torch cannot run here is skipped
+                reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                self.skipped.append({"case": case["name"], "precision": precision, "reason": reason})
+                self.progress(f"{label}: skipped ({reason})")
+                continue
+            self.runs += 1
+            self.progress(f"{label}: {ops} ops, {total_ms:.3f} ms "
+                          f"({self.clock() - self.started:.0f} of {self.budget_s:.0f} s)")
+        self.complete = True
+
+    def _run_case(self, case, precision):
+        workload = case_defs.build(case, precision, self.timer.device)
+        with workload.context():
+            for _ in range(WARMUP):
+                for _, step in workload.steps:
+                    step()
+            names = None
+            per_index = []
+            calls = None
+            for _ in range(self.repeats):
+                mode = OpTimingMode(self.timer)
+                self.timer.begin()
+                with mode:
+                    for phase, step in workload.steps:
+                        mode.phase = phase
+                        step()
+                times = self.timer.finish(mode.tokens)
+                current = [c["name"] for c in mode.calls]
+                if names is None:
+                    names, calls = current, mode.calls
+                    per_index = [[] for _ in calls]
+                elif current != names:
+                    continue  # another op sequence (an algorithm switch): not pooled
+                for index, ms in enumerate(times):
+                    per_index[index].append(ms)
+        label = {"precision": precision, "tf32": precision == "tf32", "case": case["name"]}
+        total = 0.0
+        for call, samples in zip(calls, per_index):
+            total += statistics.median(samples)
+            key = _key(call) + label["precision"]
+            entry, pooled = self.samples.setdefault(key, (dict(call, **label), []))
+            pooled.extend(samples)
+        return len(calls), total
+
+    def document(self, gpu, versions, host):
+        entries = []
+        for entry, samples in self.samples.values():
+            entries.append(dict(entry, median_ms=round(statistics.median(samples), 6),
+                                spread_ms=round(_quartiles(samples), 6), repeats=len(samples)))
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "complete": self.complete,
+            "date": utc_now(),
+            "gpu": gpu,
+            **versions,
+            "timer": self.timer.name,
+            "tier": self.tier,
+            "budget_s": self.budget_s,
+            "elapsed_s": round(self.clock() - self.started, 1) if self.started is not None else 0.0,
+            "host": host,
+            "entries": entries,
+            "skipped": self.skipped,
+        }
+
+
+def default_file_name(gpu_name):
+    """'NVIDIA H100 80GB HBM3' -> 'nvidia-h100-80gb-hbm3.json'."""
+    words = "".join(ch.lower() if ch.isalnum() else " " for ch in gpu_name).split()
+    return "-".join(words or ["gpu"]) + ".json"
+
+
+def write(document, path):
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    temporary = path + ".partial"
+    with open(temporary, "w") as f:
+        json.dump(document, f, indent=1)
+        f.write("\n")
+    os.replace(temporary, path)  # a reader never sees half a file
+    return path

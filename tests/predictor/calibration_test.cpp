@@ -1,0 +1,236 @@
+// Calibration files (wavecast/predictor/calibration.h): reading them, and predictions that
+// take a calibrated GPU's measured op times.
+#include "presentation.h"
+#include "wavecast/predictor/calibration.h"
+#include "wavecast/predictor/gpu_database.h"
+#include "wavecast/predictor/predictor.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+
+namespace wavecast {
+namespace {
+
+using nlohmann::json;
+
+const GpuDatabase& db() {
+  static const GpuDatabase database = GpuDatabase::fromFile(WAVECAST_GPUS_JSON);
+  return database;
+}
+
+json tensorJson(std::vector<int64_t> shape, const std::string& dtype) {
+  return {{"shape", shape}, {"dtype", dtype}, {"contiguous", true}};
+}
+
+json mmEntry(int64_t m, const std::string& dtype, bool tf32, double ms) {
+  return {{"name", "aten::mm"},
+          {"phase", "forward"},
+          {"inputs", {tensorJson({m, 768}, dtype), tensorJson({768, 3072}, dtype)}},
+          {"outputs", {tensorJson({m, 3072}, dtype)}},
+          {"args", json::object()},
+          {"precision", tf32 ? "tf32" : dtype == "float32" ? "fp32" : "bf16"},
+          {"tf32", tf32},
+          {"median_ms", ms},
+          {"spread_ms", 0.01},
+          {"repeats", 10}};
+}
+
+json addEntry(int64_t rows, double ms) {
+  const json t = tensorJson({rows, 768}, "float32");
+  return {{"name", "aten::add"}, {"phase", "forward"},  {"inputs", {t, t}},
+          {"outputs", {t}},      {"args", {{"alpha", 1}}}, {"precision", "fp32"},
+          {"median_ms", ms},     {"repeats", 10}};
+}
+
+json h100Calibration() {
+  return {{"format", "wavecast-calibration"},
+          {"version", 1},
+          {"complete", true},
+          {"date", "2026-11-25T12:00:00Z"},
+          {"gpu",
+           {{"name", "NVIDIA H100 80GB HBM3"},
+            {"compute_capability", "9.0"},
+            {"sm_count", 132},
+            {"memory_bytes", 85520809984}}},
+          {"driver", "550.54.15"},
+          {"torch", "2.11.0"},
+          {"cuda", "13.0"},
+          {"timer", "cuda_events"},
+          {"host", {{"op_us", 10.0}, {"launch_us", 4.0}, {"loop", 2000}}},
+          {"entries",
+           {mmEntry(1024, "bfloat16", false, 0.5), mmEntry(1024, "float32", true, 0.3),
+            addEntry(8192, 0.08)}}};
+}
+
+std::string errorOf(const json& doc) {
+  try {
+    calibrationFromJson(doc, "bad.json");
+  } catch (const CalibrationError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Calibration, ReadsAFileTheSuiteWroteWithItsFakeTimer) {
+  const Calibration c =
+      loadCalibration(std::string(WAVECAST_PREDICTOR_FIXTURES) + "/calibration_fake.json");
+  EXPECT_EQ(c.gpuName, "NVIDIA H100 80GB HBM3");
+  EXPECT_TRUE(c.complete);
+  EXPECT_EQ(c.timer, "fake");
+  ASSERT_TRUE(c.host.has_value());
+  EXPECT_DOUBLE_EQ(c.host->opUs, 20.0); // the fake timer's host costs
+  EXPECT_DOUBLE_EQ(c.host->launchUs, 5.0);
+  // F.linear(x [8192, 768], w [768, 768], b) forward: addmm(b, x, w^T). The fake timer's
+  // time: 2 us + 1 ns per element of its tensors, 768 + 2 x 6,291,456 + 589,824.
+  const CalibrationEntry* addmm = nullptr;
+  for (const auto& entry : c.entries)
+    if (entry.op.name == "aten::addmm" && entry.precision == "fp32")
+      addmm = &entry;
+  ASSERT_NE(addmm, nullptr);
+  EXPECT_EQ(addmm->op.phase, Phase::Forward);
+  ASSERT_EQ(addmm->op.inputs.size(), 3u);
+  EXPECT_EQ(addmm->op.inputs[1]->shape, (std::vector<int64_t>{8192, 768}));
+  EXPECT_FALSE(addmm->op.inputs[2]->contiguous);
+  EXPECT_NEAR(addmm->medianMs, 0.002 + (768 + 2 * 6291456 + 589824) * 1e-6, 1e-9);
+  EXPECT_EQ(addmm->repeats, 2);
+  EXPECT_FALSE(addmm->tf32);
+}
+
+TEST(Calibration, RejectsAWrongVersionOrAMalformedFieldNamingFileAndField) {
+  auto expectError = [](json doc, const std::string& fragment) {
+    const std::string message = errorOf(doc);
+    EXPECT_NE(message.find("bad.json"), std::string::npos) << message;
+    EXPECT_NE(message.find(fragment), std::string::npos) << message;
+  };
+  auto doc = h100Calibration();
+  doc["version"] = 2;
+  expectError(doc, "\"version\" is 2 but this wavecast reads version 1");
+  doc = h100Calibration();
+  doc["format"] = "wavecast-trace";
+  expectError(doc, "\"format\" must be \"wavecast-calibration\"");
+  doc = h100Calibration();
+  doc["entries"][1].erase("median_ms");
+  expectError(doc, "entries[1].median_ms is missing");
+  doc = h100Calibration();
+  doc["entries"][2]["median_ms"] = -1;
+  expectError(doc, "entries[2].median_ms must be a non-negative number");
+  doc = h100Calibration();
+  doc["entries"][0]["inputs"][1]["shape"] = "wide";
+  expectError(doc, "entries[0].inputs[1].shape must be a list of integers");
+  doc = h100Calibration();
+  doc["gpu"].erase("name");
+  expectError(doc, "gpu.name is missing");
+  doc = h100Calibration();
+  doc["host"]["op_us"] = "fast";
+  expectError(doc, "host.op_us must be a non-negative number");
+
+  const std::string path = testing::TempDir() + "/not_json_calibration.json";
+  std::ofstream(path) << "{ not json";
+  try {
+    loadCalibration(path);
+    ADD_FAILURE() << "expected a CalibrationError";
+  } catch (const CalibrationError& e) {
+    EXPECT_EQ(std::string(e.what()), "calibration file " + path + ": not valid JSON");
+  }
+  std::remove(path.c_str());
+}
+
+OpRecord mm(int64_t id, int64_t m, ScalarType dtype, Phase phase = Phase::Forward) {
+  OpRecord op;
+  op.id = id;
+  op.name = "aten::mm";
+  op.phase = phase;
+  op.loc = {"/p/model.py", 10 + static_cast<int>(id), "forward"};
+  op.inputs = {TensorMeta{{m, 768}, dtype}, TensorMeta{{768, 3072}, dtype}};
+  op.outputs = {TensorMeta{{m, 3072}, dtype}};
+  return op;
+}
+
+OpRecord add(int64_t id, int64_t rows) {
+  OpRecord op;
+  op.id = id;
+  op.name = "aten::add";
+  op.loc = {"/p/model.py", 10 + static_cast<int>(id), "forward"};
+  const TensorMeta t{{rows, 768}, ScalarType::Float32};
+  op.inputs = {t, t};
+  op.outputs = {t};
+  op.args["alpha"] = int64_t{1};
+  return op;
+}
+
+TEST(Calibration, ACalibratedGpuTakesTheMeasuredTimesOfExactlyTheMatchedOps) {
+  Trace trace;
+  trace.batchSize = 8;
+  trace.ops = {mm(0, 1024, ScalarType::BFloat16),  // its own shape: 0.5 ms
+               mm(1, 1536, ScalarType::BFloat16),  // near: 1.5x the FLOPs, 0.75 ms
+               mm(2, 1023, ScalarType::BFloat16),  // rows not a multiple of 8: other kernels
+               mm(3, 1024, ScalarType::Float32),   // float32 without TF32: the entry ran TF32
+               add(4, 6144),                       // near: 0.75x the bytes, 0.06 ms
+               mm(5, 1024, ScalarType::BFloat16, Phase::Backward)}; // another phase
+  trace.precision = FloatPrecision{false, true, std::nullopt};
+
+  const auto gpus = db().resolve({"H100", "A100"});
+  const DeviceSpec* calibrated = db().find("NVIDIA H100 80GB HBM3");
+  ASSERT_NE(calibrated, nullptr);
+  ASSERT_EQ(calibrated->id, gpus[0].id) << "the name torch reports finds the GPU";
+
+  PredictorOptions plain;
+  PredictorOptions options;
+  options.calibrations[gpus[0].id] =
+      std::make_shared<const CalibrationTable>(calibrationFromJson(h100Calibration(), "h100"));
+  const Prediction without = Predictor(plain).predict(trace, gpus);
+  const Prediction with = Predictor(options).predict(trace, gpus);
+
+  const auto& h100 = with.ops[0];
+  EXPECT_EQ(h100[0].method, PredictionMethod::Calibrated);
+  EXPECT_DOUBLE_EQ(h100[0].timeMs, 0.5);
+  EXPECT_EQ(h100[1].method, PredictionMethod::Calibrated);
+  EXPECT_DOUBLE_EQ(h100[1].timeMs, 0.5 * 1.5);
+  EXPECT_EQ(h100[4].method, PredictionMethod::Calibrated);
+  EXPECT_DOUBLE_EQ(h100[4].timeMs, 0.08 * 0.75);
+  for (const size_t unmatched : {2u, 3u, 5u}) {
+    EXPECT_NE(h100[unmatched].method, PredictionMethod::Calibrated) << "op " << unmatched;
+    EXPECT_DOUBLE_EQ(h100[unmatched].timeMs, without.ops[0][unmatched].timeMs) << unmatched;
+  }
+  for (size_t i = 0; i < trace.ops.size(); ++i) {
+    EXPECT_EQ(with.ops[1][i].method, without.ops[1][i].method) << "A100 untouched, op " << i;
+    EXPECT_DOUBLE_EQ(with.ops[1][i].timeMs, without.ops[1][i].timeMs) << i;
+  }
+
+  ASSERT_EQ(with.summaries.size(), 2u);
+  EXPECT_EQ(with.summaries[0].methods.calibratedOn, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(gpuMethodText(with.summaries[0].methods),
+            "calibrated on NVIDIA H100 80GB HBM3 + analytic roofline");
+  EXPECT_EQ(gpuMethodText(with.summaries[1].methods), "analytic roofline");
+  EXPECT_EQ(std::string(toString(PredictionMethod::Calibrated)), "calibrated");
+  // Host: six ops that launch work at the host model's 50 us and one backward call
+  // (875 us), on both GPUs: a calibration's host costs are not used (docs/calibration.md).
+  EXPECT_NEAR(with.summaries[0].hostMs, (6 * 50.0 + 875.0) / 1000, 1e-12);
+  EXPECT_NEAR(with.summaries[1].hostMs, (6 * 50.0 + 875.0) / 1000, 1e-12);
+}
+
+TEST(Calibration, TheFirstOfEqualEntriesWinsAndFarShapesAreNotScaled) {
+  auto doc = h100Calibration();
+  doc["entries"].push_back(mmEntry(1024, "bfloat16", false, 9.0)); // the same op again
+  const CalibrationTable table(calibrationFromJson(doc, "h100"));
+  const OpCost cost = estimateOpCost(mm(0, 1024, ScalarType::BFloat16));
+  const auto exact = table.find(mm(0, 1024, ScalarType::BFloat16), cost);
+  ASSERT_TRUE(exact.has_value());
+  EXPECT_TRUE(exact->exact);
+  EXPECT_DOUBLE_EQ(exact->timeMs, 0.5);
+  // 4,096 rows: 4x the work, past the near-shape ratio of 2.
+  const OpRecord far = mm(1, 4096, ScalarType::BFloat16);
+  EXPECT_FALSE(table.find(far, estimateOpCost(far)).has_value());
+  // Alignment matters for matrix work only: an add of 6,143 rows is near the 8,192-row one.
+  const OpRecord odd = add(2, 6143);
+  const auto near = table.find(odd, estimateOpCost(odd));
+  ASSERT_TRUE(near.has_value());
+  EXPECT_FALSE(near->exact);
+  EXPECT_NEAR(near->timeMs, 0.08 * 6143.0 / 8192.0, 1e-12);
+}
+
+} // namespace
+} // namespace wavecast

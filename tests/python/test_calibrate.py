@@ -1,0 +1,184 @@
+"""The calibration suite (wavecast_tracer.calibrate) on the CPU with its fake timer.
+
+The fake timer gives each op 2 us + 1 ns per element of its tensors (+ 1 us backward),
+so the entries' times are checked against that formula by hand.
+"""
+
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+from contextlib import redirect_stderr, redirect_stdout
+
+from wavecast_tracer.calibrate import __main__ as calibrate_main
+from wavecast_tracer.calibrate import cases as case_defs
+from wavecast_tracer.calibrate import suite as suite_module
+from wavecast_tracer.calibrate.timing import FakeTimer
+
+LINEAR = {"name": "linear 64x32 -> 16", "kind": "linear", "quick": True, "backward": True,
+          "precisions": ["fp32", "tf32", "bf16"],
+          "params": {"tokens": 64, "in_features": 32, "out_features": 16, "bias": True}}
+CAST = {"name": "cast", "kind": "cast", "quick": False, "backward": False, "precisions": ["fp32"],
+        "params": {"shape": [1000], "to": "bfloat16"}}
+
+
+def run_suite(cases, quick=False, budget_s=None, clock=None):
+    kwargs = {"clock": clock} if clock else {}
+    suite = suite_module.Suite(FakeTimer("NVIDIA H100 80GB HBM3"), quick, budget_s, repeats=3,
+                               progress=lambda line: None, cases=cases, **kwargs)
+    suite.run()
+    gpu, versions = suite.timer.describe()
+    return suite, suite.document(gpu, versions, suite.timer.host())
+
+
+def entries_named(document, name, phase, precision):
+    return [e for e in document["entries"]
+            if e["name"] == name and e["phase"] == phase and e["precision"] == precision]
+
+
+class CasesFileTest(unittest.TestCase):
+    def test_every_case_is_runnable_and_covers_the_issue(self):
+        cases = case_defs.load_cases()
+        kinds = {c["kind"] for c in cases}
+        self.assertEqual(kinds, set(case_defs.KINDS))
+        for case in cases:
+            self.assertTrue(set(case["precisions"]) <= set(case_defs.DTYPES), case["name"])
+        linear = [c["params"] for c in cases if c["kind"] == "linear"]
+        self.assertTrue(any(p["out_features"] == 50257 for p in linear), "vocabulary-sized N")
+        self.assertTrue(any(p["in_features"] % 8 for p in linear), "an unaligned K")
+        self.assertTrue(any(p["in_features"] <= 64 for p in linear), "small K")
+        backends = {c["params"]["backend"] for c in cases if c["kind"] == "sdpa"}
+        self.assertEqual(backends, {"flash", "efficient", "cudnn", "math"})
+        convs = [c["params"] for c in cases if c["kind"] == "conv2d"]
+        self.assertTrue(any(p["channels_last"] for p in convs))
+        self.assertTrue(any(p["groups"] == p["in_channels"] > 1 for p in convs), "depthwise")
+        self.assertTrue(any(p["stride"] > 1 for p in convs), "strided")
+        self.assertTrue(any(c["quick"] for c in cases) and not all(c["quick"] for c in cases))
+
+
+class FakeSuiteTest(unittest.TestCase):
+    def test_entries_are_the_ops_as_traced_with_their_times(self):
+        suite, doc = run_suite([LINEAR])
+        self.assertEqual(doc["format"], "wavecast-calibration")
+        self.assertEqual(doc["version"], 1)
+        self.assertTrue(doc["complete"])
+        self.assertEqual(doc["gpu"]["name"], "NVIDIA H100 80GB HBM3")
+        self.assertEqual(doc["timer"], "fake")
+        self.assertEqual(doc["host"], {"op_us": 20.0, "launch_us": 5.0, "loop": 0})
+        for key in ("torch", "cuda", "driver", "date", "entries", "skipped"):
+            self.assertIn(key, doc)
+        # F.linear forward is aten::addmm(bias, x, w^T): 16 + 64*32 + 32*16 in, 64*16 out.
+        addmm = entries_named(doc, "aten::addmm", "forward", "fp32")
+        self.assertEqual(len(addmm), 1)
+        entry = addmm[0]
+        self.assertEqual([i["shape"] for i in entry["inputs"]], [[16], [64, 32], [32, 16]])
+        self.assertEqual(entry["inputs"][2]["contiguous"], False, "w.t() is a transposed view")
+        self.assertEqual(entry["inputs"][0]["dtype"], "float32")
+        self.assertEqual(entry["args"], {"beta": 1, "alpha": 1})
+        self.assertFalse(entry["tf32"])
+        self.assertAlmostEqual(entry["median_ms"], 0.002 + (16 + 2048 + 512 + 1024) * 1e-6)
+        self.assertEqual(entry["spread_ms"], 0.0)
+        self.assertEqual(entry["repeats"], 3)
+        self.assertEqual(entry["case"], "linear 64x32 -> 16")
+        # The weight gradient in backward: mm(grad^T [16, 64], x [64, 32]), 1 us more.
+        grads = [e for e in entries_named(doc, "aten::mm", "backward", "fp32")
+                 if [i["shape"] for i in e["inputs"]] == [[16, 64], [64, 32]]]
+        self.assertEqual(len(grads), 1)
+        self.assertAlmostEqual(grads[0]["median_ms"], 0.003 + (1024 + 2048 + 512) * 1e-6)
+        tf32 = entries_named(doc, "aten::addmm", "forward", "tf32")
+        self.assertTrue(tf32 and tf32[0]["tf32"])
+        bf16 = entries_named(doc, "aten::addmm", "forward", "bf16")
+        self.assertEqual(bf16[0]["inputs"][1]["dtype"], "bfloat16")
+        self.assertFalse(any(e["name"] in ("aten::t", "aten::view") for e in doc["entries"]),
+                         "views launch nothing and are not timed")
+
+    def test_quick_runs_only_quick_cases(self):
+        suite, doc = run_suite([LINEAR, CAST], quick=True)
+        self.assertEqual({e["case"] for e in doc["entries"]}, {"linear 64x32 -> 16"})
+        suite, doc = run_suite([LINEAR, CAST])
+        self.assertIn("cast", {e["case"] for e in doc["entries"]})
+
+    def test_the_budget_stops_adding_cases(self):
+        ticks = iter(range(0, 1000, 10))  # every clock read is 10 s later
+        suite, doc = run_suite([LINEAR, CAST], budget_s=20, clock=lambda: next(ticks))
+        self.assertFalse(doc["complete"])
+        self.assertEqual({e["precision"] for e in doc["entries"]}, {"fp32"})
+
+    def test_an_unavailable_case_is_skipped_with_its_reason(self):
+        broken = dict(CAST, name="broken", params={"shape": [4], "to": "no_such_dtype"})
+        suite, doc = run_suite([broken, CAST])
+        self.assertTrue(doc["complete"])
+        self.assertEqual(doc["skipped"][0]["case"], "broken")
+        self.assertIn("cast", {e["case"] for e in doc["entries"]})
+
+    def test_an_interrupt_keeps_what_was_measured(self):
+        calls = {"n": 0}
+        real = case_defs.build
+
+        def interrupting(case, precision, device):
+            calls["n"] += 1
+            if calls["n"] == 2:
+                raise KeyboardInterrupt
+            return real(case, precision, device)
+
+        case_defs.build = interrupting
+        try:
+            with tempfile.TemporaryDirectory() as folder:
+                out = os.path.join(folder, "cal.json")
+                stdout = io.StringIO()
+                with redirect_stdout(stdout), redirect_stderr(io.StringIO()):
+                    status = calibrate_main.main(["--out", out, "--timer", "fake", "--only",
+                                                  "linear 8192x768 -> 768"])
+                self.assertEqual(status, 130)
+                with open(out) as f:
+                    doc = json.load(f)
+                answer = json.loads(stdout.getvalue().strip().splitlines()[-1])
+        finally:
+            case_defs.build = real
+        self.assertFalse(doc["complete"])
+        self.assertEqual({e["precision"] for e in doc["entries"]}, {"fp32"})
+        self.assertEqual(answer["result"]["complete"], False)
+        self.assertEqual(answer["result"]["entries"], len(doc["entries"]))
+
+
+class CommandLineTest(unittest.TestCase):
+    def run_module(self, *args):
+        env = dict(os.environ)
+        return subprocess.run([sys.executable, "-m", "wavecast_tracer.calibrate", *args],
+                              capture_output=True, text=True, env=env, timeout=300)
+
+    def test_without_a_gpu_one_message_and_a_non_zero_exit(self):
+        import torch
+        if torch.cuda.is_available():
+            self.skipTest("this machine has a GPU: the no-GPU message cannot be checked")
+        with tempfile.TemporaryDirectory() as folder:
+            done = self.run_module("--out-dir", folder, "--quick")
+            self.assertEqual(done.returncode, 1)
+            answer = json.loads(done.stdout.strip().splitlines()[-1])
+            self.assertIn("no CUDA GPU visible to torch", answer["error"]["message"])
+            self.assertEqual(os.listdir(folder), [], "nothing written")
+
+    def test_fake_run_names_the_file_after_the_gpu(self):
+        with tempfile.TemporaryDirectory() as folder:
+            done = self.run_module("--out-dir", folder, "--timer", "fake", "--fake-gpu",
+                                   "NVIDIA A100-SXM4-40GB", "--only", "cast to bfloat16",
+                                   "--repeats", "2")
+            self.assertEqual(done.returncode, 0, done.stderr)
+            self.assertEqual(os.listdir(folder), ["nvidia-a100-sxm4-40gb.json"])
+            self.assertIn("cast to bfloat16", done.stderr, "progress lines on stderr")
+            with open(os.path.join(folder, "nvidia-a100-sxm4-40gb.json")) as f:
+                doc = json.load(f)
+            self.assertTrue(doc["complete"])
+            # x.to(bfloat16) of 6,291,456 floats: one _to_copy, in and out.
+            copies = [e for e in doc["entries"] if e["name"] == "aten::_to_copy"
+                      and e["inputs"][0]["shape"] == [6291456] and e["precision"] == "fp32"]
+            self.assertEqual(len(copies), 1)
+            self.assertAlmostEqual(copies[0]["median_ms"], 0.002 + 2 * 6291456 * 1e-6)
+            self.assertEqual(copies[0]["args"].get("dtype"), "bfloat16")
+
+
+if __name__ == "__main__":
+    unittest.main()
