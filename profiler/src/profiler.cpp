@@ -398,6 +398,8 @@ TraceResult Profiler::trace(const TraceRequest& request, const CancelToken& canc
   const int64_t id = nextRequestId_++;
   json params{{"file", file}, {"mode", toString(request.mode)}};
   params["batch_size"] = request.batchSize ? json(*request.batchSize) : json(nullptr);
+  if (request.worldSize)
+    params["world_size"] = *request.worldSize;
   const json message{{"id", id}, {"method", "trace"}, {"params", params}};
 
   auto workerDied = [&]() -> TraceResult {

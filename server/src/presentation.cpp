@@ -455,6 +455,10 @@ std::string traceWarningMessage(const TraceWarning& warning) {
   case TraceWarningKind::RepeatSkipped:
     return "measured repeat " + std::to_string(warning.repeat) +
            " ran other ops than the recorded iteration; its timings were not used";
+  case TraceWarningKind::UnsupportedDistributed:
+    return "torch.distributed." + warning.call +
+           " cannot run as one rank of the traced launch: it was skipped and its communication "
+           "is not predicted";
   case TraceWarningKind::Sentence:
     return warning.text;
   }

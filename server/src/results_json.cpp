@@ -215,6 +215,8 @@ json traceWarningsJson(const std::vector<TraceWarning>& warnings) {
   json out = arrayWithCapacity(warnings.size());
   for (const TraceWarning& warning : warnings) {
     ObjectBuilder object;
+    if (!warning.call.empty())
+      object.add("call", warning.call);
     if (warning.count)
       object.add("count", warning.count);
     if (!warning.device.empty())

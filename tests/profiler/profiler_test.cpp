@@ -230,6 +230,18 @@ TEST(Profiler, UserPrintsDoNotCorruptTheChannel) {
   EXPECT_GT(countOps(trace, "aten::add_", Phase::Optimizer), 0u);
 }
 
+TEST(Profiler, TheRequestsWorldSizeIsTheScriptsTorchrunEnvironment) {
+  Profiler profiler(options());
+  TraceRequest sized = request(fixture("world_size.py"));
+  sized.worldSize = 3;
+  const Trace three = expectTrace(profiler.trace(sized));
+  ASSERT_FALSE(three.ops.empty());
+  EXPECT_EQ(three.ops[0].inputs[0]->shape, (std::vector<int64_t>{4, 3}));
+  const Trace unsized = expectTrace(profiler.trace(request(fixture("world_size.py"))));
+  ASSERT_FALSE(unsized.ops.empty());
+  EXPECT_EQ(unsized.ops[0].inputs[0]->shape, (std::vector<int64_t>{4, 8})); // the default
+}
+
 TEST(Profiler, EditedHelperModuleIsReloaded) {
   const fs::path dir = fs::temp_directory_path() / ("wavecast-purge-" + std::to_string(::getpid()));
   fs::create_directories(dir);

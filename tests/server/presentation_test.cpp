@@ -185,6 +185,13 @@ TEST(Presentation, TraceWarningsReadAsSentencesAtTheirLines) {
   EXPECT_EQ(traceWarningLine(outside), "4 GPU kernels, copies or fills (about 0.200 ms per "
                                        "iteration) ran outside any recorded op and are not in "
                                        "the measurements");
+  TraceWarning objects;
+  objects.kind = TraceWarningKind::UnsupportedDistributed;
+  objects.loc = {"/w/train.py", 7, ""};
+  objects.call = "all_gather_object";
+  EXPECT_EQ(traceWarningLine(objects),
+            "/w/train.py:7: torch.distributed.all_gather_object cannot run as one rank of the "
+            "traced launch: it was skipped and its communication is not predicted");
   TraceWarning legacy;
   legacy.text = "/w/train.py:5: from a version-1 trace";
   EXPECT_EQ(traceWarningLine(legacy), legacy.text);

@@ -72,7 +72,11 @@ Trace sampleTrace(const std::string& file) {
   outside.kind = TraceWarningKind::KernelsOutsideOps;
   outside.count = 4;
   outside.ms = 0.25;
-  trace.warnings = {onCpu, hostTensor, outside};
+  TraceWarning objects;
+  objects.kind = TraceWarningKind::UnsupportedDistributed;
+  objects.loc = {file, 4, "wavecast_iteration"};
+  objects.call = "all_gather_object";
+  trace.warnings = {onCpu, hostTensor, outside, objects};
   trace.fallbackOps = {"aten::special_bessel_j0"};
   return trace;
 }
@@ -108,7 +112,7 @@ TEST_F(SchemaSamples, WritesWhatTheEncodersSend) {
     advisoryKinds.insert(advisory["kind"].get<std::string>());
   EXPECT_TRUE(advisoryKinds.count("approximate_op")) << output.predictionJson["advisories"];
   EXPECT_TRUE(advisoryKinds.count("out_of_memory")) << output.predictionJson["advisories"];
-  EXPECT_EQ(output.predictionJson["trace_warnings"].size(), 3u);
+  EXPECT_EQ(output.predictionJson["trace_warnings"].size(), 4u);
   write("Prediction", "predictor", output.predictionJson);
   analyzer_.setOutput(output);
 

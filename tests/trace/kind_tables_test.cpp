@@ -73,9 +73,11 @@ TEST(TraceWarnings, RecordsRoundTripAndVersionOneSentencesAreKept) {
        "origin": {"file": "/p/t.py", "line": 4}},
       {"kind": "kernels_outside_ops", "severity": "info", "count": 4, "ms": 0.2},
       {"kind": "autocast_unsupported_dtype", "severity": "warning", "file": "/p/t.py",
-       "line": 2, "dtype": "float64"}]})");
+       "line": 2, "dtype": "float64"},
+      {"kind": "unsupported_distributed", "severity": "warning", "file": "/p/t.py",
+       "line": 7, "call": "all_gather_object"}]})");
   const Trace trace = traceFromJson(doc);
-  ASSERT_EQ(trace.warnings.size(), 3u);
+  ASSERT_EQ(trace.warnings.size(), 4u);
   EXPECT_EQ(trace.warnings[0].kind, TraceWarningKind::HostTensorWithGpu);
   EXPECT_EQ(trace.warnings[0].loc.line, 9);
   ASSERT_TRUE(trace.warnings[0].origin);
@@ -84,10 +86,13 @@ TEST(TraceWarnings, RecordsRoundTripAndVersionOneSentencesAreKept) {
   EXPECT_EQ(trace.warnings[1].count, 4);
   EXPECT_DOUBLE_EQ(trace.warnings[1].ms, 0.2);
   EXPECT_EQ(trace.warnings[2].dtype, "float64");
+  EXPECT_EQ(trace.warnings[3].kind, TraceWarningKind::UnsupportedDistributed);
+  EXPECT_EQ(trace.warnings[3].call, "all_gather_object");
   const Trace again = traceFromJson(traceToJson(trace));
-  ASSERT_EQ(again.warnings.size(), 3u);
+  ASSERT_EQ(again.warnings.size(), 4u);
   EXPECT_EQ(again.warnings[0].origin->file, "/p/t.py");
   EXPECT_EQ(again.warnings[2].dtype, "float64");
+  EXPECT_EQ(again.warnings[3].call, "all_gather_object");
 
   auto older = doc;
   older["version"] = 1;

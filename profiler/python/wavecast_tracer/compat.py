@@ -200,6 +200,29 @@ def is_fake(tensor):
     return isinstance(tensor, _fake_tensor.FakeTensor)
 
 
+def _wrapper_subclass_check():
+    try:
+        from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+    except ImportError:  # torch 1.13: no DTensor
+        return lambda value: False
+    return is_traceable_wrapper_subclass
+
+
+_is_wrapper_subclass = _wrapper_subclass_check()
+
+
+def has_wrapper_subclass(values):
+    """Whether `values` (an op's arguments: tensors, lists of them) hold a tensor subclass
+    that wraps other tensors (DTensor, AsyncCollectiveTensor)."""
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            if _is_wrapper_subclass(value):
+                return True
+        elif isinstance(value, (list, tuple)) and has_wrapper_subclass(value):
+            return True
+    return False
+
+
 def versions():
     import platform
 

@@ -210,12 +210,16 @@ _CUDA_STANDINS = {
 
 
 @contextlib.contextmanager
-def cuda_mapped_to_cpu(on_mapped, placement=None):
+def cuda_mapped_to_cpu(on_mapped, placement=None, device_count=None):
     """While active, CUDA devices become the CPU; on_mapped() is called on each mapping.
-    `placement` (a Placement) follows which tensors would be on the GPU."""
+    `placement` (a Placement) follows which tensors would be on the GPU; `device_count()`
+    is how many GPUs torch.cuda reports (default one: a distributed script's node has more)."""
     placement = placement if placement is not None else Placement()
-    saved = {name: getattr(torch.cuda, name) for name in _CUDA_STANDINS}
-    for name, standin in _CUDA_STANDINS.items():
+    standins = dict(_CUDA_STANDINS)
+    if device_count is not None:
+        standins["device_count"] = device_count
+    saved = {name: getattr(torch.cuda, name) for name in standins}
+    for name, standin in standins.items():
         setattr(torch.cuda, name, standin)
     try:
         with _CudaAsCpu(on_mapped, placement):

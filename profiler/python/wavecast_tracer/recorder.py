@@ -17,7 +17,10 @@ from .values import Shadows, flatten_tensors
 # t, transpose, expand, ...) are kept: they cost nothing but the predictor
 # needs them to follow shapes, and it knows they are free.
 METADATA_OPS = frozenset(
-    {"aten::detach", "prim::device", "prim::layout", "aten::lift_fresh", "aten::lift"}
+    {"aten::detach", "prim::device", "prim::layout", "aten::lift_fresh", "aten::lift",
+     # torch.profiler.record_function's markers (FSDP2 labels its steps with them)
+     "profiler::_record_function_enter", "profiler::_record_function_enter_new",
+     "profiler::_record_function_exit"}
 )
 
 _SKIP = object()
@@ -138,6 +141,8 @@ class TraceState:
         self.assume_gpu = False
         # A memory.MemoryTracker in shape and cpu mode: storages live and saved for backward.
         self.memory = None
+        # A distributed.OneRank: the script's process group and its collectives.
+        self.distributed = None
 
     def records(self, name):
         """Whether an op of this name is recorded now: not a view or allocation, and not
@@ -246,6 +251,11 @@ class TraceState:
             if unresolved and checks_left > 1:
                 still_pending.append((index, unresolved, checks_left - 1))
         self._pending_outputs = still_pending
+
+    def expect_grad_fn(self, index, tensors):
+        """The autograd node `tensors` get (after the op returned) belongs to op `index`."""
+        if tensors:
+            self._pending_outputs.append((index, tensors, _GRAD_FN_CHECKS))
 
     def begin_backward(self, roots):
         self._backward_depth += 1
@@ -372,8 +382,7 @@ class TraceState:
                 op["forward_id"] = index
                 # Also under no_grad: a custom autograd Function (torch.utils.checkpoint) runs its
                 # forward without grad and then makes its backward node the grad_fn of the output.
-                if out_tensors:
-                    self._pending_outputs.append((index, out_tensors, _GRAD_FN_CHECKS))
+                self.expect_grad_fn(index, out_tensors)
             op["stack"] = self.stack_json(frames)
         self.ops.append(op)
         return index
@@ -403,6 +412,8 @@ class OpRecorder(compat.TorchDispatchMode):
         self.shadows = Shadows() if fake_mode is not None else None
         # False while the providers build the model and inputs: shadows are kept, ops not recorded.
         self.recording = True
+        # True while a tensor subclass's op runs with this mode entered again.
+        self._in_subclass = False
 
     def _to_fake(self, value):
         if isinstance(value, torch.Tensor) and not compat.is_fake(value):
@@ -416,6 +427,14 @@ class OpRecorder(compat.TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         state = self.state
+        rank = state.distributed
+        collectives = None
+        if rank is not None and rank.initialized:
+            if rank.hidden:  # torch's own set-up: DTensor's metadata runs, a pipeline's first step
+                return func(*args, **kwargs)
+            if compat.has_wrapper_subclass(args) or compat.has_wrapper_subclass(kwargs.values()):
+                return self._through_subclass(func, args, kwargs)
+            collectives = rank.collectives
         # Real tensors reach shape-only tracing from module-level constants and
         # from torch internals that wrap Python scalars; 1.13's FakeTensorMode
         # refuses them, so they are converted here.
@@ -441,8 +460,30 @@ class OpRecorder(compat.TorchDispatchMode):
             state.memory.allocated(flatten_tensors(out), len(state.ops), state.phase)
         if recorded:
             state.record(func, name, args, kwargs, out)
+        if collectives is not None:
+            pending = collectives.observe(state.ops[-1], func, name, args, kwargs, out) if recorded else None
+            out = collectives.traced_work(name, args, out, pending)
         if state.placement.any_host and self.recording and state.phase != "backward" and not state.suppressed:
             state.placement.follow(args, kwargs, flatten_tensors(out), state.ops[-1] if recorded else None)
+        return out
+
+    def _through_subclass(self, func, args, kwargs):
+        """An op on a tensor subclass (DTensor, AsyncCollectiveTensor) is recorded as the ops
+        the subclass runs on this rank's local tensors, collectives included: this mode is
+        entered again around the op and lets the subclass handle it. Its output's autograd
+        node belongs to the last of those ops (the local computation)."""
+        if self._in_subclass:
+            return NotImplemented
+        state = self.state
+        start = len(state.ops)
+        self._in_subclass = True
+        try:
+            with self:
+                out = func(*args, **kwargs)
+        finally:
+            self._in_subclass = False
+        if self.recording and state.phase == "forward" and len(state.ops) > start:
+            state.expect_grad_fn(len(state.ops) - 1, flatten_tensors(out))
         return out
 
     def _run_shape_only(self, func, args, kwargs):

@@ -15,6 +15,7 @@ SEVERITY = {
     "cupti_dropped": "warning",  # `count` activity records lost
     "kernels_outside_ops": "info",  # `count` kernels, `ms` per iteration, outside any op
     "repeat_skipped": "warning",  # measured repeat `repeat` (1-based) ran other ops
+    "unsupported_distributed": "warning",  # torch.distributed `call` cannot run as one rank: skipped
 }
 
 

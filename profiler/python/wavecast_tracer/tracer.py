@@ -6,7 +6,7 @@ import time
 
 import torch
 
-from . import compat, measured
+from . import compat, distributed, measured
 from .attention import cuda_attention
 from .autocast import checked_autocast_regions, cuda_autocast, precision
 from .compiled import eager_compile
@@ -28,12 +28,15 @@ _USER_OUTPUT_LIMIT = 8192
 _OOM_MARKERS = ("can't allocate memory", "not enough memory", "DefaultCPUAllocator", "out of memory")
 
 
-def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=False, wavecast_version=None):
+def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=False, wavecast_version=None,
+              world_size=None):
     """Returns the trace document (docs/trace-format.md); raises TraceError.
 
     assume_gpu: the caller runs the script's model and batch on a GPU (as the truth
     harness does with the samples), so CPU tensors the iteration mixes with them are
     warned about even if the script never asks for CUDA itself.
+    world_size: the ranks of a torch.distributed script's launch, which traces as rank 0
+    (distributed.py); None: distributed.DEFAULT_WORLD_SIZE.
     """
     progress = progress or (lambda message: None)
     if mode not in MODES:
@@ -45,13 +48,19 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
     if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
         raise TraceError("bad_request", f"batch size must be a positive integer, got {batch_size!r}",
                          hint="Pass a batch size of 1 or more.")
+    if world_size is None:
+        world_size = distributed.DEFAULT_WORLD_SIZE
+    if not isinstance(world_size, int) or isinstance(world_size, bool) or world_size < 1:
+        raise TraceError("bad_request", f"world size must be a positive integer, got {world_size!r}",
+                         hint="Pass the number of ranks (GPUs) of the launch, 1 or more.")
 
     project = Project(file)
     started = time.perf_counter()
     captured = io.StringIO()
     with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
         try:
-            document = _trace(project, batch_size, mode, progress, assume_gpu)
+            with distributed.one_rank(world_size, project, map_cuda=mode != "cuda") as rank:
+                document = _trace(project, batch_size, mode, progress, assume_gpu, rank)
         except TraceError as error:
             error.output = _tail(captured.getvalue())
             raise
@@ -68,7 +77,7 @@ def _tail(text):
     return text[-_USER_OUTPUT_LIMIT:]
 
 
-def _trace(project, batch_size, mode, progress, assume_gpu=False):
+def _trace(project, batch_size, mode, progress, assume_gpu, rank):
     purge_project_modules(project)
     progress("loading script")
     module = load_entry_module(project)
@@ -87,6 +96,7 @@ def _trace(project, batch_size, mode, progress, assume_gpu=False):
 
     state = TraceState(project, progress)
     state.assume_gpu = assume_gpu
+    state.distributed = rank
     compat.ensure_meta_kernels()
     shape_only = mode == "shape"
     fake_mode = compat.make_fake_mode() if shape_only else contextlib.nullcontext()
@@ -105,7 +115,7 @@ def _trace(project, batch_size, mode, progress, assume_gpu=False):
             stack.enter_context(eager_compile(state.on_compile))
             autocast = None
             if mode != "cuda":
-                stack.enter_context(cuda_mapped_to_cpu(state.on_cuda_mapped, state.placement))
+                stack.enter_context(cuda_mapped_to_cpu(state.on_cuda_mapped, state.placement, rank.device_count))
                 stack.enter_context(compat.fused_dropout())
                 stack.enter_context(cuda_optimizer_defaults())
                 stack.enter_context(steady_state_steps(state))
@@ -170,8 +180,11 @@ def _trace(project, batch_size, mode, progress, assume_gpu=False):
         "fallback_ops": state.fallback_ops,
         "memory": memory,
         "precision": precision_settings,
-        "warnings": _torch_warnings() + state.warnings,
+        "warnings": _torch_warnings() + state.warnings + rank.warnings,
     }
+    layout = rank.document()
+    if layout is not None:
+        document["distributed"] = layout
     if mode == "cuda":
         document["device"] = torch.cuda.get_device_name()
     return document
@@ -284,6 +297,7 @@ def _module_hooks(state):
 
 
 def _tensor_bytes(t):
+    t = distributed.local_tensor(t)
     return int(t.numel()) * int(t.element_size())
 
 
@@ -296,16 +310,17 @@ def _optimizer_state_tensors(optimizers):
 
 
 def _baseline_tensors(model, inputs):
-    """What is in GPU memory before the iteration starts: the model and the batch."""
-    yield from model.parameters()
-    yield from model.buffers()
-    yield from flatten_tensors(inputs)
+    """What is in GPU memory before the iteration starts: the model and the batch (of a
+    DTensor, the part this rank holds)."""
+    for t in (*model.parameters(), *model.buffers(), *flatten_tensors(inputs)):
+        yield distributed.local_tensor(t)
 
 
 def _tracked_memory(state, model):
     """Figures of the MemoryTracker (docs/trace-format.md), plus per-op `saved_bytes`."""
-    gradients = [(p, p.grad) for p in model.parameters() if p.grad is not None]
-    figures = state.memory.summary(_optimizer_state_tensors(state.optimizers), gradients)
+    gradients = [(p, distributed.local_tensor(p.grad)) for p in model.parameters() if p.grad is not None]
+    optimizer_state = [distributed.local_tensor(t) for t in _optimizer_state_tensors(state.optimizers)]
+    figures = state.memory.summary(optimizer_state, gradients)
     for index, saved in state.memory.saved_bytes_by_op().items():
         if index < len(state.ops):  # else made by an unrecorded dispatch after the last op
             state.ops[index]["saved_bytes"] = saved

@@ -9,7 +9,7 @@ namespace {
 using nlohmann::json;
 
 // The tracer's names (wavecast_tracer/trace_warnings.py) and the wire format's.
-constexpr std::array<std::pair<TraceWarningKind, const char*>, 11> kKindNames{{
+constexpr std::array<std::pair<TraceWarningKind, const char*>, 12> kKindNames{{
     {TraceWarningKind::OldTorch, "old_torch"},
     {TraceWarningKind::CudaTracedOnCpu, "cuda_traced_on_cpu"},
     {TraceWarningKind::TorchCompile, "torch_compile"},
@@ -20,6 +20,7 @@ constexpr std::array<std::pair<TraceWarningKind, const char*>, 11> kKindNames{{
     {TraceWarningKind::CuptiDropped, "cupti_dropped"},
     {TraceWarningKind::KernelsOutsideOps, "kernels_outside_ops"},
     {TraceWarningKind::RepeatSkipped, "repeat_skipped"},
+    {TraceWarningKind::UnsupportedDistributed, "unsupported_distributed"},
     {TraceWarningKind::Sentence, "sentence"},
 }};
 
@@ -89,6 +90,7 @@ TraceWarning traceWarningFromJson(const json& value, int version) {
   warning.dtype = value.value("dtype", std::string());
   warning.device = value.value("device", std::string());
   warning.version = value.value("version", std::string());
+  warning.call = value.value("call", std::string());
   warning.text = value.value("text", std::string());
   return warning;
 }
@@ -113,6 +115,8 @@ json traceWarningToJson(const TraceWarning& warning) {
     out["device"] = warning.device;
   if (!warning.version.empty())
     out["version"] = warning.version;
+  if (!warning.call.empty())
+    out["call"] = warning.call;
   if (!warning.text.empty())
     out["text"] = warning.text;
   return out;

@@ -174,6 +174,7 @@ enum class TraceWarningKind {
   CuptiDropped,             // measured mode lost `count` activity records
   KernelsOutsideOps,        // `count` kernels, `ms` per iteration, outside any recorded op
   RepeatSkipped,            // measured repeat `repeat` ran other ops than the recorded one
+  UnsupportedDistributed,   // torch.distributed `call` cannot run as one rank: skipped
   Sentence,                 // a version-1 trace's warning: only its `text`
 };
 const char* toString(TraceWarningKind kind);
@@ -191,6 +192,7 @@ struct TraceWarning {
   std::string dtype;   // "float64"
   std::string device;  // "xpu"
   std::string version; // OldTorch: "1.13.1"
+  std::string call;    // UnsupportedDistributed: "all_gather_object"
   std::string text;    // Sentence only
 };
 

@@ -32,6 +32,9 @@ struct TraceRequest {
   std::optional<int64_t> batchSize; // nullopt: the provider's default
   TraceMode mode = TraceMode::Shape;
   std::chrono::milliseconds timeout{120000};
+  // Ranks of a torch.distributed script's launch, traced as rank 0; nullopt: the worker's
+  // default (8). A script that makes no process group ignores it.
+  std::optional<int> worldSize;
 };
 
 // A failure the user can act on (docs/trace-format.md "Errors").
