@@ -107,7 +107,10 @@ void findBlocks(const Trace& trace, ModelStructure& model) {
     if (op.phase != Phase::Backward || !op.forwardId)
       continue;
     const auto it = byId.find(*op.forwardId);
-    if (it == byId.end() || model.opBlock[it->second] < 0)
+    if (it == byId.end())
+      continue;
+    model.opForward[i] = it->second;
+    if (model.opBlock[it->second] < 0)
       continue;
     const int block = model.opBlock[it->second];
     model.opBlock[i] = block;
@@ -169,9 +172,13 @@ void findDimensions(const Trace& trace, ModelStructure& model) {
 
 void findLinearPairs(const Trace& trace, ModelStructure& model) {
   for (size_t i = 0; i < trace.ops.size(); ++i)
-    if (const auto shape = linearShape(trace.ops[i]))
+    if (const auto shape = linearShape(trace.ops[i])) {
+      model.opLinear[i] = static_cast<int>(model.linears.size());
       model.linears.push_back(
           {i, trace.ops[i].module, shape->first, shape->second, model.opBlock[i]});
+    }
+  for (size_t i = 0; i < trace.ops.size(); ++i)
+    model.opLinear[i] = model.opLinear[model.opForward[i]];
   findDimensions(trace, model);
   if (model.hidden == 0)
     return;
@@ -271,21 +278,16 @@ void findParameters(const Trace& trace, ModelStructure& model) {
     }
   }
   // Which parameters tensor parallelism splits: those of paired Linears and the vocabulary.
-  std::unordered_map<std::string, LinearRole> roles;
-  for (const auto& linear : model.linears)
-    roles[linear.module] = linear.role;
   for (auto& p : model.parameters) {
     if (model.vocab > 0 && !p.shape.empty() && p.shape[0] == model.vocab) {
       p.tensorParallel = true;
       continue;
     }
-    if (!p.gradientOp)
-      continue;
-    const auto it = roles.find(trace.ops[*p.gradientOp].module);
-    if (it == roles.end() || it->second == LinearRole::Replicated)
+    const int linear = p.gradientOp ? model.opLinear[*p.gradientOp] : -1;
+    if (linear < 0 || model.linears[linear].role == LinearRole::Replicated)
       continue;
     // A row-parallel Linear's bias is added once, after the all-reduce: replicated.
-    p.tensorParallel = it->second == LinearRole::Column || p.shape.size() == 2;
+    p.tensorParallel = model.linears[linear].role == LinearRole::Column || p.shape.size() == 2;
   }
 }
 
@@ -303,6 +305,9 @@ ModelStructure analyzeModel(const Trace& trace) {
   model.batch = trace.batchSize;
   model.tracedParameterBytes = trace.memory.parametersBytes;
   model.opBlock.assign(trace.ops.size(), -1);
+  model.opLinear.assign(trace.ops.size(), -1);
+  model.opForward.resize(trace.ops.size());
+  std::iota(model.opForward.begin(), model.opForward.end(), size_t{0});
   findBlocks(trace, model);
   findLinearPairs(trace, model);
   findParameters(trace, model);

@@ -41,11 +41,6 @@ class TensorParallel {
 public:
   TensorParallel(const ModelStructure& model, const ParallelConfig& config, Edits& edits)
       : model_(model), tp_(config.tp), sp_(config.sequenceParallel), edits_(edits) {
-    for (size_t i = 0; i < edits.ops.size(); ++i)
-      byId_.emplace(edits.ops[i].id, i);
-    for (const auto& linear : model.linears)
-      if (linear.role != LinearRole::Replicated)
-        roles_[linear.module] = &linear;
     tokens_ = model.batch * std::max<int64_t>(model.sequence, 1);
   }
 
@@ -62,11 +57,11 @@ public:
       OpRecord& op = edits_.ops[i];
       if (isMetadata(op) || op.phase == Phase::Optimizer)
         continue;
-      const size_t origin = forwardIndex(i);
-      if (const auto it = roles_.find(op.module); it != roles_.end()) {
-        shardLinear(op, *it->second);
-      } else if (model_.headOp && !op.module.empty() &&
-                 op.module == edits_.ops[*model_.headOp].module) {
+      const size_t origin = model_.opForward[i];
+      const int linear = model_.opLinear[i];
+      if (linear >= 0 && model_.linears[linear].role != LinearRole::Replicated) {
+        shardLinear(op, model_.linears[linear]);
+      } else if (linear >= 0 && model_.linears[linear].op == model_.headOp) {
         shardLinear(op, headCall());
       } else if (interiorGroup[origin] >= 0) {
         shardInterior(op);
@@ -80,14 +75,6 @@ public:
   }
 
 private:
-  size_t forwardIndex(size_t i) const {
-    const auto& op = edits_.ops[i];
-    if (op.phase == Phase::Backward && op.forwardId)
-      if (const auto it = byId_.find(*op.forwardId); it != byId_.end())
-        return it->second;
-    return i;
-  }
-
   const LinearCall& headCall() {
     if (!head_) {
       head_.emplace();
@@ -208,22 +195,21 @@ private:
   // Linears' input gradients. Sequence parallelism turns each into a reduce-scatter where
   // the all-reduce was and an all-gather where the full sequence is needed again.
   void insertCollectives() {
-    std::unordered_map<std::string, std::pair<size_t, size_t>>
-        backwardSpan; // module -> first, last
+    // Each Linear's backward ops, first and last (those whose forward_id is its GEMM).
+    std::unordered_map<size_t, std::pair<size_t, size_t>> backwardSpan; // linear -> span
     for (size_t i = 0; i < edits_.ops.size(); ++i)
-      if (edits_.ops[i].phase == Phase::Backward) {
-        auto [it, fresh] = backwardSpan.emplace(edits_.ops[i].module, std::make_pair(i, i));
+      if (edits_.ops[i].phase == Phase::Backward && model_.opLinear[i] >= 0) {
+        auto [it, fresh] = backwardSpan.emplace(model_.opLinear[i], std::make_pair(i, i));
         it->second.second = i;
       }
     for (const auto& group : model_.groups) {
       const OpRecord& row = edits_.ops[group.rowOp];
       const int64_t bytes = tokens_ * model_.hidden * elementSizeOf(row);
-      const auto& rowModule = model_.linears[group.row].module;
       std::optional<size_t> columnGrad, rowGrad;
       for (size_t c : group.columns)
-        if (const auto it = backwardSpan.find(model_.linears[c].module); it != backwardSpan.end())
+        if (const auto it = backwardSpan.find(c); it != backwardSpan.end())
           columnGrad = std::max(columnGrad.value_or(0), it->second.second);
-      if (const auto it = backwardSpan.find(rowModule); it != backwardSpan.end())
+      if (const auto it = backwardSpan.find(group.row); it != backwardSpan.end())
         rowGrad = it->second.first;
       const OpRecord& first = edits_.ops[group.firstOp];
       if (!sp_) {
@@ -255,7 +241,8 @@ private:
     }
     if (model_.headOp) {
       const OpRecord& head = edits_.ops[*model_.headOp];
-      if (const auto it = backwardSpan.find(head.module); it != backwardSpan.end())
+      if (const auto it = backwardSpan.find(model_.opLinear[*model_.headOp]);
+          it != backwardSpan.end())
         edits_.after[it->second.second].push_back(
             tensorParallelOp(CollectiveKind::AllReduce,
                              tokens_ * model_.hidden * elementSizeOf(head), head, Phase::Backward));
@@ -278,8 +265,6 @@ private:
   bool sp_;
   Edits& edits_;
   int64_t tokens_ = 0;
-  std::unordered_map<int64_t, size_t> byId_;
-  std::unordered_map<std::string, const LinearCall*> roles_;
   std::optional<LinearCall> head_;
 };
 

@@ -84,7 +84,9 @@ struct ModelStructure {
   int64_t sequence = 0; // 0: no sequence dimension found
   int64_t vocab = 0;    // rows of the largest embedding; 0: none
   std::vector<RepeatedBlock> blocks;
-  std::vector<int> opBlock; // [op]: its block, -1 outside
+  std::vector<int> opBlock;      // [op]: its block, -1 outside
+  std::vector<size_t> opForward; // [op]: the forward op it differentiates (itself in forward)
+  std::vector<int> opLinear;     // [op]: the Linear call it is or differentiates, -1 none
   std::vector<LinearCall> linears;
   std::vector<TensorParallelGroup> groups;
   std::optional<size_t> embeddingOp;     // the vocabulary embedding's forward op
