@@ -26,7 +26,12 @@ struct LineKey {
 };
 
 void addTime(LineTimes& times, Phase phase, const OpPrediction& op) {
-  times.gpuMs += op.timeMs;
+  if (op.family == CostFamily::Collective) {
+    times.commMs += op.timeMs;
+    times.commHiddenMs += op.commHiddenMs;
+  } else {
+    times.gpuMs += op.timeMs;
+  }
   times.gpuIdleMs += op.gpuIdleMs;
   const double ms = op.wallMs;
   switch (phase) {
@@ -118,6 +123,8 @@ void summarize(const Trace& trace, const std::vector<OpCost>& costs,
     summary.gpuMs = timelines[g].gpuMs;
     summary.hostMs = timelines[g].hostMs;
     summary.gpuIdleMs = timelines[g].gpuIdleMs;
+    summary.commMs = timelines[g].commMs;
+    summary.commHiddenMs = timelines[g].commHiddenMs;
     summary.hostBound = isHostBound(summary.gpuIdleMs, summary.iterationMs, options.host);
     summary.pricePerHourUsd = gpus[g].pricePerHourUsd;
     if (summary.iterationMs > 0 && trace.batchSize > 0) {

@@ -1,5 +1,7 @@
 #include "wavecast/predictor/gpu_database.h"
 
+#include "edit_distance.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -161,22 +163,6 @@ bool wordMatches(const std::string& word, const std::string& run) {
     return false;
   return run.size() == word.size() || !std::isdigit(static_cast<unsigned char>(word.back())) ||
          !std::isdigit(static_cast<unsigned char>(run[word.size()]));
-}
-
-size_t editDistance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j)
-    row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
 }
 
 json readJson(const std::string& path) {

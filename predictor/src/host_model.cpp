@@ -64,38 +64,87 @@ std::vector<double> issueMs(const Trace& trace, const std::vector<OpCost>& costs
 
 IterationTimeline simulateIteration(const Trace& trace, const std::vector<OpCost>& costs,
                                     const std::vector<double>& hostMs,
-                                    const std::vector<double>& gpuMs) {
+                                    const std::vector<double>& gpuMs, double ncclSmShare) {
   IterationTimeline timeline;
   const size_t count = std::min({trace.ops.size(), costs.size(), hostMs.size(), gpuMs.size()});
   timeline.ops.resize(count);
   double cpu = 0, gpu = 0, end = 0;
+  // NCCL's stream: the last collective's span, and those the compute stream has not yet
+  // waited for.
+  double commStart = 0, commEnd = 0;
+  struct InFlight {
+    size_t op;
+    double end;
+    std::optional<int64_t> waitOp;
+    Phase phase;
+  };
+  std::vector<InFlight> inFlight;
+  // The compute stream waits for `done`; what that moves the iteration's end is exposed
+  // communication, credited to the collective.
+  const auto waitFor = [&](const InFlight& done) {
+    gpu = std::max(gpu, done.end);
+    const double reached = std::max(cpu, gpu);
+    const double exposed = reached - end;
+    timeline.ops[done.op].wallMs += exposed;
+    timeline.ops[done.op].commHiddenMs = std::max(0.0, gpuMs[done.op] - exposed);
+    end = reached;
+  };
+  const double slowdown = ncclSmShare > 0 && ncclSmShare < 1 ? ncclSmShare / (1 - ncclSmShare) : 0;
+
   for (size_t i = 0; i < count; ++i) {
     const OpRecord& op = trace.ops[i];
     OpTimeline& out = timeline.ops[i];
+    for (auto it = inFlight.begin(); it != inFlight.end();) {
+      if (it->waitOp ? *it->waitOp == op.id : it->phase != op.phase) {
+        waitFor(*it);
+        it = inFlight.erase(it);
+      } else {
+        ++it;
+      }
+    }
     const double issuedFrom = cpu;
     cpu += hostMs[i];
     const double busy = std::max(0.0, gpuMs[i]);
     const int kernels = op.onHost ? 0 : costs[i].kernels;
-    if (kernels > 0 && busy > 0) {
+    if (costs[i].family == CostFamily::Collective && kernels > 0 && busy > 0) {
+      // Launched once issued, after the compute before it, after the previous collective.
+      commStart = std::max({commEnd, gpu, cpu});
+      commEnd = commStart + busy;
+      timeline.commMs += busy;
+      if (costs[i].collective.async)
+        inFlight.push_back({i, commEnd, costs[i].collective.waitOp, op.phase});
+      else
+        gpu = commEnd;
+    } else if (kernels > 0 && busy > 0) {
       // Kernels launched evenly over the op's host span, equal in length: the last one
       // ends at the latest of the GPU's backlog draining, the first launch plus all of
       // the work, and the last launch plus its own share.
       const double launchGap = hostMs[i] / kernels;
-      const double finish = std::max({gpu + busy, issuedFrom + launchGap + busy,
-                                      issuedFrom + hostMs[i] + busy / kernels});
+      double finish = std::max({gpu + busy, issuedFrom + launchGap + busy,
+                                issuedFrom + hostMs[i] + busy / kernels});
       out.gpuIdleMs = finish - gpu - busy;
+      // The part of it that ran beside a collective ran on fewer SMs.
+      const double overlap =
+          std::max(0.0, std::min(finish, commEnd) - std::max(finish - busy, commStart));
+      finish += overlap * slowdown;
+      timeline.gpuMs += finish - gpu - out.gpuIdleMs;
       gpu = finish;
-      timeline.gpuMs += busy;
     }
     if (synchronizesHost(op))
       cpu = std::max(cpu, gpu);
     const double reached = std::max(cpu, gpu);
-    out.wallMs = reached - end;
+    out.wallMs += reached - end;
     end = reached;
     timeline.hostMs += hostMs[i];
   }
+  for (const InFlight& pending : inFlight)
+    waitFor(pending);
+  for (size_t i = 0; i < count; ++i)
+    timeline.commHiddenMs += timeline.ops[i].commHiddenMs;
   timeline.wallMs = end;
-  timeline.gpuIdleMs = std::max(0.0, end - timeline.gpuMs);
+  // Exposed communication keeps the GPU busy too.
+  timeline.gpuIdleMs =
+      std::max(0.0, end - timeline.gpuMs - (timeline.commMs - timeline.commHiddenMs));
   return timeline;
 }
 

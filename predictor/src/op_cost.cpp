@@ -93,6 +93,29 @@ OpCost closestFamily(const OpRecord& op, const std::string& stem, bool inplace) 
   return cost;
 }
 
+// An op the tracer or the what-if transform marked as an NCCL collective
+// (args.collective); nullopt for every other op.
+std::optional<OpCost> collective(const OpRecord& op) {
+  const auto it = op.args.find("collective");
+  if (it == op.args.end() || !std::holds_alternative<std::string>(it->second))
+    return std::nullopt;
+  const auto kind = collectiveKindFromString(std::get<std::string>(it->second));
+  if (!kind)
+    return std::nullopt;
+  OpCost cost;
+  cost.family = CostFamily::Collective;
+  cost.collective.kind = *kind;
+  cost.collective.bytes = std::max<int64_t>(0, op.intArg("bytes").value_or(0));
+  cost.collective.groupSize = static_cast<int>(std::max<int64_t>(1, op.intArg("group_size").value_or(1)));
+  cost.collective.ranksPerNode =
+      static_cast<int>(std::max<int64_t>(0, op.intArg("ranks_per_node").value_or(0)));
+  cost.collective.async = op.boolArg("async").value_or(false);
+  cost.collective.waitOp = op.intArg("wait_op");
+  cost.bytes = static_cast<double>(cost.collective.bytes);
+  cost.kernels = cost.collective.bytes > 0 ? 1 : 0;
+  return cost;
+}
+
 } // namespace
 
 OpCost estimateOpCost(const OpRecord& op) {
@@ -101,7 +124,9 @@ OpCost estimateOpCost(const OpRecord& op) {
   const std::string base = withoutInplaceSuffix(stem, inplace);
 
   OpCost cost;
-  if (metadataOps().count(stem) || metadataOps().count(base)) {
+  if (auto comm = collective(op)) {
+    cost = std::move(*comm);
+  } else if (metadataOps().count(stem) || metadataOps().count(base)) {
     cost.family = CostFamily::Metadata;
     cost.kernels = 0;
     cost.note = CostNote::ViewOrAllocation;
@@ -126,7 +151,8 @@ OpCost estimateOpCost(const OpRecord& op) {
     cost.kernels = 0;
     cost.note = CostNote::OnHost;
   }
-  if (!cost.metadataOnly() && cost.bytes <= 0 && cost.flops <= 0) {
+  if (!cost.metadataOnly() && cost.bytes <= 0 && cost.flops <= 0 &&
+      cost.family != CostFamily::Collective) {
     cost.kernels = 0; // PyTorch launches nothing for empty tensors
     if (cost.note == CostNote::None)
       cost.note = CostNote::EmptyTensors;

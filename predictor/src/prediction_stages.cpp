@@ -141,7 +141,7 @@ std::vector<std::optional<double>> askLearnedModel(const Trace& trace,
   std::vector<size_t> slots;
   for (size_t g = 0; g < gpus.size(); ++g)
     for (size_t i = 0; i < opCount; ++i) {
-      if (costs[i].metadataOnly() ||
+      if (costs[i].metadataOnly() || costs[i].family == CostFamily::Collective ||
           (kernels.measured && (kernels.onOrigin[g] || !isKernelVarying(costs[i]))))
         continue;
       // The learned models were trained on FP32 without TF32 (NeuSight's setting).
@@ -157,6 +157,13 @@ std::vector<std::optional<double>> askLearnedModel(const Trace& trace,
   return learned;
 }
 
+double collectiveMs(const CollectiveWork& work, const SystemSpec& system,
+                    const CollectiveModel& model) {
+  const int perNode = work.ranksPerNode > 0 ? work.ranksPerNode : system.gpusPerNode;
+  const CommGroup group{work.groupSize, std::min(work.groupSize, std::max(1, perNode))};
+  return estimateCollective(work.kind, work.bytes, group, system, model).ms;
+}
+
 OpTimes timeOps(const Trace& trace, const std::vector<OpCost>& costs,
                 const std::vector<DeviceSpec>& gpus, const MeasuredKernels& kernels,
                 const std::vector<std::optional<double>>& learned,
@@ -169,7 +176,8 @@ OpTimes timeOps(const Trace& trace, const std::vector<OpCost>& costs,
       methods.origin = options.originGpu->id;
   out.ops.assign(gpus.size(), std::vector<OpPrediction>(opCount));
   std::map<WaveScalingKey, int> waveProblems;
-  for (size_t g = 0; g < gpus.size(); ++g)
+  for (size_t g = 0; g < gpus.size(); ++g) {
+    const std::optional<SystemSpec> system = options.systemFor(gpus[g]);
     for (size_t i = 0; i < opCount; ++i) {
       const OpCost& cost = costs[i];
       OpPrediction& op = out.ops[g][i];
@@ -178,11 +186,18 @@ OpTimes timeOps(const Trace& trace, const std::vector<OpCost>& costs,
       op.flops = cost.flops;
       op.bytes = cost.bytes;
       op.approximate = cost.approximate;
+      if (cost.family == CostFamily::Collective) {
+        op.method = PredictionMethod::Roofline; // analytic: NCCL's model on the system
+        if (system && !cost.metadataOnly())
+          op.timeMs = collectiveMs(cost.collective, *system, options.collectives);
+        continue;
+      }
       op.method = timeOp(trace.ops[i], cost, gpus[g], kernels.onOrigin[g], kernels.measured,
                          learned[g * opCount + i], options, op.timeMs, waveProblems);
       if (!cost.metadataOnly())
         out.methods[g].used[static_cast<size_t>(op.method)] = true;
     }
+  }
   advisory::UntrainedGpus untrained;
   for (size_t g = 0; g < gpus.size(); ++g)
     if (out.methods[g].uses(PredictionMethod::Learned) && !options.opTimeModel->measuredOn(gpus[g]))
@@ -196,7 +211,7 @@ OpTimes timeOps(const Trace& trace, const std::vector<OpCost>& costs,
 }
 
 HostTimelines playIterations(const Trace& trace, const std::vector<OpCost>& costs,
-                             const HostOptions& host, OpTimes& times) {
+                             const HostOptions& host, double ncclSmShare, OpTimes& times) {
   const size_t opCount = trace.ops.size();
   HostTimelines out;
   out.hostMs = issueMs(trace, costs, host);
@@ -205,10 +220,11 @@ HostTimelines playIterations(const Trace& trace, const std::vector<OpCost>& cost
     std::vector<double> gpuMs(opCount);
     for (size_t i = 0; i < opCount; ++i)
       gpuMs[i] = ops[i].timeMs;
-    out.timelines.push_back(simulateIteration(trace, costs, out.hostMs, gpuMs));
+    out.timelines.push_back(simulateIteration(trace, costs, out.hostMs, gpuMs, ncclSmShare));
     for (size_t i = 0; i < opCount; ++i) {
       ops[i].wallMs = out.timelines.back().ops[i].wallMs;
       ops[i].gpuIdleMs = out.timelines.back().ops[i].gpuIdleMs;
+      ops[i].commHiddenMs = out.timelines.back().ops[i].commHiddenMs;
     }
   }
   return out;

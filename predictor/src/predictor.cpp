@@ -6,6 +6,14 @@
 
 namespace wavecast {
 
+std::optional<SystemSpec> PredictorOptions::systemFor(const DeviceSpec& gpu) const {
+  if (const auto it = systems.find(gpu.id); it != systems.end())
+    return it->second;
+  if (systemDatabase)
+    return systemDatabase->defaultFor(gpu.id);
+  return std::nullopt;
+}
+
 Predictor::Predictor(PredictorOptions options) : options_(std::move(options)) {}
 
 Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>& gpus) const {
@@ -21,7 +29,8 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
   const MeasuredKernels kernels = useMeasuredKernels(trace, gpus, options_, costed.costs);
   const auto learned = askLearnedModel(trace, costed.costs, gpus, kernels, options_);
   OpTimes times = timeOps(trace, costed.costs, gpus, kernels, learned, options_);
-  const HostTimelines host = playIterations(trace, costed.costs, options_.host, times);
+  const HostTimelines host =
+      playIterations(trace, costed.costs, options_.host, options_.collectives.smShare, times);
   for (size_t i = 0; i < prediction.opInfo.size(); ++i)
     prediction.opInfo[i].hostMs = host.hostMs[i];
   prediction.ops = std::move(times.ops);

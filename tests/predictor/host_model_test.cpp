@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <numeric>
+#include <optional>
 
 namespace wavecast {
 namespace {
@@ -139,6 +140,90 @@ TEST(HostModel, BackwardCallsAndOptimizerStepsPayTheirEntry) {
   EXPECT_NEAR(issue[5], 0.010, 1e-12);
   EXPECT_NEAR(issue[7], 0.110, 1e-12);
   EXPECT_NEAR(timeline.hostMs, 0.080 + 0.300, 1e-12);
+}
+
+} // namespace
+} // namespace wavecast
+
+namespace wavecast {
+namespace {
+
+OpRecord opWithId(int64_t id, Phase phase) {
+  OpRecord record = op("aten::mm", phase);
+  record.id = id;
+  return record;
+}
+
+OpCost allReduce(bool async, std::optional<int64_t> waitOp = std::nullopt) {
+  OpCost cost;
+  cost.family = CostFamily::Collective;
+  cost.kernels = 1;
+  cost.collective.async = async;
+  cost.collective.waitOp = waitOp;
+  return cost;
+}
+
+// No host time: the clocks are the GPU's and NCCL's alone.
+IterationTimeline playOnGpu(const Trace& trace, const std::vector<OpCost>& costs,
+                            const std::vector<double>& gpuMs, double smShare = 0) {
+  return simulateIteration(trace, costs, std::vector<double>(trace.ops.size(), 0.0), gpuMs,
+                           smShare);
+}
+
+TEST(CommStream, HiddenPartlyExposedAndSynchronous) {
+  // backward: mm 10, async all-reduce A 4 (runs 10-14 beside the next mm), mm 10 (10-20),
+  // async all-reduce B 8 (waits for the compute before it: 20-28), mm 5 (20-25);
+  // optimizer: the step waits for A (done at 14: hidden) and B (3 ms past 25: exposed),
+  // its op runs 28-29, then a synchronous all-reduce C of 2 ms (29-31), all exposed.
+  Trace trace;
+  std::vector<OpCost> costs;
+  const Phase b = Phase::Backward, o = Phase::Optimizer;
+  for (auto [phase, cost] : {std::pair{b, work()}, std::pair{b, allReduce(true)},
+                             std::pair{b, work()}, std::pair{b, allReduce(true)},
+                             std::pair{b, work()}, std::pair{o, work()},
+                             std::pair{o, allReduce(false)}}) {
+    trace.ops.push_back(opWithId(static_cast<int64_t>(trace.ops.size()), phase));
+    costs.push_back(cost);
+  }
+  const auto timeline = playOnGpu(trace, costs, {10, 4, 10, 8, 5, 1, 2});
+  EXPECT_DOUBLE_EQ(timeline.wallMs, 31);
+  EXPECT_DOUBLE_EQ(timeline.commMs, 14);
+  EXPECT_DOUBLE_EQ(timeline.commHiddenMs, 4 + 5);
+  EXPECT_DOUBLE_EQ(timeline.gpuMs, 26);
+  EXPECT_DOUBLE_EQ(timeline.gpuIdleMs, 0);
+  EXPECT_DOUBLE_EQ(timeline.ops[1].wallMs, 0);
+  EXPECT_DOUBLE_EQ(timeline.ops[1].commHiddenMs, 4) << "fully hidden behind backward";
+  EXPECT_DOUBLE_EQ(timeline.ops[3].wallMs, 3);
+  EXPECT_DOUBLE_EQ(timeline.ops[3].commHiddenMs, 5) << "partly exposed at the step";
+  EXPECT_DOUBLE_EQ(timeline.ops[5].wallMs, 1);
+  EXPECT_DOUBLE_EQ(timeline.ops[6].wallMs, 2);
+  EXPECT_DOUBLE_EQ(timeline.ops[6].commHiddenMs, 0) << "synchronous: exposed at once";
+  EXPECT_DOUBLE_EQ(sumWall(timeline), timeline.wallMs);
+}
+
+TEST(CommStream, WaitsAtItsWaitOp) {
+  // mm 1 (0-1), async all-reduce 4 waited for by op 3 (1-5), mm 2 (1-3), mm 1 waits: 5-6.
+  Trace trace;
+  for (int64_t id = 0; id < 4; ++id)
+    trace.ops.push_back(opWithId(id, Phase::Forward));
+  const std::vector<OpCost> costs{work(), allReduce(true, 3), work(), work()};
+  const auto timeline = playOnGpu(trace, costs, {1, 4, 2, 1});
+  EXPECT_DOUBLE_EQ(timeline.wallMs, 6);
+  EXPECT_DOUBLE_EQ(timeline.ops[1].wallMs, 2);
+  EXPECT_DOUBLE_EQ(timeline.ops[1].commHiddenMs, 2);
+  EXPECT_DOUBLE_EQ(timeline.ops[3].wallMs, 1);
+}
+
+TEST(CommStream, ComputeBesideACollectiveRunsOnFewerSms) {
+  // An async all-reduce of 4 ms beside a 10 ms mm: with 20% of the SMs held by NCCL the
+  // overlapped 4 ms of compute take 4 / 0.8 = 5 ms; the mm ends at 11.
+  Trace trace;
+  trace.ops.push_back(opWithId(0, Phase::Backward));
+  trace.ops.push_back(opWithId(1, Phase::Backward));
+  const auto timeline = playOnGpu(trace, {allReduce(true), work()}, {4, 10}, 0.2);
+  EXPECT_DOUBLE_EQ(timeline.wallMs, 11);
+  EXPECT_DOUBLE_EQ(timeline.ops[0].commHiddenMs, 4);
+  EXPECT_DOUBLE_EQ(timeline.gpuMs, 11);
 }
 
 } // namespace

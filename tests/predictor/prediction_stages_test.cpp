@@ -74,7 +74,7 @@ TEST(PredictionStages, ShapeTracesUseNoKernelsAndRooflineTimesEveryOp) {
   }
   EXPECT_GT(times.ops[1][0].timeMs, times.ops[0][0].timeMs) << "the T4 has less bandwidth";
 
-  const HostTimelines host = playIterations(trace, costed.costs, HostOptions{}, times);
+  const HostTimelines host = playIterations(trace, costed.costs, HostOptions{}, 0.0, times);
   ASSERT_EQ(host.hostMs.size(), 2u);
   ASSERT_EQ(host.timelines.size(), 2u);
   for (size_t g = 0; g < 2; ++g)

@@ -90,6 +90,40 @@ TEST(TraceTest, RoundTripsThroughJson) {
   EXPECT_FALSE(traceToJson(t)["ops"][1]["kernels"][0].contains("kind")) << "kernels stay as before";
 }
 
+TEST(TraceTest, DistributedRankAndCollectiveArgsRoundTrip) {
+  json doc = sampleDoc();
+  doc["distributed"] = json::parse(R"({"world_size": 16, "rank": 3, "local_world_size": 8,
+      "backend": "fake", "groups": [{"name": "default", "size": 16}, {"name": "tp", "size": 4}]})");
+  doc["ops"].push_back(json::parse(R"({"id": 2, "name": "c10d::allreduce_", "phase": "backward",
+      "args": {"collective": "all_reduce", "bytes": 26214400, "group_size": 16,
+               "group": "default", "async": true, "wait_op": 7}})"));
+  const Trace trace = traceFromJson(doc);
+  ASSERT_TRUE(trace.distributed);
+  EXPECT_EQ(trace.distributed->worldSize, 16);
+  EXPECT_EQ(trace.distributed->rank, 3);
+  EXPECT_EQ(trace.distributed->localWorldSize, 8);
+  EXPECT_EQ(trace.distributed->backend, "fake");
+  ASSERT_EQ(trace.distributed->groups.size(), 2u);
+  EXPECT_EQ(trace.distributed->groups[1].name, "tp");
+  EXPECT_EQ(trace.distributed->groups[1].size, 4);
+  const OpRecord& op = trace.ops.back();
+  EXPECT_EQ(std::get<std::string>(op.args.at("collective")), "all_reduce");
+  EXPECT_EQ(op.intArg("bytes"), 26214400);
+  EXPECT_EQ(op.boolArg("async"), true);
+  EXPECT_EQ(op.intArg("wait_op"), 7);
+
+  const Trace again = traceFromJson(traceToJson(trace));
+  ASSERT_TRUE(again.distributed);
+  EXPECT_EQ(again.distributed->localWorldSize, 8);
+  EXPECT_EQ(again.distributed->groups[0].name, "default");
+  EXPECT_EQ(again.distributed->groups[0].size, 16);
+  EXPECT_EQ(again.ops.back().intArg("group_size"), 16);
+  EXPECT_FALSE(traceFromJson(sampleDoc()).distributed); // a single-process script
+
+  doc["distributed"]["world_size"] = "eight";
+  EXPECT_THROW(traceFromJson(doc), TraceFormatError);
+}
+
 TEST(TraceTest, NewerVersionSaysToUpdate) {
   auto doc = sampleDoc();
   doc["version"] = 7;

@@ -2,6 +2,7 @@
 
 #include "trace_warning_json.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 namespace wavecast {
@@ -415,6 +416,28 @@ Trace traceFromJson(const json& doc) {
       precision.autocast = scalarTypeFromString(a->get<std::string>());
     t.precision = precision;
   }
+  if (const auto d = doc.find("distributed"); d != doc.end() && d->is_object()) {
+    DistributedInfo info;
+    const auto positive = [&](const char* key, int fallback) {
+      const auto v = d->find(key);
+      if (v == d->end())
+        return fallback;
+      if (!v->is_number_integer() || v->get<int64_t>() < 0)
+        throw TraceFormatError(std::string("distributed.") + key +
+                               " must be a non-negative integer, got " + v->dump());
+      return static_cast<int>(v->get<int64_t>());
+    };
+    info.worldSize = std::max(1, positive("world_size", 1));
+    info.rank = positive("rank", 0);
+    info.localWorldSize = std::max(1, positive("local_world_size", info.worldSize));
+    info.backend = d->value("backend", std::string());
+    if (const auto g = d->find("groups"); g != d->end() && g->is_array())
+      for (const auto& group : *g)
+        if (group.is_object())
+          info.groups.push_back(
+              {group.value("name", std::string()), std::max(1, group.value("size", 1))});
+    t.distributed = std::move(info);
+  }
   return t;
 }
 
@@ -445,6 +468,16 @@ json traceToJson(const Trace& t) {
         {"matmul_tf32", t.precision->matmulTf32},
         {"cudnn_tf32", t.precision->cudnnTf32},
         {"autocast", t.precision->autocast ? json(toString(*t.precision->autocast)) : json()}};
+  }
+  if (t.distributed) {
+    json groups = json::array();
+    for (const auto& group : t.distributed->groups)
+      groups.push_back({{"name", group.name}, {"size", group.size}});
+    doc["distributed"] = {{"world_size", t.distributed->worldSize},
+                          {"rank", t.distributed->rank},
+                          {"local_world_size", t.distributed->localWorldSize},
+                          {"backend", t.distributed->backend},
+                          {"groups", std::move(groups)}};
   }
   json& memory = doc["memory"];
   if (t.memory.activationsSavedBytes)

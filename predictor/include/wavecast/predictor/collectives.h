@@ -4,8 +4,11 @@
 
 #include "wavecast/predictor/system_spec.h"
 
+#include <array>
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <string_view>
 
 namespace wavecast {
@@ -74,6 +77,44 @@ struct CommGroup {
   int nodes() const { return (ranks + ranksPerNode - 1) / ranksPerNode; }
 };
 
+class CollectiveModelError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+// How close to its bus bandwidth a collective gets by message size:
+// plateau / (1 + (halfBytes / bytes)^exponent), half the plateau at `halfBytes`.
+struct SizeEfficiency {
+  double halfBytes = 0; // 0: the plateau at every size
+  double exponent = 1;
+  double plateau = 1;   // the share of the peak large messages reach
+  double at(double bytes) const;
+};
+
+// The measured side of the model (data/collectives.json, docs/collectives.md): the share
+// of a link's line rate NCCL sustains on each kind of link, and the size curves fitted
+// to OpenXLA's measured H100 table. NCCL's own tuner constants live in collectives.cpp.
+// A default-constructed model runs at line rate with no size curve.
+struct CollectiveModel {
+  double nvlinkPeak = 1;   // ring bus bandwidth / NVLink line rate
+  double pciePeak = 1;     // ring bus bandwidth / PCIe line rate
+  double networkPeak = 1;  // bus bandwidth per NIC / NIC line rate
+  double nvlsPeak = 1;     // NVLS all-reduce algorithm bandwidth / NVLink line rate
+  double fixedUs = 0;      // per collective, on top of NCCL's latencies: launch and sync
+  // Share of the SMs NCCL's kernels hold while they run: overlapped compute runs on the
+  // rest (docs/collectives.md, "Overlap").
+  double smShare = 0;
+  std::array<SizeEfficiency, 6> bySize{}; // indexed by CollectiveKind
+  std::string source;      // the file it was read from
+
+  const SizeEfficiency& sizeEfficiency(CollectiveKind kind) const {
+    return bySize[static_cast<size_t>(kind)];
+  }
+  // Reads a file of format "wavecast-collectives"; throws CollectiveModelError naming the
+  // file and the field.
+  static CollectiveModel fromFile(const std::string& path);
+};
+
 struct CollectiveEstimate {
   double ms = 0;
   NcclAlgorithm algorithm = NcclAlgorithm::Ring;
@@ -85,6 +126,6 @@ struct CollectiveEstimate {
 // whole output of all-gather, the whole input of reduce-scatter, the bytes one rank sends
 // for all-to-all and send/recv. A group of one rank costs nothing.
 CollectiveEstimate estimateCollective(CollectiveKind kind, int64_t bytes, const CommGroup& group,
-                                      const SystemSpec& system);
+                                      const SystemSpec& system, const CollectiveModel& model = {});
 
 } // namespace wavecast

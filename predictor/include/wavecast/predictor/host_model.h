@@ -50,6 +50,9 @@ bool synchronizesHost(const OpRecord& op);
 struct OpTimeline {
   double wallMs = 0;    // how much it moved the iteration's end (sums to the wall time)
   double gpuIdleMs = 0; // how long the GPU waited for the CPU to launch its kernels
+  // A collective: the part of its time that compute or the host covered; the rest is
+  // exposed and counts in its wallMs (at its wait point when it is async).
+  double commHiddenMs = 0;
 };
 
 struct IterationTimeline {
@@ -58,6 +61,8 @@ struct IterationTimeline {
   double hostMs = 0;           // CPU time issuing everything
   double gpuMs = 0;            // GPU busy time (sum of kernel times)
   double gpuIdleMs = 0;        // wall time with no kernel running (wall - gpu)
+  double commMs = 0;           // NCCL's stream busy (sum of collective times)
+  double commHiddenMs = 0;     // the part of it compute or the host covered
 };
 
 // Plays the iteration on two clocks, as ml_perf_model does: op i costs the CPU
@@ -65,8 +70,13 @@ struct IterationTimeline {
 // gpuMs[i]; a kernel starts when both the GPU is free and it has been launched;
 // synchronising ops make the CPU wait for the GPU. Starts with an idle GPU and ends when
 // both clocks have finished, as CUDA events around one iteration measure it.
+// Collectives (CostFamily::Collective, gpuMs their time) run on a third clock, NCCL's
+// stream, one after another, each starting once the compute issued before it is done:
+// a synchronous one makes the compute stream wait at once; an async one only at its wait
+// point (its wait_op, else the first op of another phase, else the iteration's end).
+// Compute overlapping a collective runs on 1 - ncclSmShare of the SMs.
 IterationTimeline simulateIteration(const Trace& trace, const std::vector<OpCost>& costs,
                                     const std::vector<double>& hostMs,
-                                    const std::vector<double>& gpuMs);
+                                    const std::vector<double>& gpuMs, double ncclSmShare = 0);
 
 } // namespace wavecast

@@ -2,9 +2,11 @@
 // much parallelism it exposes (docs/predictor.md lists the formula of each family).
 #pragma once
 
+#include "wavecast/predictor/collectives.h"
 #include "wavecast/predictor/cost_family.h"
 #include "wavecast/trace.h"
 
+#include <optional>
 #include <string>
 
 namespace wavecast {
@@ -42,6 +44,17 @@ struct AttentionWork {
   double allScoresFlops = 0; // FLOPs with every score computed (no causal block skipped)
 };
 
+// What a collective op moves and how the script waits for it (docs/trace-format.md,
+// "Collective ops"): the trace's args.collective, bytes, group_size, async and wait_op.
+struct CollectiveWork {
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  int64_t bytes = 0;     // as nccl-tests counts
+  int groupSize = 1;     // ranks in the process group
+  int ranksPerNode = 0;  // of the group on one node; 0: as many as the node holds
+  bool async = false;    // runs on NCCL's stream until its wait point
+  std::optional<int64_t> waitOp; // the op that first needs its result; absent: phase end
+};
+
 struct OpCost {
   CostFamily family = CostFamily::Elementwise;
   double flops = 0;
@@ -62,6 +75,7 @@ struct OpCost {
   // cuDNN's NCHW <-> NHWC transforms around half-precision convolutions.
   double layoutBytes = 0;
   AttentionWork attention;        // scaled-dot-product-attention kernels only
+  CollectiveWork collective;      // CostFamily::Collective only
   bool approximate = false;       // no formula of its own: closest family used
   CostNote note = CostNote::None; // why approximate, zero or unusual
 

@@ -52,13 +52,20 @@ OpTimes timeOps(const Trace& trace, const std::vector<OpCost>& costs,
                 const std::vector<DeviceSpec>& gpus, const MeasuredKernels& kernels,
                 const std::vector<std::optional<double>>& learned, const PredictorOptions& options);
 
-// 6. The host model's two clocks per GPU: sets each op's wall and GPU-idle time.
+// A collective's time on `system`: its group spread over nodes as the op says, else
+// filling a node before the next.
+double collectiveMs(const CollectiveWork& work, const SystemSpec& system,
+                    const CollectiveModel& model);
+
+// 6. The host model's two clocks (and NCCL's stream) per GPU: sets each op's wall and
+// GPU-idle time and each collective's hidden time; `ncclSmShare` of the SMs go to NCCL
+// while a collective runs.
 struct HostTimelines {
   std::vector<double> hostMs;               // [op]: CPU time issuing it
   std::vector<IterationTimeline> timelines; // [gpu]
 };
 HostTimelines playIterations(const Trace& trace, const std::vector<OpCost>& costs,
-                             const HostOptions& host, OpTimes& times);
+                             const HostOptions& host, double ncclSmShare, OpTimes& times);
 
 // 7. Per source line and per module path, unsorted; shares are set by summarize.
 void aggregate(const Trace& trace, const std::vector<OpCost>& costs, Prediction& prediction);

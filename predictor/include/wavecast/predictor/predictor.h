@@ -1,14 +1,17 @@
 // Turns a trace into per-op, per-line, per-module and per-GPU predictions.
 #pragma once
 
+#include "wavecast/predictor/collectives.h"
 #include "wavecast/predictor/device_spec.h"
 #include "wavecast/predictor/host_model.h"
 #include "wavecast/predictor/op_time_model.h"
 #include "wavecast/predictor/prediction.h"
 #include "wavecast/predictor/roofline.h"
+#include "wavecast/predictor/system_database.h"
 #include "wavecast/trace.h"
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -39,6 +42,15 @@ struct PredictorOptions {
   int64_t cublasWorkspaceBytesSm90 = (int64_t{32} << 20) + (int64_t{1} << 20);
   // cuDNN convolution workspace: up to the largest operand of a convolution, at most this.
   int64_t convWorkspaceLimitBytes = int64_t{1} << 30;
+  // The node each target GPU runs in, by GPU id (a --system choice); a GPU not listed runs
+  // in `systemDatabase->defaultFor(id)`. Collectives on a GPU with neither cost nothing.
+  std::map<std::string, SystemSpec> systems;
+  std::shared_ptr<const SystemDatabase> systemDatabase;
+  // What NCCL sustains by link and message size (data/collectives.json).
+  CollectiveModel collectives;
+
+  // The node `gpu` runs in, or nullopt when none is known.
+  std::optional<SystemSpec> systemFor(const DeviceSpec& gpu) const;
 };
 
 class Predictor {

@@ -213,6 +213,21 @@ struct FloatPrecision {
   std::optional<ScalarType> autocast; // the CUDA autocast dtype, if any
 };
 
+// One process group of a torch.distributed script, as the tracer saw it.
+struct ProcessGroupInfo {
+  std::string name; // "default", "dp", "tp", "pp", or the name torch gave it
+  int size = 1;
+};
+
+// The rank a torch.distributed script was traced as (docs/trace-format.md, `distributed`).
+struct DistributedInfo {
+  int worldSize = 1;
+  int rank = 0;
+  int localWorldSize = 1; // ranks on one node
+  std::string backend;    // "fake" when traced under a fake process group
+  std::vector<ProcessGroupInfo> groups;
+};
+
 struct Trace {
   int version = kTraceFormatVersion;
   std::string torchVersion;
@@ -231,6 +246,8 @@ struct Trace {
   std::optional<std::string> device;
   // Absent in traces from before the field: torch's defaults apply.
   std::optional<FloatPrecision> precision;
+  // Absent for a single-process script.
+  std::optional<DistributedInfo> distributed;
 };
 
 // Thrown when a document is not a trace this build can read; the message says what to do.

@@ -49,6 +49,7 @@ struct OpPrediction {
   double timeMs = 0;    // GPU time on the GPU of the enclosing vector index
   double wallMs = 0;    // how much the op moved the iteration's end (host model)
   double gpuIdleMs = 0; // the GPU waiting for the CPU to launch this op's kernels
+  double commHiddenMs = 0; // a collective (timeMs on NCCL's stream): the part compute hid
   double flops = 0;
   double bytes = 0;
   bool approximate = false; // no formula for this op: predicted by its closest family
@@ -64,6 +65,8 @@ struct LineTimes {
   double shareOfIteration = 0; // 0..1
   double gpuMs = 0;            // kernel time of the same ops
   double gpuIdleMs = 0;        // the GPU waiting for the CPU to launch them
+  double commMs = 0;           // collectives' time on NCCL's stream (not in gpuMs)
+  double commHiddenMs = 0;     // the part of commMs hidden behind compute or the host
   bool hostBound = false; // the GPU idles for most of this span (HostOptions::hostBoundIdleShare)
   double totalMs() const { return forwardMs + backwardMs + optimizerMs; }
 };
@@ -151,6 +154,8 @@ struct GpuSummary {
   double gpuMs = 0;       // kernel time (the GPU busy)
   double hostMs = 0;      // CPU time issuing the iteration
   double gpuIdleMs = 0;   // wall time with no kernel running
+  double commMs = 0;      // collectives' time on NCCL's stream
+  double commHiddenMs = 0; // the part of it hidden behind compute or the host
   bool hostBound = false; // the GPU idles for most of the iteration
   double samplesPerSecond = 0;
   double costPer1kSamplesUsd = 0;
