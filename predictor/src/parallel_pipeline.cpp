@@ -237,7 +237,7 @@ CommunicationTotals communicationOf(const Prediction& prediction) {
   for (const auto& op : prediction.ops[0])
     if (op.family == CostFamily::Collective) {
       out.ms += op.timeMs;
-      out.exposedMs += std::min(op.timeMs, op.wallMs);
+      out.exposedMs += op.timeMs - op.commHiddenMs;
     }
   return out;
 }
@@ -246,11 +246,12 @@ CommunicationTotals communicationOf(const Prediction& prediction) {
 
 ParallelOutcome predictParallel(const Trace& trace, const ModelStructure& model,
                                 const ParallelConfig& config, const DeviceSpec& gpu,
-                                const SystemSpec& system, const Predictor& predictor,
-                                const PredictorOptions& options) {
+                                const SystemSpec& system, PredictorOptions options) {
   ParallelOutcome outcome;
   if ((outcome.problem = validateLayout(config, model, trace.batchSize, system)))
     return outcome;
+  options.systems[gpu.id] = system;
+  const Predictor predictor(options);
   const RankTrace rank = transformForRank(trace, model, config, system.gpusPerNode);
   const int stages = config.pp;
   ParallelSummary summary;

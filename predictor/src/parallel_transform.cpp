@@ -449,6 +449,14 @@ RankTrace transformForRank(const Trace& trace, const ModelStructure& model,
   rank.trace = trace;
   rank.trace.ops.clear();
   rank.trace.ops.reserve(trace.ops.size());
+  if (!config.singleGpu()) {
+    DistributedInfo distributed;
+    distributed.worldSize = config.worldSize();
+    distributed.localWorldSize = std::min(distributed.worldSize, gpusPerNode);
+    distributed.groups = {
+        {"default", config.worldSize()}, {"dp", config.dp}, {"tp", config.tp}, {"pp", config.pp}};
+    rank.trace.distributed = std::move(distributed);
+  }
   int64_t nextId = 0;
   for (const auto& op : trace.ops)
     nextId = std::max(nextId, op.id + 1);

@@ -144,13 +144,13 @@ struct ParallelPrediction {
 };
 
 // Everything for one layout on one GPU and system; `problem` set instead when it cannot run.
+// The rank's collectives are priced on `system` (whatever `options.systems` says of `gpu`).
 struct ParallelOutcome {
   std::optional<LayoutProblem> problem;
   std::optional<ParallelPrediction> prediction;
 };
 ParallelOutcome predictParallel(const Trace& trace, const ModelStructure& model,
                                 const ParallelConfig& config, const DeviceSpec& gpu,
-                                const SystemSpec& system, const Predictor& predictor,
-                                const PredictorOptions& options);
+                                const SystemSpec& system, PredictorOptions options);
 
 } // namespace wavecast
