@@ -203,7 +203,7 @@ MemoryEstimate stageMemory(const MemoryEstimate& single, const ModelStructure& m
                                ? static_cast<double>(single.gradientsBytes) / single.weightsBytes
                                : 1;
   const int dp = config.dp;
-  const bool zero3 = config.sharding == Sharding::Zero3;
+  const bool zero3 = config.sharding == Sharding::Zero3 && dp > 1;
   // ZeRO-3 keeps its shard plus the gathered blocks: the one running and the one prefetched.
   m.weightsBytes = zero3 ? params / dp + 2 * largestBlock : params;
   const int64_t grads = static_cast<int64_t>(params * gradRatio);
