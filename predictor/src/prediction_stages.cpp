@@ -158,8 +158,10 @@ std::vector<std::optional<double>> askLearnedModel(const Trace& trace,
 }
 
 double collectiveMs(const CollectiveWork& work, const SystemSpec& system,
-                    const CollectiveModel& model) {
-  const int perNode = work.ranksPerNode > 0 ? work.ranksPerNode : system.gpusPerNode;
+                    const CollectiveModel& model, int tracedRanksPerNode) {
+  int perNode = work.ranksPerNode > 0 ? work.ranksPerNode : system.gpusPerNode;
+  if (work.ranksPerNode <= 0 && tracedRanksPerNode > 0)
+    perNode = std::min(perNode, tracedRanksPerNode);
   const CommGroup group{work.groupSize, std::min(work.groupSize, std::max(1, perNode))};
   return estimateCollective(work.kind, work.bytes, group, system, model).ms;
 }
@@ -189,7 +191,8 @@ OpTimes timeOps(const Trace& trace, const std::vector<OpCost>& costs,
       if (cost.family == CostFamily::Collective) {
         op.method = PredictionMethod::Roofline; // analytic: NCCL's model on the system
         if (system && !cost.metadataOnly())
-          op.timeMs = collectiveMs(cost.collective, *system, options.collectives);
+          op.timeMs = collectiveMs(cost.collective, *system, options.collectives,
+                                   trace.distributed ? trace.distributed->localWorldSize : 0);
         continue;
       }
       op.method = timeOp(trace.ops[i], cost, gpus[g], kernels.onOrigin[g], kernels.measured,

@@ -85,6 +85,15 @@ InstallLayout InstallLayout::resolve(const std::string& executableDir,
     else if (!home.empty())
       layout.userGpuFile = home + "/.config/wavecast/gpus.json";
   }
+  layout.userSystemFile = environment("WAVECAST_SYSTEM_FILE");
+  if (layout.userSystemFile.empty()) {
+    const std::string config = environment("XDG_CONFIG_HOME");
+    const std::string home = environment("HOME");
+    if (!config.empty())
+      layout.userSystemFile = config + "/wavecast/systems.json";
+    else if (!home.empty())
+      layout.userSystemFile = home + "/.config/wavecast/systems.json";
+  }
   return layout;
 }
 

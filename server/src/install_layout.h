@@ -9,7 +9,7 @@
 namespace wavecast {
 
 struct InstallLayout {
-  std::string dataDir;    // holds gpus.json, tensor_core_gemm.json and weights/
+  std::string dataDir;    // holds gpus.json, systems.json, collectives.json, tensor_core_gemm.json, weights/
   std::string workerPath; // the wavecast-worker executable
   std::string learnPath;  // wavecast-learn: `train` and `eval` (they need LibTorch)
   std::string pythonDir;  // holds the wavecast_tracer package
@@ -19,11 +19,14 @@ struct InstallLayout {
   // The venv wavecast was configured with, when it is not on this machine and nothing
   // else chose one: tracing then says so instead of silently using the system's torch.
   std::string missingPythonEnv;
-  std::string userGpuFile; // optional user additions/overrides; may not exist
+  std::string userGpuFile;    // optional user additions/overrides; may not exist
+  std::string userSystemFile; // the same for systems.json
   bool installed = false;  // false: running from the build tree
 
   std::string gpuDatabasePath() const { return dataDir + "/gpus.json"; }
   std::string tensorCoreGemmPath() const { return dataDir + "/tensor_core_gemm.json"; }
+  std::string systemDatabasePath() const { return dataDir + "/systems.json"; }
+  std::string collectivesPath() const { return dataDir + "/collectives.json"; }
   // What to do when one of the files above is missing.
   std::string repairAdvice() const;
 
@@ -39,7 +42,7 @@ struct InstallLayout {
   // build tree (helpers beside the executable, data and tracer in the source
   // tree). WAVECAST_DATA_DIR, WAVECAST_WORKER, WAVECAST_PYTHON_DIR,
   // WAVECAST_PYTHON_ENV ('system': the interpreter's own packages) and
-  // WAVECAST_GPU_FILE override each part; without WAVECAST_PYTHON_ENV the default
+  // WAVECAST_GPU_FILE and WAVECAST_SYSTEM_FILE override each part; without WAVECAST_PYTHON_ENV the default
   // venv is the one wavecast was configured with (build/python-env) if it exists
   // here, else none (missingPythonEnv).
   static InstallLayout resolve(const std::string& executableDir, const Environment& environment);

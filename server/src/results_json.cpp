@@ -76,6 +76,8 @@ json summariesJson(const Prediction& prediction) {
                           .add("gpu_ms", s.gpuMs)
                           .add("host_ms", s.hostMs)
                           .add("gpu_idle_ms", s.gpuIdleMs)
+                          .add("comm_ms", s.commMs)
+                          .add("comm_hidden_ms", s.commHiddenMs)
                           .add("host_bound", s.hostBound)
                           .add("samples_per_second", s.samplesPerSecond)
                           .add("cost_per_1k_samples_usd", s.costPer1kSamplesUsd)
@@ -93,6 +95,8 @@ json perGpuTimesJson(const std::vector<LineTimes>& times, const std::vector<json
   for (size_t g = 0; g < count; ++g)
     append(perGpu, ObjectBuilder()
                        .add("backward_ms", times[g].backwardMs)
+                       .add("comm_hidden_ms", times[g].commHiddenMs)
+                       .add("comm_ms", times[g].commMs)
                        .add("forward_ms", times[g].forwardMs)
                        .add("gpu", gpuIds[g])
                        .add("gpu_idle_ms", times[g].gpuIdleMs)
@@ -112,8 +116,10 @@ json opJson(const Prediction& prediction, size_t i, const std::vector<json>& gpu
   json perGpu = arrayWithCapacity(gpuCount);
   for (size_t g = 0; g < gpuCount; ++g) {
     const OpPrediction& p = prediction.ops[g][i];
-    append(perGpu, ObjectBuilder()
-                       .add("gpu", gpuIds[g])
+    ObjectBuilder entry;
+    if (p.family == CostFamily::Collective)
+      entry.add("comm_hidden_ms", p.commHiddenMs);
+    append(perGpu, entry.add("gpu", gpuIds[g])
                        .add("method", methods[static_cast<int>(p.method)])
                        .add("time_ms", p.timeMs)
                        .add("wall_ms", p.wallMs)

@@ -102,3 +102,21 @@ TEST_F(InstallLayoutTest, UserGpuFileFollowsXdgConfigHome) {
 
 } // namespace
 } // namespace wavecast
+
+namespace wavecast {
+namespace {
+
+TEST_F(InstallLayoutTest, UserSystemFileSitsBesideTheGpuFile) {
+  fs::create_directories(root / "bin");
+  environment = {{"HOME", "/home/me"}};
+  EXPECT_EQ(resolve(root / "bin").userSystemFile, "/home/me/.config/wavecast/systems.json");
+  environment["XDG_CONFIG_HOME"] = "/cfg";
+  EXPECT_EQ(resolve(root / "bin").userSystemFile, "/cfg/wavecast/systems.json");
+  environment["WAVECAST_SYSTEM_FILE"] = "/ours.json";
+  EXPECT_EQ(resolve(root / "bin").userSystemFile, "/ours.json");
+  environment.clear();
+  EXPECT_EQ(resolve(root / "bin").userSystemFile, "");
+}
+
+} // namespace
+} // namespace wavecast

@@ -3,6 +3,7 @@
 #include "wavecast/predictor/gpu_database.h"
 #include "wavecast/predictor/op_cost.h"
 #include "wavecast/predictor/predictor.h"
+#include "wavecast/predictor/system_database.h"
 
 #include <algorithm>
 #include <cmath>
@@ -482,6 +483,113 @@ TEST(Predictor, JsonHasTheDocumentedShape) {
   EXPECT_TRUE(doc["advisories"].is_array());
   EXPECT_TRUE(doc["trace_warnings"].is_array());
   EXPECT_EQ(doc["trace_mode"], "shape");
+}
+
+} // namespace
+} // namespace wavecast
+
+namespace wavecast {
+namespace {
+
+OpRecord collectiveOp(int64_t id, Phase phase, int line, int64_t bytes, int groupSize,
+                      bool async) {
+  OpRecord record = op(id, "c10d::allreduce_", phase, line, {}, {});
+  record.args = {{"collective", std::string("all_reduce")},
+                 {"bytes", bytes},
+                 {"group_size", int64_t{groupSize}},
+                 {"group", std::string("default")},
+                 {"async", async}};
+  return record;
+}
+
+// Backward: a long mm, a 25 MB DDP-like bucket all-reduce (async), another long mm it
+// hides behind, a 1 GiB async all-reduce with only a small add after it; the optimizer:
+// an add, then a synchronous all-reduce.
+Trace ddpLikeTrace(int groupSize) {
+  Trace trace;
+  trace.batchSize = 8;
+  const auto big = tensor({8192, 8192});
+  const auto small = tensor({1024});
+  trace.ops.push_back(op(0, "aten::mm", Phase::Backward, 30, {big, big}, {big}));
+  trace.ops.push_back(collectiveOp(1, Phase::Backward, 40, 25 << 20, groupSize, true));
+  trace.ops.push_back(op(2, "aten::mm", Phase::Backward, 31, {big, big}, {big}));
+  trace.ops.push_back(collectiveOp(3, Phase::Backward, 41, int64_t{1} << 30, groupSize, true));
+  trace.ops.push_back(op(4, "aten::add", Phase::Backward, 32, {small, small}, {small}));
+  trace.ops.push_back(op(5, "aten::add", Phase::Optimizer, 50, {small, small}, {small}));
+  trace.ops.push_back(collectiveOp(6, Phase::Optimizer, 51, 4 << 20, groupSize, false));
+  return trace;
+}
+
+PredictorOptions withSystems() {
+  PredictorOptions options;
+  options.systemDatabase =
+      std::make_shared<const SystemDatabase>(SystemDatabase::fromFile(WAVECAST_SYSTEMS_JSON));
+  options.collectives = CollectiveModel::fromFile(WAVECAST_COLLECTIVES_JSON);
+  return options;
+}
+
+const LineTimes& lineOn(const Prediction& prediction, int line) {
+  for (const auto& l : prediction.lines)
+    if (l.loc.line == line)
+      return l.perGpu[0];
+  throw std::runtime_error("no line " + std::to_string(line));
+}
+
+TEST(Predictor, CollectivesRunOnNcclsStreamBesideCompute) {
+  const PredictorOptions options = withSystems();
+  const DeviceSpec h100 = *db().find("H100-SXM");
+  const Prediction prediction = Predictor(options).predict(ddpLikeTrace(8), {h100});
+  const SystemSpec node = options.systemDatabase->defaultFor("H100-SXM");
+  ASSERT_EQ(node.id, "HGX-H100");
+  const auto& ops = prediction.ops[0];
+  const Trace trace = ddpLikeTrace(8);
+  for (size_t i : {1u, 3u, 6u}) {
+    EXPECT_EQ(ops[i].family, CostFamily::Collective);
+    const auto bytes = trace.ops[i].intArg("bytes");
+    EXPECT_DOUBLE_EQ(ops[i].timeMs, estimateCollective(CollectiveKind::AllReduce, *bytes,
+                                                       {8, 8}, node, options.collectives)
+                                        .ms);
+  }
+  // The bucket hides behind the second mm (milliseconds of FP32 work).
+  ASSERT_GT(ops[2].timeMs, 10 * ops[1].timeMs);
+  EXPECT_DOUBLE_EQ(ops[1].commHiddenMs, ops[1].timeMs);
+  EXPECT_DOUBLE_EQ(ops[1].wallMs, 0);
+  // The 1 GiB all-reduce has only a small add and the optimizer's host time after it.
+  EXPECT_GT(ops[3].commHiddenMs, 0);
+  EXPECT_LT(ops[3].commHiddenMs, 0.2 * ops[3].timeMs);
+  EXPECT_NEAR(ops[3].wallMs + ops[3].commHiddenMs, ops[3].timeMs, 1e-9);
+  // The synchronous one is exposed at once.
+  EXPECT_DOUBLE_EQ(ops[6].commHiddenMs, 0);
+  EXPECT_GE(ops[6].wallMs, ops[6].timeMs - 1e-12);
+
+  EXPECT_DOUBLE_EQ(lineOn(prediction, 40).commMs, ops[1].timeMs);
+  EXPECT_DOUBLE_EQ(lineOn(prediction, 40).commHiddenMs, ops[1].timeMs);
+  EXPECT_DOUBLE_EQ(lineOn(prediction, 40).gpuMs, 0) << "communication is not kernel time";
+  EXPECT_NEAR(lineOn(prediction, 41).backwardMs, ops[3].wallMs, 1e-12);
+  const GpuSummary& summary = prediction.summaries[0];
+  EXPECT_NEAR(summary.commMs, ops[1].timeMs + ops[3].timeMs + ops[6].timeMs, 1e-9);
+  EXPECT_NEAR(summary.commHiddenMs, ops[1].timeMs + ops[3].commHiddenMs, 1e-9);
+  EXPECT_FALSE(summary.hostBound) << "exposed communication is not the GPU idling";
+
+  const auto doc = resultsJson(prediction, traceFacts(trace));
+  EXPECT_EQ(doc["ops"][1]["family"], "collective");
+  EXPECT_DOUBLE_EQ(doc["summaries"][0]["comm_ms"].get<double>(), summary.commMs);
+  EXPECT_TRUE(doc["ops"][1]["per_gpu"][0].contains("comm_hidden_ms"));
+  EXPECT_FALSE(doc["ops"][0]["per_gpu"][0].contains("comm_hidden_ms"));
+}
+
+TEST(Predictor, OneRankCommunicatesNothing) {
+  const DeviceSpec h100 = *db().find("H100-SXM");
+  const Prediction one = Predictor(withSystems()).predict(ddpLikeTrace(1), {h100});
+  EXPECT_DOUBLE_EQ(one.summaries[0].commMs, 0);
+  // Without the collectives at all, the same iteration.
+  Trace alone = ddpLikeTrace(1);
+  alone.ops.erase(alone.ops.begin() + 6);
+  alone.ops.erase(alone.ops.begin() + 3);
+  alone.ops.erase(alone.ops.begin() + 1);
+  const Prediction without = Predictor(withSystems()).predict(alone, {h100});
+  const double hostOfThree = 3 * HostOptions{}.opUs * 1e-3;
+  EXPECT_NEAR(one.summaries[0].iterationMs, without.summaries[0].iterationMs, hostOfThree);
 }
 
 } // namespace

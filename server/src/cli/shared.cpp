@@ -87,6 +87,21 @@ PredictorOptions predictorOptions(const InstallLayout& layout, const CommandLine
       throw CommandError(std::string(e.what()) + "; " + layout.repairAdvice());
     }
   }
+  // Collectives are priced on the target GPU's node: NCCL's model, the systems and what
+  // NCCL sustains on them (docs/collectives.md).
+  if (fs::exists(layout.systemDatabasePath())) {
+    try {
+      auto systems = SystemDatabase::fromFile(layout.systemDatabasePath());
+      if (!layout.userSystemFile.empty() && fs::exists(layout.userSystemFile))
+        systems.mergeFile(layout.userSystemFile);
+      options.systemDatabase = std::make_shared<const SystemDatabase>(std::move(systems));
+      options.collectives = CollectiveModel::fromFile(layout.collectivesPath());
+    } catch (const SystemDatabaseError& e) {
+      throw CommandError(e.what());
+    } catch (const CollectiveModelError& e) {
+      throw CommandError(std::string(e.what()) + "; " + layout.repairAdvice());
+    }
+  }
   if (args.has("roofline"))
     return options;
   try {

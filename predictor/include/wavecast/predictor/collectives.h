@@ -124,7 +124,8 @@ struct CollectiveEstimate {
 
 // `bytes` as nccl-tests counts its size: the buffer for all-reduce and broadcast, the
 // whole output of all-gather, the whole input of reduce-scatter, the bytes one rank sends
-// for all-to-all and send/recv. A group of one rank costs nothing.
+// for all-to-all and send/recv. A group of one rank costs nothing; a group spanning nodes
+// of a system with no network takes forever (ms = +inf): callers check layouts first.
 CollectiveEstimate estimateCollective(CollectiveKind kind, int64_t bytes, const CommGroup& group,
                                       const SystemSpec& system, const CollectiveModel& model = {});
 

@@ -53,9 +53,10 @@ OpTimes timeOps(const Trace& trace, const std::vector<OpCost>& costs,
                 const std::vector<std::optional<double>>& learned, const PredictorOptions& options);
 
 // A collective's time on `system`: its group spread over nodes as the op says, else
-// filling a node before the next.
+// filling a node (at most `tracedRanksPerNode` of it, the traced local world size when
+// known; 0: unknown) before the next.
 double collectiveMs(const CollectiveWork& work, const SystemSpec& system,
-                    const CollectiveModel& model);
+                    const CollectiveModel& model, int tracedRanksPerNode);
 
 // 6. The host model's two clocks (and NCCL's stream) per GPU: sets each op's wall and
 // GPU-idle time and each collective's hidden time; `ncclSmShare` of the SMs go to NCCL
