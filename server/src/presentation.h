@@ -4,6 +4,7 @@
 // functions; the daemon and the CLI format only through these.
 #pragma once
 
+#include "wavecast/predictor/parallel_config.h"
 #include "wavecast/predictor/prediction.h"
 #include "wavecast/profiler/trace_job.h"
 
@@ -55,5 +56,12 @@ std::string errorMessage(const ProfileError& error);
 std::string tracedWith(const std::string& torchVersion, const std::string& pythonEnv);
 // "file:line: message (hint)" on one line, for a terminal.
 std::string errorLine(const ProfileError& error);
+
+// A layout in words: "8x H100-SXM, FSDP, tp 2, pp 2 (8 microbatches, 1F1B)".
+std::string parallelConfigLabel(const ParallelConfig& config, const std::string& gpu);
+// The one sentence saying why a layout cannot run and what to change.
+std::string layoutProblemMessage(const LayoutProblem& problem);
+// "all-reduce 3.10 ms, 2.40 ms of it hidden behind compute".
+std::string communicationText(double ms, double hiddenMs);
 
 } // namespace wavecast

@@ -243,9 +243,68 @@ json traceWarningsJson(const std::vector<TraceWarning>& warnings) {
   return out;
 }
 
+json parallelJson(const std::vector<ParallelSummary>& layouts) {
+  json out = arrayWithCapacity(layouts.size());
+  for (const auto& s : layouts) {
+    const ParallelConfig& c = s.config;
+    json stages = arrayWithCapacity(s.stages.size());
+    for (const auto& stage : s.stages)
+      append(stages, ObjectBuilder()
+                         .add("backward_ms", stage.backwardMs)
+                         .add("first_block", stage.firstBlock)
+                         .add("fits_in_memory", stage.fitsInMemory)
+                         .add("forward_ms", stage.forwardMs)
+                         .add("last_block", stage.lastBlock)
+                         .add("memory", memoryJson(stage.memory))
+                         .add("microbatches_in_flight", stage.microbatchesInFlight)
+                         .add("optimizer_ms", stage.optimizerMs)
+                         .take());
+    append(out, ObjectBuilder()
+                    .add("batch_per_replica", s.batchPerReplica)
+                    .add("bubble_fraction", s.bubbleFraction)
+                    .add("bubble_ms", s.bubbleMs)
+                    .add("communication_exposed_ms", s.communication.exposedMs)
+                    .add("communication_hidden_ms", s.communication.hiddenMs())
+                    .add("communication_ms", s.communication.ms)
+                    .add("communication_text",
+                         communicationText(s.communication.ms, s.communication.hiddenMs()))
+                    .add("compute_ms", s.computeMs)
+                    .add("cost_per_1k_samples_usd", s.costPer1kSamplesUsd)
+                    .add("dp", c.dp)
+                    .add("fits_in_memory", s.fitsInMemory)
+                    .add("global_batch", s.globalBatch)
+                    .add("gpu", s.gpuId)
+                    .add("gpus", s.gpus)
+                    .add("iteration_ms", s.iterationMs)
+                    .add("label", parallelConfigLabel(c, s.gpuId))
+                    .add("mfu", s.mfu)
+                    .add("mfu_precision", s.mfuPrecision)
+                    .add("microbatches", c.microbatches)
+                    .add("model_flops", s.modelFlops)
+                    .add("nodes", s.nodes)
+                    .add("point_to_point_ms", s.pointToPointMs)
+                    .add("pp", c.pp)
+                    .add("price_per_hour_usd", s.clusterPricePerHourUsd)
+                    .add("samples_per_second", s.samplesPerSecond)
+                    .add("samples_per_second_per_gpu", s.samplesPerSecondPerGpu)
+                    .add("schedule", toString(c.schedule))
+                    .add("sequence_length", s.sequenceLength)
+                    .add("sequence_parallel", c.sequenceParallel)
+                    .add("sharding", toString(c.sharding))
+                    .add("stages", std::move(stages))
+                    .add("system", s.systemId)
+                    .add("tokens_per_second", s.tokensPerSecond)
+                    .add("tokens_per_second_per_gpu", s.tokensPerSecondPerGpu)
+                    .add("tp", c.tp)
+                    .take());
+  }
+  return out;
+}
+
 } // namespace
 
-nlohmann::json resultsJson(const Prediction& prediction, const TraceFacts& trace) {
+nlohmann::json resultsJson(const Prediction& prediction, const TraceFacts& trace,
+                           const std::vector<ParallelSummary>& parallel) {
   std::vector<json> gpuIds(prediction.gpus.begin(), prediction.gpus.end());
   ObjectBuilder doc;
   json precision = json::object();
@@ -286,6 +345,8 @@ nlohmann::json resultsJson(const Prediction& prediction, const TraceFacts& trace
       .add("traced_with", tracedWith(trace.torchVersion, trace.pythonEnv))
       .add("fallback_ops", trace.fallbackOps)
       .add("trace_warnings", traceWarningsJson(trace.warnings));
+  if (!parallel.empty())
+    doc.add("parallel", parallelJson(parallel));
   return doc.take();
 }
 

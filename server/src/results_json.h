@@ -2,6 +2,7 @@
 // the daemon's wavecast/results, facts with the sentences presentation.h writes for them.
 #pragma once
 
+#include "wavecast/predictor/parallel_config.h"
 #include "wavecast/predictor/prediction.h"
 #include "wavecast/trace.h"
 
@@ -25,6 +26,8 @@ inline TraceFacts traceFacts(const Trace& trace) {
           trace.pythonEnv, trace.fallbackOps, trace.warnings};
 }
 
-nlohmann::json resultsJson(const Prediction& prediction, const TraceFacts& trace);
+// `parallel`: the multi-GPU layouts predicted (`parallel` in the JSON), empty for one GPU.
+nlohmann::json resultsJson(const Prediction& prediction, const TraceFacts& trace,
+                           const std::vector<ParallelSummary>& parallel = {});
 
 } // namespace wavecast

@@ -355,6 +355,34 @@ TEST(CliTest, PredictJsonIsConsistent) {
     EXPECT_NE(warning.at("kind"), "old_torch") << "torch 2.x is what the figures are checked on";
 }
 
+// A multi-GPU layout of a single-GPU script (docs/parallel.md): one trace, saved, then
+// predicted as 2 x 2 GPUs and with a tensor-parallel degree the model's 8 heads refuse.
+TEST(CliTest, PredictAMultiGpuLayout) {
+  char dir[] = "/tmp/wavecast-layout-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string saved = std::string(dir) + "/transformer.json";
+  const CliRun traced =
+      wavecast("trace " + sample("transformer.py") + " --batch-size 4 --out " + saved);
+  ASSERT_EQ(traced.status, 0) << traced.err;
+  const CliRun run = wavecast("predict " + saved + " --gpu H100 --dp 2 --tp 2 --json");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto doc = nlohmann::json::parse(run.out);
+  ASSERT_EQ(doc.at("parallel").size(), 1u);
+  const auto& layout = doc.at("parallel")[0];
+  EXPECT_EQ(layout.at("gpus"), 4);
+  EXPECT_EQ(layout.at("global_batch"), 8);
+  EXPECT_EQ(layout.at("system"), "HGX-H100") << "an H100's usual node";
+  EXPECT_GT(layout.at("communication_ms").get<double>(), 0);
+  bool collective = false;
+  for (const auto& op : doc.at("ops"))
+    collective |= op.at("family") == "collective";
+  EXPECT_TRUE(collective) << "the rank's ops hold its collectives";
+  const CliRun refused = wavecast("predict " + saved + " --gpu H100 --tp 3");
+  std::system(("rm -rf " + std::string(dir)).c_str());
+  EXPECT_EQ(refused.status, 1);
+  expectOneLineError(refused, "does not divide the model's 8 attention heads");
+}
+
 // Published FP32 training throughput of ResNet-50 is about 90-100 images/s on a
 // T4 and 350-450 on an A100 (no TF32): batch 32 takes roughly 330 ms and 80 ms.
 // The bounds are wide; they catch a model that extrapolates to nonsense.

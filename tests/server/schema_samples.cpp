@@ -114,6 +114,25 @@ TEST_F(SchemaSamples, WritesWhatTheEncodersSend) {
   EXPECT_TRUE(advisoryKinds.count("out_of_memory")) << output.predictionJson["advisories"];
   EXPECT_EQ(output.predictionJson["trace_warnings"].size(), 4u);
   write("Prediction", "predictor", output.predictionJson);
+  // With a multi-GPU layout's section: two pipeline stages of a ZeRO-1, tp 2 layout.
+  ParallelSummary layout;
+  layout.config.dp = 2;
+  layout.config.tp = 2;
+  layout.config.pp = 2;
+  layout.config.microbatches = 4;
+  layout.config.sharding = Sharding::Zero1;
+  layout.gpuId = "H100-SXM";
+  layout.systemId = "HGX-H100";
+  layout.gpus = 8;
+  layout.batchPerReplica = 32;
+  layout.globalBatch = 64;
+  layout.iterationMs = 10;
+  layout.communication = {3, 1};
+  layout.stages.resize(2);
+  layout.stages[1].firstBlock = 6;
+  layout.stages[1].lastBlock = 12;
+  write("Prediction", "parallel",
+        resultsJson(output.prediction, traceFacts(trace), std::vector<ParallelSummary>{layout}));
   analyzer_.setOutput(output);
 
   Json mismatch = initialize({{"protocolVersion", 1}});

@@ -4,6 +4,7 @@
 #include "presentation.h"
 #include "results_json.h"
 #include "wavecast/predictor/measured_trace.h"
+#include "wavecast/predictor/parallel.h"
 #include "wavecast/predictor/predictor.h"
 
 #include <algorithm>
@@ -70,7 +71,13 @@ void printLineTable(const Prediction& prediction, const Trace& trace, std::ostre
   out << padRight("line", locWidth) << "  " << padRight("code", codeWidth);
   for (const auto& gpu : prediction.gpus)
     out << padLeft(gpu, gpuWidth);
-  out << padLeft("share", 8) << "\n";
+  // Lines that wait for collectives (a multi-GPU rank): their communication on the first
+  // GPU, and how much of it compute hid.
+  const bool communicates =
+      std::any_of(prediction.lines.begin(), prediction.lines.end(), [](const LineBreakdown& line) {
+        return !line.perGpu.empty() && line.perGpu[0].commMs > 0;
+      });
+  out << padLeft("share", 8) << (communicates ? "  communication (hidden)" : "") << "\n";
   bool anyHostBound = false;
   for (const auto& line : prediction.lines) {
     const std::string loc = displayPath(line.loc.file, base) + ":" + std::to_string(line.loc.line);
@@ -82,7 +89,11 @@ void printLineTable(const Prediction& prediction, const Trace& trace, std::ostre
                                          : "- ",
                      gpuWidth);
     }
-    out << padLeft(formatShare(lineShare(line)), 8) << "\n";
+    out << padLeft(formatShare(lineShare(line)), 8);
+    if (communicates && line.perGpu[0].commMs > 0)
+      out << "  " << formatMs(line.perGpu[0].commMs) << " ("
+          << formatMs(line.perGpu[0].commHiddenMs) << ")";
+    out << "\n";
   }
   if (anyHostBound)
     out << "* host-bound: the GPU waits for the CPU to issue this line's work most of the time\n";
@@ -116,6 +127,66 @@ void printSummary(const Prediction& prediction, bool methodPerGpu, std::ostream&
   }
 }
 
+// The layout the flags ask for, through the one parser of layouts (parseParallelTarget);
+// nullopt when none of them is given (one GPU).
+std::optional<ParallelConfig> parallelLayout(const CommandLine& args) {
+  std::string words = args.value("layout").value_or("");
+  for (const char* degree : {"dp", "tp", "pp"})
+    if (const auto value = args.positiveInt(degree))
+      words += std::string(" ") + degree + std::to_string(*value);
+  if (const auto value = args.positiveInt("microbatches"))
+    words += " mb" + std::to_string(*value);
+  if (const auto zero = args.value("zero"))
+    words += " zero" + *zero;
+  if (args.has("fsdp"))
+    words += " fsdp";
+  if (args.has("sequence-parallel"))
+    words += " sp";
+  if (const auto schedule = args.value("schedule"))
+    words += " " + *schedule;
+  if (words.find_first_not_of(' ') == std::string::npos)
+    return std::nullopt;
+  const auto parsed = parseParallelTarget(words);
+  if (const auto* problem = std::get_if<TargetTextProblem>(&parsed))
+    throw UsageError("cannot read the layout at '" + problem->word +
+                     "': use --dp/--tp/--pp N, --microbatches N, --zero 1|2|3 or --fsdp, "
+                     "--sequence-parallel, --schedule gpipe|1f1b");
+  return std::get<ParallelTarget>(parsed).config;
+}
+
+void printParallelSummary(const std::vector<ParallelSummary>& layouts, std::ostream& out) {
+  for (const auto& s : layouts) {
+    out << "\n"
+        << parallelConfigLabel(s.config, s.gpuId) << " on " << s.nodes << " " << s.systemId
+        << " node" << (s.nodes > 1 ? "s" : "") << " (global batch " << s.globalBatch << "):\n";
+    out << "  iteration " << formatMs(s.iterationMs) << "; "
+        << communicationText(s.communication.ms, s.communication.hiddenMs());
+    if (s.config.pp > 1)
+      out << "; pipeline bubble " << formatMs(s.bubbleMs) << " (" << formatShare(s.bubbleFraction)
+          << ")";
+    out << "\n  " << formatCount(s.samplesPerSecond) << " samples/s ("
+        << formatCount(s.samplesPerSecondPerGpu) << " per GPU)";
+    if (s.tokensPerSecond > 0)
+      out << ", " << formatCount(s.tokensPerSecond) << " tokens/s ("
+          << formatCount(s.tokensPerSecondPerGpu) << " per GPU)";
+    out << "; MFU " << formatShare(s.mfu) << " of the " << s.mfuPrecision << " peak";
+    if (s.costPer1kSamplesUsd > 0)
+      out << "; " << formatUsd(s.costPer1kSamplesUsd) << "/1k samples at "
+          << formatUsd(s.clusterPricePerHourUsd) << "/h";
+    out << "\n";
+    for (size_t i = 0; i < s.stages.size(); ++i) {
+      const auto& stage = s.stages[i];
+      out << "  " << (s.stages.size() > 1 ? "stage " + std::to_string(i) + " " : std::string())
+          << "memory per rank " << formatBytes(static_cast<double>(stage.memory.peakBytes()))
+          << " (weights " << formatBytes(static_cast<double>(stage.memory.weightsBytes))
+          << ", gradients " << formatBytes(static_cast<double>(stage.memory.gradientsBytes))
+          << ", optimizer " << formatBytes(static_cast<double>(stage.memory.optimizerStateBytes))
+          << ", activations " << formatBytes(static_cast<double>(stage.memory.activationsBytes))
+          << ")" << (stage.fitsInMemory ? "" : "  OUT OF MEMORY") << "\n";
+    }
+  }
+}
+
 int runPredict(const CommandLine& args, const InstallLayout& layout) {
   const auto gpuList = args.value("gpu");
   if (!gpuList || splitList(*gpuList).empty())
@@ -133,10 +204,40 @@ int runPredict(const CommandLine& args, const InstallLayout& layout) {
 
   PredictorOptions options = predictorOptions(layout, args, database);
   options.originGpu = measuredOrigin(trace, database);
-  const Prediction prediction = Predictor(std::move(options)).predict(trace, gpus);
+  const auto parallel = parallelLayout(args);
+  if (args.has("system") && !parallel)
+    throw UsageError("--system applies to a multi-GPU layout: add --dp, --tp, --pp or --fsdp");
+  std::vector<ParallelSummary> layouts;
+  Prediction prediction;
+  if (parallel) {
+    if (!options.systemDatabase)
+      throw CommandError("no systems database (data/systems.json); " + layout.repairAdvice());
+    const ModelStructure model = analyzeModel(trace);
+    for (const auto& gpu : gpus) {
+      SystemSpec system = options.systemDatabase->defaultFor(gpu.id);
+      if (const auto name = args.value("system")) {
+        const SystemSpec* chosen = options.systemDatabase->find(*name);
+        if (!chosen)
+          throw CommandError("unknown system '" + *name + "' (see data/systems.json)");
+        system = *chosen;
+      }
+      options.systems[gpu.id] = system;
+    }
+    for (const auto& gpu : gpus) {
+      auto outcome =
+          predictParallel(trace, model, *parallel, gpu, options.systems.at(gpu.id), options);
+      if (outcome.problem)
+        throw CommandError(layoutProblemMessage(*outcome.problem));
+      layouts.push_back(std::move(outcome.prediction->summary));
+      if (prediction.gpus.empty())
+        prediction = std::move(outcome.prediction->rank);
+    }
+  } else {
+    prediction = Predictor(std::move(options)).predict(trace, gpus);
+  }
 
   if (args.has("json")) {
-    std::cout << resultsJson(prediction, traceFacts(trace)).dump(2) << "\n";
+    std::cout << resultsJson(prediction, traceFacts(trace), layouts).dump(2) << "\n";
     return 0;
   }
 
@@ -152,6 +253,7 @@ int runPredict(const CommandLine& args, const InstallLayout& layout) {
       std::any_of(prediction.summaries.begin(), prediction.summaries.end(),
                   [](const GpuSummary& s) { return s.methods.uses(PredictionMethod::Calibrated); });
   printSummary(prediction, methodPerGpu, std::cout);
+  printParallelSummary(layouts, std::cout);
   if (!prediction.precisions.empty()) {
     std::cout << "precision:";
     for (size_t i = 0; i < prediction.precisions.size(); ++i)
@@ -185,7 +287,19 @@ Command predictCommand() {
       verboseOption(),
       {"timeout", "SECONDS", "give up tracing after this long (default 120)"},
       {"roofline", "", "analytic model only (no learned per-op models)"},
-      calibrationOption()};
+      calibrationOption(),
+      {"dp", "N", "data-parallel replicas; --batch-size is each replica's batch"},
+      {"tp", "N", "tensor-parallel degree (Megatron: attention and MLP Linear pairs)"},
+      {"pp", "N", "pipeline stages, balanced by predicted time"},
+      {"microbatches", "M", "microbatches per iteration and replica (pipeline)"},
+      {"zero", "1|2|3", "ZeRO stage: shard optimizer states, gradients, parameters over dp"},
+      {"fsdp", "", "fully sharded data parallelism (ZeRO-3)"},
+      {"sequence-parallel", "", "Megatron sequence parallelism with --tp"},
+      {"schedule", "gpipe|1f1b", "pipeline schedule (default 1f1b)"},
+      {"layout", "TEXT", "the layout as words, e.g. \"dp4 tp2 fsdp\" (docs/parallel.md)"},
+      {"system", "NAME",
+       "the node the GPUs are in (data/systems.json); default: the GPU's usual "
+       "8-GPU node"}};
   for (auto& option : precisionOptions())
     options.push_back(std::move(option));
   return {

@@ -1,0 +1,102 @@
+// The one parser of a layout written as words (CLI flags, the daemon's target settings).
+#include "wavecast/predictor/parallel.h"
+
+#include <charconv>
+#include <sstream>
+
+namespace wavecast {
+namespace {
+
+std::optional<int> number(std::string_view text) {
+  int value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value < 1)
+    return std::nullopt;
+  return value;
+}
+
+bool startsWith(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
+}
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+} // namespace
+
+std::variant<ParallelTarget, TargetTextProblem> parseParallelTarget(std::string_view text) {
+  ParallelTarget target;
+  bool dpGiven = false;
+  std::istringstream words{std::string(text)};
+  std::string original;
+  while (words >> original) {
+    const std::string word = lower(original);
+    const auto bad = [&](TargetTextProblemKind kind) { return TargetTextProblem{kind, original}; };
+    if (const auto sharding = shardingFromString(word)) {
+      target.config.sharding = *sharding;
+    } else if (const auto schedule = pipelineScheduleFromString(word)) {
+      target.config.schedule = *schedule;
+    } else if (word == "sp") {
+      target.config.sequenceParallel = true;
+    } else if (word == "ddp") {
+      target.config.sharding = Sharding::None;
+    } else if (const auto x = word.find('x'); x != std::string::npos && x > 0 &&
+                                              std::isdigit(static_cast<unsigned char>(word[0]))) {
+      const auto count = number(std::string_view(word).substr(0, x));
+      if (!count || x + 1 == word.size())
+        return bad(TargetTextProblemKind::BadNumber);
+      target.gpuCount = *count;
+      target.gpu = original.substr(x + 1);
+    } else {
+      int* degree = nullptr;
+      std::string_view digits;
+      for (auto [prefix, field] : {std::pair<std::string_view, int*>{"dp", &target.config.dp},
+                                   {"tp", &target.config.tp},
+                                   {"pp", &target.config.pp},
+                                   {"mb", &target.config.microbatches}}) {
+        if (startsWith(word, prefix)) {
+          degree = field;
+          digits = std::string_view(word).substr(prefix.size());
+          dpGiven |= prefix == "dp";
+        }
+      }
+      if (startsWith(word, "bucket")) {
+        const auto mib = number(std::string_view(word).substr(6));
+        if (!mib)
+          return bad(TargetTextProblemKind::BadNumber);
+        target.config.bucketBytes = int64_t{*mib} << 20;
+        continue;
+      }
+      if (!degree)
+        return bad(TargetTextProblemKind::UnknownWord);
+      const auto value = number(digits);
+      if (!value)
+        return bad(TargetTextProblemKind::BadNumber);
+      *degree = *value;
+    }
+  }
+  if (target.gpuCount > 0 && !dpGiven) {
+    const int modelParallel = target.config.tp * target.config.pp;
+    if (target.gpuCount % modelParallel != 0)
+      return TargetTextProblem{TargetTextProblemKind::CountNotDivisible,
+                               std::to_string(target.gpuCount)};
+    target.config.dp = target.gpuCount / modelParallel;
+  }
+  return target;
+}
+
+std::string parallelConfigText(const ParallelConfig& config) {
+  std::string text = "dp" + std::to_string(config.dp) + " tp" + std::to_string(config.tp) + " pp" +
+                     std::to_string(config.pp) + " mb" + std::to_string(config.microbatches) + " " +
+                     toString(config.sharding);
+  if (config.sequenceParallel)
+    text += " sp";
+  text += std::string(" ") + toString(config.schedule);
+  return text;
+}
+
+} // namespace wavecast

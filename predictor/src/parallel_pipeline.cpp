@@ -1,0 +1,379 @@
+// Pricing a layout: the rank's trace through the ordinary predictor, pipeline stages
+// balanced by predicted time and scheduled over microbatches, memory per rank, and the
+// per-configuration figures (throughput, MFU, cost).
+#include "parallel_ops.h"
+#include "wavecast/predictor/op_cost.h"
+#include "wavecast/predictor/parallel.h"
+#include "wavecast/predictor/prediction_stages.h"
+#include "wavecast/predictor/roofline.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <unordered_map>
+
+namespace wavecast {
+
+std::vector<int> balanceStages(const std::vector<double>& blockMs, double headMs, double tailMs,
+                               int stages) {
+  const int n = static_cast<int>(blockMs.size());
+  stages = std::max(1, std::min(stages, n));
+  std::vector<double> prefix(n + 1, 0);
+  for (int i = 0; i < n; ++i)
+    prefix[i + 1] = prefix[i] + blockMs[i];
+  // best[s][i]: the slowest stage when blocks [0, i) form s stages; the first stage carries
+  // the head, the last the tail.
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> best(stages + 1, std::vector<double>(n + 1, inf));
+  std::vector<std::vector<int>> cut(stages + 1, std::vector<int>(n + 1, 0));
+  best[0][0] = 0;
+  for (int s = 1; s <= stages; ++s)
+    for (int i = s; i <= n - (stages - s); ++i)
+      for (int j = s - 1; j < i; ++j) {
+        double stage = prefix[i] - prefix[j] + (s == 1 ? headMs : 0) + (s == stages ? tailMs : 0);
+        const double worst = std::max(best[s - 1][j], stage);
+        if (worst < best[s][i]) {
+          best[s][i] = worst;
+          cut[s][i] = j;
+        }
+      }
+  std::vector<int> first(stages, 0);
+  for (int s = stages, i = n; s >= 1; --s) {
+    first[s - 1] = cut[s][i];
+    i = cut[s][i];
+  }
+  return first;
+}
+
+PipelineTime pipelineTime(const std::vector<double>& stageMs, int microbatches) {
+  PipelineTime out;
+  if (stageMs.empty())
+    return out;
+  const double slowest = *std::max_element(stageMs.begin(), stageMs.end());
+  out.ms = std::accumulate(stageMs.begin(), stageMs.end(), 0.0) + (microbatches - 1) * slowest;
+  if (out.ms > 0)
+    out.bubbleFraction = (out.ms - microbatches * slowest) / out.ms;
+  return out;
+}
+
+namespace {
+
+struct StageOps {
+  std::vector<int> opStage;    // [rank op]
+  std::vector<int> paramStage; // [parameter]
+  std::vector<int> blockFirst; // [stage]: first block
+};
+
+// Which stage runs each op of the rank trace: a block's ops with its block; the rest
+// before the first block with the first stage, after it with the last; backward ops with
+// the forward op they differentiate; optimizer ops everywhere (filtered per stage later).
+StageOps assignStages(const Trace& single, const ModelStructure& model, const RankTrace& rank,
+                      const std::vector<int>& blockFirst) {
+  const int stages = static_cast<int>(blockFirst.size());
+  std::vector<int> blockStage(model.blocks.size(), 0);
+  for (int s = 0; s < stages; ++s)
+    for (size_t b = blockFirst[s]; b < model.blocks.size(); ++b)
+      blockStage[b] = s;
+  const size_t firstBlockOp = model.blocks.empty() ? 0 : model.blocks.front().firstForward;
+  std::vector<int> singleStage(single.ops.size(), stages - 1);
+  std::unordered_map<int64_t, size_t> byId;
+  for (size_t i = 0; i < single.ops.size(); ++i)
+    byId.emplace(single.ops[i].id, i);
+  for (size_t i = 0; i < single.ops.size(); ++i) {
+    const auto& op = single.ops[i];
+    size_t origin = i;
+    if (op.phase == Phase::Backward && op.forwardId)
+      if (const auto it = byId.find(*op.forwardId); it != byId.end())
+        origin = it->second;
+    if (model.opBlock[origin] >= 0)
+      singleStage[i] = blockStage[model.opBlock[origin]];
+    else if (single.ops[origin].phase == Phase::Forward && origin < firstBlockOp)
+      singleStage[i] = 0;
+  }
+  StageOps out;
+  out.blockFirst = blockFirst;
+  for (size_t origin : rank.opOrigin)
+    out.opStage.push_back(single.ops[origin].phase == Phase::Optimizer ? -1 : singleStage[origin]);
+  for (const auto& p : model.parameters)
+    out.paramStage.push_back(p.block >= 0   ? blockStage[p.block]
+                             : p.gradientOp ? singleStage[*p.gradientOp]
+                                            : 0);
+  return out;
+}
+
+// Stage `s`'s trace: its ops, its parameters' part of each optimizer op, and the
+// activation (forward) and its gradient (backward) sent to the neighbouring stage.
+Trace stageTrace(const Trace& single, const ModelStructure& model, const RankTrace& rank,
+                 const StageOps& stages, int s, int ranksPerNode) {
+  Trace out = rank.trace;
+  out.ops.clear();
+  const int count = static_cast<int>(stages.blockFirst.size());
+  const size_t paramCount = model.parameters.size();
+  int64_t sendBytes = 0;
+  if (s + 1 < count) {
+    const auto& last = model.blocks[stages.blockFirst[s + 1] - 1];
+    for (const auto& t : single.ops[last.lastForward].outputs)
+      if (t) {
+        sendBytes = t->bytes();
+        break;
+      }
+  }
+  int64_t nextId = 0;
+  for (const auto& op : rank.trace.ops)
+    nextId = std::max(nextId, op.id + 1);
+  std::optional<size_t> lastForward, lastBackward;
+  for (size_t i = 0; i < rank.trace.ops.size(); ++i) {
+    const auto& op = rank.trace.ops[i];
+    if (stages.opStage[i] >= 0 && stages.opStage[i] != s)
+      continue;
+    if (op.phase != Phase::Optimizer) {
+      out.ops.push_back(op);
+      (op.phase == Phase::Forward ? lastForward : lastBackward) = out.ops.size() - 1;
+      continue;
+    }
+    OpRecord filtered = op;
+    const auto tensors = op.intArg("num_tensors");
+    if (paramCount > 0 && tensors && *tensors == static_cast<int64_t>(paramCount)) {
+      int64_t kept = 0;
+      for (auto* list : {&filtered.inputs, &filtered.outputs}) {
+        std::vector<std::optional<TensorMeta>> keep;
+        for (size_t j = 0; j < list->size(); ++j)
+          if (stages.paramStage[j % paramCount] == s)
+            keep.push_back((*list)[j]);
+        list->swap(keep);
+      }
+      for (size_t j = 0; j < paramCount; ++j)
+        kept += stages.paramStage[j] == s;
+      filtered.args["num_tensors"] = kept;
+    }
+    out.ops.push_back(std::move(filtered));
+  }
+  // Sends last in their phase: the next stage cannot start before they arrive.
+  CollectiveCall send{
+      CollectiveKind::SendRecv, sendBytes, "pp", 2, ranksPerNode, false, std::nullopt};
+  auto insertAfter = [&](std::optional<size_t> at, Phase phase, int64_t bytes) {
+    if (!at || bytes <= 0)
+      return;
+    CollectiveCall call = send;
+    call.bytes = bytes;
+    OpRecord op = collectiveOp(call, out.ops[*at], phase);
+    op.id = nextId++;
+    out.ops.insert(out.ops.begin() + static_cast<long>(*at) + 1, std::move(op));
+  };
+  // The backward send goes first so the forward index stays valid (backward comes later).
+  if (s > 0 && stages.blockFirst[s] > 0) {
+    const auto& prev = model.blocks[stages.blockFirst[s] - 1];
+    for (const auto& t : single.ops[prev.lastForward].outputs)
+      if (t) {
+        insertAfter(lastBackward, Phase::Backward, t->bytes());
+        break;
+      }
+  }
+  insertAfter(lastForward, Phase::Forward, sendBytes);
+  return out;
+}
+
+// What a rank of stage `s` holds at its peak: its share of the parameters, gradients and
+// optimizer states by ZeRO stage and tp, and the activations of each microbatch in flight.
+MemoryEstimate stageMemory(const MemoryEstimate& single, const ModelStructure& model,
+                           const RankTrace& rank, const StageOps& stages, int s,
+                           const ParallelConfig& config, const Trace& trace) {
+  MemoryEstimate m = single;
+  const int count = static_cast<int>(stages.blockFirst.size());
+  int64_t params = 0, total = 0, largestBlock = 0;
+  std::vector<int64_t> blockBytes(model.blocks.size(), 0);
+  for (size_t p = 0; p < model.parameters.size(); ++p) {
+    const auto& param = model.parameters[p];
+    const int64_t bytes = param.tensorParallel ? param.bytes / config.tp : param.bytes;
+    total += param.bytes;
+    if (stages.paramStage[p] == s)
+      params += bytes;
+    if (param.block >= 0)
+      blockBytes[param.block] += bytes;
+  }
+  for (int64_t b : blockBytes)
+    largestBlock = std::max(largestBlock, b);
+  if (model.parameters.empty()) {
+    total = std::max<int64_t>(single.weightsBytes, 1);
+    params = single.weightsBytes / (config.tp * count);
+  }
+  const double share = total > 0 ? static_cast<double>(params) / total : 1.0;
+  const double gradRatio = single.weightsBytes > 0
+                               ? static_cast<double>(single.gradientsBytes) / single.weightsBytes
+                               : 1;
+  const int dp = config.dp;
+  const bool zero3 = config.sharding == Sharding::Zero3 && dp > 1;
+  // ZeRO-3 keeps its shard plus the gathered blocks: the one running and the one prefetched.
+  m.weightsBytes = zero3 ? params / dp + 2 * largestBlock : params;
+  const int64_t grads = static_cast<int64_t>(params * gradRatio);
+  m.gradientsBytes = config.sharding >= Sharding::Zero2 ? grads / dp : grads;
+  m.optimizerStateBytes = static_cast<int64_t>(single.optimizerStateBytes * share) /
+                          (config.sharding >= Sharding::Zero1 ? dp : 1);
+  // Activations: the stage's share of what autograd keeps, after tensor parallelism, per
+  // microbatch, times the microbatches in flight.
+  double savedSingle = 0, savedStage = 0;
+  for (const auto& op : trace.ops)
+    savedSingle += static_cast<double>(op.savedBytes.value_or(0));
+  for (size_t i = 0; i < rank.trace.ops.size(); ++i)
+    if (stages.opStage[i] == s)
+      savedStage += static_cast<double>(rank.trace.ops[i].savedBytes.value_or(0));
+  const double activationShare =
+      savedSingle > 0 ? savedStage / savedSingle : 1.0 / (count * config.tp);
+  const int inFlight = config.schedule == PipelineSchedule::GPipe
+                           ? config.microbatches
+                           : std::min(config.microbatches, count - s);
+  const double perMicrobatch = activationShare / config.microbatches;
+  m.activationsBytes = static_cast<int64_t>(single.activationsBytes * perMicrobatch * inFlight);
+  m.activationsSavedBytes =
+      static_cast<int64_t>(single.activationsSavedBytes * perMicrobatch * inFlight);
+  return m;
+}
+
+CommunicationTotals communicationOf(const Prediction& prediction) {
+  CommunicationTotals out;
+  if (prediction.ops.empty())
+    return out;
+  for (const auto& op : prediction.ops[0])
+    if (op.family == CostFamily::Collective) {
+      out.ms += op.timeMs;
+      out.exposedMs += op.timeMs - op.commHiddenMs;
+    }
+  return out;
+}
+
+} // namespace
+
+ParallelOutcome predictParallel(const Trace& trace, const ModelStructure& model,
+                                const ParallelConfig& config, const DeviceSpec& gpu,
+                                const SystemSpec& system, PredictorOptions options) {
+  ParallelOutcome outcome;
+  if ((outcome.problem = validateLayout(config, model, trace.batchSize, system)))
+    return outcome;
+  options.systems[gpu.id] = system;
+  const Predictor predictor(options);
+  const RankTrace rank = transformForRank(trace, model, config, system.gpusPerNode);
+  const int stages = config.pp;
+  ParallelSummary summary;
+  summary.config = config;
+  summary.gpuId = gpu.id;
+  summary.systemId = system.id;
+  summary.gpus = config.worldSize();
+  summary.nodes = (summary.gpus + system.gpusPerNode - 1) / system.gpusPerNode;
+  summary.batchPerReplica = trace.batchSize;
+  summary.globalBatch = trace.batchSize * config.dp;
+  summary.sequenceLength = model.sequence;
+
+  Prediction whole = predictor.predict(rank.trace, {gpu});
+  std::vector<Prediction> stagePredictions;
+  std::vector<int> blockFirst{0};
+  if (stages > 1) {
+    std::vector<double> blockMs(model.blocks.size(), 0);
+    double headMs = 0, tailMs = 0;
+    const size_t firstBlockOp = model.blocks.front().firstForward;
+    for (size_t i = 0; i < rank.trace.ops.size(); ++i) {
+      const auto& op = rank.trace.ops[i];
+      if (op.phase == Phase::Optimizer)
+        continue;
+      const double ms = whole.ops[0][i].wallMs;
+      if (rank.opBlock[i] >= 0)
+        blockMs[rank.opBlock[i]] += ms;
+      else if (rank.opOrigin[i] < firstBlockOp && op.phase == Phase::Forward)
+        headMs += ms;
+      else
+        tailMs += ms;
+    }
+    blockFirst = balanceStages(blockMs, headMs, tailMs, stages);
+  }
+  const StageOps stageOps = assignStages(trace, model, rank, blockFirst);
+  if (stages == 1) {
+    stagePredictions.push_back(std::move(whole));
+  } else {
+    // Neighbouring stages are tp x dp ranks apart (Megatron's order): on one node when
+    // two such strides fit in it.
+    const int sendRanksPerNode = 2 * config.tp * config.dp <= system.gpusPerNode ? 2 : 1;
+    for (int s = 0; s < stages; ++s)
+      stagePredictions.push_back(
+          predictor.predict(stageTrace(trace, model, rank, stageOps, s, sendRanksPerNode), {gpu}));
+  }
+
+  const MemoryEstimate single = estimateMemory(trace, gpu, options);
+  const auto capacity = static_cast<int64_t>(gpu.memoryGiB * 1024.0 * 1024.0 * 1024.0);
+  std::vector<double> stageMs;
+  double optimizerMs = 0;
+  for (int s = 0; s < stages; ++s) {
+    const GpuSummary& g = stagePredictions[s].summaries.front();
+    StageSummary stage;
+    stage.firstBlock = blockFirst[s];
+    stage.lastBlock = s + 1 < stages ? blockFirst[s + 1] : static_cast<int>(model.blocks.size());
+    stage.forwardMs = g.forwardMs / config.microbatches;
+    stage.backwardMs = g.backwardMs / config.microbatches;
+    stage.optimizerMs = g.optimizerMs;
+    stage.microbatchesInFlight = config.schedule == PipelineSchedule::GPipe
+                                     ? config.microbatches
+                                     : std::min(config.microbatches, stages - s);
+    stage.memory = stageMemory(single, model, rank, stageOps, s, config, trace);
+    stage.fitsInMemory = stage.memory.peakBytes() <= capacity;
+    summary.fitsInMemory = summary.fitsInMemory && stage.fitsInMemory;
+    stageMs.push_back(stage.forwardMs + stage.backwardMs);
+    optimizerMs = std::max(optimizerMs, stage.optimizerMs);
+    summary.stages.push_back(std::move(stage));
+  }
+  if (stages == 1) {
+    // Gradient accumulation over microbatches runs the same work: the rank's iteration.
+    summary.iterationMs = stagePredictions[0].summaries.front().iterationMs;
+    summary.computeMs = summary.iterationMs;
+  } else {
+    const PipelineTime pipe = pipelineTime(stageMs, config.microbatches);
+    summary.iterationMs = pipe.ms + optimizerMs;
+    summary.bubbleFraction = pipe.bubbleFraction;
+    summary.bubbleMs = pipe.bubbleFraction * pipe.ms;
+    summary.computeMs = config.microbatches * *std::max_element(stageMs.begin(), stageMs.end());
+  }
+  for (const auto& op : stagePredictions[0].opInfo)
+    if (op.name == "wavecast::send")
+      for (const auto& p : stagePredictions[0].ops[0])
+        if (p.opId == op.id)
+          summary.pointToPointMs += p.wallMs;
+  summary.communication = communicationOf(stagePredictions[0]);
+
+  // Throughput, MFU and cost for the whole cluster.
+  const double seconds = summary.iterationMs / 1000.0;
+  if (seconds > 0) {
+    summary.samplesPerSecond = summary.globalBatch / seconds;
+    summary.samplesPerSecondPerGpu = summary.samplesPerSecond / summary.gpus;
+    if (model.sequence > 0) {
+      summary.tokensPerSecond = summary.samplesPerSecond * model.sequence;
+      summary.tokensPerSecondPerGpu = summary.tokensPerSecond / summary.gpus;
+    }
+  }
+  const auto costs = stages::costOps(trace, stages::effectivePrecision(trace, options)).costs;
+  const OpCost* heaviest = nullptr;
+  double flops = 0;
+  for (size_t i = 0; i < costs.size(); ++i) {
+    if (trace.ops[i].phase == Phase::Optimizer)
+      continue;
+    flops += costs[i].flops;
+    if (costs[i].unit == ComputeUnit::Matrix && (!heaviest || costs[i].flops > heaviest->flops))
+      heaviest = &costs[i];
+  }
+  summary.modelFlops = flops * config.dp;
+  if (heaviest && seconds > 0) {
+    summary.mfuPrecision = mathPrecision(*heaviest);
+    const double peak = peakTflops(gpu, *heaviest) * 1e12;
+    summary.mfu = summary.modelFlops / (seconds * peak * summary.gpus);
+  }
+  // A share of a node costs its share of the node's price.
+  summary.clusterPricePerHourUsd =
+      system.pricePerHourUsd > 0
+          ? system.pricePerHourUsd * summary.gpus / std::max(1, system.gpusPerNode)
+          : gpu.pricePerHourUsd * summary.gpus;
+  if (summary.samplesPerSecond > 0 && summary.clusterPricePerHourUsd > 0)
+    summary.costPer1kSamplesUsd =
+        summary.clusterPricePerHourUsd / 3600.0 * 1000.0 / summary.samplesPerSecond;
+
+  outcome.prediction = ParallelPrediction{std::move(summary), std::move(stagePredictions[0])};
+  return outcome;
+}
+
+} // namespace wavecast

@@ -1,0 +1,486 @@
+// The trace one rank of a layout records, made from a single-GPU trace: Megatron tensor
+// parallelism (column/row-parallel Linear pairs, attention split by heads, a vocabulary-
+// parallel embedding and head, sequence parallelism), DDP's gradient buckets and ZeRO/FSDP's
+// gathers and reduce-scatters, each collective an op in the agreed trace format.
+#include "op_tables.h"
+#include "parallel_ops.h"
+#include "wavecast/predictor/collectives.h"
+#include "wavecast/predictor/parallel.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace wavecast {
+namespace {
+
+bool isMetadata(const OpRecord& op) {
+  return op_tables::metadataOps().count(op.name.substr(op.name.rfind(':') + 1)) > 0;
+}
+
+void divide(std::optional<TensorMeta>& tensor, size_t dim, int factor) {
+  if (tensor && dim < tensor->shape.size())
+    tensor->shape[dim] = (tensor->shape[dim] + factor - 1) / factor;
+}
+void divide(OpRecord& op, bool output, size_t index, size_t dim, int factor) {
+  auto& list = output ? op.outputs : op.inputs;
+  if (index < list.size())
+    divide(list[index], dim, factor);
+}
+
+// Where the ops of the rank trace go: the original ops (edited) with collectives before and
+// after some of them.
+struct Edits {
+  std::vector<OpRecord> ops; // the original ops, edited in place
+  std::vector<std::vector<OpRecord>> before, after;
+  explicit Edits(const Trace& trace)
+      : ops(trace.ops), before(trace.ops.size()), after(trace.ops.size()) {}
+};
+
+class TensorParallel {
+public:
+  TensorParallel(const ModelStructure& model, const ParallelConfig& config, Edits& edits)
+      : model_(model), tp_(config.tp), sp_(config.sequenceParallel), edits_(edits) {
+    tokens_ = model.batch * std::max<int64_t>(model.sequence, 1);
+  }
+
+  void apply() {
+    std::vector<int> interiorGroup(edits_.ops.size(), -1);
+    for (size_t g = 0; g < model_.groups.size(); ++g)
+      for (size_t i = model_.groups[g].firstOp + 1; i < model_.groups[g].rowOp; ++i)
+        interiorGroup[i] = static_cast<int>(g);
+    std::vector<bool> lossOp(edits_.ops.size(), false);
+    if (model_.headOp)
+      for (size_t i = *model_.headOp + 1; i < edits_.ops.size(); ++i)
+        lossOp[i] = edits_.ops[i].phase == Phase::Forward && model_.opBlock[i] < 0;
+    for (size_t i = 0; i < edits_.ops.size(); ++i) {
+      OpRecord& op = edits_.ops[i];
+      if (isMetadata(op) || op.phase == Phase::Optimizer)
+        continue;
+      const size_t origin = model_.opForward[i];
+      const int linear = model_.opLinear[i];
+      if (linear >= 0 && model_.linears[linear].role != LinearRole::Replicated) {
+        shardLinear(op, model_.linears[linear]);
+      } else if (linear >= 0 && model_.linears[linear].op == model_.headOp) {
+        shardLinear(op, headCall());
+      } else if (interiorGroup[origin] >= 0) {
+        shardInterior(op);
+      } else if (lossOp[origin] || (model_.embeddingOp && origin == *model_.embeddingOp)) {
+        shardVocabulary(op);
+      } else if (sp_ && model_.opBlock[i] >= 0) {
+        shardSequence(op);
+      }
+    }
+    insertCollectives();
+  }
+
+private:
+  const LinearCall& headCall() {
+    if (!head_) {
+      head_.emplace();
+      head_->module = edits_.ops[*model_.headOp].module;
+      head_->in = model_.hidden;
+      head_->out = model_.vocab;
+      head_->role = LinearRole::Column;
+    }
+    return *head_;
+  }
+
+  void scaleSaved(OpRecord& op) {
+    if (op.savedBytes)
+      *op.savedBytes /= tp_;
+  }
+
+  // A GEMM of a split Linear: column-parallel splits N, row-parallel K; in backward, the
+  // input gradient [T,N]x[N,K] and the weight gradient [N,T]x[T,K] split the same ways.
+  void shardLinear(OpRecord& op, const LinearCall& linear) {
+    const bool column = linear.role == LinearRole::Column;
+    const int64_t split = column ? linear.out : linear.in;
+    if (op.phase == Phase::Forward) {
+      if (op.name == "aten::linear") {
+        divide(op, false, 1, column ? 0 : 1, tp_);
+        if (column) {
+          divide(op, false, 2, 0, tp_);
+          divide(op, true, 0,
+                 op.outputs.empty() || !op.outputs[0] ? 0 : op.outputs[0]->shape.size() - 1, tp_);
+        } else if (op.input(0)) {
+          divide(op, false, 0, op.input(0)->shape.size() - 1, tp_);
+        }
+      } else {
+        const size_t a = op.name == "aten::addmm" ? 1 : 0;
+        if (column) {
+          divide(op, false, a + 1, 1, tp_);
+          divide(op, true, 0, 1, tp_);
+          if (a == 1)
+            divide(op, false, 0, 0, tp_);
+        } else {
+          divide(op, false, a, 1, tp_);
+          divide(op, false, a + 1, 0, tp_);
+        }
+      }
+      scaleSaved(op);
+      return;
+    }
+    const auto* A = op.input(0);
+    if ((op.name == "aten::mm") && A && A->shape.size() == 2) {
+      if (!column) { // the split K is the output's columns in both gradients
+        divide(op, false, 1, 1, tp_);
+        divide(op, true, 0, 1, tp_);
+      } else if (A->shape[1] == split) { // input gradient: N contracted
+        divide(op, false, 0, 1, tp_);
+        divide(op, false, 1, 0, tp_);
+      } else { // weight gradient: N rows
+        divide(op, false, 0, 0, tp_);
+        divide(op, true, 0, 0, tp_);
+      }
+      return;
+    }
+    if (column) // the bias gradient and anything else over the split columns
+      for (auto* list : {&op.inputs, &op.outputs})
+        for (auto& t : *list)
+          if (t && !t->shape.empty() && t->shape.back() == split)
+            divide(t, t->shape.size() - 1, tp_);
+  }
+
+  // Between a column-parallel Linear and its row-parallel closer everything is split by
+  // heads or by the intermediate columns; broadcast buffers (a causal mask) are not.
+  void shardInterior(OpRecord& op) {
+    const int64_t batch = model_.batch, heads = model_.heads;
+    for (auto* list : {&op.inputs, &op.outputs})
+      for (auto& t : *list) {
+        if (!t)
+          continue;
+        const auto& s = t->shape;
+        if (s.size() == 4 && heads > 0 && s[1] == heads)
+          divide(t, 1, tp_);
+        else if (s.size() == 4 && heads > 0 && s[2] == heads)
+          divide(t, 2, tp_);
+        else if (s.size() == 3 && heads > 0 && s[0] == batch * heads)
+          divide(t, 0, tp_);
+        else if (s.size() == 3 && s[0] == batch)
+          divide(t, 2, tp_);
+        else if (s.size() == 2 && s[0] == tokens_)
+          divide(t, 1, tp_);
+      }
+    scaleSaved(op);
+  }
+
+  void shardVocabulary(OpRecord& op) {
+    for (auto* list : {&op.inputs, &op.outputs})
+      for (auto& t : *list)
+        if (t)
+          for (size_t d = 0; d < t->shape.size(); ++d)
+            if (t->shape[d] == model_.vocab) {
+              divide(t, d, tp_);
+              break;
+            }
+    scaleSaved(op);
+  }
+
+  // Sequence parallelism: norms, dropout and residuals of a block on 1/tp of the tokens.
+  void shardSequence(OpRecord& op) {
+    for (auto* list : {&op.inputs, &op.outputs})
+      for (auto& t : *list) {
+        if (!t || t->shape.empty() || t->shape.back() != model_.hidden)
+          continue;
+        if (t->shape.size() == 3 && t->shape[0] == model_.batch)
+          divide(t, 1, tp_);
+        else if (t->shape.size() == 2 && t->shape[0] == tokens_)
+          divide(t, 0, tp_);
+      }
+    scaleSaved(op);
+  }
+
+  // Two syncs per group and pass: forward after the row GEMM, backward after the column
+  // Linears' input gradients. Sequence parallelism turns each into a reduce-scatter where
+  // the all-reduce was and an all-gather where the full sequence is needed again.
+  void insertCollectives() {
+    // Each Linear's backward ops, first and last (those whose forward_id is its GEMM).
+    std::unordered_map<size_t, std::pair<size_t, size_t>> backwardSpan; // linear -> span
+    for (size_t i = 0; i < edits_.ops.size(); ++i)
+      if (edits_.ops[i].phase == Phase::Backward && model_.opLinear[i] >= 0) {
+        auto [it, fresh] = backwardSpan.emplace(model_.opLinear[i], std::make_pair(i, i));
+        it->second.second = i;
+      }
+    for (const auto& group : model_.groups) {
+      const OpRecord& row = edits_.ops[group.rowOp];
+      const int64_t bytes = tokens_ * model_.hidden * elementSizeOf(row);
+      std::optional<size_t> columnGrad, rowGrad;
+      for (size_t c : group.columns)
+        if (const auto it = backwardSpan.find(c); it != backwardSpan.end())
+          columnGrad = std::max(columnGrad.value_or(0), it->second.second);
+      if (const auto it = backwardSpan.find(group.row); it != backwardSpan.end())
+        rowGrad = it->second.first;
+      const OpRecord& first = edits_.ops[group.firstOp];
+      if (!sp_) {
+        edits_.after[group.rowOp].push_back(
+            tensorParallelOp(CollectiveKind::AllReduce, bytes, row, Phase::Forward));
+        if (columnGrad)
+          edits_.after[*columnGrad].push_back(
+              tensorParallelOp(CollectiveKind::AllReduce, bytes, first, Phase::Backward));
+        continue;
+      }
+      edits_.before[group.firstOp].push_back(
+          tensorParallelOp(CollectiveKind::AllGather, bytes, first, Phase::Forward));
+      edits_.after[group.rowOp].push_back(
+          tensorParallelOp(CollectiveKind::ReduceScatter, bytes, row, Phase::Forward));
+      if (rowGrad)
+        edits_.before[*rowGrad].push_back(
+            tensorParallelOp(CollectiveKind::AllGather, bytes, row, Phase::Backward));
+      if (columnGrad)
+        edits_.after[*columnGrad].push_back(
+            tensorParallelOp(CollectiveKind::ReduceScatter, bytes, first, Phase::Backward));
+    }
+    // The vocabulary-parallel embedding sums its partial lookups; the head's input gradient
+    // is summed over the vocabulary shards.
+    if (model_.embeddingOp) {
+      const OpRecord& embedding = edits_.ops[*model_.embeddingOp];
+      const int64_t bytes = tokens_ * model_.hidden * elementSizeOf(embedding);
+      edits_.after[*model_.embeddingOp].push_back(
+          tensorParallelOp(CollectiveKind::AllReduce, bytes, embedding, Phase::Forward));
+    }
+    if (model_.headOp) {
+      const OpRecord& head = edits_.ops[*model_.headOp];
+      if (const auto it = backwardSpan.find(model_.opLinear[*model_.headOp]);
+          it != backwardSpan.end())
+        edits_.after[it->second.second].push_back(
+            tensorParallelOp(CollectiveKind::AllReduce,
+                             tokens_ * model_.hidden * elementSizeOf(head), head, Phase::Backward));
+    }
+  }
+
+  static int elementSizeOf(const OpRecord& op) {
+    for (const auto& t : op.outputs)
+      if (t)
+        return t->elementSize();
+    return 4;
+  }
+
+  OpRecord tensorParallelOp(CollectiveKind kind, int64_t bytes, const OpRecord& near, Phase phase) {
+    return collectiveOp({kind, bytes, "tp", tp_, tp_, false, std::nullopt}, near, phase);
+  }
+
+  const ModelStructure& model_;
+  int tp_;
+  bool sp_;
+  Edits& edits_;
+  int64_t tokens_ = 0;
+  std::optional<LinearCall> head_;
+};
+
+// Megatron's rank order (tp fastest, then dp, then pp): a dp group's ranks are tp apart,
+// so a node holds gpusPerNode / tp of them.
+int dpPerNode(const ParallelConfig& config, int gpusPerNode) {
+  return std::max(1, std::min(config.dp, gpusPerNode / std::max(1, config.tp)));
+}
+
+// A parameter's bytes on one rank after tensor parallelism.
+int64_t rankBytes(const ParameterInfo& p, int tp) {
+  return p.tensorParallel ? (p.bytes + tp - 1) / tp : p.bytes;
+}
+
+std::optional<size_t> lastOf(const Edits& edits, Phase phase) {
+  for (size_t i = edits.ops.size(); i-- > 0;)
+    if (edits.ops[i].phase == phase)
+      return i;
+  return std::nullopt;
+}
+std::optional<size_t> firstOf(const Edits& edits, Phase phase) {
+  for (size_t i = 0; i < edits.ops.size(); ++i)
+    if (edits.ops[i].phase == phase)
+      return i;
+  return std::nullopt;
+}
+
+// DDP (and ZeRO-1/2's reduce-scatter): buckets in reverse registration order, the first of
+// `firstBucketBytes`, then `bucketBytes` (a bucket closes once it reaches its cap, as
+// compute_bucket_assignment_by_size does); each goes out when its last gradient is made.
+void insertGradientBuckets(const ModelStructure& model, const ParallelConfig& config,
+                           int gpusPerNode, Edits& edits) {
+  const auto lastBackward = lastOf(edits, Phase::Backward);
+  if (!lastBackward)
+    return;
+  const auto firstStep = firstOf(edits, Phase::Optimizer);
+  const std::optional<int64_t> wait =
+      firstStep ? std::optional<int64_t>(edits.ops[*firstStep].id) : std::nullopt;
+  const auto kind =
+      config.sharding == Sharding::None ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter;
+  std::vector<int64_t> buckets;
+  auto emit = [&](int64_t bytes, size_t readyOp) {
+    edits.after[readyOp].push_back(
+        collectiveOp({kind, bytes, "dp", config.dp, dpPerNode(config, gpusPerNode), true, wait},
+                     edits.ops[readyOp], Phase::Backward));
+    buckets.push_back(bytes);
+  };
+  if (model.parameters.empty()) {
+    emit(model.parameterBytes(), *lastBackward);
+  } else {
+    int64_t bytes = 0;
+    size_t ready = 0;
+    for (size_t p = model.parameters.size(); p-- > 0;) {
+      const auto& param = model.parameters[p];
+      bytes += rankBytes(param, config.tp);
+      ready = std::max(ready, param.gradientOp.value_or(*lastBackward));
+      const int64_t cap = buckets.empty() ? config.firstBucketBytes : config.bucketBytes;
+      if (bytes >= cap || p == 0) {
+        emit(bytes, ready);
+        bytes = 0;
+        ready = 0;
+      }
+    }
+  }
+  if (config.sharding == Sharding::None)
+    return;
+  // ZeRO-1/2: each rank updated its shard; the parameters are gathered back after the step.
+  if (const auto lastStep = lastOf(edits, Phase::Optimizer))
+    for (int64_t bytes : buckets)
+      edits.after[*lastStep].push_back(
+          collectiveOp({CollectiveKind::AllGather, bytes, "dp", config.dp,
+                        dpPerNode(config, gpusPerNode), false, std::nullopt},
+                       edits.ops[*lastStep], Phase::Optimizer));
+}
+
+// ZeRO-3 / FSDP: each block's parameters are gathered before its forward and again before
+// its backward, prefetched while the block before it runs, and its gradients reduce-
+// scattered after its backward. Parameters outside the blocks are gathered once at the
+// start and kept (FSDP's root), reduce-scattered at the end of backward.
+void insertFullySharded(const ModelStructure& model, const ParallelConfig& config, int gpusPerNode,
+                        Edits& edits) {
+  std::vector<int64_t> blockBytes(model.blocks.size(), 0);
+  int64_t rootBytes = 0;
+  for (const auto& p : model.parameters)
+    (p.block >= 0 ? blockBytes[p.block] : rootBytes) += rankBytes(p, config.tp);
+  if (model.parameters.empty())
+    rootBytes = model.parameterBytes();
+  const auto firstForward = firstOf(edits, Phase::Forward);
+  const auto lastBackward = lastOf(edits, Phase::Backward);
+  auto op = [&](CollectiveKind kind, int64_t bytes, bool async, std::optional<int64_t> wait,
+                size_t near, Phase phase) {
+    return collectiveOp({kind, bytes, "dp", config.dp, dpPerNode(config, gpusPerNode), async, wait},
+                        edits.ops[near], phase);
+  };
+  if (firstForward && rootBytes > 0)
+    edits.before[*firstForward].push_back(op(CollectiveKind::AllGather, rootBytes, false,
+                                             std::nullopt, *firstForward, Phase::Forward));
+  for (size_t b = 0; b < model.blocks.size(); ++b) {
+    const auto& block = model.blocks[b];
+    const size_t issue = b > 0 ? model.blocks[b - 1].firstForward : block.firstForward;
+    edits.before[issue].push_back(op(CollectiveKind::AllGather, blockBytes[b], true,
+                                     edits.ops[block.firstForward].id, block.firstForward,
+                                     Phase::Forward));
+    if (!block.firstBackward)
+      continue;
+    const auto& later =
+        b + 1 < model.blocks.size() ? model.blocks[b + 1].firstBackward : block.firstBackward;
+    const size_t issueBack = later.value_or(*block.firstBackward);
+    edits.before[issueBack].push_back(op(CollectiveKind::AllGather, blockBytes[b], true,
+                                         edits.ops[*block.firstBackward].id, *block.firstBackward,
+                                         Phase::Backward));
+    edits.after[*block.lastBackward].push_back(op(CollectiveKind::ReduceScatter, blockBytes[b],
+                                                  true, std::nullopt, *block.lastBackward,
+                                                  Phase::Backward));
+  }
+  if (lastBackward && rootBytes > 0)
+    edits.after[*lastBackward].push_back(op(CollectiveKind::ReduceScatter, rootBytes, true,
+                                            std::nullopt, *lastBackward, Phase::Backward));
+}
+
+// The optimizer step on this rank's parameters: tensor-parallel ones split by tp, and all
+// of them by dp under ZeRO (a flat shard of each).
+void shardOptimizer(const ModelStructure& model, const ParallelConfig& config, Edits& edits) {
+  const size_t count = model.parameters.size();
+  const int zero = config.sharding == Sharding::None ? 1 : config.dp;
+  for (auto& op : edits.ops) {
+    if (op.phase != Phase::Optimizer)
+      continue;
+    for (auto* list : {&op.inputs, &op.outputs})
+      for (size_t j = 0; j < list->size(); ++j) {
+        auto& t = (*list)[j];
+        if (!t || t->numel() <= 1)
+          continue;
+        if (config.tp > 1 && count > 0 && model.parameters[j % count].tensorParallel &&
+            model.parameters[j % count].shape == t->shape)
+          divide(t, 0, config.tp);
+        if (zero > 1)
+          t->shape = {(t->numel() + zero - 1) / zero};
+      }
+  }
+}
+
+} // namespace
+
+OpRecord collectiveOp(const CollectiveCall& call, const OpRecord& near, Phase phase) {
+  OpRecord op;
+  op.name = std::string("wavecast::") + collectiveOpName(call.kind);
+  op.phase = phase;
+  op.loc = near.loc;
+  op.stack = near.stack;
+  op.module = near.module;
+  op.args["collective"] = std::string(collectiveOpName(call.kind));
+  op.args["bytes"] = call.bytes;
+  op.args["group"] = std::string(call.group);
+  op.args["group_size"] = int64_t{call.groupSize};
+  op.args["ranks_per_node"] = int64_t{call.ranksPerNode};
+  op.args["async"] = call.async;
+  if (call.waitOp)
+    op.args["wait_op"] = *call.waitOp;
+  return op;
+}
+
+const char* collectiveOpName(CollectiveKind kind) {
+  return kind == CollectiveKind::SendRecv ? "send" : toString(kind);
+}
+
+RankTrace transformForRank(const Trace& trace, const ModelStructure& model,
+                           const ParallelConfig& config, int gpusPerNode) {
+  Edits edits(trace);
+  if (config.tp > 1)
+    TensorParallel(model, config, edits).apply();
+  if (config.dp > 1) {
+    if (config.sharding == Sharding::Zero3)
+      insertFullySharded(model, config, gpusPerNode, edits);
+    else
+      insertGradientBuckets(model, config, gpusPerNode, edits);
+  }
+  if (config.tp > 1 || (config.dp > 1 && config.sharding != Sharding::None))
+    shardOptimizer(model, config, edits);
+
+  RankTrace rank;
+  rank.trace = trace;
+  rank.trace.ops.clear();
+  rank.trace.ops.reserve(trace.ops.size());
+  if (!config.singleGpu()) {
+    DistributedInfo distributed;
+    distributed.worldSize = config.worldSize();
+    distributed.localWorldSize = std::min(distributed.worldSize, gpusPerNode);
+    distributed.groups = {
+        {"default", config.worldSize()}, {"dp", config.dp}, {"tp", config.tp}, {"pp", config.pp}};
+    rank.trace.distributed = std::move(distributed);
+  }
+  int64_t nextId = 0;
+  for (const auto& op : trace.ops)
+    nextId = std::max(nextId, op.id + 1);
+  auto add = [&](OpRecord&& op, size_t origin, bool fresh) {
+    if (fresh)
+      op.id = nextId++;
+    rank.trace.ops.push_back(std::move(op));
+    rank.opBlock.push_back(model.opBlock[origin]);
+    rank.opOrigin.push_back(origin);
+  };
+  for (size_t i = 0; i < edits.ops.size(); ++i) {
+    for (auto& op : edits.before[i])
+      add(std::move(op), i, true);
+    add(std::move(edits.ops[i]), i, false);
+    for (auto& op : edits.after[i])
+      add(std::move(op), i, true);
+  }
+  for (const auto& p : model.parameters)
+    rank.parameterBytesPerRank += rankBytes(p, config.tp);
+  if (model.parameters.empty())
+    rank.parameterBytesPerRank = model.parameterBytes();
+  if (config.sharding == Sharding::Zero3)
+    rank.parameterBytesPerRank /= config.dp;
+  return rank;
+}
+
+} // namespace wavecast

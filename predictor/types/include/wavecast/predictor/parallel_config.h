@@ -1,0 +1,168 @@
+// A multi-GPU layout (data, tensor and pipeline parallelism, ZeRO/FSDP sharding) and what
+// the predictor says of one: the value types the CLI, the daemon and the results JSON pass
+// around (docs/parallel.md).
+#pragma once
+
+#include "wavecast/predictor/prediction.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace wavecast {
+
+// How optimizer states, gradients and parameters are split over the data-parallel ranks.
+enum class Sharding {
+  None,  // DDP: everything replicated, gradients all-reduced in buckets
+  Zero1, // optimizer states sharded
+  Zero2, // + gradients reduce-scattered and sharded
+  Zero3, // + parameters sharded, gathered per block (FSDP)
+};
+constexpr const char* toString(Sharding sharding) {
+  switch (sharding) {
+  case Sharding::None:
+    return "none";
+  case Sharding::Zero1:
+    return "zero1";
+  case Sharding::Zero2:
+    return "zero2";
+  case Sharding::Zero3:
+    return "zero3";
+  }
+  return "unknown";
+}
+inline std::optional<Sharding> shardingFromString(std::string_view text) {
+  if (text == "fsdp")
+    return Sharding::Zero3;
+  for (Sharding s : {Sharding::None, Sharding::Zero1, Sharding::Zero2, Sharding::Zero3})
+    if (text == toString(s))
+      return s;
+  return std::nullopt;
+}
+
+// The order pipeline stages run microbatches in.
+enum class PipelineSchedule {
+  GPipe,    // every forward, then every backward: m microbatches in flight
+  OneFOneB, // one forward, one backward: at most p in flight on the first stage
+};
+constexpr const char* toString(PipelineSchedule schedule) {
+  switch (schedule) {
+  case PipelineSchedule::GPipe:
+    return "gpipe";
+  case PipelineSchedule::OneFOneB:
+    return "1f1b";
+  }
+  return "unknown";
+}
+inline std::optional<PipelineSchedule> pipelineScheduleFromString(std::string_view text) {
+  for (PipelineSchedule s : {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB})
+    if (text == toString(s))
+      return s;
+  return std::nullopt;
+}
+
+struct ParallelConfig {
+  int dp = 1;
+  int tp = 1;
+  int pp = 1;
+  int microbatches = 1; // per iteration and data-parallel replica
+  Sharding sharding = Sharding::None;
+  bool sequenceParallel = false; // Megatron's: norms and dropout on 1/tp of the sequence
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  // DDP's bucket_cap_mb (25 MiB) and its first bucket (dist._DEFAULT_FIRST_BUCKET_BYTES).
+  int64_t bucketBytes = int64_t{25} << 20;
+  int64_t firstBucketBytes = int64_t{1} << 20;
+
+  int worldSize() const { return dp * tp * pp; }
+  bool singleGpu() const { return worldSize() == 1; }
+};
+
+// Why a layout cannot run; presentation.cpp writes the one sentence naming what to change.
+enum class LayoutProblemKind {
+  BadDegree,                // a degree below 1: `value`
+  TpWithoutHeads,           // tp > 1 on a model without attention / Linear pairs to split
+  TpNotDividingHeads,       // tp `value` does not divide the `limit` attention heads
+  TpNotDividingHidden,      // tp `value` does not divide the hidden size `limit`
+  PpExceedsLayers,          // pp `value` is more than the `limit` repeated blocks
+  WorldSizeNotFittingNodes, // `value` GPUs over nodes of `limit`: not a multiple
+  TpAcrossNodes,            // tp `value` is more than the `limit` GPUs of one node
+  BatchNotDivisible,        // batch `limit` per replica is not divisible by `value` microbatches
+};
+constexpr const char* toString(LayoutProblemKind kind) {
+  switch (kind) {
+  case LayoutProblemKind::BadDegree:
+    return "bad_degree";
+  case LayoutProblemKind::TpWithoutHeads:
+    return "tp_without_heads";
+  case LayoutProblemKind::TpNotDividingHeads:
+    return "tp_not_dividing_heads";
+  case LayoutProblemKind::TpNotDividingHidden:
+    return "tp_not_dividing_hidden";
+  case LayoutProblemKind::PpExceedsLayers:
+    return "pp_exceeds_layers";
+  case LayoutProblemKind::WorldSizeNotFittingNodes:
+    return "world_size_not_fitting_nodes";
+  case LayoutProblemKind::TpAcrossNodes:
+    return "tp_across_nodes";
+  case LayoutProblemKind::BatchNotDivisible:
+    return "batch_not_divisible";
+  }
+  return "unknown";
+}
+struct LayoutProblem {
+  LayoutProblemKind kind = LayoutProblemKind::BadDegree;
+  int64_t value = 0; // the degree (or microbatches) given
+  int64_t limit = 0; // what it must divide or stay under
+};
+
+// Communication of one kind in one iteration of one rank.
+struct CommunicationTotals {
+  double ms = 0;        // the collectives' time on the communication stream
+  double exposedMs = 0; // the part the compute stream waited for
+  double hiddenMs() const { return ms - exposedMs; }
+};
+
+// One pipeline stage's share of the model and what it needs.
+struct StageSummary {
+  int firstBlock = 0; // repeated blocks [firstBlock, lastBlock)
+  int lastBlock = 0;
+  double forwardMs = 0;  // per microbatch, its communication exposed included
+  double backwardMs = 0; // per microbatch
+  double optimizerMs = 0;
+  int microbatchesInFlight = 1; // activations kept at once
+  MemoryEstimate memory;        // per rank of this stage
+  bool fitsInMemory = true;
+};
+
+// A layout on one GPU and system: the per-configuration figures (docs/results-json.md).
+struct ParallelSummary {
+  ParallelConfig config;
+  std::string gpuId;
+  std::string systemId;
+  int gpus = 1;
+  int nodes = 1;
+  int64_t batchPerReplica = 0;
+  int64_t globalBatch = 0;
+  int64_t sequenceLength = 0; // 0: the input has no sequence dimension
+  double iterationMs = 0;
+  double computeMs = 0;      // the slowest stage's compute per iteration
+  double bubbleMs = 0;       // the pipeline's idle time
+  double bubbleFraction = 0; // of the iteration
+  double pointToPointMs = 0; // activation sends on the critical path
+  CommunicationTotals communication;
+  double samplesPerSecond = 0; // the whole cluster
+  double samplesPerSecondPerGpu = 0;
+  double tokensPerSecond = 0; // 0 without a sequence dimension
+  double tokensPerSecondPerGpu = 0;
+  double modelFlops = 0;    // per iteration, every replica (forward + backward)
+  double mfu = 0;           // modelFlops / (iteration x peak of the precision x GPUs)
+  std::string mfuPrecision; // the matrix precision whose peak MFU divides by
+  double clusterPricePerHourUsd = 0;
+  double costPer1kSamplesUsd = 0;
+  std::vector<StageSummary> stages;
+  bool fitsInMemory = true; // every rank
+};
+
+} // namespace wavecast

@@ -1,0 +1,377 @@
+// The multi-GPU what-if: the rank trace a layout makes of a single-GPU trace (its ops,
+// shapes and collective bytes, checked by hand on a small synthetic transformer), the
+// pipeline arithmetic, the layout problems, and the prediction's invariants.
+#include "synthetic_transformer.h"
+#include "wavecast/predictor/collectives.h"
+#include "wavecast/predictor/gpu_database.h"
+#include "wavecast/predictor/op_cost.h"
+#include "wavecast/predictor/parallel.h"
+#include "wavecast/predictor/prediction_stages.h"
+
+#include <gtest/gtest.h>
+#include <numeric>
+
+namespace wavecast {
+namespace {
+
+// 15,200 float32 parameters: embedding and head 64 x 16 each, final norm 32, and per
+// block 3,280 (norms 64, qkv 816, proj 272, mlp 1,040 + 1,040).
+constexpr int64_t kBlocks = 4;
+constexpr int64_t kParameterBytes = 4 * (1024 + 4 * 3280 + 32 + 1024);
+
+SystemSpec node8() {
+  SystemSpec system;
+  system.id = "test-node";
+  system.gpusPerNode = 8;
+  system.fabric = IntraNodeFabric::NvSwitch;
+  system.intraNodeGBs = 450;
+  system.network = InterNodeNetwork::InfiniBand;
+  system.interNodeGbpsPerGpu = 400;
+  system.pricePerHourUsd = 80;
+  return system;
+}
+
+const DeviceSpec& h100() {
+  static const DeviceSpec gpu = GpuDatabase::fromFile(WAVECAST_GPUS_JSON).resolve({"H100"})[0];
+  return gpu;
+}
+
+struct Collective {
+  std::string kind, group;
+  int64_t bytes = 0;
+  bool async = false;
+  Phase phase = Phase::Forward;
+  std::optional<int64_t> wait;
+};
+std::vector<Collective> collectives(const Trace& trace) {
+  std::vector<Collective> out;
+  for (const auto& op : trace.ops) {
+    if (op.name.rfind("wavecast::", 0) != 0)
+      continue;
+    Collective c;
+    c.kind = std::get<std::string>(op.args.at("collective"));
+    c.group = std::get<std::string>(op.args.at("group"));
+    c.bytes = *op.intArg("bytes");
+    c.async = *op.boolArg("async");
+    c.phase = op.phase;
+    c.wait = op.intArg("wait_op");
+    out.push_back(c);
+  }
+  return out;
+}
+int64_t sumBytes(const std::vector<Collective>& list, const std::string& kind, Phase phase) {
+  int64_t total = 0;
+  for (const auto& c : list)
+    if (c.kind == kind && c.phase == phase)
+      total += c.bytes;
+  return total;
+}
+
+TEST(ParallelStructure, FindsBlocksHeadsAndLinearPairs) {
+  const Trace trace = syntheticTransformer(2);
+  const ModelStructure model = analyzeModel(trace);
+  EXPECT_EQ(model.blocks.size(), 4u);
+  EXPECT_EQ(model.hidden, 16);
+  EXPECT_EQ(model.heads, 4);
+  EXPECT_EQ(model.sequence, 8);
+  EXPECT_EQ(model.vocab, 64);
+  ASSERT_EQ(model.groups.size(), 8u); // attention and MLP per block
+  EXPECT_TRUE(model.headOp.has_value());
+  ASSERT_EQ(model.parameters.size(), 52u);
+  EXPECT_EQ(model.parameterBytes(), kParameterBytes);
+  for (const auto& p : model.parameters)
+    EXPECT_TRUE(p.gradientOp.has_value());
+  EXPECT_EQ(model.parameters[3].block, 0); // blocks.0.attn.qkv.weight
+  EXPECT_TRUE(model.parameters[3].tensorParallel);
+  EXPECT_FALSE(model.parameters[6].tensorParallel); // proj bias: row-parallel, replicated
+}
+
+TEST(ParallelTransform, SingleGpuLayoutLeavesTheTraceAlone) {
+  const Trace trace = syntheticTransformer(2);
+  const RankTrace rank = transformForRank(trace, analyzeModel(trace), ParallelConfig{});
+  ASSERT_EQ(rank.trace.ops.size(), trace.ops.size());
+  for (size_t i = 0; i < trace.ops.size(); ++i) {
+    EXPECT_EQ(rank.trace.ops[i].id, trace.ops[i].id);
+    EXPECT_EQ(rank.trace.ops[i].inputs.size(), trace.ops[i].inputs.size());
+  }
+}
+
+TEST(ParallelTransform, DdpBucketsSumToTheGradientBytes) {
+  const Trace trace = syntheticTransformer(2);
+  ParallelConfig config;
+  config.dp = 4;
+  config.firstBucketBytes = 4096;
+  config.bucketBytes = 16384;
+  const RankTrace rank = transformForRank(trace, analyzeModel(trace), config);
+  const auto list = collectives(rank.trace);
+  ASSERT_FALSE(list.empty());
+  EXPECT_EQ(sumBytes(list, "all_reduce", Phase::Backward), kParameterBytes);
+  // The first bucket closes at its 4 KiB cap with the head's 64 x 16 weight alone.
+  EXPECT_EQ(list.front().bytes, 4096);
+  for (const auto& c : list) {
+    EXPECT_EQ(c.group, "dp");
+    EXPECT_TRUE(c.async);
+    EXPECT_EQ(c.wait, trace.ops.back().id); // the optimizer step
+  }
+  // Then buckets close once they pass 16 KiB, in reverse registration order: the final
+  // norm (128) and block 3 (13,120) + block 2's mlp.2 (64 + 4,096) = 17,408; the rest of
+  // block 2 (8,960) + block 1's mlp.2 and mlp.0 (8,512) = 17,472; the rest of block 1
+  // (4,608) + block 0 down to its qkv weight (12,992) = 17,600; block 0's ln1 (128) and the
+  // embedding (4,096) = 4,224.
+  std::vector<int64_t> sizes;
+  for (const auto& c : list)
+    sizes.push_back(c.bytes);
+  EXPECT_EQ(sizes, (std::vector<int64_t>{4096, 17408, 17472, 17600, 4224}));
+}
+
+TEST(ParallelTransform, Zero3GathersEveryParameterOncePerPass) {
+  const Trace trace = syntheticTransformer(2);
+  ParallelConfig config;
+  config.dp = 8;
+  config.sharding = Sharding::Zero3;
+  const RankTrace rank = transformForRank(trace, analyzeModel(trace), config);
+  const auto list = collectives(rank.trace);
+  EXPECT_EQ(sumBytes(list, "all_gather", Phase::Forward), kParameterBytes);
+  // Backward gathers the blocks again (the root's parameters are kept): 4 x 3,280 x 4.
+  EXPECT_EQ(sumBytes(list, "all_gather", Phase::Backward), 4 * 4 * 3280);
+  EXPECT_EQ(sumBytes(list, "reduce_scatter", Phase::Backward), kParameterBytes);
+  EXPECT_EQ(rank.parameterBytesPerRank, kParameterBytes / 8);
+  // The optimizer updates a flat eighth of each tensor: the 64 x 16 embedding -> 128.
+  EXPECT_EQ(rank.trace.ops.back().inputs[0]->shape, std::vector<int64_t>{128});
+}
+
+TEST(ParallelTransform, Zero2ReduceScattersGradientsAndGathersAfterTheStep) {
+  const Trace trace = syntheticTransformer(2);
+  ParallelConfig config;
+  config.dp = 2;
+  config.sharding = Sharding::Zero2;
+  const auto list = collectives(transformForRank(trace, analyzeModel(trace), config).trace);
+  EXPECT_EQ(sumBytes(list, "reduce_scatter", Phase::Backward), kParameterBytes);
+  EXPECT_EQ(sumBytes(list, "all_gather", Phase::Optimizer), kParameterBytes);
+  EXPECT_EQ(sumBytes(list, "all_reduce", Phase::Backward), 0);
+}
+
+double flopsOf(const OpRecord& op) {
+  return estimateOpCost(op).flops;
+}
+
+TEST(ParallelTransform, TensorParallelSplitsGemmsAndInsertsFourAllReducesPerLayer) {
+  const Trace trace = syntheticTransformer(2);
+  const ModelStructure model = analyzeModel(trace);
+  ParallelConfig config;
+  config.tp = 2;
+  const RankTrace rank = transformForRank(trace, model, config);
+  const auto list = collectives(rank.trace);
+  // Per block two forward and two backward; plus the embedding's forward sum and the
+  // head's input-gradient sum.
+  int blockReduces = 0;
+  for (const auto& c : list) {
+    EXPECT_EQ(c.kind, "all_reduce");
+    EXPECT_EQ(c.group, "tp");
+    EXPECT_FALSE(c.async);
+    blockReduces += c.bytes == 16 * 16 * 4; // tokens x hidden x 4 bytes
+  }
+  EXPECT_EQ(list.size(), 4u * kBlocks + 2);
+  EXPECT_EQ(blockReduces, 4 * kBlocks + 2); // the embedding and head move the same size
+  // The first block's qkv GEMM (column-parallel) and attention bmm run half their FLOPs;
+  // its proj (row-parallel) splits K and keeps its bias: 2 x 16 x 8 x 16 + 16 x 16.
+  std::vector<const OpRecord*> gemms;
+  for (const auto& op : rank.trace.ops)
+    if (op.phase == Phase::Forward && op.module.rfind("blocks.0", 0) == 0 &&
+        (op.name == "aten::addmm" || op.name == "aten::bmm"))
+      gemms.push_back(&op);
+  ASSERT_EQ(gemms.size(), 6u);
+  EXPECT_DOUBLE_EQ(flopsOf(*gemms[0]), (2.0 * 16 * 16 * 48 + 16 * 48) / 2);
+  EXPECT_DOUBLE_EQ(flopsOf(*gemms[1]), 2.0 * 8 * 8 * 8 * 4 / 2);
+  EXPECT_DOUBLE_EQ(flopsOf(*gemms[3]), 2.0 * 16 * 8 * 16 + 16 * 16);
+  // Every block GEMM of the model: half the multiply-adds.
+  double single = 0, sharded = 0;
+  for (const auto& op : trace.ops)
+    if (op.module.rfind("blocks.", 0) == 0 && (op.name == "aten::mm" || op.name == "aten::bmm"))
+      single += flopsOf(op);
+  for (const auto& op : rank.trace.ops)
+    if (op.module.rfind("blocks.", 0) == 0 && (op.name == "aten::mm" || op.name == "aten::bmm"))
+      sharded += flopsOf(op);
+  EXPECT_DOUBLE_EQ(sharded, single / 2);
+}
+
+TEST(ParallelTransform, SequenceParallelTurnsEachAllReduceIntoReduceScatterAndAllGather) {
+  const Trace trace = syntheticTransformer(2);
+  ParallelConfig config;
+  config.tp = 2;
+  config.sequenceParallel = true;
+  const auto list = collectives(transformForRank(trace, analyzeModel(trace), config).trace);
+  for (Phase phase : {Phase::Forward, Phase::Backward}) {
+    EXPECT_EQ(sumBytes(list, "all_gather", phase), 2 * kBlocks * 1024);
+    EXPECT_EQ(sumBytes(list, "reduce_scatter", phase), 2 * kBlocks * 1024);
+  }
+}
+
+TEST(ParallelPipeline, BubbleOfEqualStagesIsPMinusOneOverMPlusPMinusOne) {
+  const PipelineTime time = pipelineTime({2.0, 2.0, 2.0, 2.0}, 8);
+  EXPECT_DOUBLE_EQ(time.ms, 2.0 * (8 + 4 - 1));
+  EXPECT_DOUBLE_EQ(time.bubbleFraction, 3.0 / 11.0);
+}
+
+TEST(ParallelPipeline, StagesBalanceByTime) {
+  EXPECT_EQ(balanceStages({1, 1, 1, 1}, 0, 0, 2), (std::vector<int>{0, 2}));
+  // A heavy head pushes blocks onto the later stage: [head+b0] [b1 b2 b3].
+  EXPECT_EQ(balanceStages({1, 1, 1, 1}, 2, 0, 2), (std::vector<int>{0, 1}));
+  EXPECT_EQ(balanceStages({4, 1, 1, 1, 1}, 0, 0, 2), (std::vector<int>{0, 1}));
+}
+
+TEST(ParallelLayout, EachImpossibleLayoutGivesItsKind) {
+  const Trace trace = syntheticTransformer(4);
+  const ModelStructure model = analyzeModel(trace);
+  const SystemSpec system = node8();
+  auto kind = [&](ParallelConfig c, int64_t batch = 4) {
+    const auto problem = validateLayout(c, model, batch, system);
+    return problem ? std::optional<LayoutProblemKind>(problem->kind) : std::nullopt;
+  };
+  ParallelConfig c;
+  EXPECT_EQ(kind(c), std::nullopt);
+  c.tp = 3;
+  EXPECT_EQ(kind(c), LayoutProblemKind::TpNotDividingHeads);
+  c = {};
+  c.pp = 5;
+  EXPECT_EQ(kind(c), LayoutProblemKind::PpExceedsLayers);
+  c = {};
+  c.dp = 12;
+  EXPECT_EQ(kind(c), LayoutProblemKind::WorldSizeNotFittingNodes);
+  c = {};
+  c.microbatches = 3;
+  EXPECT_EQ(kind(c), LayoutProblemKind::BatchNotDivisible);
+  c = {};
+  c.dp = 0;
+  EXPECT_EQ(kind(c), LayoutProblemKind::BadDegree);
+  ModelStructure wide = model;
+  wide.heads = 8;
+  wide.hidden = 20;
+  c = {};
+  c.tp = 8;
+  EXPECT_EQ(validateLayout(c, wide, 4, system)->kind, LayoutProblemKind::TpNotDividingHidden);
+  ModelStructure plain = model;
+  plain.groups.clear();
+  c.tp = 2;
+  EXPECT_EQ(validateLayout(c, plain, 4, system)->kind, LayoutProblemKind::TpWithoutHeads);
+}
+
+TEST(ParallelTarget, ParsesTheCompactText) {
+  const auto parsed = parseParallelTarget("8xH100-SXM fsdp tp2");
+  ASSERT_TRUE(std::holds_alternative<ParallelTarget>(parsed));
+  const auto& target = std::get<ParallelTarget>(parsed);
+  EXPECT_EQ(target.gpu, "H100-SXM");
+  EXPECT_EQ(target.gpuCount, 8);
+  EXPECT_EQ(target.config.dp, 4);
+  EXPECT_EQ(target.config.tp, 2);
+  EXPECT_EQ(target.config.sharding, Sharding::Zero3);
+  const auto round = parseParallelTarget(parallelConfigText(target.config));
+  EXPECT_EQ(std::get<ParallelTarget>(round).config.dp, 4);
+  const auto bad = parseParallelTarget("dp4 tq2");
+  ASSERT_TRUE(std::holds_alternative<TargetTextProblem>(bad));
+  EXPECT_EQ(std::get<TargetTextProblem>(bad).word, "tq2");
+  EXPECT_EQ(std::get<TargetTextProblem>(parseParallelTarget("6xH100 tp4")).kind,
+            TargetTextProblemKind::CountNotDivisible);
+}
+
+// What NCCL sustains (data/collectives.json): collectives are priced as the CLI prices them.
+PredictorOptions collectiveOptions() {
+  PredictorOptions options;
+  options.collectives = CollectiveModel::fromFile(WAVECAST_COLLECTIVES_JSON);
+  return options;
+}
+
+ParallelSummary predictLayout(const Trace& trace, ParallelConfig config) {
+  auto outcome =
+      predictParallel(trace, analyzeModel(trace), config, h100(), node8(), collectiveOptions());
+  EXPECT_FALSE(outcome.problem.has_value());
+  return outcome.prediction->summary;
+}
+
+TEST(ParallelPrediction, OneGpuEqualsTheSingleGpuPrediction) {
+  const Trace trace = syntheticTransformer(2);
+  const Prediction single = Predictor(collectiveOptions()).predict(trace, {h100()});
+  const ParallelSummary summary = predictLayout(trace, ParallelConfig{});
+  const auto& s = single.summaries[0];
+  EXPECT_EQ(summary.iterationMs, s.iterationMs);
+  EXPECT_DOUBLE_EQ(summary.samplesPerSecond, s.samplesPerSecond);
+  ASSERT_EQ(summary.stages.size(), 1u);
+  EXPECT_EQ(summary.stages[0].memory.peakBytes(), s.memory.peakBytes());
+  EXPECT_EQ(summary.communication.ms, 0);
+}
+
+// Whether this build prices the inserted collectives as communication (CostFamily::
+// Collective on NCCL's stream) rather than as ops without a formula.
+bool pricesCollectives(const Trace& trace) {
+  ParallelConfig config;
+  config.dp = 2;
+  const Trace rank = transformForRank(trace, analyzeModel(trace), config).trace;
+  PredictorOptions options = collectiveOptions();
+  options.systems[h100().id] = node8();
+  const Prediction prediction = Predictor(options).predict(rank, {h100()});
+  for (size_t i = 0; i < rank.ops.size(); ++i)
+    if (rank.ops[i].name.rfind("wavecast::", 0) == 0)
+      return prediction.ops[0][i].family == CostFamily::Collective;
+  return false;
+}
+
+TEST(ParallelPrediction, WeakScalingKeepsPerGpuThroughputWithinCommunication) {
+  const Trace trace = syntheticTransformer(2);
+  if (!pricesCollectives(trace))
+    GTEST_SKIP() << "collectives are not priced as communication in this build (the NCCL "
+                    "model and its stream come with CostFamily::Collective's pricing)";
+  const ParallelSummary one = predictLayout(trace, ParallelConfig{});
+  for (int dp : {2, 8, 16}) {
+    ParallelConfig config;
+    config.dp = dp;
+    const auto outcome =
+        predictParallel(trace, analyzeModel(trace), config, h100(), node8(), collectiveOptions());
+    const ParallelSummary& many = outcome.prediction->summary;
+    // The CPU's time issuing the collectives (this small model is host-bound).
+    double issueMs = 0;
+    for (const auto& op : outcome.prediction->rank.opInfo)
+      if (op.name.rfind("wavecast::", 0) == 0)
+        issueMs += op.hostMs;
+    EXPECT_EQ(many.globalBatch, 2 * dp);
+    EXPECT_LE(many.samplesPerSecondPerGpu, one.samplesPerSecondPerGpu * (1 + 1e-9)) << dp;
+    // Slower by at most the communication (what the rank waits for, plus the compute that
+    // overlapped the rest running on fewer SMs) and issuing it.
+    EXPECT_GT(many.communication.ms, 0);
+    EXPECT_GE(many.iterationMs, one.iterationMs - 1e-9);
+    EXPECT_LE(many.iterationMs, one.iterationMs + many.communication.ms + issueMs + 1e-6) << dp;
+  }
+}
+
+TEST(ParallelPrediction, StrongScalingIsNeverFasterThanLinear) {
+  const ParallelSummary one = predictLayout(syntheticTransformer(16), ParallelConfig{});
+  for (int dp : {2, 4, 8}) {
+    ParallelConfig config;
+    config.dp = dp;
+    const ParallelSummary many = predictLayout(syntheticTransformer(16 / dp), config);
+    EXPECT_EQ(many.globalBatch, 16);
+    EXPECT_LE(many.samplesPerSecond, one.samplesPerSecond * dp * (1 + 1e-9)) << dp;
+  }
+}
+
+TEST(ParallelPrediction, PipelineStagesShareTheModelAndItsMemory) {
+  const Trace trace = syntheticTransformer(8);
+  ParallelConfig config;
+  config.pp = 2;
+  config.microbatches = 4;
+  config.schedule = PipelineSchedule::GPipe;
+  const ParallelSummary gpipe = predictLayout(trace, config);
+  ASSERT_EQ(gpipe.stages.size(), 2u);
+  EXPECT_EQ(gpipe.stages[0].firstBlock, 0);
+  EXPECT_EQ(gpipe.stages[1].lastBlock, 4);
+  EXPECT_EQ(gpipe.stages[0].microbatchesInFlight, 4);
+  config.schedule = PipelineSchedule::OneFOneB;
+  const ParallelSummary oneF = predictLayout(trace, config);
+  EXPECT_EQ(oneF.stages[0].microbatchesInFlight, 2);
+  EXPECT_EQ(oneF.stages[1].microbatchesInFlight, 1);
+  EXPECT_LT(oneF.stages[0].memory.activationsBytes, gpipe.stages[0].memory.activationsBytes);
+  EXPECT_GT(gpipe.bubbleFraction, 0);
+  EXPECT_GT(gpipe.tokensPerSecond, 0);
+}
+
+} // namespace
+} // namespace wavecast
