@@ -398,28 +398,7 @@ const DeviceSpec* GpuDatabase::find(const std::string& name) const {
 }
 
 std::vector<std::string> GpuDatabase::suggestions(const std::string& name, size_t limit) const {
-  const std::string wanted = normalizedGpuName(name);
-  std::vector<std::pair<size_t, std::string>> scored;
-  for (const auto& gpu : devices_) {
-    size_t best = std::string::npos;
-    for (const auto& key : keysOf(gpu)) {
-      size_t distance = editDistance(wanted, key);
-      // A query contained in a longer name ("h10" in "h100sxm") is as close as it gets.
-      if (!wanted.empty() && key.find(wanted) != std::string::npos)
-        distance = 0;
-      best = std::min(best, distance);
-    }
-    scored.emplace_back(best, gpu.id);
-  }
-  std::stable_sort(scored.begin(), scored.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<std::string> ids;
-  for (const auto& [distance, id] : scored) {
-    if (ids.size() >= limit)
-      break;
-    ids.push_back(id);
-  }
-  return ids;
+  return closestIds(normalizedGpuName(name), devices_, keysOf, limit);
 }
 
 std::vector<DeviceSpec> GpuDatabase::resolve(const std::vector<std::string>& names) const {

@@ -217,27 +217,7 @@ const SystemSpec* SystemDatabase::find(const std::string& name) const {
 
 std::vector<std::string> SystemDatabase::suggestions(const std::string& name,
                                                      size_t limit) const {
-  const std::string wanted = normalizedGpuName(name);
-  std::vector<std::pair<size_t, std::string>> scored;
-  for (const auto& system : systems_) {
-    size_t best = std::string::npos;
-    for (const auto& key : keysOf(system)) {
-      size_t distance = editDistance(wanted, key);
-      if (!wanted.empty() && key.find(wanted) != std::string::npos)
-        distance = 0;
-      best = std::min(best, distance);
-    }
-    scored.emplace_back(best, system.id);
-  }
-  std::stable_sort(scored.begin(), scored.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<std::string> ids;
-  for (const auto& [distance, id] : scored) {
-    if (ids.size() >= limit)
-      break;
-    ids.push_back(id);
-  }
-  return ids;
+  return closestIds(normalizedGpuName(name), systems_, keysOf, limit);
 }
 
 SystemSpec SystemDatabase::defaultFor(const std::string& gpuId) const {

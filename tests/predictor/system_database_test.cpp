@@ -51,7 +51,8 @@ TEST(SystemDatabase, ShipsTheNodesTheIssueAsksFor) {
 
 TEST(SystemDatabase, EveryGpuIsInTheGpuDatabase) {
   const GpuDatabase gpus = GpuDatabase::fromFile(WAVECAST_GPUS_JSON);
-  for (const SystemSpec& system : shipped().all()) {
+  const SystemDatabase systems = shipped();
+  for (const SystemSpec& system : systems.all()) {
     const DeviceSpec* gpu = gpus.find(system.gpu);
     ASSERT_NE(gpu, nullptr) << system.id << ": " << system.gpu;
     EXPECT_EQ(gpu->id, system.gpu) << system.id;

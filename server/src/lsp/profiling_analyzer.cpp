@@ -53,7 +53,8 @@ AnalysisOutcome ProfilingAnalyzer::analyze(const AnalysisRequest& request,
     profiler = profiler_;
   }
   TraceResult traced = profiler->trace(
-      TraceRequest{request.file, request.batchSize, request.mode, options_.timeout}, cancel);
+      TraceRequest{request.file, request.batchSize, request.mode, options_.timeout, std::nullopt},
+      cancel);
   if (auto* error = std::get_if<ProfileError>(&traced))
     return *error;
   const Trace& trace = std::get<Trace>(traced);
