@@ -81,15 +81,14 @@ InstallLayout InstallLayout::resolve(const std::string& executableDir,
   const std::string userConfig = !config.empty() ? config + "/wavecast"
                                  : !home.empty() ? home + "/.config/wavecast"
                                                  : std::string();
-  layout.userGpuFile = environment("WAVECAST_GPU_FILE");
-  if (layout.userGpuFile.empty() && !userConfig.empty())
-    layout.userGpuFile = userConfig + "/gpus.json";
-  layout.userCalibrationDir = environment("WAVECAST_CALIBRATION_DIR");
-  if (layout.userCalibrationDir.empty() && !userConfig.empty())
-    layout.userCalibrationDir = userConfig + "/calibration";
-  layout.userSystemFile = environment("WAVECAST_SYSTEM_FILE");
-  if (layout.userSystemFile.empty() && !userConfig.empty())
-    layout.userSystemFile = userConfig + "/systems.json";
+  // Each user file: its environment variable, else its place in the user's config folder.
+  const auto userPath = [&](const char* variable, const char* name) {
+    std::string path = environment(variable);
+    return !path.empty() || userConfig.empty() ? path : userConfig + "/" + name;
+  };
+  layout.userGpuFile = userPath("WAVECAST_GPU_FILE", "gpus.json");
+  layout.userCalibrationDir = userPath("WAVECAST_CALIBRATION_DIR", "calibration");
+  layout.userSystemFile = userPath("WAVECAST_SYSTEM_FILE", "systems.json");
   return layout;
 }
 

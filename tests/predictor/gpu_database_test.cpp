@@ -1,7 +1,6 @@
 #include "wavecast/predictor/gpu_database.h"
+#include "temp_file.h"
 
-#include <cstdio>
-#include <fstream>
 #include <gtest/gtest.h>
 #include <string>
 
@@ -16,21 +15,6 @@ std::string idOf(const GpuDatabase& db, const std::string& name) {
   const DeviceSpec* gpu = db.find(name);
   return gpu ? gpu->id : "<none>";
 }
-
-// A temporary file holding `text`, removed when the test ends.
-class TempFile {
-public:
-  explicit TempFile(const std::string& text) {
-    path_ = testing::TempDir() + "wavecast_gpus_" +
-            testing::UnitTest::GetInstance()->current_test_info()->name() + ".json";
-    std::ofstream(path_) << text;
-  }
-  ~TempFile() { std::remove(path_.c_str()); }
-  const std::string& path() const { return path_; }
-
-private:
-  std::string path_;
-};
 
 TEST(GpuDatabase, ShipsTheGpusTheIssueAsksFor) {
   const GpuDatabase db = shipped();
@@ -172,7 +156,7 @@ TEST(GpuDatabase, UnknownNameSuggestsCloseOnes) {
 }
 
 TEST(GpuDatabase, MissingFieldNamesFileGpuAndField) {
-  TempFile file(R"({"gpus": [{"id": "X1", "name": "X One", "compute_capability": "8.0",
+  TempFile file("wavecast_gpus_", R"({"gpus": [{"id": "X1", "name": "X One", "compute_capability": "8.0",
     "boost_clock_mhz": 1000, "memory_gib": 16, "memory_bandwidth_gbs": 500, "l2_cache_mib": 4,
     "peak_tflops": {"fp32": 10, "tf32": 0, "fp16": 0, "bf16": 0}, "price_per_hour_usd": 1}]})");
   try {
@@ -187,7 +171,7 @@ TEST(GpuDatabase, MissingFieldNamesFileGpuAndField) {
 }
 
 TEST(GpuDatabase, WrongTypeAndBadJsonAreReported) {
-  TempFile wrongType(R"({"gpus": [{"id": "T4", "sms": "forty"}]})");
+  TempFile wrongType("wavecast_gpus_", R"({"gpus": [{"id": "T4", "sms": "forty"}]})");
   GpuDatabase db = shipped();
   try {
     db.mergeFile(wrongType.path());
@@ -197,13 +181,13 @@ TEST(GpuDatabase, WrongTypeAndBadJsonAreReported) {
         << e.what();
   }
   EXPECT_EQ(db.find("T4")->smCount, 40) << "a failed merge must leave the database unchanged";
-  TempFile badJson("{\"gpus\": [");
+  TempFile badJson("wavecast_gpus_", "{\"gpus\": [");
   EXPECT_THROW(db.mergeFile(badJson.path()), GpuDatabaseError);
   EXPECT_THROW(GpuDatabase::fromFile("/nonexistent/gpus.json"), GpuDatabaseError);
 }
 
 TEST(GpuDatabase, UserFileOverridesAndAdds) {
-  TempFile user(R"({"gpus": [
+  TempFile user("wavecast_gpus_", R"({"gpus": [
     {"id": "T4", "price_per_hour_usd": 0.11},
     {"id": "MyCard", "name": "Lab A100 clone", "aliases": ["labcard"], "compute_capability": "8.0",
      "sms": 100, "boost_clock_mhz": 1400, "memory_gib": 48, "memory_bandwidth_gbs": 1800,
@@ -224,7 +208,7 @@ TEST(GpuDatabase, UserFileOverridesAndAdds) {
 }
 
 TEST(GpuDatabase, NewGpuOfUnknownArchitectureNeedsLimits) {
-  TempFile user(R"({"gpus": [{"id": "B200", "name": "NVIDIA B200", "compute_capability": "10.0",
+  TempFile user("wavecast_gpus_", R"({"gpus": [{"id": "B200", "name": "NVIDIA B200", "compute_capability": "10.0",
      "sms": 148, "boost_clock_mhz": 1965, "memory_gib": 180, "memory_bandwidth_gbs": 8000,
      "l2_cache_mib": 126, "peak_tflops": {"fp32": 80, "tf32": 1100, "fp16": 2250, "bf16": 2250},
      "price_per_hour_usd": 6}]})");

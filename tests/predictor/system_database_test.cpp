@@ -1,8 +1,7 @@
 #include "wavecast/predictor/gpu_database.h"
 #include "wavecast/predictor/system_database.h"
+#include "temp_file.h"
 
-#include <cstdio>
-#include <fstream>
 #include <gtest/gtest.h>
 #include <string>
 
@@ -13,22 +12,8 @@ SystemDatabase shipped() {
   return SystemDatabase::fromFile(WAVECAST_SYSTEMS_JSON);
 }
 
-class TempFile {
-public:
-  explicit TempFile(const std::string& text) {
-    path_ = testing::TempDir() + "wavecast_systems_" +
-            testing::UnitTest::GetInstance()->current_test_info()->name() + ".json";
-    std::ofstream(path_) << text;
-  }
-  ~TempFile() { std::remove(path_.c_str()); }
-  const std::string& path() const { return path_; }
-
-private:
-  std::string path_;
-};
-
 std::string errorOf(const std::string& text) {
-  const TempFile file(text);
+  const TempFile file("wavecast_systems_", text);
   try {
     SystemDatabase::fromFile(file.path());
   } catch (const SystemDatabaseError& e) {
@@ -106,7 +91,7 @@ TEST(SystemDatabase, DefaultForAGpuIsItsUsualNodeElseGenericPcie) {
 
 TEST(SystemDatabase, UserFileAddsAndOverrides) {
   SystemDatabase db = shipped();
-  const TempFile user(R"({"systems": [
+  const TempFile user("wavecast_systems_", R"({"systems": [
     {"id": "p5.48xlarge", "price_per_hour_usd": 55.04},
     {"id": "lab-4x4090", "gpu": "RTX-4090", "gpus_per_node": 4, "fabric": "pcie",
      "intra_node_gbs": 32, "network": "none", "inter_node_gbps_per_gpu": 0,

@@ -217,8 +217,14 @@ int runPredict(const CommandLine& args, const InstallLayout& layout) {
       SystemSpec system = options.systemDatabase->defaultFor(gpu.id);
       if (const auto name = args.value("system")) {
         const SystemSpec* chosen = options.systemDatabase->find(*name);
-        if (!chosen)
-          throw CommandError("unknown system '" + *name + "' (see data/systems.json)");
+        if (!chosen) {
+          std::string message = "unknown system '" + *name + "'";
+          const auto close = options.systemDatabase->suggestions(*name);
+          for (size_t i = 0; i < close.size(); ++i)
+            message += (i ? ", " : "; did you mean ") + close[i];
+          throw CommandError(message + (close.empty() ? "" : "?") +
+                             " (data/systems.json lists them; docs/systems.md)");
+        }
         system = *chosen;
       }
       options.systems[gpu.id] = system;
