@@ -232,8 +232,7 @@ HostTimelines playIterations(const Trace& trace, const std::vector<OpCost>& cost
   HostTimelines out;
   out.hostMs = issueMs(trace, costs, host);
   out.timelines.reserve(times.ops.size());
-  for (size_t g = 0; g < times.ops.size(); ++g) {
-    auto& ops = times.ops[g];
+  for (auto& ops : times.ops) {
     std::vector<double> gpuMs(opCount);
     for (size_t i = 0; i < opCount; ++i)
       gpuMs[i] = ops[i].timeMs;
