@@ -65,26 +65,27 @@ HEADER
   cat "$work/gemm.md"
   echo
   cat <<'BF16'
-### bf16 autocast on the real iterations: what the GEMMs explain
+### bf16 autocast on the real iterations: where the gap was
 
-From development runs of `bench/truth/compare.py`, with and without
-data/tensor_core_gemm.json (not from this script's run). The tensor-core GEMM
-model moved the bf16 wall MAPE from 16.8% to 16.7% and left every FP32 figure
-as it was (FP32 matmuls run in full FP32 on CUDA cores in the truth, where the
-learned models answer). GPT-2's bf16 GEMMs went from 15.0 to 17.0 ms at batch
-8 and 30.0 to 32.5 ms at batch 16, and the iterations from 26-28% to 25-26%
-under their real time: at the measured table's rates the GEMMs are not the
-gap. Between batch 8 and 16, eight more samples cost 92.8 ms on the H100 and
-71.2 ms predicted (GEMMs 15.5, copies and casts 13.9, softmax 18.9,
-elementwise 20.3), so about 22 ms per eight samples is missing elsewhere.
-The truth has no per-op figures for its bf16 runs, so where cannot be told
-from it; candidates, both outside the measured table: GEMMs whose rows are not
-a multiple of 16 bytes (GPT-2's attention bmms over 1,023 tokens and its
-50,257-word head: 75 of its 219 GEMMs), which cuBLAS runs on slower kernels
-(its fastest tensor-core kernels want rows aligned to 16 bytes), and the copy
-family, already 0.29 of its real time in FP32, which bf16 autocast multiplies
-(318 casts in GPT-2 b8). `bench/truth/record.py` records the bf16 per-op
-times (`bf16_lines`) that would settle it.
+From development runs of `bench/truth/compare.py` (not from this script's run;
+the table above is). With the tensor-core GEMM table's rates alone, GPT-2 under
+bf16 was 25-26% fast at batch 8 and 16, and eight more samples cost 92.8 ms on
+the H100 against 71.2 ms predicted. The cause was alignment: 75 of GPT-2's 219
+GEMMs have an odd leading dimension in bf16 (the attention bmms over 1,023
+tokens; the 50,257-word head and both of its gradients), which keeps cuBLAS on
+kernels that load one element at a time. Priced at the rate such a kernel
+reached in pytorch/pytorch#181718 (345 FLOP per SM per clock, measured on an
+RTX 4090, not fitted here; docs/predictor.md, 'Odd leading dimensions'), GPT-2
+b8 and b16 land 4.3% and 1.7% under their real time. GNMT's LSTMs were traced
+in float32 under autocast, while torch runs cuDNN RNNs in float16 under either
+16-bit dtype (AutocastRNN.cpp); traced as torch runs them, GNMT b256 went from
+41% over to 10%. Together the two moved the bf16 wall MAPE from 16.7% to
+12.8%; the FP32 figures did not move. What remains is
+mostly host-bound runs: GPT-2 b1 (54% over: the host model's 50 us per op is
+too much for autocast's casts there, though about right for the Transformer's)
+and NCHW convolutions (Inception-v3 b128 20% under, as its batch norm is in
+FP32). The truth has no per-op figures for its bf16 runs;
+`bench/truth/record.py` records them (`bf16_lines`) on a GPU.
 BF16
   cat <<'HEADER'
 

@@ -183,6 +183,23 @@ double batchOf(const TensorMeta* t) {
   return b;
 }
 
+// The largest power of two, up to 16, dividing `elements` elements of `elementBytes`.
+int alignmentBytes(double elements, int elementBytes) {
+  const auto bytes = static_cast<int64_t>(elements) * elementBytes;
+  int alignment = 16;
+  while (alignment > 1 && bytes % alignment != 0)
+    alignment /= 2;
+  return alignment;
+}
+
+// A matrix operand's leading dimension as cuBLAS gets it: the last dim when its rows are
+// contiguous, else the one before (a transposed view, as F.linear's weight.t() or a
+// gradient's .t() in mm's backward). The trace keeps no strides, so a broadcast operand
+// (contiguous rows, a zero batch stride) is taken for a transposed one.
+double leadingDim(const TensorMeta* t) {
+  return t->contiguous || rank(t) < 2 ? dim(t, -1) : dim(t, -2);
+}
+
 } // namespace
 
 OpCost gemm(const OpRecord& op, const std::string& stem) {
@@ -220,7 +237,17 @@ OpCost gemm(const OpRecord& op, const std::string& stem) {
     if (stem == "addbmm")
       g.batch = dim(a, 0);
   }
+  const bool matrixByMatrix = stem != "mv" && stem != "addmv" && stem != "dot" && stem != "vdot" &&
+                              stem != "inner" && stem != "outer" && stem != "ger" && stem != "addr";
+  if (matrixByMatrix && a && b && rank(a) >= 2 && rank(b) >= 2) {
+    const int bytes = a->elementSize();
+    g.leadingDimAlignmentBytes =
+        std::min({alignmentBytes(leadingDim(a), bytes), alignmentBytes(leadingDim(b), bytes),
+                  alignmentBytes(g.n, bytes)});
+  }
   cost.gemm = g;
+  if (g.leadingDimAlignmentBytes <= 2)
+    cost.note = CostNote::OddLeadingDimension;
   cost.flops = 2 * g.batch * g.m * g.n * g.k;
   if (hasBias || (stem == "linear" && op.input(2)))
     cost.flops += g.batch * g.m * g.n;

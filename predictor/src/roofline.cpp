@@ -151,9 +151,11 @@ RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
     return t;
   const int sms = std::max(1, gpu.smCount);
   if (options.tensorCoreGemm && cost.family == CostFamily::Gemm && usesTensorCores(cost, gpu)) {
-    const TensorCoreGemmTime gemm = tensorCoreGemmTime(
-        cost.gemm, cost.bytes, peakTflops(gpu, cost) * 1e12,
-        gpu.memoryBandwidthGBs * 1e9 * options.memoryEfficiency, sms, *options.tensorCoreGemm);
+    const GemmDevice device{peakTflops(gpu, cost) * 1e12,
+                            gpu.memoryBandwidthGBs * 1e9 * options.memoryEfficiency, sms,
+                            gpu.boostClockMHz * 1e6};
+    const TensorCoreGemmTime gemm =
+        tensorCoreGemmTime(cost.gemm, cost.bytes, device, *options.tensorCoreGemm);
     t.computeMs = gemm.computeMs;
     t.memoryMs = gemm.memoryMs;
     t.waveEfficiency = gemm.occupancy;

@@ -53,6 +53,12 @@ TensorCoreGemmModel TensorCoreGemmModel::fromFile(const std::string& path) {
   model.tilePrologueK = positiveField(doc, "tile_prologue_k", path, true);
   model.kernelFixedUs = positiveField(doc, "kernel_fixed_us", path, true);
   model.splitKMinSliceK = positiveField(doc, "split_k_min_slice_k", path, false);
+  if (const auto unaligned = doc.find("unaligned_kernel"); unaligned != doc.end()) {
+    if (!unaligned->is_object())
+      fail(path, "unaligned_kernel", "must be an object {flops_per_sm_clock, source}");
+    model.unalignedFlopsPerSmClock =
+        positiveField(*unaligned, "flops_per_sm_clock", path + ": unaligned_kernel", false);
+  }
   const auto tiles = doc.find("tiles");
   if (tiles == doc.end() || !tiles->is_array() || tiles->empty())
     fail(path, "tiles", "must be a non-empty list of {rows, cols, efficiency}");
@@ -66,13 +72,15 @@ TensorCoreGemmModel TensorCoreGemmModel::fromFile(const std::string& path) {
   return model;
 }
 
-TensorCoreGemmTime tensorCoreGemmTime(const GemmShape& gemm, double bytes, double peakFlops,
-                                      double bandwidth, int sms, const TensorCoreGemmModel& model) {
+TensorCoreGemmTime tensorCoreGemmTime(const GemmShape& gemm, double bytes, const GemmDevice& device,
+                                      const TensorCoreGemmModel& model) {
   TensorCoreGemmTime t;
+  const double bandwidth = device.bandwidth;
+  const int sms = device.sms;
   t.memoryMs = bandwidth > 0 ? bytes / bandwidth * 1e3 : 0;
   const double batch = std::max(1.0, gemm.batch);
-  if (gemm.m > 0 && gemm.n > 0 && gemm.k > 0 && peakFlops > 0 && sms > 0) {
-    const double peakPerSm = peakFlops / sms;
+  if (gemm.m > 0 && gemm.n > 0 && gemm.k > 0 && device.peakFlops > 0 && sms > 0) {
+    const double peakPerSm = device.peakFlops / sms;
     t.computeMs = std::numeric_limits<double>::infinity();
     for (const GemmTile& tile : model.tiles) {
       const double outputTiles =
@@ -94,6 +102,15 @@ TensorCoreGemmTime tensorCoreGemmTime(const GemmShape& gemm, double bytes, doubl
         t.computeMs = ms;
         t.occupancy = outputTiles * slices / (waves * sms);
       }
+    }
+    // An element-wise loading kernel: its measured throughput (wave quantisation of the
+    // measured shape included), never faster than the vector-loading kernels.
+    if (gemm.leadingDimAlignmentBytes <= 2 && model.unalignedFlopsPerSmClock > 0 &&
+        device.smClockHz > 0) {
+      const double flops = 2 * batch * gemm.m * gemm.n * gemm.k;
+      const double rate = model.unalignedFlopsPerSmClock * device.smClockHz * sms;
+      t.computeMs = std::max(t.computeMs, flops / rate * 1e3);
+      t.unalignedKernel = true;
     }
   }
   t.timeMs = model.kernelFixedUs * 1e-3 + std::max(t.computeMs, t.memoryMs);

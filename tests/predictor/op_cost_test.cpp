@@ -140,6 +140,46 @@ TEST(OpCost, ConvolutionBackwardRunsTheInputAndWeightGradientsAsTheirOwnGemms) {
   EXPECT_DOUBLE_EQ(transposed.gemms[1].shape.k, 8 * 64);
 }
 
+TEST(OpCost, GemmLeadingDimensionAlignment) {
+  const auto bf16 = [](std::vector<int64_t> shape, bool contiguous = true) {
+    TensorMeta t = tensor(std::move(shape), ScalarType::BFloat16);
+    t.contiguous = contiguous;
+    return t;
+  };
+  // GPT-2's head, F.linear(x, W) as addmm(x, W.t()): W.t() is a view whose leading
+  // dimension is 768 (aligned); the 50,257-wide output is 2 bytes short of it.
+  auto head = estimateOpCost(
+      op("aten::mm", {bf16({8184, 768}), bf16({768, 50257}, false)}, {bf16({8184, 50257})}));
+  EXPECT_EQ(head.gemm.leadingDimAlignmentBytes, 2);
+  EXPECT_EQ(head.note, CostNote::OddLeadingDimension);
+  // nanoGPT's padded vocabulary: every leading dimension a multiple of 16 bytes.
+  head = estimateOpCost(
+      op("aten::mm", {bf16({8184, 768}), bf16({768, 50304}, false)}, {bf16({8184, 50304})}));
+  EXPECT_EQ(head.gemm.leadingDimAlignmentBytes, 16);
+  EXPECT_EQ(head.note, CostNote::None);
+  // The weight gradient, grad.t() @ x: the transposed gradient's leading dimension is
+  // its 50,257 rows.
+  const auto weightGrad = estimateOpCost(
+      op("aten::mm", {bf16({50257, 8184}, false), bf16({8184, 768})}, {bf16({50257, 768})}));
+  EXPECT_EQ(weightGrad.gemm.leadingDimAlignmentBytes, 2);
+  // Attention scores over 1,023 tokens: K^T's rows and the scores are 1,023 wide.
+  const auto scores = estimateOpCost(
+      op("aten::bmm", {bf16({96, 1023, 64}), bf16({96, 64, 1023})}, {bf16({96, 1023, 1023})}));
+  EXPECT_EQ(scores.gemm.leadingDimAlignmentBytes, 2);
+  // An even width that is not a multiple of 8 elements: 8-byte aligned (1,020 x 2).
+  const auto even =
+      estimateOpCost(op("aten::mm", {bf16({512, 1020}), bf16({1020, 512})}, {bf16({512, 512})}));
+  EXPECT_EQ(even.gemm.leadingDimAlignmentBytes, 8);
+  // The same odd width in float32 is 4-byte aligned: one element, not a half.
+  const auto fp32 = estimateOpCost(
+      op("aten::mm", {tensor({512, 1023}), tensor({1023, 512})}, {tensor({512, 512})}));
+  EXPECT_EQ(fp32.gemm.leadingDimAlignmentBytes, 4);
+  // A batch of tokens that is odd only in the rows (M) of a row-major product is aligned.
+  const auto rows = estimateOpCost(
+      op("aten::mm", {bf16({1023, 768}), bf16({768, 2304}, false)}, {bf16({1023, 2304})}));
+  EXPECT_EQ(rows.gemm.leadingDimAlignmentBytes, 16);
+}
+
 TEST(OpCost, MatrixProducts) {
   auto cost =
       estimateOpCost(op("aten::mm", {tensor({64, 128}), tensor({128, 256})}, {tensor({64, 256})}));

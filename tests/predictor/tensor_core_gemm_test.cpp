@@ -22,6 +22,7 @@ DeviceSpec gpu() {
   spec.tf32Tflops = 150;
   spec.fp16Tflops = 300;
   spec.bf16Tflops = 300;
+  spec.boostClockMHz = 1000;
   return spec;
 }
 
@@ -56,7 +57,7 @@ double tileSeconds(double k) {
 TEST(TensorCoreGemm, AWaveOfTilesTakesOneTileTimePlusTheKernelsFixedTime) {
   // 100 tiles on 100 SMs: one wave.
   const TensorCoreGemmTime t =
-      tensorCoreGemmTime({100, 128, 128, 4096}, 0, 300e12, 1e12, 100, handModel());
+      tensorCoreGemmTime({100, 128, 128, 4096}, 0, {300e12, 1e12, 100, 1e9}, handModel());
   EXPECT_NEAR(t.computeMs, tileSeconds(4096) * 1e3, 1e-12);
   EXPECT_NEAR(t.timeMs, 5e-3 + tileSeconds(4096) * 1e3, 1e-12);
   EXPECT_DOUBLE_EQ(t.occupancy, 1.0);
@@ -64,16 +65,16 @@ TEST(TensorCoreGemm, AWaveOfTilesTakesOneTileTimePlusTheKernelsFixedTime) {
 
 TEST(TensorCoreGemm, OneTileMoreThanTheSmsCostsASecondWave) {
   const TensorCoreGemmTime t =
-      tensorCoreGemmTime({101, 128, 128, 4096}, 0, 300e12, 1e12, 100, handModel());
+      tensorCoreGemmTime({101, 128, 128, 4096}, 0, {300e12, 1e12, 100, 1e9}, handModel());
   EXPECT_NEAR(t.computeMs, 2 * tileSeconds(4096) * 1e3, 1e-12);
   EXPECT_NEAR(t.occupancy, 101.0 / 200, 1e-12);
 }
 
 TEST(TensorCoreGemm, APartTileCostsAWholeTile) {
   const TensorCoreGemmTime padded =
-      tensorCoreGemmTime({100, 50, 50, 4096}, 0, 300e12, 1e12, 100, handModel());
+      tensorCoreGemmTime({100, 50, 50, 4096}, 0, {300e12, 1e12, 100, 1e9}, handModel());
   const TensorCoreGemmTime full =
-      tensorCoreGemmTime({100, 128, 128, 4096}, 0, 300e12, 1e12, 100, handModel());
+      tensorCoreGemmTime({100, 128, 128, 4096}, 0, {300e12, 1e12, 100, 1e9}, handModel());
   EXPECT_DOUBLE_EQ(padded.computeMs, full.computeMs);
 }
 
@@ -81,16 +82,53 @@ TEST(TensorCoreGemm, FewTilesOverALongKSplitKIntoSlicesOfAtLeastTheMinimum) {
   // One tile, K = 8000: 8 slices of 1000 (the SMs would take 100), one wave, and a
   // reduction reading the 8 fp32 partial results at 1 TB/s.
   const TensorCoreGemmTime t =
-      tensorCoreGemmTime({1, 128, 128, 8000}, 0, 300e12, 1e12, 100, handModel());
+      tensorCoreGemmTime({1, 128, 128, 8000}, 0, {300e12, 1e12, 100, 1e9}, handModel());
   EXPECT_NEAR(t.computeMs, (tileSeconds(1000) + 128 * 128 * 4 * 8 / 1e12) * 1e3, 1e-12);
   EXPECT_NEAR(t.occupancy, 0.08, 1e-12);
 }
 
 TEST(TensorCoreGemm, AGemmThatStreamsMoreThanItComputesIsBoundByBandwidth) {
   const TensorCoreGemmTime t =
-      tensorCoreGemmTime({1, 128, 128, 64}, 1e9, 300e12, 1e12, 100, handModel());
+      tensorCoreGemmTime({1, 128, 128, 64}, 1e9, {300e12, 1e12, 100, 1e9}, handModel());
   EXPECT_NEAR(t.memoryMs, 1.0, 1e-12);
   EXPECT_NEAR(t.timeMs, 5e-3 + 1.0, 1e-12);
+}
+
+TEST(TensorCoreGemm, AnOddLeadingDimensionRunsAtTheElementWiseKernelsRate) {
+  TensorCoreGemmModel model = handModel();
+  model.unalignedFlopsPerSmClock = 300;
+  const GemmDevice device{300e12, 1e12, 100, 1e9};
+  GemmShape shape{1, 4096, 4096, 4096};
+  const TensorCoreGemmTime aligned = tensorCoreGemmTime(shape, 0, device, model);
+  // 32 x 32 tiles over 100 SMs: 11 waves of one tile time.
+  EXPECT_NEAR(aligned.computeMs, 11 * tileSeconds(4096) * 1e3, 1e-12);
+  EXPECT_FALSE(aligned.unalignedKernel);
+
+  // 300 FLOP per SM per clock on 100 SMs at 1 GHz: 3e13 FLOP/s.
+  shape.leadingDimAlignmentBytes = 2;
+  const TensorCoreGemmTime odd = tensorCoreGemmTime(shape, 0, device, model);
+  EXPECT_TRUE(odd.unalignedKernel);
+  EXPECT_NEAR(odd.computeMs, 2.0 * 4096 * 4096 * 4096 / 3e13 * 1e3, 1e-9);
+  EXPECT_NEAR(odd.timeMs, odd.computeMs + 5e-3, 1e-9);
+
+  // 4- and 8-byte aligned rows load vectors of their own: the aligned price.
+  shape.leadingDimAlignmentBytes = 8;
+  EXPECT_DOUBLE_EQ(tensorCoreGemmTime(shape, 0, device, model).timeMs, aligned.timeMs);
+  // Never faster than the aligned kernels: a rate above theirs changes nothing.
+  shape.leadingDimAlignmentBytes = 2;
+  model.unalignedFlopsPerSmClock = 1e6;
+  EXPECT_DOUBLE_EQ(tensorCoreGemmTime(shape, 0, device, model).timeMs, aligned.timeMs);
+  // A model file without the rate leaves odd shapes at the aligned price.
+  model.unalignedFlopsPerSmClock = 0;
+  EXPECT_DOUBLE_EQ(tensorCoreGemmTime(shape, 0, device, model).timeMs, aligned.timeMs);
+}
+
+TEST(TensorCoreGemm, TheShippedUnalignedRateComesFromItsCitedMeasurement) {
+  // data/tensor_core_gemm.json: the mean of pytorch/pytorch#181718's four align1 rows
+  // (115.6, 106.8, 110.9, 112.0 TFLOP/s) on an RTX 4090's 128 SMs at 2520 MHz.
+  const TensorCoreGemmModel model = TensorCoreGemmModel::fromFile(WAVECAST_TENSOR_CORE_GEMM_JSON);
+  EXPECT_NEAR(model.unalignedFlopsPerSmClock,
+              (115.6 + 106.8 + 110.9 + 112.0) / 4 * 1e12 / (128 * 2520e6), 0.1);
 }
 
 TEST(TensorCoreGemm, TheRooflineUsesItForCublasGemmsOnTensorCoresOnly) {
@@ -102,12 +140,12 @@ TEST(TensorCoreGemm, TheRooflineUsesItForCublasGemmsOnTensorCoresOnly) {
   const OpCost bf16 = gemm(4, 1024, 1024, 1024, ScalarType::BFloat16);
   EXPECT_DOUBLE_EQ(
       rooflineTime(bf16, gpu(), fitted).timeMs,
-      tensorCoreGemmTime(bf16.gemm, bf16.bytes, 300e12, bandwidth, 100, handModel()).timeMs);
+      tensorCoreGemmTime(bf16.gemm, bf16.bytes, {300e12, bandwidth, 100, 1e9}, handModel()).timeMs);
   OpCost tf32 = gemm(4, 1024, 1024, 1024, ScalarType::Float32);
   tf32.tf32 = true;
   EXPECT_DOUBLE_EQ(
       rooflineTime(tf32, gpu(), fitted).timeMs,
-      tensorCoreGemmTime(tf32.gemm, tf32.bytes, 150e12, bandwidth, 100, handModel()).timeMs);
+      tensorCoreGemmTime(tf32.gemm, tf32.bytes, {150e12, bandwidth, 100, 1e9}, handModel()).timeMs);
 
   // Full FP32 on CUDA cores, and cuDNN's convolutions, keep the roofline's efficiencies.
   const OpCost fp32 = gemm(4, 1024, 1024, 1024, ScalarType::Float32);

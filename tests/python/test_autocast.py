@@ -100,6 +100,43 @@ class CudaAutocast(unittest.TestCase):
         self.assertEqual({i["dtype"] for op in trace["ops"] if op["phase"] == "optimizer" for i in op["inputs"]
                           if i}, {"float32"})
 
+    def test_cudnn_rnn_runs_in_float16_under_either_16_bit_dtype(self):
+        # AutocastRNN.cpp: the weights are copied into a float16 buffer and the input and
+        # states cast, whatever the region's dtype; the layer's outputs are float16.
+        path = os.path.join(self.directory, "lstm.py")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(textwrap.dedent("""
+                import torch
+                import torch.nn as nn
+
+                def wavecast_model():
+                    return nn.LSTM(16, 32, num_layers=2).cuda()
+
+                def wavecast_input(batch_size=4):
+                    return (torch.randn(10, batch_size, 16, device="cuda"),)
+
+                def wavecast_iteration(model):
+                    def iteration(x):
+                        with torch.autocast("cuda", dtype=torch.bfloat16):
+                            out, _ = model(x)
+                            loss = out.float().sum()
+                        loss.backward()
+                    return iteration
+            """))
+        for mode in ("shape", "cpu"):
+            with self.subTest(mode=mode):
+                trace = run_trace(path, batch_size=4, mode=mode)
+                (lstm,) = forward_ops(trace, "aten::lstm")
+                self.assertEqual({d for d in dtypes(lstm) if d}, {"float16"})
+                self.assertEqual(lstm["outputs"][0]["dtype"], "float16")
+                casts = [(dtypes(op)[0], op["outputs"][0]["dtype"]) for op in forward_ops(trace, "aten::_to_copy")]
+                # Two layers of four weights each, the input, and the zero states nn.LSTM
+                # makes (h0, c0); the float16 output back up.
+                self.assertEqual(casts.count(("float32", "float16")), 8 + 1 + 2)
+                self.assertEqual(casts.count(("float16", "float32")), 1)
+                (backward,) = [op for op in trace["ops"] if op["name"] == "aten::_cudnn_rnn_backward"]
+                self.assertEqual({i["dtype"] for i in backward["inputs"] if i}, {"float16"})
+
     def test_cuda_amp_autocast_defaults_to_fp16(self):
         path = write(self.directory, "fp16.py", "torch.cuda.amp.autocast()")
         trace = run_trace(path, batch_size=16)

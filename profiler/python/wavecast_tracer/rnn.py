@@ -13,6 +13,7 @@ import contextlib
 
 import torch
 
+from . import compat
 from .recorder import tensor_meta
 
 # cuDNN's RNN mode numbers (cudnnRNNMode_t), also the predictor's gate count key.
@@ -47,6 +48,10 @@ class _RecurrentCall:
 
     def run(self, tensors):
         """Calls the real op on `tensors` (same order as tensors())."""
+        if tensors[0].dtype == torch.float16 and tensors[0].device.type == "cpu":
+            # Autocast's float16 layer, run for real where the CPU has no float16 RNN.
+            outputs = self.run([t.float() if t.is_floating_point() else t for t in tensors])
+            return tuple(o.to(torch.float16) for o in outputs)
         count = len(self.hx)
         input, hx, params = tensors[0], tensors[1:1 + count], list(tensors[1 + count:])
         hx = tuple(hx) if self.hx_is_tuple else hx[0]
@@ -126,9 +131,27 @@ def _recompute_grads(call, tensors, needed, grad_outputs):
     return [next(computed) if leaf.requires_grad else None for leaf in leaves]
 
 
+def _autocast(recurrent):
+    """CUDA autocast's `_cudnn_rnn` wrapper (aten/src/ATen/cudnn/AutocastRNN.cpp): inside
+    an autocast region of either 16-bit dtype, the weights are copied into one float16
+    buffer and the input and states cast to float16, every call; cuDNN runs the layer in
+    float16 and its outputs are float16."""
+    if compat.cuda_autocast_dtype() not in (torch.float16, torch.bfloat16):
+        return
+    half = torch.float16
+
+    def cast(t):
+        return t.to(half) if t.is_floating_point() and t.dtype != half else t
+
+    recurrent.params = [cast(p) for p in recurrent.params]
+    recurrent.input = cast(recurrent.input)
+    recurrent.hx = [cast(h) for h in recurrent.hx]
+
+
 def _fused(state, kind, original, compute_values):
     def call(*args):
         recurrent = _RecurrentCall(state, kind, original, compute_values, args)
+        _autocast(recurrent)
         tensors = recurrent.tensors()
         outputs = _FusedRecurrent.apply(recurrent, *tensors)
         state.append_op(f"aten::{kind}", [tensor_meta(t) for t in tensors], list(outputs),

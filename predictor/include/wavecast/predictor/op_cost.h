@@ -25,6 +25,11 @@ struct GemmShape {
   // GPU (split-K: each slice sums part of K, a reduction adds them), as cuDNN's
   // weight-gradient kernels do.
   bool splitK = false;
+  // The largest power of two, up to 16, dividing every operand's leading dimension in
+  // bytes. cuBLAS's fast tensor-core kernels load 16-byte vectors (Hopper's TMA
+  // requires 16-byte strides); an odd leading dimension of a 16-bit matrix leaves it
+  // kernels that load one element at a time.
+  int leadingDimAlignmentBytes = 16;
 };
 
 // One GEMM an op runs and its share of the op's FLOPs.
@@ -48,10 +53,10 @@ struct AttentionWork {
 // "Collective ops"): the trace's args.collective, bytes, group_size, async and wait_op.
 struct CollectiveWork {
   CollectiveKind kind = CollectiveKind::AllReduce;
-  int64_t bytes = 0;     // as nccl-tests counts
-  int groupSize = 1;     // ranks in the process group
-  int ranksPerNode = 0;  // of the group on one node; 0: as many as the node holds
-  bool async = false;    // runs on NCCL's stream until its wait point
+  int64_t bytes = 0;             // as nccl-tests counts
+  int groupSize = 1;             // ranks in the process group
+  int ranksPerNode = 0;          // of the group on one node; 0: as many as the node holds
+  bool async = false;            // runs on NCCL's stream until its wait point
   std::optional<int64_t> waitOp; // the op that first needs its result; absent: phase end
 };
 

@@ -33,7 +33,10 @@ struct TensorCoreGemmModel {
   // Shortest K a split-K slice gets when the output tiles cannot fill the SMs.
   double splitKMinSliceK = 0;
   std::vector<GemmTile> tiles; // the kernel picks the fastest
-  std::string source;          // the file it was read from
+  // What a 16-bit GEMM with an odd leading dimension reaches on cuBLAS's element-wise
+  // loading ("align1") kernels, in FLOP per SM per clock; 0: not modelled.
+  double unalignedFlopsPerSmClock = 0;
+  std::string source; // the file it was read from
 
   // Reads a file of format "wavecast-tensor-core-gemm"; throws TensorCoreGemmModelError
   // naming the file and the field.
@@ -41,15 +44,23 @@ struct TensorCoreGemmModel {
 };
 
 struct TensorCoreGemmTime {
-  double computeMs = 0; // tiles in waves over the SMs, split-K reduction included
-  double memoryMs = 0;  // the op's bytes at `bandwidth`
-  double occupancy = 1; // share of the SMs the chosen tiling keeps busy
-  double timeMs = 0;    // fixed time + max(compute, memory)
+  double computeMs = 0;         // tiles in waves over the SMs, split-K reduction included
+  double memoryMs = 0;          // the op's bytes at `bandwidth`
+  double occupancy = 1;         // share of the SMs the chosen tiling keeps busy
+  bool unalignedKernel = false; // priced as an element-wise loading kernel
+  double timeMs = 0;            // fixed time + max(compute, memory)
 };
 
-// `gemm` on a GPU with `sms` SMs, a dense peak of `peakFlops` FLOP/s for its dtype and
-// `bandwidth` B/s achieved; `bytes` is the op's DRAM traffic.
-TensorCoreGemmTime tensorCoreGemmTime(const GemmShape& gemm, double bytes, double peakFlops,
-                                      double bandwidth, int sms, const TensorCoreGemmModel& model);
+// The GPU as a GEMM sees it.
+struct GemmDevice {
+  double peakFlops = 0; // dense tensor peak for the GEMM's dtype, FLOP/s
+  double bandwidth = 0; // DRAM bandwidth achieved, B/s
+  int sms = 0;
+  double smClockHz = 0; // boost clock
+};
+
+// `gemm` on `device`; `bytes` is the op's DRAM traffic.
+TensorCoreGemmTime tensorCoreGemmTime(const GemmShape& gemm, double bytes, const GemmDevice& device,
+                                      const TensorCoreGemmModel& model);
 
 } // namespace wavecast

@@ -98,6 +98,7 @@ enum class CostNote {
   AttentionWithoutShapes,    // no query/key/value shapes
   RecurrentWithoutHidden,    // counted by its tensors' bytes
   RecurrentSerial,           // per-step GEMMs are serial: small batches are latency bound
+  OddLeadingDimension,       // a 16-bit GEMM on cuBLAS's element-wise loading kernels
 };
 
 // What stops a kernel from launching on an SM as recorded (occupancy.h): the limit it
