@@ -15,7 +15,8 @@ CommandSpec trainSpec() {
           "[--data DIR] [--out DIR] [options]",
           "Fits the learned per-op models (linear, bmm, conv2d, elementwise, layernorm,\n"
           "softmax) on NeuSight's single-kernel measurements and writes manifest.json and\n"
-          "<family>.<member>.json per network (--ensemble). Seeded and deterministic.",
+          "<family>.<member>.json per network (--ensemble). Seeded and deterministic.\n"
+          "Calibration files (--calibration) add their GPU's measured FP32 ops.",
           {{"data", "DIR", "NeuSight data folder (default ../shared/data/neusight)"},
            {"out", "DIR", "output folder (default data/weights)"},
            {"gpus", "FILE",
@@ -29,6 +30,9 @@ CommandSpec trainSpec() {
             "elementwise op)"},
            {"family", "NAME", "train only this family (repeatable)"},
            {"exclude-gpu", "STEM", "leave this GPU's files out, e.g. Tesla_T4 (repeatable)"},
+           {"calibration", "FILE",
+            "also train on a file written by 'wavecast calibrate': its FP32 ops, as "
+            "measurements of the GPU it names (repeatable)"},
            {"threads", "N", "torch threads (default 1: faster for these small networks)"},
            {"fast", "", "reduced run for tests: 3 epochs, 300 rows per file (100 elementwise)"},
            {"quiet", "", "no progress on stderr"}},
@@ -72,6 +76,7 @@ int runTrain(const std::vector<std::string>& words) {
   if (!families.empty())
     options.families = families;
   options.excludeGpus = args.values("exclude-gpu");
+  options.calibrationFiles = args.values("calibration");
 
   try {
     const learned::TrainReport report = learned::trainLearnedModels(options);
@@ -81,6 +86,12 @@ int runTrain(const std::vector<std::string>& words) {
       std::printf("%-12s %8lld %10.4f %10.4f %10.1f%% %12.1f%% %8.1f\n", toString(f.family),
                   static_cast<long long>(f.samples), f.firstEpochLoss, f.finalLoss,
                   f.trainMapePercent, f.rooflineMapePercent, f.seconds);
+    for (size_t i = 0; i < report.calibrations.size(); ++i)
+      std::printf("%s: %lld FP32 ops of %s (%lld entries no learned model covers)\n",
+                  options.calibrationFiles[i].c_str(),
+                  static_cast<long long>(report.calibrations[i].samples),
+                  report.calibrations[i].gpu.c_str(),
+                  static_cast<long long>(report.calibrations[i].skipped));
     std::printf("wrote %s/manifest.json in %.1f s\n", options.outDir.c_str(), report.seconds);
     return 0;
   } catch (const std::exception& e) {

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <gtest/gtest.h>
 
 namespace fs = std::filesystem;
@@ -172,6 +173,89 @@ TEST(TrainingErrors, MissingDataIsNamed) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/neusight"), std::string::npos);
   }
+}
+
+// A calibration file's entries as `wavecast calibrate` writes them (docs/calibration.md).
+std::string calibrationFile(const std::string& name, const std::string& gpu) {
+  const auto tensor = [](const std::string& shape, const std::string& dtype) {
+    return "{\"shape\": " + shape + ", \"dtype\": \"" + dtype + "\", \"contiguous\": true}";
+  };
+  const auto mm = [&](const std::string& dtype, bool tf32, double ms) {
+    return "{\"name\": \"aten::mm\", \"phase\": \"forward\", \"inputs\": [" +
+           tensor("[1024, 768]", dtype) + ", " + tensor("[768, 3072]", dtype) +
+           "], \"outputs\": [" + tensor("[1024, 3072]", dtype) +
+           "], \"args\": {}, \"precision\": \"" +
+           (dtype == "float32" ? tf32 ? "tf32" : "fp32" : "bf16") +
+           "\", \"tf32\": " + (tf32 ? "true" : "false") + ", \"median_ms\": " + std::to_string(ms) +
+           ", \"repeats\": 10}";
+  };
+  const std::string add = "{\"name\": \"aten::add\", \"phase\": \"forward\", \"inputs\": [" +
+                          tensor("[8192, 768]", "float32") + ", " +
+                          tensor("[8192, 768]", "float32") + "], \"outputs\": [" +
+                          tensor("[8192, 768]", "float32") +
+                          "], \"args\": {\"alpha\": 1}, \"precision\": \"fp32\", \"median_ms\": "
+                          "0.08, \"repeats\": 10}";
+  const std::string cat = "{\"name\": \"aten::cat\", \"phase\": \"forward\", \"inputs\": [" +
+                          tensor("[64, 768]", "float32") + "], \"outputs\": [" +
+                          tensor("[64, 768]", "float32") +
+                          "], \"args\": {}, \"precision\": \"fp32\", \"median_ms\": 0.01, "
+                          "\"repeats\": 10}";
+  const fs::path path = fs::path(scratchDir(name)) / "calibration.json";
+  fs::create_directories(path.parent_path());
+  std::ofstream(path) << "{\"format\": \"wavecast-calibration\", \"version\": 1, \"complete\": "
+                         "true, \"date\": \"2026-11-25T12:00:00Z\", \"gpu\": {\"name\": \"" +
+                             gpu +
+                             "\", \"compute_capability\": \"9.0\", \"sm_count\": 132, "
+                             "\"memory_bytes\": 85520809984}, \"driver\": \"550\", \"torch\": "
+                             "\"2.11.0\", \"cuda\": \"13.0\", \"timer\": \"cuda_events\", "
+                             "\"entries\": [" +
+                             mm("float32", false, 0.21) + ", " + mm("float32", true, 0.05) + ", " +
+                             mm("bfloat16", false, 0.03) + ", " + add + ", " + cat + "]}";
+  return path.string();
+}
+
+TEST(CalibrationSamples, Fp32OpsTrainAsTheirGpusMeasurements) {
+  const GpuDatabase database = GpuDatabase::fromFile(kGpus);
+  KernelDataset data;
+  const CalibrationSamples added = addCalibrationSamples(
+      data, calibrationFile("calibration", "NVIDIA H100 80GB HBM3"), database, allKernelFamilies());
+  // The FP32 mm and the add; TF32, bf16 and the cat (no learned model) are left out.
+  EXPECT_EQ(added.gpu, "H100-SXM");
+  EXPECT_EQ(added.samples, 2);
+  EXPECT_EQ(added.skipped, 3);
+  ASSERT_EQ(data.samples.size(), 2u);
+  EXPECT_EQ(data.samples[0].shape.family, KernelFamily::Linear);
+  EXPECT_EQ(data.samples[0].shape.m, 1024);
+  EXPECT_EQ(data.samples[0].gpu, "H100-SXM");
+  EXPECT_DOUBLE_EQ(data.samples[0].latencyMs, 0.21);
+  EXPECT_EQ(data.samples[1].shape.family, KernelFamily::Elementwise);
+  EXPECT_EQ(data.samples[1].shape.op, ElementwiseOp::Add);
+  EXPECT_DOUBLE_EQ(data.samples[1].latencyMs, 0.08);
+  // The GPU's spec sheet comes from the database, as for NeuSight's GPUs.
+  ASSERT_EQ(data.gpus.count("H100-SXM"), 1u);
+  EXPECT_EQ(data.gpus.at("H100-SXM").smCount, 132);
+
+  // Only the families being trained take entries.
+  KernelDataset linearOnly;
+  EXPECT_EQ(addCalibrationSamples(linearOnly,
+                                  calibrationFile("calibration-linear", "NVIDIA H100 80GB HBM3"),
+                                  database, {KernelFamily::Linear})
+                .samples,
+            1);
+}
+
+TEST(CalibrationSamples, AGpuTheDatabaseDoesNotKnowIsNamed) {
+  const GpuDatabase database = GpuDatabase::fromFile(kGpus);
+  KernelDataset data;
+  const std::string file = calibrationFile("calibration-unknown", "NVIDIA Imaginary 9000");
+  try {
+    addCalibrationSamples(data, file, database, allKernelFamilies());
+    FAIL() << "an unknown GPU's calibration was added";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(file), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("NVIDIA Imaginary 9000"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(data.samples.empty());
 }
 
 } // namespace

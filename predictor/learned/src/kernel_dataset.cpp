@@ -1,6 +1,8 @@
 #include "wavecast/learned/kernel_dataset.h"
 
 #include "wavecast/learned/csv_table.h"
+#include "wavecast/learned/learned_op_time_model.h"
+#include "wavecast/predictor/calibration.h"
 #include "wavecast/predictor/gpu_database.h"
 
 #include <algorithm>
@@ -133,6 +135,37 @@ KernelDataset loadKernelDataset(const std::string& dataDir, const KernelDatasetO
     }
   }
   return data;
+}
+
+CalibrationSamples addCalibrationSamples(KernelDataset& data, const std::string& path,
+                                         const GpuDatabase& database,
+                                         const std::vector<KernelFamily>& families) {
+  Calibration calibration;
+  try {
+    calibration = loadCalibration(path);
+  } catch (const CalibrationError& e) {
+    throw std::runtime_error(e.what());
+  }
+  const DeviceSpec* gpu = database.find(calibration.gpuName);
+  if (!gpu)
+    throw std::runtime_error(path + ": the GPU it measured, '" + calibration.gpuName +
+                             "', is not in the GPU database; add it (docs/gpus.md) to train "
+                             "on this file");
+  CalibrationSamples added;
+  added.gpu = gpu->id;
+  for (const CalibrationEntry& entry : calibration.entries) {
+    const std::optional<KernelShape> shape = entry.tf32 ? std::nullopt : kernelShapeOf(entry.op);
+    if (!shape || std::find(families.begin(), families.end(), shape->family) == families.end() ||
+        !(entry.medianMs > 0)) {
+      ++added.skipped;
+      continue;
+    }
+    data.samples.push_back({*shape, gpu->id, entry.medianMs});
+    ++added.samples;
+  }
+  if (added.samples > 0)
+    data.gpus[gpu->id] = GpuFeatures::fromDeviceSpec(*gpu);
+  return added;
 }
 
 } // namespace wavecast::learned

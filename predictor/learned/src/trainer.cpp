@@ -152,14 +152,19 @@ TrainReport trainLearnedModels(const TrainOptions& options) {
   dataOptions.maxRowsPerElementwiseFile = options.maxRowsPerElementwiseFile;
   dataOptions.seed = options.seed;
   dataOptions.gpuDatabase = options.gpuDatabase;
-  const KernelDataset data = loadKernelDataset(options.dataDir, dataOptions);
+  KernelDataset data = loadKernelDataset(options.dataDir, dataOptions);
+  TrainReport report;
+  if (!options.calibrationFiles.empty()) {
+    const GpuDatabase database = GpuDatabase::fromFile(options.gpuDatabase);
+    for (const std::string& file : options.calibrationFiles)
+      report.calibrations.push_back(addCalibrationSamples(data, file, database, options.families));
+  }
 
   std::error_code error;
   fs::create_directories(options.outDir, error);
   if (!fs::is_directory(options.outDir))
     throw std::runtime_error("cannot create the output folder " + options.outDir);
 
-  TrainReport report;
   std::set<std::string> gpus;
   for (const KernelSample& sample : data.samples)
     gpus.insert(sample.gpu);
@@ -172,6 +177,12 @@ TrainReport trainLearnedModels(const TrainOptions& options) {
   manifest["source"] = "Fitted on the NeuSight kernel measurements (github.com/sitar-lab/NeuSight, "
                        "MIT licence, see NOTICE)";
   manifest["trainingGpus"] = report.trainingGpus;
+  manifest["calibrations"] = nlohmann::json::array();
+  for (size_t i = 0; i < report.calibrations.size(); ++i)
+    manifest["calibrations"].push_back(
+        {{"file", fs::path(options.calibrationFiles[i]).filename().string()},
+         {"gpu", report.calibrations[i].gpu},
+         {"samples", report.calibrations[i].samples}});
   manifest["specSheets"] = "wavecast GPU database (data/gpus.json)";
   manifest["seed"] = options.seed;
   manifest["epochs"] = options.epochs;

@@ -48,4 +48,20 @@ std::map<std::string, GpuFeatures> loadSpecSheets(const std::string& dataDir,
 std::map<std::string, GpuFeatures> loadSpecSheets(const std::string& dataDir,
                                                   const GpuDatabase& database);
 
+// What a calibration file added to a dataset.
+struct CalibrationSamples {
+  std::string gpu;     // the database id of the GPU it measured
+  int64_t samples = 0; // its entries the families took
+  int64_t skipped = 0; // entries no FP32 model covers (TF32, 16-bit, other ops)
+};
+
+// Adds the measured ops of a calibration file (`wavecast calibrate`) that the learned
+// models cover, in `families`, as samples of the GPU it names, with that GPU's spec
+// sheet from `database`. The models are FP32's: TF32 and 16-bit entries are left out.
+// Each entry was timed as NeuSight's rows were (CUDA events around one call). Throws
+// std::runtime_error naming the file when it is unreadable or its GPU is unknown.
+CalibrationSamples addCalibrationSamples(KernelDataset& data, const std::string& path,
+                                         const GpuDatabase& database,
+                                         const std::vector<KernelFamily>& families);
+
 } // namespace wavecast::learned

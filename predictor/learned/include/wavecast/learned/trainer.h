@@ -1,6 +1,7 @@
 // Fits the per-family models on NeuSight's kernel measurements (`wavecast train`).
 #pragma once
 
+#include "wavecast/learned/kernel_dataset.h"
 #include "wavecast/learned/kernel_shape.h"
 
 #include <cstdint>
@@ -29,6 +30,9 @@ struct TrainOptions {
   int64_t maxRowsPerElementwiseFile = 300;
   std::vector<KernelFamily> families = allKernelFamilies();
   std::vector<std::string> excludeGpus; // leave-one-GPU-out
+  // Files written by `wavecast calibrate`: their FP32 entries train beside NeuSight's rows
+  // (addCalibrationSamples).
+  std::vector<std::string> calibrationFiles;
   bool verbose = false;
 };
 
@@ -45,6 +49,7 @@ struct FamilyTrainReport {
 struct TrainReport {
   std::vector<FamilyTrainReport> families;
   std::vector<std::string> trainingGpus;
+  std::vector<CalibrationSamples> calibrations; // per calibration file, in order
   double seconds = 0;
 };
 
