@@ -98,19 +98,27 @@ class _ReusedModelFailed(Exception):
     """A trace with a kept model failed; run_trace traces again with a fresh one."""
 
 
-def _reusable_model(cache, modules_kept, project, module, mode, world_size):
-    """(the kept reuse.BuiltModel when it may stand for a fresh build, else None; the key
-    of this trace's model, or None when no model of it may be kept)."""
-    if cache is None or mode != "shape":
-        return None, None
+def _read(path):
     try:
-        with open(project.entry_file, "rb") as f:
-            source = f.read()
+        with open(path, "rb") as f:
+            return f.read()
     except OSError:
+        return None
+
+
+def _reusable_model(cache, modules_kept, project, module, source, mode, world_size):
+    """(the kept reuse.BuiltModel when it may stand for a fresh build, else None; the key
+    of this trace's model, or None when no model of it may be kept).
+
+    source: the entry file's bytes read before and after it ran, or None when they differ
+    (saved again meanwhile: which one ran cannot be told)."""
+    if cache is None:
+        return None, None
+    built, cache.model = cache.model, None  # kept again only once this trace succeeds
+    if mode != "shape" or source is None:
         return None, None
     roles = PROVIDER_NAMES["input"] + PROVIDER_NAMES["iteration"]
     key = reuse.model_key(project, source, module, roles, mode, world_size)
-    built, cache.model = cache.model, None  # kept again only once this trace succeeds
     if (key is None or built is None or not modules_kept or built.key != key or not built.restore()
             or not reuse.adopt_classes(built.model, module, ENTRY_MODULE_NAME)):
         return None, key
@@ -120,9 +128,13 @@ def _reusable_model(cache, modules_kept, project, module, mode, world_size):
 def _trace(project, batch_size, mode, progress, assume_gpu, rank, cache=None):
     modules_kept = purge_project_modules(project, cache.modules if cache is not None else None)
     progress("loading script")
+    source = _read(project.entry_file) if cache is not None else None
     module = load_entry_module(project)
+    if source is not None and _read(project.entry_file) != source:
+        source = None
     providers = find_providers(module, project)
-    reused, model_key = _reusable_model(cache, modules_kept, project, module, mode, rank.world_size)
+    reused, model_key = _reusable_model(cache, modules_kept, project, module, source, mode,
+                                        rank.world_size)
     try:
         document = _trace_providers(project, providers, batch_size, mode, progress, assume_gpu, rank,
                                     cache, reused, model_key)
