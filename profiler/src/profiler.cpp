@@ -313,6 +313,12 @@ std::optional<ProfileError> Profiler::start(std::chrono::milliseconds timeout) {
   return ensureWorker(Clock::now() + timeout, cancel);
 }
 
+void Profiler::prestart() {
+  std::unique_lock<std::mutex> lock(traceMutex_, std::try_to_lock);
+  if (lock.owns_lock() && !worker_)
+    spawnWorker();
+}
+
 std::optional<ProfileError> Profiler::spawnWorker() {
   namespace fs = std::filesystem;
   if (options_.pythonEnv.empty() && options_.defaultPythonEnv.empty() &&

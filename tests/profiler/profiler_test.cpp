@@ -176,6 +176,18 @@ TEST(Profiler, AddressSpaceLimitTurnsLargeAllocationsIntoOutOfMemory) {
   expectNextTraceWorks(profiler);
 }
 
+// The daemon starts the worker when it initializes; the first trace uses that worker.
+TEST(Profiler, PrestartStartsTheWorkerTheFirstTraceUses) {
+  Profiler profiler(options());
+  profiler.prestart();
+  const int pid = profiler.workerPid();
+  EXPECT_NE(pid, 0);
+  profiler.prestart(); // one worker is enough
+  EXPECT_EQ(profiler.workerPid(), pid);
+  expectNextTraceWorks(profiler);
+  EXPECT_EQ(profiler.workerPid(), pid);
+}
+
 TEST(Profiler, CancelStopsARunningTrace) {
   Profiler profiler(options());
   ASSERT_FALSE(profiler.start().has_value());

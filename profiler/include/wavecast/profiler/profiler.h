@@ -63,6 +63,10 @@ public:
   // Starts the worker ahead of the first trace (importing torch takes seconds);
   // returns the error when it cannot start. trace() starts it when needed.
   std::optional<ProfileError> start(std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  // Thread-safe and non-blocking: starts a worker process when there is none, without
+  // waiting for it to load torch, so the first trace finds it warm. Does nothing while a
+  // trace or start() runs; a failure to start shows on the next trace.
+  void prestart();
   // Process id of the running worker, or 0 (for logs and tests).
   int workerPid() const;
 
