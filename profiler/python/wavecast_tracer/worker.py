@@ -39,7 +39,7 @@ class _Channel:
 
 
 class _Interrupts:
-    """SIGUSR1 from the parent stops a running trace (time-out) with a Python traceback."""
+    """SIGUSR1 from the parent stops a running trace (time-out or cancel) with a Python traceback."""
 
     def __init__(self):
         self.tracing = False
@@ -49,6 +49,9 @@ class _Interrupts:
 
     def _handle(self, _signum, _frame):
         if self.tracing:
+            # Once: a second signal must not cut short the tracer's own clean-up (the
+            # patches it undoes on the way out), as the worker goes on to the next trace.
+            self.tracing = False
             raise TraceInterrupted()
 
 

@@ -54,9 +54,10 @@ public:
 
   // Blocks until the trace is done, failed, timed out or was cancelled. A
   // trace whose `cancel` is cancelled, before it starts or while it runs, ends
-  // with a "cancelled" error. The worker is then killed and a replacement
-  // starts at once, so the next trace (usually moments away: the edit that
-  // made this one stale) does not wait for the interpreter and torch to load.
+  // with a "cancelled" error. A running script is interrupted and the worker
+  // stays, warm, for the next trace (usually moments away: the edit that made
+  // this one stale); a worker that does not answer within a second is killed
+  // and a replacement starts at once.
   TraceResult trace(const TraceRequest& request, const CancelToken& cancel = CancelToken());
   // Thread-safe: cancels the running trace or start(), if any.
   void cancel();
