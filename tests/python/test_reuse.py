@@ -137,6 +137,16 @@ class ReuseTest(unittest.TestCase):
         self.assertEqual(shapes[0], [4, 32])
         self.assertSameAsFresh(document)
 
+    def test_another_project_gets_its_own_same_named_modules(self):
+        self.kept()
+        with tempfile.TemporaryDirectory() as other:
+            for name, text in (("train.py", ENTRY), ("helpers.py", HELPERS.replace("16", "24"))):
+                with open(os.path.join(other, name), "w") as f:
+                    f.write(textwrap.dedent(text))
+            document = run_trace(os.path.join(other, "train.py"), None, "shape", cache=self.cache)
+        shapes = [op["outputs"][0]["shape"] for op in document["ops"] if op["name"] == "aten::addmm"]
+        self.assertEqual(shapes[0], [4, 24])
+
     def test_a_model_the_iteration_changed_is_built_again(self):
         self.edit("    optimizer = torch.optim.SGD", "    model.double()\n    optimizer = torch.optim.SGD")
         self.edit("return (torch.randn(batch_size, 8),)", "return (torch.randn(batch_size, 8, dtype=torch.float64),)")

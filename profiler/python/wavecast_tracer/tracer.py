@@ -198,6 +198,7 @@ def _trace_providers(project, providers, batch_size, mode, progress, assume_gpu,
             with recorder if shape_only else contextlib.nullcontext():
                 if reused is not None:
                     progress("reusing the model")
+                    built = reused
                     model = reused.model
                     _resume_build(reused, recorder, state)
                 else:
@@ -208,8 +209,6 @@ def _trace_providers(project, providers, batch_size, mode, progress, assume_gpu,
                         raise _bad_return(providers.model, project, "an nn.Module", model)
                     if model_key is not None and not rank.initialized:
                         built = _kept_build(model_key, model, fake_mode, recorder, state, warnings_before)
-                if reused is not None:
-                    built = reused
                 progress("creating inputs")
                 inputs = _call_provider(providers.input, project, "the input provider", batch_size=batch_size)
                 if isinstance(inputs, torch.Tensor):
