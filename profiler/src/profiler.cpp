@@ -27,6 +27,9 @@ using nlohmann::json;
 constexpr auto kCancelPollInterval = std::chrono::milliseconds(50);
 // After a time-out the worker gets this long to report where the script was.
 constexpr auto kInterruptGrace = std::chrono::seconds(3);
+// A cancelled trace's worker gets this long to stop the script and answer; one that does
+// stays, warm (torch imported, the project's modules and model kept), else it is replaced.
+constexpr auto kCancelGrace = std::chrono::seconds(1);
 // The worker's fixed descriptor numbers (see docs/worker-protocol.md).
 constexpr int kRequestFd = 3;
 constexpr int kResponseFd = 4;
@@ -313,6 +316,12 @@ std::optional<ProfileError> Profiler::start(std::chrono::milliseconds timeout) {
   return ensureWorker(Clock::now() + timeout, cancel);
 }
 
+void Profiler::prestart() {
+  std::unique_lock<std::mutex> lock(traceMutex_, std::try_to_lock);
+  if (lock.owns_lock() && !worker_)
+    spawnWorker();
+}
+
 std::optional<ProfileError> Profiler::spawnWorker() {
   namespace fs = std::filesystem;
   if (options_.pythonEnv.empty() && options_.defaultPythonEnv.empty() &&
@@ -418,7 +427,17 @@ TraceResult Profiler::trace(const TraceRequest& request, const CancelToken& canc
     if (status == Worker::ReadStatus::Eof)
       return workerDied();
     if (status == Worker::ReadStatus::Cancelled) {
-      worker_->kill(SIGKILL);
+      // SIGUSR1 stops the script where it is (a TraceInterrupted in Python); the worker
+      // answers the request and waits for the next, with nothing to load again.
+      worker_->kill(SIGUSR1);
+      const auto grace = Clock::now() + kCancelGrace;
+      while (worker_->readLine(grace, nullptr, line) == Worker::ReadStatus::Line) {
+        const json reply = json::parse(line, nullptr, false);
+        if (!reply.is_discarded() && reply.is_object() && reply.value("id", int64_t{-1}) == id &&
+            (reply.contains("error") || reply.contains("result")))
+          return makeError(ProfileErrorKind::Cancelled, "the trace was cancelled", "", file);
+      }
+      worker_->kill(SIGKILL); // stuck outside Python, or it died
       worker_.reset();
       spawnWorker(); // warms up while the caller moves on; a failure shows on the next trace
       return makeError(ProfileErrorKind::Cancelled, "the trace was cancelled", "", file);

@@ -74,6 +74,15 @@ std::string encodeResult(const Json& id, const Json& result) {
       -1, ' ', false, Json::error_handler_t::replace);
 }
 
+std::string encodeResultText(const Json& id, std::string_view resultText) {
+  std::string out = R"({"id":)" + id.dump(-1, ' ', false, Json::error_handler_t::replace) +
+                    R"(,"jsonrpc":"2.0","result":)";
+  out.reserve(out.size() + resultText.size() + 1);
+  out.append(resultText);
+  out += '}';
+  return out;
+}
+
 std::string encodeError(const Json& id, const ResponseError& error) {
   return Json{{"jsonrpc", "2.0"}, {"id", id}, {"error", errorToJson(error)}}.dump(
       -1, ' ', false, Json::error_handler_t::replace);

@@ -223,7 +223,7 @@ const char* toString(ResultsState state) {
   return "none";
 }
 
-Json toJson(const Results& results) {
+std::string toJsonText(const Results& results) {
   Json error = nullptr;
   if (results.error)
     error = {{"kind", results.error->kind},
@@ -231,11 +231,20 @@ Json toJson(const Results& results) {
              {"file", results.error->file},
              {"line", results.error->line},
              {"hint", results.error->hint}};
-  return {{"uri", results.uri},
-          {"state", toString(results.state)},
-          {"content_version", results.contentVersion ? Json(*results.contentVersion) : Json()},
-          {"prediction", results.prediction},
-          {"error", error}};
+  const Json head = {
+      {"uri", results.uri},
+      {"state", toString(results.state)},
+      {"content_version", results.contentVersion ? Json(*results.contentVersion) : Json()},
+      {"error", error}};
+  std::string out = head.dump(-1, ' ', false, Json::error_handler_t::replace);
+  out.pop_back(); // the closing brace: the prediction goes last
+  out += R"(,"prediction":)";
+  if (results.prediction)
+    out += *results.prediction;
+  else
+    out += "null";
+  out += '}';
+  return out;
 }
 
 const char* toString(ServerState state) {

@@ -1,5 +1,6 @@
 #include "results_json.h"
 
+#include "json_writer.h"
 #include "presentation.h"
 
 #include <algorithm>
@@ -10,344 +11,335 @@
 namespace wavecast {
 namespace {
 
-using nlohmann::json;
-
-// Builds objects and arrays in place: nlohmann's initializer-list constructor copies every
-// value and inspects the list to decide object vs array, which dominated large results.
-// Keys given in ascending order are appended without a search (hint: the end); any order
-// is still correct.
-class ObjectBuilder {
-public:
-  ObjectBuilder() : value_(json::value_t::object), object_(value_.get_ref<json::object_t&>()) {}
-  ObjectBuilder(const ObjectBuilder&) = delete;
-  ObjectBuilder& operator=(const ObjectBuilder&) = delete;
-  template <class Value> ObjectBuilder& add(const char* key, Value&& value) {
-    object_.emplace_hint(object_.end(), key, std::forward<Value>(value));
-    return *this;
-  }
-  json take() { return std::move(value_); }
-
-private:
-  json value_;
-  json::object_t& object_;
-};
-
-json arrayWithCapacity(size_t size) {
-  json array(json::value_t::array);
-  array.get_ref<json::array_t&>().reserve(size);
-  return array;
-}
-
-void append(json& array, json&& value) {
-  array.get_ref<json::array_t&>().push_back(std::move(value));
-}
-
-json memoryJson(const MemoryEstimate& memory) {
-  ObjectBuilder out;
-  out.add("activations_bytes", memory.activationsBytes)
-      .add("activations_saved_bytes", memory.activationsSavedBytes)
-      .add("activations_source", toString(memory.activationsSource))
-      .add("gradients_bytes", memory.gradientsBytes)
-      .add("optimizer_state_bytes", memory.optimizerStateBytes)
-      .add("peak_allocated_bytes", memory.allocatedPeakBytes())
-      .add("peak_bytes", memory.peakBytes())
-      .add("peak_reserved_bytes", memory.reservedPeakBytes())
-      .add("process_bytes", memory.processPeakBytes())
-      .add("weights_bytes", memory.weightsBytes)
-      .add("workspace_bytes", memory.workspaceBytes());
+void writeMemory(JsonWriter& w, const MemoryEstimate& memory) {
+  w.beginObject()
+      .field("activations_bytes", memory.activationsBytes)
+      .field("activations_saved_bytes", memory.activationsSavedBytes)
+      .field("activations_source", toString(memory.activationsSource))
+      .field("gradients_bytes", memory.gradientsBytes)
+      .field("optimizer_state_bytes", memory.optimizerStateBytes)
+      .field("peak_allocated_bytes", memory.allocatedPeakBytes())
+      .field("peak_bytes", memory.peakBytes())
+      .field("peak_reserved_bytes", memory.reservedPeakBytes())
+      .field("process_bytes", memory.processPeakBytes())
+      .field("weights_bytes", memory.weightsBytes)
+      .field("workspace_bytes", memory.workspaceBytes());
   if (memory.peakPhase)
-    out.add("peak_phase", toString(*memory.peakPhase));
+    w.field("peak_phase", toString(*memory.peakPhase));
   if (memory.peakOpId)
-    out.add("peak_op_id", *memory.peakOpId);
-  return out.take();
+    w.field("peak_op_id", *memory.peakOpId);
+  w.endObject();
 }
 
-json summariesJson(const Prediction& prediction) {
-  json summaries = arrayWithCapacity(prediction.summaries.size());
-  for (const auto& s : prediction.summaries)
-    append(summaries, ObjectBuilder()
-                          .add("gpu", s.gpuId)
-                          .add("name", s.gpuName)
-                          .add("method", gpuMethodText(s.methods))
-                          .add("iteration_ms", s.iterationMs)
-                          .add("forward_ms", s.forwardMs)
-                          .add("backward_ms", s.backwardMs)
-                          .add("optimizer_ms", s.optimizerMs)
-                          .add("gpu_ms", s.gpuMs)
-                          .add("host_ms", s.hostMs)
-                          .add("gpu_idle_ms", s.gpuIdleMs)
-                          .add("comm_ms", s.commMs)
-                          .add("comm_hidden_ms", s.commHiddenMs)
-                          .add("host_bound", s.hostBound)
-                          .add("samples_per_second", s.samplesPerSecond)
-                          .add("cost_per_1k_samples_usd", s.costPer1kSamplesUsd)
-                          .add("price_per_hour_usd", s.pricePerHourUsd)
-                          .add("memory", memoryJson(s.memory))
-                          .add("memory_capacity_bytes", s.memoryCapacityBytes)
-                          .add("fits_in_memory", s.fitsInMemory)
-                          .take());
-  return summaries;
+void writeSummaries(JsonWriter& w, const Prediction& prediction) {
+  w.beginArray();
+  for (const auto& s : prediction.summaries) {
+    w.beginObject()
+        .field("gpu", s.gpuId)
+        .field("name", s.gpuName)
+        .field("method", gpuMethodText(s.methods))
+        .field("iteration_ms", s.iterationMs)
+        .field("forward_ms", s.forwardMs)
+        .field("backward_ms", s.backwardMs)
+        .field("optimizer_ms", s.optimizerMs)
+        .field("gpu_ms", s.gpuMs)
+        .field("host_ms", s.hostMs)
+        .field("gpu_idle_ms", s.gpuIdleMs)
+        .field("comm_ms", s.commMs)
+        .field("comm_hidden_ms", s.commHiddenMs)
+        .field("host_bound", s.hostBound)
+        .field("samples_per_second", s.samplesPerSecond)
+        .field("cost_per_1k_samples_usd", s.costPer1kSamplesUsd)
+        .field("price_per_hour_usd", s.pricePerHourUsd)
+        .key("memory");
+    writeMemory(w, s.memory);
+    w.field("memory_capacity_bytes", s.memoryCapacityBytes)
+        .field("fits_in_memory", s.fitsInMemory)
+        .endObject();
+  }
+  w.endArray();
 }
 
-json perGpuTimesJson(const std::vector<LineTimes>& times, const std::vector<json>& gpuIds) {
+void writePerGpuTimes(JsonWriter& w, const std::vector<LineTimes>& times,
+                      const std::vector<std::string>& gpuIds) {
   const size_t count = std::min(times.size(), gpuIds.size());
-  json perGpu = arrayWithCapacity(count);
+  w.beginArray();
   for (size_t g = 0; g < count; ++g)
-    append(perGpu, ObjectBuilder()
-                       .add("backward_ms", times[g].backwardMs)
-                       .add("comm_hidden_ms", times[g].commHiddenMs)
-                       .add("comm_ms", times[g].commMs)
-                       .add("forward_ms", times[g].forwardMs)
-                       .add("gpu", gpuIds[g])
-                       .add("gpu_idle_ms", times[g].gpuIdleMs)
-                       .add("gpu_ms", times[g].gpuMs)
-                       .add("host_bound", times[g].hostBound)
-                       .add("optimizer_ms", times[g].optimizerMs)
-                       .add("share", times[g].shareOfIteration)
-                       .add("total_ms", times[g].totalMs())
-                       .take());
-  return perGpu;
+    w.beginObject()
+        .field("backward_ms", times[g].backwardMs)
+        .field("comm_hidden_ms", times[g].commHiddenMs)
+        .field("comm_ms", times[g].commMs)
+        .field("forward_ms", times[g].forwardMs)
+        .field("gpu", gpuIds[g])
+        .field("gpu_idle_ms", times[g].gpuIdleMs)
+        .field("gpu_ms", times[g].gpuMs)
+        .field("host_bound", times[g].hostBound)
+        .field("optimizer_ms", times[g].optimizerMs)
+        .field("share", times[g].shareOfIteration)
+        .field("total_ms", times[g].totalMs())
+        .endObject();
+  w.endArray();
 }
 
-json opJson(const Prediction& prediction, size_t i, const std::vector<json>& gpuIds,
-            const json* methods) {
+void writeOp(JsonWriter& w, const Prediction& prediction, size_t i) {
+  const std::vector<std::string>& gpuIds = prediction.gpus;
   const size_t gpuCount = std::min(prediction.ops.size(), gpuIds.size());
   const OpInfo& info = prediction.opInfo[i];
-  json perGpu = arrayWithCapacity(gpuCount);
+  const OpPrediction* first = prediction.ops.empty() ? nullptr : &prediction.ops[0][i];
+  w.beginObject()
+      .field("approximate", first ? first->approximate : false)
+      .field("bytes", first ? first->bytes : 0.0)
+      .field("family", first ? toString(first->family) : "")
+      .field("file", info.loc.file)
+      .field("flops", first ? first->flops : 0.0)
+      .field("host_ms", info.hostMs)
+      .field("id", info.id)
+      .field("line", info.loc.line)
+      .field("module", info.module)
+      .field("name", info.name);
+  if (info.note != CostNote::None)
+    w.field("note",
+            costNoteText(info.note, info.name, first ? first->family : CostFamily::Elementwise));
+  w.key("per_gpu").beginArray();
   for (size_t g = 0; g < gpuCount; ++g) {
     const OpPrediction& p = prediction.ops[g][i];
-    ObjectBuilder entry;
+    w.beginObject();
     if (p.family == CostFamily::Collective)
-      entry.add("comm_hidden_ms", p.commHiddenMs);
-    append(perGpu, entry.add("gpu", gpuIds[g])
-                       .add("method", methods[static_cast<int>(p.method)])
-                       .add("time_ms", p.timeMs)
-                       .add("wall_ms", p.wallMs)
-                       .take());
+      w.field("comm_hidden_ms", p.commHiddenMs);
+    w.field("gpu", gpuIds[g])
+        .field("method", toString(p.method))
+        .field("time_ms", p.timeMs)
+        .field("wall_ms", p.wallMs)
+        .endObject();
   }
-  const OpPrediction* first = prediction.ops.empty() ? nullptr : &prediction.ops[0][i];
-  ObjectBuilder op;
-  op.add("approximate", first ? first->approximate : false)
-      .add("bytes", first ? first->bytes : 0.0)
-      .add("family", first ? toString(first->family) : "")
-      .add("file", info.loc.file)
-      .add("flops", first ? first->flops : 0.0)
-      .add("host_ms", info.hostMs)
-      .add("id", info.id)
-      .add("line", info.loc.line)
-      .add("module", info.module)
-      .add("name", info.name);
-  if (info.note != CostNote::None)
-    op.add("note",
-           costNoteText(info.note, info.name, first ? first->family : CostFamily::Elementwise));
-  op.add("per_gpu", std::move(perGpu)).add("phase", toString(info.phase));
-  return op.take();
-}
-
-json opsJson(const Prediction& prediction, const std::vector<json>& gpuIds) {
-  // The method names as JSON strings, built once.
-  json methods[kPredictionMethodCount];
-  for (size_t m = 0; m < kPredictionMethodCount; ++m)
-    methods[m] = toString(static_cast<PredictionMethod>(m));
-  json ops = arrayWithCapacity(prediction.opInfo.size());
-  for (size_t i = 0; i < prediction.opInfo.size(); ++i)
-    append(ops, opJson(prediction, i, gpuIds, methods));
-  return ops;
+  w.endArray().field("phase", toString(info.phase)).endObject();
 }
 
 struct AdvisoryFacts {
-  ObjectBuilder& out;
+  JsonWriter& out;
   void operator()(const advisory::MeasuredWithoutKernels&) const {}
   void operator()(const advisory::UnknownMeasuredGpu& facts) const {
-    out.add("device", facts.device);
+    out.field("device", facts.device);
   }
-  void operator()(const advisory::UntrainedGpus& facts) const { out.add("gpus", facts.gpus); }
+  void operator()(const advisory::UntrainedGpus& facts) const { out.field("gpus", facts.gpus); }
   void operator()(const advisory::WaveScalingAssumption& facts) const {
-    out.add("allowed", facts.problem.allowed)
-        .add("count", facts.count)
-        .add("gpu", facts.gpu)
-        .add("kernel", facts.kernel)
-        .add("limit", toString(facts.problem.limit))
-        .add("requested", facts.problem.requested);
+    out.field("allowed", facts.problem.allowed)
+        .field("count", facts.count)
+        .field("gpu", facts.gpu)
+        .field("kernel", facts.kernel)
+        .field("limit", toString(facts.problem.limit))
+        .field("requested", facts.problem.requested);
   }
   void operator()(const advisory::AttentionSubstituted& facts) const {
-    out.add("compute_capability", facts.computeCapability)
-        .add("count", facts.count)
-        .add("gpu", facts.gpu)
-        .add("runs", toString(facts.runs))
-        .add("traced", toString(facts.traced));
+    out.field("compute_capability", facts.computeCapability)
+        .field("count", facts.count)
+        .field("gpu", facts.gpu)
+        .field("runs", toString(facts.runs))
+        .field("traced", toString(facts.traced));
   }
   void operator()(const advisory::ApproximateOp& facts) const {
-    out.add("count", facts.count).add("family", toString(facts.family)).add("op", facts.op);
+    out.field("count", facts.count).field("family", toString(facts.family)).field("op", facts.op);
   }
   void operator()(const advisory::HostBound& facts) const {
-    out.add("gpu", facts.gpu)
-        .add("gpu_idle_ms", facts.gpuIdleMs)
-        .add("gpu_ms", facts.gpuMs)
-        .add("iteration_ms", facts.iterationMs);
+    out.field("gpu", facts.gpu)
+        .field("gpu_idle_ms", facts.gpuIdleMs)
+        .field("gpu_ms", facts.gpuMs)
+        .field("iteration_ms", facts.iterationMs);
   }
   void operator()(const advisory::OutOfMemory& facts) const {
-    out.add("activations_upper_bound", facts.activationsUpperBound)
-        .add("capacity_bytes", facts.capacityBytes)
-        .add("gpu", facts.gpu)
-        .add("peak_bytes", facts.peakBytes);
+    out.field("activations_upper_bound", facts.activationsUpperBound)
+        .field("capacity_bytes", facts.capacityBytes)
+        .field("gpu", facts.gpu)
+        .field("peak_bytes", facts.peakBytes);
   }
 };
 
-json advisoriesJson(const std::vector<Advisory>& advisories) {
-  json out = arrayWithCapacity(advisories.size());
+void writeAdvisories(JsonWriter& w, const std::vector<Advisory>& advisories) {
+  w.beginArray();
   for (const Advisory& advisory : advisories) {
-    ObjectBuilder object;
-    object.add("kind", toString(advisory.kind()))
-        .add("message", advisoryMessage(advisory))
-        .add("severity", toString(advisory.severity()));
-    std::visit(AdvisoryFacts{object}, advisory.facts);
-    append(out, object.take());
+    w.beginObject()
+        .field("kind", toString(advisory.kind()))
+        .field("message", advisoryMessage(advisory))
+        .field("severity", toString(advisory.severity()));
+    std::visit(AdvisoryFacts{w}, advisory.facts);
+    w.endObject();
   }
-  return out;
+  w.endArray();
 }
 
-json locationJson(const SourceLocation& loc) {
-  return ObjectBuilder().add("file", loc.file).add("line", loc.line).take();
-}
-
-json traceWarningsJson(const std::vector<TraceWarning>& warnings) {
-  json out = arrayWithCapacity(warnings.size());
+void writeTraceWarnings(JsonWriter& w, const std::vector<TraceWarning>& warnings) {
+  w.beginArray();
   for (const TraceWarning& warning : warnings) {
-    ObjectBuilder object;
+    w.beginObject();
     if (!warning.call.empty())
-      object.add("call", warning.call);
+      w.field("call", warning.call);
     if (warning.count)
-      object.add("count", warning.count);
+      w.field("count", warning.count);
     if (!warning.device.empty())
-      object.add("device", warning.device);
+      w.field("device", warning.device);
     if (!warning.dtype.empty())
-      object.add("dtype", warning.dtype);
+      w.field("dtype", warning.dtype);
     if (warning.loc.valid())
-      object.add("file", warning.loc.file);
-    object.add("kind", toString(warning.kind));
+      w.field("file", warning.loc.file);
+    w.field("kind", toString(warning.kind));
     if (warning.loc.valid())
-      object.add("line", warning.loc.line);
-    object.add("message", traceWarningMessage(warning));
+      w.field("line", warning.loc.line);
+    w.field("message", traceWarningMessage(warning));
     if (warning.ms)
-      object.add("ms", warning.ms);
+      w.field("ms", warning.ms);
     if (warning.origin)
-      object.add("origin", locationJson(*warning.origin));
+      w.key("origin")
+          .beginObject()
+          .field("file", warning.origin->file)
+          .field("line", warning.origin->line)
+          .endObject();
     if (warning.repeat)
-      object.add("repeat", warning.repeat);
-    object.add("severity", toString(warning.severity));
+      w.field("repeat", warning.repeat);
+    w.field("severity", toString(warning.severity));
     if (!warning.version.empty())
-      object.add("version", warning.version);
-    append(out, object.take());
+      w.field("version", warning.version);
+    w.endObject();
   }
-  return out;
+  w.endArray();
 }
 
-json parallelJson(const std::vector<ParallelSummary>& layouts) {
-  json out = arrayWithCapacity(layouts.size());
+void writeParallel(JsonWriter& w, const std::vector<ParallelSummary>& layouts) {
+  w.beginArray();
   for (const auto& s : layouts) {
     const ParallelConfig& c = s.config;
-    json stages = arrayWithCapacity(s.stages.size());
-    for (const auto& stage : s.stages)
-      append(stages, ObjectBuilder()
-                         .add("backward_ms", stage.backwardMs)
-                         .add("first_block", stage.firstBlock)
-                         .add("fits_in_memory", stage.fitsInMemory)
-                         .add("forward_ms", stage.forwardMs)
-                         .add("last_block", stage.lastBlock)
-                         .add("memory", memoryJson(stage.memory))
-                         .add("microbatches_in_flight", stage.microbatchesInFlight)
-                         .add("optimizer_ms", stage.optimizerMs)
-                         .take());
-    append(out, ObjectBuilder()
-                    .add("batch_per_replica", s.batchPerReplica)
-                    .add("bubble_fraction", s.bubbleFraction)
-                    .add("bubble_ms", s.bubbleMs)
-                    .add("communication_exposed_ms", s.communication.exposedMs)
-                    .add("communication_hidden_ms", s.communication.hiddenMs())
-                    .add("communication_ms", s.communication.ms)
-                    .add("communication_text",
-                         communicationText(s.communication.ms, s.communication.hiddenMs()))
-                    .add("compute_ms", s.computeMs)
-                    .add("cost_per_1k_samples_usd", s.costPer1kSamplesUsd)
-                    .add("dp", c.dp)
-                    .add("fits_in_memory", s.fitsInMemory)
-                    .add("global_batch", s.globalBatch)
-                    .add("gpu", s.gpuId)
-                    .add("gpus", s.gpus)
-                    .add("iteration_ms", s.iterationMs)
-                    .add("label", parallelConfigLabel(c, s.gpuId))
-                    .add("mfu", s.mfu)
-                    .add("mfu_precision", s.mfuPrecision)
-                    .add("microbatches", c.microbatches)
-                    .add("model_flops", s.modelFlops)
-                    .add("nodes", s.nodes)
-                    .add("point_to_point_ms", s.pointToPointMs)
-                    .add("pp", c.pp)
-                    .add("price_per_hour_usd", s.clusterPricePerHourUsd)
-                    .add("samples_per_second", s.samplesPerSecond)
-                    .add("samples_per_second_per_gpu", s.samplesPerSecondPerGpu)
-                    .add("schedule", toString(c.schedule))
-                    .add("sequence_length", s.sequenceLength)
-                    .add("sequence_parallel", c.sequenceParallel)
-                    .add("sharding", toString(c.sharding))
-                    .add("stages", std::move(stages))
-                    .add("system", s.systemId)
-                    .add("tokens_per_second", s.tokensPerSecond)
-                    .add("tokens_per_second_per_gpu", s.tokensPerSecondPerGpu)
-                    .add("tp", c.tp)
-                    .take());
+    w.beginObject()
+        .field("batch_per_replica", s.batchPerReplica)
+        .field("bubble_fraction", s.bubbleFraction)
+        .field("bubble_ms", s.bubbleMs)
+        .field("communication_exposed_ms", s.communication.exposedMs)
+        .field("communication_hidden_ms", s.communication.hiddenMs())
+        .field("communication_ms", s.communication.ms)
+        .field("communication_text",
+               communicationText(s.communication.ms, s.communication.hiddenMs()))
+        .field("compute_ms", s.computeMs)
+        .field("cost_per_1k_samples_usd", s.costPer1kSamplesUsd)
+        .field("dp", c.dp)
+        .field("fits_in_memory", s.fitsInMemory)
+        .field("global_batch", s.globalBatch)
+        .field("gpu", s.gpuId)
+        .field("gpus", s.gpus)
+        .field("iteration_ms", s.iterationMs)
+        .field("label", parallelConfigLabel(c, s.gpuId))
+        .field("mfu", s.mfu)
+        .field("mfu_precision", s.mfuPrecision)
+        .field("microbatches", c.microbatches)
+        .field("model_flops", s.modelFlops)
+        .field("nodes", s.nodes)
+        .field("point_to_point_ms", s.pointToPointMs)
+        .field("pp", c.pp)
+        .field("price_per_hour_usd", s.clusterPricePerHourUsd)
+        .field("samples_per_second", s.samplesPerSecond)
+        .field("samples_per_second_per_gpu", s.samplesPerSecondPerGpu)
+        .field("schedule", toString(c.schedule))
+        .field("sequence_length", s.sequenceLength)
+        .field("sequence_parallel", c.sequenceParallel)
+        .field("sharding", toString(c.sharding))
+        .key("stages")
+        .beginArray();
+    for (const auto& stage : s.stages) {
+      w.beginObject()
+          .field("backward_ms", stage.backwardMs)
+          .field("first_block", stage.firstBlock)
+          .field("fits_in_memory", stage.fitsInMemory)
+          .field("forward_ms", stage.forwardMs)
+          .field("last_block", stage.lastBlock)
+          .key("memory");
+      writeMemory(w, stage.memory);
+      w.field("microbatches_in_flight", stage.microbatchesInFlight)
+          .field("optimizer_ms", stage.optimizerMs)
+          .endObject();
+    }
+    w.endArray()
+        .field("system", s.systemId)
+        .field("tokens_per_second", s.tokensPerSecond)
+        .field("tokens_per_second_per_gpu", s.tokensPerSecondPerGpu)
+        .field("tp", c.tp)
+        .endObject();
   }
-  return out;
+  w.endArray();
+}
+
+void writeResults(JsonWriter& w, const Prediction& prediction, const TraceFacts& trace,
+                  const std::vector<ParallelSummary>& parallel) {
+  w.beginObject().field("method", predictionMethodText(prediction)).key("precision").beginObject();
+  for (const auto& entry : prediction.precisions)
+    w.field(toString(entry.family), entry.precision);
+  w.endObject().field("batch_size", prediction.batchSize).field("gpus", prediction.gpus);
+  w.key("summaries");
+  writeSummaries(w, prediction);
+
+  w.key("lines").beginArray();
+  for (const auto& line : prediction.lines) {
+    w.beginObject()
+        .field("file", line.loc.file)
+        .field("line", line.loc.line)
+        .field("ops", line.opNames)
+        .field("op_count", line.opCount)
+        .field("activation_bytes", line.activationBytes)
+        .key("per_gpu");
+    writePerGpuTimes(w, line.perGpu, prediction.gpus);
+    w.endObject();
+  }
+  w.endArray().key("modules").beginArray();
+  for (const auto& module : prediction.modules) {
+    w.beginObject()
+        .field("module", module.module)
+        .field("op_count", module.opCount)
+        .key("per_gpu");
+    writePerGpuTimes(w, module.perGpu, prediction.gpus);
+    w.endObject();
+  }
+  w.endArray().key("ops").beginArray();
+  for (size_t i = 0; i < prediction.opInfo.size(); ++i)
+    writeOp(w, prediction, i);
+  w.endArray().key("advisories");
+  writeAdvisories(w, prediction.advisories);
+  w.field("file", trace.entryFile)
+      .field("trace_mode", toString(trace.mode))
+      .field("torch_version", trace.torchVersion)
+      .field("python_env", trace.pythonEnv)
+      .field("traced_with", tracedWith(trace.torchVersion, trace.pythonEnv))
+      .field("fallback_ops", trace.fallbackOps)
+      .key("trace_warnings");
+  writeTraceWarnings(w, trace.warnings);
+  if (!parallel.empty()) {
+    w.key("parallel");
+    writeParallel(w, parallel);
+  }
+  w.endObject();
 }
 
 } // namespace
 
+std::string resultsJsonText(const Prediction& prediction, const TraceFacts& trace,
+                            const std::vector<ParallelSummary>& parallel) {
+  std::string out;
+  // About 90 bytes per op and GPU, the bulk of a large model's results.
+  out.reserve(4096 + prediction.opInfo.size() * (300 + 90 * prediction.gpus.size()) +
+              prediction.lines.size() * (200 + 260 * prediction.gpus.size()));
+  JsonWriter w(out);
+  writeResults(w, prediction, trace, parallel);
+  w.finish();
+  return out;
+}
+
 nlohmann::json resultsJson(const Prediction& prediction, const TraceFacts& trace,
                            const std::vector<ParallelSummary>& parallel) {
-  std::vector<json> gpuIds(prediction.gpus.begin(), prediction.gpus.end());
-  ObjectBuilder doc;
-  json precision = json::object();
-  for (const auto& entry : prediction.precisions)
-    precision[toString(entry.family)] = entry.precision;
-  doc.add("method", predictionMethodText(prediction))
-      .add("precision", std::move(precision))
-      .add("batch_size", prediction.batchSize)
-      .add("gpus", prediction.gpus)
-      .add("summaries", summariesJson(prediction));
+  return nlohmann::json::parse(resultsJsonText(prediction, trace, parallel));
+}
 
-  json lines = arrayWithCapacity(prediction.lines.size());
-  for (const auto& line : prediction.lines)
-    append(lines, ObjectBuilder()
-                      .add("file", line.loc.file)
-                      .add("line", line.loc.line)
-                      .add("ops", line.opNames)
-                      .add("op_count", line.opCount)
-                      .add("activation_bytes", line.activationBytes)
-                      .add("per_gpu", perGpuTimesJson(line.perGpu, gpuIds))
-                      .take());
-  doc.add("lines", std::move(lines));
-
-  json modules = arrayWithCapacity(prediction.modules.size());
-  for (const auto& module : prediction.modules)
-    append(modules, ObjectBuilder()
-                        .add("module", module.module)
-                        .add("op_count", module.opCount)
-                        .add("per_gpu", perGpuTimesJson(module.perGpu, gpuIds))
-                        .take());
-  doc.add("modules", std::move(modules));
-  doc.add("ops", opsJson(prediction, gpuIds));
-  doc.add("advisories", advisoriesJson(prediction.advisories));
-  doc.add("file", trace.entryFile)
-      .add("trace_mode", toString(trace.mode))
-      .add("torch_version", trace.torchVersion)
-      .add("python_env", trace.pythonEnv)
-      .add("traced_with", tracedWith(trace.torchVersion, trace.pythonEnv))
-      .add("fallback_ops", trace.fallbackOps)
-      .add("trace_warnings", traceWarningsJson(trace.warnings));
-  if (!parallel.empty())
-    doc.add("parallel", parallelJson(parallel));
-  return doc.take();
+nlohmann::json summariesJson(const Prediction& prediction) {
+  std::string out;
+  {
+    JsonWriter w(out);
+    writeSummaries(w, prediction);
+  }
+  return nlohmann::json::parse(out);
 }
 
 } // namespace wavecast

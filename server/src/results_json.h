@@ -26,8 +26,15 @@ inline TraceFacts traceFacts(const Trace& trace) {
           trace.pythonEnv, trace.fallbackOps, trace.warnings};
 }
 
-// `parallel`: the multi-GPU layouts predicted (`parallel` in the JSON), empty for one GPU.
+// The results JSON's text, written straight into a string (no JSON tree: for a large model
+// the tree cost several times as much to build, dump and free). `parallel`: the multi-GPU
+// layouts predicted (`parallel` in the JSON), empty for one GPU.
+std::string resultsJsonText(const Prediction& prediction, const TraceFacts& trace,
+                            const std::vector<ParallelSummary>& parallel = {});
+// The same document as a JSON value, for callers that read or re-indent it.
 nlohmann::json resultsJson(const Prediction& prediction, const TraceFacts& trace,
                            const std::vector<ParallelSummary>& parallel = {});
+// Its `summaries` alone: one object per GPU (the wavecast/resultsChanged notification's).
+nlohmann::json summariesJson(const Prediction& prediction);
 
 } // namespace wavecast

@@ -42,7 +42,7 @@ CommandSpec serveSpec() {
         "error, info (default) or debug: debug adds a line per request, notification and "
         "analysis with its duration"},
        {"trigger", "WHEN", "onSave (default) or manual: when documents are analysed"},
-       {"debounce-ms", "MS", "wait this long after a save before analysing (default 300)"},
+       {"debounce-ms", "MS", "wait this long after a save before analysing (default 0)"},
        {"mode", "MODE",
         "shape (default: no GPU needed) or measured (on this machine's GPU, scaled to the "
         "other targets)"},

@@ -176,7 +176,38 @@ TEST(Profiler, AddressSpaceLimitTurnsLargeAllocationsIntoOutOfMemory) {
   expectNextTraceWorks(profiler);
 }
 
-TEST(Profiler, CancelStopsARunningTrace) {
+// The daemon starts the worker when it initializes; the first trace uses that worker.
+TEST(Profiler, PrestartStartsTheWorkerTheFirstTraceUses) {
+  Profiler profiler(options());
+  profiler.prestart();
+  const int pid = profiler.workerPid();
+  EXPECT_NE(pid, 0);
+  profiler.prestart(); // one worker is enough
+  EXPECT_EQ(profiler.workerPid(), pid);
+  expectNextTraceWorks(profiler);
+  EXPECT_EQ(profiler.workerPid(), pid);
+}
+
+// The script is interrupted where it is; the worker answers and stays, warm.
+TEST(Profiler, CancelStopsARunningTraceAndKeepsTheWorker) {
+  Profiler profiler(options());
+  ASSERT_FALSE(profiler.start().has_value());
+  const int worker = profiler.workerPid();
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(1s);
+    profiler.cancel();
+  });
+  const auto started = std::chrono::steady_clock::now();
+  const ProfileError e = expectError(profiler.trace(request(fixture("endless_loop.py"))));
+  canceller.join();
+  EXPECT_EQ(e.kind, ProfileErrorKind::Cancelled);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 10s);
+  EXPECT_EQ(profiler.workerPid(), worker);
+  expectNextTraceWorks(profiler);
+  EXPECT_EQ(profiler.workerPid(), worker);
+}
+
+TEST(Profiler, CancelReplacesAWorkerThatDoesNotStop) {
   Profiler profiler(options());
   ASSERT_FALSE(profiler.start().has_value());
   const int busy = profiler.workerPid();
@@ -185,7 +216,7 @@ TEST(Profiler, CancelStopsARunningTrace) {
     profiler.cancel();
   });
   const auto started = std::chrono::steady_clock::now();
-  const ProfileError e = expectError(profiler.trace(request(fixture("endless_loop.py"))));
+  const ProfileError e = expectError(profiler.trace(request(fixture("ignores_interrupts.py"))));
   canceller.join();
   EXPECT_EQ(e.kind, ProfileErrorKind::Cancelled);
   EXPECT_LT(std::chrono::steady_clock::now() - started, 10s);

@@ -180,11 +180,27 @@ TEST(WavecastProtocol, DecodesCustomParams) {
 TEST(WavecastProtocol, SerialisesResults) {
   Results results{"file:///a.py", ResultsState::Error, 3, nullptr,
                   ErrorInfo{"syntax_error", "invalid syntax", "/a.py", 4, "fix it"}};
-  Json json = toJson(results);
+  Json json = Json::parse(toJsonText(results));
   EXPECT_EQ(json["state"], "error");
   EXPECT_EQ(json["content_version"], 3);
   EXPECT_TRUE(json["prediction"].is_null());
   EXPECT_EQ(json["error"]["line"], 4);
+}
+
+TEST(WavecastProtocol, SerialisesResultsWithThePredictionTextAsIs) {
+  Results results{"file:///a.py", ResultsState::Ready, std::nullopt,
+                  std::make_shared<const std::string>(R"({"batch_size":8,"gpus":["T4"]})"),
+                  std::nullopt};
+  const Json json = Json::parse(toJsonText(results));
+  EXPECT_EQ(json["prediction"]["batch_size"], 8);
+  EXPECT_EQ(json["prediction"]["gpus"], Json::array({"T4"}));
+  EXPECT_TRUE(json["content_version"].is_null());
+  EXPECT_TRUE(json["error"].is_null());
+  EXPECT_EQ(json["uri"], "file:///a.py");
+  const Json response = Json::parse(encodeResultText(7, toJsonText(results)));
+  EXPECT_EQ(response["jsonrpc"], "2.0");
+  EXPECT_EQ(response["id"], 7);
+  EXPECT_EQ(response["result"], json);
 }
 
 } // namespace

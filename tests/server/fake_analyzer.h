@@ -3,17 +3,12 @@
 #pragma once
 
 #include "lsp/analyzer.h"
-#include "results_json.h"
 
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
 
 namespace wavecast::lsp::testing {
-
-inline TraceFacts sampleTraceFacts(const std::string& file) {
-  return {file, TraceMode::Shape, "2.11.0+cu130", "/venv", {}, {}};
-}
 
 // A prediction for `file` on H100-SXM and T4 with ops on lines 3 and 5.
 inline AnalysisOutput sampleOutput(const std::string& file, int64_t batchSize = 32) {
@@ -48,7 +43,6 @@ inline AnalysisOutput sampleOutput(const std::string& file, int64_t batchSize = 
   step.opNames = {"aten::add_"};
   step.opCount = 1;
   p.lines = {conv, step};
-  output.predictionJson = resultsJson(p, sampleTraceFacts(file));
   output.providerLines = {{Provider::Model, 1}, {Provider::Input, 7}, {Provider::Iteration, 9}};
   output.entryFile = file;
   output.torchVersion = "2.11.0+cu130";
@@ -115,7 +109,6 @@ public:
       output.prediction.summaries[1].fitsInMemory = false;
       output.prediction.advisories.push_back(
           {advisory::OutOfMemory{t4.gpuId, 20LL << 30, t4.memoryCapacityBytes}});
-      output.predictionJson = resultsJson(output.prediction, sampleTraceFacts(request.file));
     }
     return output;
   }
@@ -185,12 +178,22 @@ public:
     std::lock_guard<std::mutex> lock(mutex_);
     return requests_;
   }
+  void prepare(const std::string& pythonEnv) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    prepared_.push_back(pythonEnv);
+  }
+  // The Python environments prepare() was called with, in order.
+  std::vector<std::string> prepared() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return prepared_;
+  }
 
 private:
   std::vector<DeviceSpec> gpus_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<AnalysisRequest> requests_;
+  std::vector<std::string> prepared_;
   int entered_ = 0;
   int started_ = 0;
   int finished_ = 0;

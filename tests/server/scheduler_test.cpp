@@ -3,6 +3,7 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <gtest/gtest.h>
+#include <thread>
 
 namespace wavecast::lsp {
 namespace {
@@ -57,6 +58,18 @@ TEST_F(SchedulerTest, DebouncesRequestsForTheSameDocument) {
   EXPECT_EQ(analyzer_.started(), 1);
   EXPECT_EQ(analyzer_.requests().at(0).batchSize, 3);
   EXPECT_FALSE(scheduler_.pending("a"));
+}
+
+// A save is analysed without a debounce: a zero delay reaches the analysis thread
+// without waiting for the io_context to run a timer.
+TEST_F(SchedulerTest, AZeroDelayQueuesAtOnceWithoutATimer) {
+  scheduler_.schedule("a", request(1), 0ms);
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (analyzer_.started() < 1 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms); // the io_context is not run meanwhile
+  EXPECT_EQ(analyzer_.started(), 1);
+  analyzer_.release();
+  ASSERT_TRUE(runUntil([&] { return has("finished a batch 1 ok"); }));
 }
 
 TEST_F(SchedulerTest, ANewerRequestCancelsTheRunningAnalysis) {

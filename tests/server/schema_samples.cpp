@@ -102,18 +102,21 @@ TEST_F(SchemaSamples, WritesWhatTheEncodersSend) {
   const Trace trace = sampleTrace((dir_ / "train.py").string());
   AnalysisOutput output;
   output.prediction = Predictor().predict(trace, database.resolve({"H100", "T4"}));
-  output.predictionJson = resultsJson(output.prediction, traceFacts(trace));
+  const Json prediction = resultsJson(output.prediction, traceFacts(trace));
   output.providerLines = {{Provider::Model, 1}, {Provider::Input, 7}, {Provider::Iteration, 9}};
   output.entryFile = trace.entryFile;
   output.sourceFiles = {trace.entryFile};
   output.traceWarnings = trace.warnings;
+  output.fallbackOps = trace.fallbackOps;
+  output.torchVersion = trace.torchVersion;
+  output.pythonEnv = trace.pythonEnv;
   std::set<std::string> advisoryKinds;
-  for (const Json& advisory : output.predictionJson["advisories"])
+  for (const Json& advisory : prediction["advisories"])
     advisoryKinds.insert(advisory["kind"].get<std::string>());
-  EXPECT_TRUE(advisoryKinds.count("approximate_op")) << output.predictionJson["advisories"];
-  EXPECT_TRUE(advisoryKinds.count("out_of_memory")) << output.predictionJson["advisories"];
-  EXPECT_EQ(output.predictionJson["trace_warnings"].size(), 4u);
-  write("Prediction", "predictor", output.predictionJson);
+  EXPECT_TRUE(advisoryKinds.count("approximate_op")) << prediction["advisories"];
+  EXPECT_TRUE(advisoryKinds.count("out_of_memory")) << prediction["advisories"];
+  EXPECT_EQ(prediction["trace_warnings"].size(), 4u);
+  write("Prediction", "predictor", prediction);
   // With a multi-GPU layout's section: two pipeline stages of a ZeRO-1, tp 2 layout.
   ParallelSummary layout;
   layout.config.dp = 2;

@@ -47,6 +47,18 @@ TEST_F(ServerTest, SetTargetsResolvesNamesAndReanalyses) {
   analyzer_.release();
 }
 
+// The worker starts loading torch when the daemon learns its settings, before any save,
+// and again for a newly chosen Python environment.
+TEST_F(ServerTest, TheAnalyzerIsPreparedOnInitializeBeforeAnySave) {
+  initialize();
+  ASSERT_FALSE(analyzer_.prepared().empty());
+  EXPECT_EQ(analyzer_.prepared().back(), "");
+  EXPECT_EQ(analyzer_.started(), 0);
+  notify("workspace/didChangeConfiguration",
+         {{"settings", {{"wavecast", {{"pythonEnv", "/opt/venv"}}}}}});
+  EXPECT_EQ(analyzer_.prepared().back(), "/opt/venv");
+}
+
 TEST_F(ServerTest, MeasuredModeSettingAnalysesAgainOnTheGpu) {
   initialize();
   analyzeTrain();

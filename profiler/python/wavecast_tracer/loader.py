@@ -55,13 +55,33 @@ class Providers:
         }
 
 
-def purge_project_modules(project):
-    """Drops every module loaded from the project so edits are always seen."""
+def project_modules(project):
+    """{name: file} of the modules in sys.modules loaded from the project, but the entry."""
+    loaded = {}
     for name, module in list(sys.modules.items()):
         filename = getattr(module, "__file__", None)
-        if name == ENTRY_MODULE_NAME or (filename and project.contains(filename)):
-            del sys.modules[name]
+        if name != ENTRY_MODULE_NAME and filename and project.contains(filename):
+            loaded[name] = filename
+    return loaded
+
+
+def purge_project_modules(project, kept=None):
+    """Drops the entry module and the modules loaded from the project so edits are seen.
+
+    kept: a reuse.ProjectModules the worker keeps between traces; while none of the
+    project modules it recorded changed, they stay loaded (only the entry runs again).
+    Returns whether they stayed.
+    """
+    loaded = project_modules(project)
+    keep = kept is not None and kept.unchanged(project.root, loaded)
+    sys.modules.pop(ENTRY_MODULE_NAME, None)
+    if not keep:
+        for name in list(loaded) + (kept.other_projects(project.root) if kept is not None else []):
+            sys.modules.pop(name, None)
+        if kept is not None:
+            kept.forget()
     importlib.invalidate_caches()
+    return keep
 
 
 def load_entry_module(project):

@@ -13,10 +13,12 @@ from .compiled import eager_compile
 from .optimizers import cuda_optimizer_defaults, steady_state_steps
 from .devices import cuda_mapped_to_cpu
 from .errors import TraceError, TraceInterrupted, error_at, one_line, out_of_memory_error, timeout_error
-from .loader import find_providers, load_entry_module, purge_project_modules, user_exception
+from .loader import (ENTRY_MODULE_NAME, PROVIDER_NAMES, find_providers, load_entry_module, project_modules,
+                     purge_project_modules, user_exception)
 from .memory import MemoryTracker
 from .project import Project
 from .recorder import OpRecorder, TraceState
+from . import reuse
 from .trace_warnings import warning
 from .values import flatten_tensors
 from .versions import VALIDATED_TORCH, release
@@ -29,7 +31,7 @@ _OOM_MARKERS = ("can't allocate memory", "not enough memory", "DefaultCPUAllocat
 
 
 def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=False, wavecast_version=None,
-              world_size=None):
+              world_size=None, cache=None):
     """Returns the trace document (docs/trace-format.md); raises TraceError.
 
     assume_gpu: the caller runs the script's model and batch on a GPU (as the truth
@@ -37,6 +39,8 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
     warned about even if the script never asks for CUDA itself.
     world_size: the ranks of a torch.distributed script's launch, which traces as rank 0
     (distributed.py); None: distributed.DEFAULT_WORLD_SIZE.
+    cache: a reuse.TraceCache a long-lived worker keeps between traces: unchanged project
+    modules stay imported and an unchanged model is not built again; None: everything fresh.
     """
     progress = progress or (lambda message: None)
     if mode not in MODES:
@@ -55,15 +59,28 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
                          hint="Pass the number of ranks (GPUs) of the launch, 1 or more.")
 
     project = Project(file)
+    document = None
     started = time.perf_counter()
     captured = io.StringIO()
     with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
         try:
-            with distributed.one_rank(world_size, project, map_cuda=mode != "cuda") as rank:
-                document = _trace(project, batch_size, mode, progress, assume_gpu, rank)
+            try:
+                with distributed.one_rank(world_size, project, map_cuda=mode != "cuda") as rank:
+                    document = _trace(project, batch_size, mode, progress, assume_gpu, rank, cache)
+            except _ReusedModelFailed:
+                # The kept model may hold state a fresh build would not (the provider set a
+                # global the iteration reads): a failure is only believed from a fresh one.
+                cache.forget()
+                captured.seek(0)
+                captured.truncate()
+                with distributed.one_rank(world_size, project, map_cuda=mode != "cuda") as rank:
+                    document = _trace(project, batch_size, mode, progress, assume_gpu, rank, cache)
         except TraceError as error:
             error.output = _tail(captured.getvalue())
             raise
+        finally:
+            if cache is not None and document is None:
+                cache.forget()  # a failed trace may leave modules and the model half-changed
     if wavecast_version:  # the worker's, from CMake's project version
         document["producer"]["wavecast"] = wavecast_version
     document["trace_seconds"] = round(time.perf_counter() - started, 3)
@@ -77,11 +94,60 @@ def _tail(text):
     return text[-_USER_OUTPUT_LIMIT:]
 
 
-def _trace(project, batch_size, mode, progress, assume_gpu, rank):
-    purge_project_modules(project)
+class _ReusedModelFailed(Exception):
+    """A trace with a kept model failed; run_trace traces again with a fresh one."""
+
+
+def _read(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _reusable_model(cache, modules_kept, project, module, source, mode, world_size):
+    """(the kept reuse.BuiltModel when it may stand for a fresh build, else None; the key
+    of this trace's model, or None when no model of it may be kept).
+
+    source: the entry file's bytes read before and after it ran, or None when they differ
+    (saved again meanwhile: which one ran cannot be told)."""
+    if cache is None:
+        return None, None
+    built, cache.model = cache.model, None  # kept again only once this trace succeeds
+    if mode != "shape" or source is None:
+        return None, None
+    roles = PROVIDER_NAMES["input"] + PROVIDER_NAMES["iteration"]
+    key = reuse.model_key(project, source, module, roles, mode, world_size)
+    if (key is None or built is None or not modules_kept or built.key != key or not built.restore()
+            or not reuse.adopt_classes(built.model, module, ENTRY_MODULE_NAME)):
+        return None, key
+    return built, key
+
+
+def _trace(project, batch_size, mode, progress, assume_gpu, rank, cache=None):
+    modules_kept = purge_project_modules(project, cache.modules if cache is not None else None)
     progress("loading script")
+    source = _read(project.entry_file) if cache is not None else None
     module = load_entry_module(project)
+    if source is not None and _read(project.entry_file) != source:
+        source = None
     providers = find_providers(module, project)
+    reused, model_key = _reusable_model(cache, modules_kept, project, module, source, mode,
+                                        rank.world_size)
+    try:
+        document = _trace_providers(project, providers, batch_size, mode, progress, assume_gpu, rank,
+                                    cache, reused, model_key)
+    except TraceError as error:
+        if reused is not None and error.kind != "timeout":
+            raise _ReusedModelFailed() from None
+        raise
+    if cache is not None:
+        cache.modules.record(project.root, project_modules(project))
+    return document
+
+
+def _trace_providers(project, providers, batch_size, mode, progress, assume_gpu, rank, cache, reused, model_key):
     if batch_size is None:
         batch_size = providers.default_batch_size
     if batch_size is None:
@@ -95,11 +161,14 @@ def _trace(project, batch_size, mode, progress, assume_gpu, rank):
         )
 
     state = TraceState(project, progress)
+    built = None  # the model this trace may leave to the next (reuse.BuiltModel)
     state.assume_gpu = assume_gpu
     state.distributed = rank
     compat.ensure_meta_kernels()
     shape_only = mode == "shape"
-    fake_mode = compat.make_fake_mode() if shape_only else contextlib.nullcontext()
+    # A kept model's fake tensors belong to the fake mode that made them.
+    fake_mode = (reused.fake_mode if reused is not None else compat.make_fake_mode()) if shape_only \
+        else contextlib.nullcontext()
     try:
         with contextlib.ExitStack() as stack:
             stack.enter_context(fake_mode)
@@ -127,10 +196,19 @@ def _trace(project, batch_size, mode, progress, assume_gpu, rank):
             recorder = OpRecorder(state, fake_mode if shape_only else None)
             recorder.recording = False
             with recorder if shape_only else contextlib.nullcontext():
-                progress("building model")
-                model = _call_provider(providers.model, project, "the model provider")
-                if not isinstance(model, torch.nn.Module):
-                    raise _bad_return(providers.model, project, "an nn.Module", model)
+                if reused is not None:
+                    progress("reusing the model")
+                    built = reused
+                    model = reused.model
+                    _resume_build(reused, recorder, state)
+                else:
+                    progress("building model")
+                    warnings_before = len(state.warnings)
+                    model = _call_provider(providers.model, project, "the model provider")
+                    if not isinstance(model, torch.nn.Module):
+                        raise _bad_return(providers.model, project, "an nn.Module", model)
+                    if model_key is not None and not rank.initialized:
+                        built = _kept_build(model_key, model, fake_mode, recorder, state, warnings_before)
                 progress("creating inputs")
                 inputs = _call_provider(providers.input, project, "the input provider", batch_size=batch_size)
                 if isinstance(inputs, torch.Tensor):
@@ -185,9 +263,33 @@ def _trace(project, batch_size, mode, progress, assume_gpu, rank):
     layout = rank.document()
     if layout is not None:
         document["distributed"] = layout
+    if cache is not None and built is not None and layout is None:
+        cache.model = built
     if mode == "cuda":
         document["device"] = torch.cuda.get_device_name()
     return document
+
+
+def _kept_build(key, model, fake_mode, recorder, state, warnings_before):
+    """A reuse.BuiltModel of the model just built: the values its small tensors have now and
+    the warnings the build raised."""
+    shadows = []
+    with compat.real_execution():
+        for tensor in (*model.parameters(), *model.buffers()):
+            real = recorder.shadows.real(tensor)
+            if real is not None:
+                shadows.append((tensor, real.clone()))
+    return reuse.BuiltModel(key, model, fake_mode, shadows, list(state.warnings[warnings_before:]),
+                            state.cuda_mapped)
+
+
+def _resume_build(built, recorder, state):
+    """The trace state as building the kept model left it."""
+    with compat.real_execution():
+        for tensor, real in built.shadows:
+            recorder.shadows.restore(tensor, real.clone())
+    state.warnings.extend(built.warnings)
+    state.cuda_mapped = state.cuda_mapped or built.cuda_mapped
 
 
 def _measure(state, project, iteration, inputs, progress):

@@ -72,6 +72,10 @@ class Shadows:
     def forget(self, fake):
         self._real.pop(fake._cdata, None)
 
+    def restore(self, fake, real):
+        """Gives `fake` the value `real` it had in an earlier trace (reuse.BuiltModel)."""
+        self._real[fake._cdata] = (fake, real)
+
     def _to_real(self, value, zeros_for_missing):
         if isinstance(value, torch.Tensor):
             real = self.real(value)

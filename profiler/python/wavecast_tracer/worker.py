@@ -17,6 +17,7 @@ from . import environment
 from .versions import OLDEST_TORCH, release
 from .errors import TraceError, TraceInterrupted, error_at, format_exception, one_line, out_of_memory_error, timeout_error
 from .project import Project
+from .reuse import TraceCache
 
 
 class _Channel:
@@ -38,7 +39,7 @@ class _Channel:
 
 
 class _Interrupts:
-    """SIGUSR1 from the parent stops a running trace (time-out) with a Python traceback."""
+    """SIGUSR1 from the parent stops a running trace (time-out or cancel) with a Python traceback."""
 
     def __init__(self):
         self.tracing = False
@@ -48,6 +49,9 @@ class _Interrupts:
 
     def _handle(self, _signum, _frame):
         if self.tracing:
+            # Once: a second signal must not cut short the tracer's own clean-up (the
+            # patches it undoes on the way out), as the worker goes on to the next trace.
+            self.tracing = False
             raise TraceInterrupted()
 
 
@@ -86,6 +90,8 @@ def serve(request_fd, response_fd, crash_fd, show_torch_logs=False, wavecast_ver
                                    f"{one_line(exc)}",
                           "Check that the Python environment's torch is complete.", exc)
     interrupts = _Interrupts()
+    # Unchanged project modules and model, kept from one trace to the next (reuse.py).
+    cache = TraceCache()
     channel.send(dict(compat.versions(), event="ready", pid=os.getpid(),
                       executable=sys.executable))
 
@@ -107,7 +113,8 @@ def serve(request_fd, response_fd, crash_fd, show_torch_logs=False, wavecast_ver
         if method != "trace":
             channel.send({"id": request_id, "error": _bad_request(f"unknown method {method!r}")})
             continue
-        channel.send(_trace_response(request_id, params, functools.partial(run_trace, wavecast_version=wavecast_version),
+        channel.send(_trace_response(request_id, params,
+                                     functools.partial(run_trace, wavecast_version=wavecast_version, cache=cache),
                                      channel, interrupts))
     return 0
 

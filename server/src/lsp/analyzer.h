@@ -28,7 +28,8 @@ struct AnalysisRequest {
 
 struct AnalysisOutput {
   Prediction prediction;
-  nlohmann::json predictionJson;         // resultsJson(prediction, the trace's facts)
+  TraceMode traceMode = TraceMode::Shape;
+  std::vector<std::string> fallbackOps; // ops the trace ran without a meta kernel
   std::map<Provider, int> providerLines; // 1-based line of each provider's def
   std::string entryFile;
   std::string torchVersion;             // the torch that traced it
@@ -65,6 +66,9 @@ public:
   // Canonical ids for user-given names; throws UnknownGpuError.
   virtual std::vector<std::string> resolveTargets(const std::vector<std::string>& names) const = 0;
   virtual std::vector<std::string> defaultTargets() const = 0;
+  // Called when the settings are known or change: gets ready for analyses with this
+  // Python environment (the real analyzer starts its worker) without blocking.
+  virtual void prepare(const std::string& pythonEnv) { (void)pythonEnv; }
 };
 
 } // namespace wavecast::lsp

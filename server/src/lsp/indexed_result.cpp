@@ -1,8 +1,18 @@
 #include "lsp/indexed_result.h"
 
 #include "lsp/files.h"
+#include "results_json.h"
 
 namespace wavecast::lsp {
+
+std::shared_ptr<const std::string> IndexedResult::resultsJson() const {
+  std::call_once(resultsJsonWritten_, [this] {
+    const TraceFacts facts{output.entryFile, output.traceMode,  output.torchVersion,
+                           output.pythonEnv, output.fallbackOps, output.traceWarnings};
+    resultsJson_ = std::make_shared<const std::string>(resultsJsonText(output.prediction, facts));
+  });
+  return resultsJson_;
+}
 
 std::shared_ptr<IndexedResult> indexResult(AnalysisOutput output, uint64_t sequence) {
   auto indexed = std::make_shared<IndexedResult>();

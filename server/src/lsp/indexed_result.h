@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,15 @@ struct IndexedResult {
   std::map<std::string, std::vector<TraceWarning>> warningsByFile;
   std::map<std::string, std::string> analysedText; // path -> the text those lines number
   uint64_t sequence = 0;                           // completion order, to prefer the newest result
+
+  // The results JSON's text (resultsJsonText), written the first time a client asks for it
+  // and then kept: for a large model it takes tens of milliseconds that a save's
+  // notification, hints and lenses do not need. Thread-safe.
+  std::shared_ptr<const std::string> resultsJson() const;
+
+private:
+  mutable std::once_flag resultsJsonWritten_;
+  mutable std::shared_ptr<const std::string> resultsJson_;
 };
 
 // Indexes `output`'s lines and line warnings by canonical file and makes its source files

@@ -565,14 +565,19 @@ std::optional<Json> LanguageServer::analyze(ClientId client, const Json& id, con
     entries_[request.uri].batchSizeOverride = request.batchSize;
   startAnalysis(request.uri, std::chrono::milliseconds(0));
   Entry& entry = entries_.at(request.uri);
-  if (entry.state != ResultsState::Analyzing)
-    return toJson(resultsOf(entries_, request.uri)); // served from the cache
+  if (entry.state != ResultsState::Analyzing) { // served from the cache
+    send(client, encodeResultText(id, toJsonText(resultsOf(entries_, request.uri))));
+    return std::nullopt;
+  }
   entry.waiters.emplace_back(client, id);
   return std::nullopt;
 }
 
-std::optional<Json> LanguageServer::results(ClientId, const Json&, const Json& params) {
-  return toJson(resultsOf(entries_, resultsParamsFromJson(params).uri));
+std::optional<Json> LanguageServer::results(ClientId client, const Json& id, const Json& params) {
+  // The results JSON is spliced in as written, not parsed into a tree and written again.
+  const std::string uri = resultsParamsFromJson(params).uri;
+  send(client, encodeResultText(id, toJsonText(resultsOf(entries_, uri))));
+  return std::nullopt;
 }
 
 void LanguageServer::cancelRequest(ClientId client, const Json& params) {

@@ -6,6 +6,7 @@
 #include "lsp/files.h"
 #include "lsp/language_server.h"
 #include "presentation.h"
+#include "results_json.h"
 #include "lsp/views.h"
 #include "wavecast/protocol/json_read.h"
 
@@ -213,14 +214,16 @@ void LanguageServer::resultsChanged(const std::string& uri) {
   sendToAll(methods::kResultsChanged,
             {{"uri", uri},
              {"state", toString(entry.state)},
-             // The results JSON's own summaries: one encoder for the shape.
-             {"summaries",
-              entry.result ? entry.result->output.predictionJson.value("summaries", Json::array())
-                           : Json::array()}});
+             // The results JSON's own summaries (one encoder for the shape); the lines and
+             // ops stay out of the notification: clients ask wavecast/results for them.
+             {"summaries", entry.result ? summariesJson(entry.result->output.prediction)
+                                        : Json::array()}});
   refreshViews(true, true);
-  Json reply = toJson(resultsOf(entries_, uri));
+  if (entry.waiters.empty())
+    return;
+  const std::string reply = toJsonText(resultsOf(entries_, uri));
   for (const auto& [client, id] : entry.waiters)
-    send(client, encodeResult(id, reply));
+    send(client, encodeResultText(id, reply));
   entry.waiters.clear();
 }
 

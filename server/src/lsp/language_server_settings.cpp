@@ -54,6 +54,8 @@ void LanguageServer::applySettings(ClientId client, const Json& object, std::str
   bool relens = merged.lineCodeLens != settings_.lineCodeLens;
   settings_ = std::move(merged);
   targets_ = std::move(targets);
+  // The worker loads Python and torch while the editor is still opening files.
+  analyzer_.prepare(settings_.pythonEnv);
   if (rerun)
     reanalyzeEntriesWithResults();
   if (redisplay)

@@ -1,6 +1,5 @@
 #include "lsp/profiling_analyzer.h"
 
-#include "results_json.h"
 #include "wavecast/predictor/measured_trace.h"
 
 #include <algorithm>
@@ -32,6 +31,30 @@ ProfilingAnalyzer::resolveTargets(const std::vector<std::string>& names) const {
   return ids;
 }
 
+std::shared_ptr<Profiler> ProfilingAnalyzer::profilerForLocked(const std::string& pythonEnv) {
+  if (!profiler_ || profilerEnv_ != pythonEnv) {
+    ProfilerOptions options = options_.profiler;
+    options.pythonEnv = pythonEnv;
+    options.progress = [this](const std::string& message) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (progress_)
+        progress_(message);
+    };
+    profiler_ = std::make_shared<Profiler>(options);
+    profilerEnv_ = pythonEnv;
+  }
+  return profiler_;
+}
+
+void ProfilingAnalyzer::prepare(const std::string& pythonEnv) {
+  std::shared_ptr<Profiler> profiler;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    profiler = profilerForLocked(pythonEnv);
+  }
+  profiler->prestart();
+}
+
 AnalysisOutcome ProfilingAnalyzer::analyze(const AnalysisRequest& request,
                                            const ProgressCallback& progress,
                                            const CancelToken& cancel) {
@@ -39,18 +62,7 @@ AnalysisOutcome ProfilingAnalyzer::analyze(const AnalysisRequest& request,
   {
     std::lock_guard<std::mutex> lock(mutex_);
     progress_ = progress;
-    if (!profiler_ || profilerEnv_ != request.pythonEnv) {
-      ProfilerOptions options = options_.profiler;
-      options.pythonEnv = request.pythonEnv;
-      options.progress = [this](const std::string& message) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (progress_)
-          progress_(message);
-      };
-      profiler_ = std::make_shared<Profiler>(options);
-      profilerEnv_ = request.pythonEnv;
-    }
-    profiler = profiler_;
+    profiler = profilerForLocked(request.pythonEnv);
   }
   TraceResult traced = profiler->trace(
       TraceRequest{request.file, request.batchSize, request.mode, options_.timeout, std::nullopt},
@@ -71,12 +83,13 @@ AnalysisOutcome ProfilingAnalyzer::analyze(const AnalysisRequest& request,
     PredictorOptions predictorOptions = options_.predictor;
     predictorOptions.originGpu = measuredOrigin(trace, database_);
     output.prediction = Predictor(std::move(predictorOptions)).predict(trace, devices);
-    output.predictionJson = resultsJson(output.prediction, traceFacts(trace));
     output.providerLines = trace.providerLines;
     output.entryFile = trace.entryFile.empty() ? request.file : trace.entryFile;
     output.torchVersion = trace.torchVersion;
     output.pythonEnv = trace.pythonEnv;
     output.traceWarnings = trace.warnings;
+    output.traceMode = trace.mode;
+    output.fallbackOps = trace.fallbackOps;
     std::set<std::string> files{output.entryFile};
     for (const auto& op : trace.ops) {
       if (op.loc.valid())

@@ -28,8 +28,13 @@ public:
   const std::vector<DeviceSpec>& gpus() const override { return database_.all(); }
   std::vector<std::string> resolveTargets(const std::vector<std::string>& names) const override;
   std::vector<std::string> defaultTargets() const override { return defaultTargets_; }
+  // Starts the worker for `pythonEnv` now, so the first save finds torch imported.
+  void prepare(const std::string& pythonEnv) override;
 
 private:
+  // The profiler for `pythonEnv`, replacing one for another environment; holds mutex_.
+  std::shared_ptr<Profiler> profilerForLocked(const std::string& pythonEnv);
+
   GpuDatabase database_;
   ProfilingAnalyzerOptions options_;
   std::vector<std::string> defaultTargets_;

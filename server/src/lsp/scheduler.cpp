@@ -25,6 +25,12 @@ AnalysisScheduler::~AnalysisScheduler() {
 
 void AnalysisScheduler::schedule(const std::string& uri, AnalysisRequest request,
                                  std::chrono::milliseconds delay) {
+  if (delay <= std::chrono::milliseconds(0)) {
+    // No debounce: queued now, not after a timer's round trip through the io_context.
+    debouncing_.erase(uri); // destroying the timer aborts its wait
+    enqueue({uri, std::move(request)});
+    return;
+  }
   auto& timer = debouncing_[uri];
   if (!timer)
     timer = std::make_unique<asio::steady_timer>(io_);

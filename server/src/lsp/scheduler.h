@@ -38,9 +38,9 @@ public:
   AnalysisScheduler(const AnalysisScheduler&) = delete;
   AnalysisScheduler& operator=(const AnalysisScheduler&) = delete;
 
-  // Queues an analysis of `uri` after `delay`; another schedule() for the same
-  // uri within the delay replaces it. A running analysis of `uri` is cancelled
-  // at once, not when the delay ends.
+  // Queues an analysis of `uri` after `delay` (at once when it is zero); another
+  // schedule() for the same uri within the delay replaces it. A running analysis
+  // of `uri` is cancelled at once, not when the delay ends.
   void schedule(const std::string& uri, AnalysisRequest request, std::chrono::milliseconds delay);
   // Drops a debounced, queued or running analysis of `uri`.
   void cancel(const std::string& uri);

@@ -194,7 +194,7 @@ Results resultsOf(const Entries& entries, const std::string& uri) {
   out.state = entry.state;
   out.contentVersion = entry.contentVersion;
   if (entry.result)
-    out.prediction = entry.result->output.predictionJson;
+    out.prediction = entry.result->resultsJson();
   if (entry.error)
     out.error = errorInfo(*entry.error);
   return out;

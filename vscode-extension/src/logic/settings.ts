@@ -47,7 +47,7 @@ export const MAX_BATCH_SIZE = 1 << 20;
 export const DEFAULT_INITIALIZE_TIMEOUT_S = 30;
 export const MAX_INITIALIZE_TIMEOUT_S = 3600;
 export const MAX_ANALYSIS_TIMEOUT_S = 86400;
-export const DEFAULT_DEBOUNCE_MS = 300;
+export const DEFAULT_DEBOUNCE_MS = 0;
 export const MAX_DEBOUNCE_MS = 60000;
 
 /** `raw` maps setting names without the `wavecast.` prefix to their values. */

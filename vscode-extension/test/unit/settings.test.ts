@@ -28,7 +28,7 @@ test('defaults when nothing is set', () => {
     tf32Conv: 'script',
     analysisTimeout: null,
     gpuFile: null,
-    debounceMs: 300,
+    debounceMs: 0,
     lineCodeLens: false,
     lineDiagnostics: false,
   });
@@ -96,12 +96,12 @@ test('the daemon options are checked like the others', () => {
   const bad = readSettings({ tf32Matmul: true, analysisTimeout: 1.5, debounceMs: 70000, lineCodeLens: 'yes' });
   assert.equal(bad.settings.tf32Matmul, 'script');
   assert.equal(bad.settings.analysisTimeout, null);
-  assert.equal(bad.settings.debounceMs, 300);
+  assert.equal(bad.settings.debounceMs, 0);
   assert.equal(bad.settings.lineCodeLens, false);
   assert.deepEqual(bad.problems, [
     'wavecast.tf32Matmul must be "script", "on" or "off", not true; using "script".',
     "wavecast.analysisTimeout must be a whole number of seconds from 1 to 86400, not 1.5; using the daemon's default.",
-    'wavecast.debounceMs must be a whole number of milliseconds from 0 to 60000, not 70000; using 300.',
+    'wavecast.debounceMs must be a whole number of milliseconds from 0 to 60000, not 70000; using 0.',
     'wavecast.lineCodeLens must be true or false, not "yes"; using false.',
   ]);
 });
@@ -153,7 +153,7 @@ test('initialization options carry the protocol version and settings', () => {
     batchSize: 32,
     trigger: 'manual',
     pythonEnv: '/opt/venv',
-    debounceMs: 300,
+    debounceMs: 0,
     lineCodeLens: false,
     lineDiagnostics: false,
   });
@@ -167,7 +167,7 @@ test('the daemon gets only accepted values, the worker environment, and no targe
     batchSize: null,
     trigger: 'manual',
     pythonEnv: '',
-    debounceMs: 300,
+    debounceMs: 0,
     lineCodeLens: true,
     lineDiagnostics: false,
   });

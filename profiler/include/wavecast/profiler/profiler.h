@@ -54,15 +54,20 @@ public:
 
   // Blocks until the trace is done, failed, timed out or was cancelled. A
   // trace whose `cancel` is cancelled, before it starts or while it runs, ends
-  // with a "cancelled" error. The worker is then killed and a replacement
-  // starts at once, so the next trace (usually moments away: the edit that
-  // made this one stale) does not wait for the interpreter and torch to load.
+  // with a "cancelled" error. A running script is interrupted and the worker
+  // stays, warm, for the next trace (usually moments away: the edit that made
+  // this one stale); a worker that does not answer within a second is killed
+  // and a replacement starts at once.
   TraceResult trace(const TraceRequest& request, const CancelToken& cancel = CancelToken());
   // Thread-safe: cancels the running trace or start(), if any.
   void cancel();
   // Starts the worker ahead of the first trace (importing torch takes seconds);
   // returns the error when it cannot start. trace() starts it when needed.
   std::optional<ProfileError> start(std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  // Thread-safe and non-blocking: starts a worker process when there is none, without
+  // waiting for it to load torch, so the first trace finds it warm. Does nothing while a
+  // trace or start() runs; a failure to start shows on the next trace.
+  void prestart();
   // Process id of the running worker, or 0 (for logs and tests).
   int workerPid() const;
 

@@ -78,6 +78,9 @@ std::variant<Message, DecodeError> decodeMessage(std::string_view body);
 
 std::string encodeMessage(const Message& message);
 std::string encodeResult(const Json& id, const Json& result);
+// A response whose result is JSON text already written (a large document is not parsed
+// into a tree only to be written out again).
+std::string encodeResultText(const Json& id, std::string_view resultText);
 std::string encodeError(const Json& id, const ResponseError& error);
 std::string encodeNotification(const std::string& method, const Json& params);
 std::string encodeRequest(const Json& id, const std::string& method, const Json& params);

@@ -5,6 +5,7 @@
 #include "wavecast/protocol/jsonrpc.h"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -46,7 +47,7 @@ struct Settings {
   std::string pythonEnv;            // a venv whose site-packages the worker uses
   bool lineDiagnostics = false;     // per-line Information diagnostics
   std::optional<bool> lineCodeLens; // nullopt: only for clients without inlay hints
-  int debounceMs = 300;
+  int debounceMs = 0; // a save is analysed at once unless a client asks to wait
   AnalysisMode mode = AnalysisMode::Shape;
 };
 
@@ -122,10 +123,12 @@ struct Results {
   std::string uri;
   ResultsState state = ResultsState::None;
   std::optional<int64_t> contentVersion; // document version the results were computed for
-  Json prediction;                       // predictionToJson output, or null
+  // The results JSON's text (docs/results-json.md), shared with the server's cache; null: none.
+  std::shared_ptr<const std::string> prediction;
   std::optional<ErrorInfo> error;
 };
-Json toJson(const Results& results);
+// The wavecast/results (and wavecast/analyze) result as JSON text, the prediction spliced in.
+std::string toJsonText(const Results& results);
 
 // What the daemon is doing, for a status bar.
 enum class ServerState { Idle, Analyzing, Error };
