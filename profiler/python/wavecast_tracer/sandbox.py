@@ -198,13 +198,29 @@ class Sandbox:
         """Hugging Face and Lightning take their loggers and checkpointing from arguments;
         these are set off where the script makes them (the classes are patched when
         the script imports them, through an import hook)."""
+        savers = self._patch_savers
         finder = _PatchOnImport({
             "transformers.training_args": self._patch_training_arguments,
+            "transformers.trainer": savers("Trainer", ("save_model", "_save_checkpoint"), "Trainer checkpoint"),
+            "transformers.modeling_utils": savers("PreTrainedModel", ("save_pretrained",), "save_pretrained"),
+            "accelerate.accelerator": savers("Accelerator", ("save", "save_state", "save_model"), "Accelerator save"),
             "lightning.pytorch.trainer.trainer": self._patch_lightning_trainer,
             "pytorch_lightning.trainer.trainer": self._patch_lightning_trainer,
         })
         with finder.installed():
             yield
+
+    def _patch_savers(self, class_name, methods, call):
+        """A patch that stubs `methods` of the module's class `class_name`."""
+        def patch(module, undo):
+            cls = getattr(module, class_name)
+            for method in methods:
+                if method in cls.__dict__:
+                    original = cls.__dict__[method]
+                    setattr(cls, method, lambda *args, **kwargs: self.noted(call))
+                    undo.append(lambda method=method, original=original: setattr(cls, method, original))
+
+        return patch
 
     def _patch_training_arguments(self, module, undo):
         cls = module.TrainingArguments
@@ -247,6 +263,7 @@ class Sandbox:
 
         cls.__init__ = functools.wraps(original)(init)
         undo.append(lambda: setattr(cls, "__init__", original))
+        self._patch_savers("Trainer", ("save_checkpoint",), "Trainer.save_checkpoint")(module, undo)
 
     # --- processes, input, exit, network ---------------------------------------------
     def _refuse(self, message, hint):
@@ -254,10 +271,19 @@ class Sandbox:
         raise Blocked(TraceError("blocked_call", message, file=file or self.project.entry_file, line=line,
                                  hint=hint))
 
+    def _called_from_project(self):
+        """Whether the code that made the call being refused is the script's (the first
+        frame outside the standard library's process modules and this one)."""
+        frame = sys._getframe(2)
+        while frame is not None and frame.f_code.co_filename in (subprocess.__file__, os.__file__, __file__):
+            frame = frame.f_back
+        return frame is not None and self.project.contains(frame.f_code.co_filename)
+
     @contextlib.contextmanager
     def _blocked_calls(self):
         import multiprocessing
         import multiprocessing.pool
+        import multiprocessing.process
         import torch.multiprocessing
 
         sandbox = self
@@ -273,8 +299,12 @@ class Sandbox:
             sandbox._refuse("the script asked for input (input()): tracing has no terminal",
                             "Give the answer as a command-line argument instead.")
 
-        def refuse_process(what):
+        def refuse_process(what, libraries_may=False):
             def refuse(*args, **kwargs):
+                if libraries_may and not sandbox._called_from_project():
+                    # A library probing the machine (accelerate runs nvidia-smi) copes with a
+                    # missing program; the script's own command is reported.
+                    raise FileNotFoundError(2, "no subprocesses while wavecast traces")
                 sandbox._refuse(f"the script started {what}, which tracing does not run", process_hint)
 
             return refuse
@@ -294,9 +324,9 @@ class Sandbox:
 
         replacements = [
             (sys, "exit", exit_), (builtins, "input", input_),
-            (subprocess.Popen, "__init__", refuse_process("a subprocess")),
+            (subprocess.Popen, "__init__", refuse_process("a subprocess", libraries_may=True)),
             (os, "system", refuse_process("a shell command")), (os, "popen", refuse_process("a shell command")),
-            (multiprocessing.Process, "start", refuse_process("a process (multiprocessing)")),
+            (multiprocessing.process.BaseProcess, "start", refuse_process("a process (multiprocessing)")),
             (multiprocessing.pool.Pool, "__init__", refuse_process("a process pool (multiprocessing)")),
             (torch.multiprocessing, "spawn", spawn), (socket.socket, "connect", connect),
         ]
@@ -394,7 +424,14 @@ def _stub_module(name, sandbox):
                       "set_experiment", "log_artifact", "autolog"):
         setattr(module, attribute, _Stub(sandbox, f"{call}.{attribute}" if attribute != "SummaryWriter"
                                           else "SummaryWriter"))
-    module.__getattr__ = lambda attribute: _Stub(sandbox, f"{call}.{attribute}")
+    module.__file__ = os.path.join(tempfile.gettempdir(), "wavecast-stubs", *name.split(".")) + ".py"
+
+    def attribute_of(attribute):
+        if attribute.startswith("__"):
+            raise AttributeError(attribute)
+        return _Stub(sandbox, f"{call}.{attribute}")
+
+    module.__getattr__ = attribute_of
     return module
 
 

@@ -34,7 +34,7 @@ from .recorder import OpRecorder, TraceState
 from .sandbox import Blocked, Sandbox
 from .target_gpu import answering_as
 from .trace_warnings import warning
-from .values import Shadows
+from .values import Shadows, flatten_tensors
 
 HOST_WORK_OP = "wavecast::data_loading"
 _PROVIDER_NAMES = frozenset(name for names in PROVIDER_NAMES.values() for name in names)
@@ -200,7 +200,9 @@ class _Run:
             started = time.perf_counter()
             with _disable_current_modes():
                 batch = original(iterator)
-            if run.recording:
+            # Batches of shape-only tensors (a dataset the script built with torch) time the
+            # tracer, not the loading: only real batches are host work.
+            if run.recording and not any(compat.is_fake(t) for t in flatten_tensors(batch)):
                 run._host_work((time.perf_counter() - started) * 1e3)
             return batch
 
