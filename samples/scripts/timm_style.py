@@ -63,7 +63,7 @@ def main():
                        transform=transform)
     loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch_size, shuffle=True, num_workers=8,
                                          pin_memory=True, drop_last=True)
-    mixup = Mixup(mixup_alpha=0.8, cutmix_alpha=1.0, label_smoothing=0.1, num_classes=10)
+    mixup = Mixup(mixup_alpha=0.8, cutmix_alpha=0.0, label_smoothing=0.1, num_classes=10)
     scheduler = CosineLRScheduler(optimizer, t_initial=args.epochs * len(loader), warmup_t=5)
     saver = CheckpointSaver(model, optimizer, args=args, model_ema=ema, amp_scaler=loss_scaler,
                             checkpoint_dir=args.output, recovery_dir=args.output)

@@ -68,7 +68,7 @@ class Sandbox:
     def _shadow(self, path):
         """The sandbox copy of `path` (absolute), or `path` itself when it is already inside."""
         full = os.path.abspath(os.fspath(path))
-        if self._inside(full) or full.startswith(tempfile.gettempdir() + os.sep):
+        if self._inside(full):
             return full
         return self.folder + full
 
@@ -78,7 +78,7 @@ class Sandbox:
 
     def _write_path(self, path):
         shadow = self._shadow(path)
-        os.makedirs(os.path.dirname(shadow), exist_ok=True)  # the real makedirs: restored below
+        _make_folders(os.path.dirname(shadow))
         return shadow
 
     @contextlib.contextmanager
@@ -103,20 +103,18 @@ class Sandbox:
             return real_open(file, mode, *args, **kwargs)
 
         def mkdir(path, mode=0o777, *, dir_fd=None):
-            os.makedirs = real["makedirs"]
-            try:
-                shadow = sandbox._shadow(path)
-                if real_isdir(path) and not real_exists(shadow):
-                    raise FileExistsError(17, "File exists", os.fspath(path))
-                real["makedirs"](os.path.dirname(shadow), exist_ok=True)
-                return real["mkdir"](shadow, mode)
-            finally:
-                os.makedirs = makedirs
+            shadow = sandbox._shadow(path)
+            if real_isdir(path) and not real_exists(shadow):
+                raise FileExistsError(17, "File exists", os.fspath(path))
+            _make_folders(os.path.dirname(shadow))
+            return real["mkdir"](shadow, mode)
 
         def makedirs(name, mode=0o777, exist_ok=False):
-            if real_isdir(name) and exist_ok:
-                return None
-            return real["makedirs"](sandbox._shadow(name), mode, exist_ok)
+            if real_isdir(name) or real_isdir(sandbox._shadow(name)):
+                if exist_ok:
+                    return None
+                raise FileExistsError(17, "File exists", os.fspath(name))
+            return _make_folders(sandbox._shadow(name))
 
         def remove(path, *, dir_fd=None):
             shadow = sandbox._shadow(path)
@@ -322,8 +320,16 @@ class Sandbox:
                 raise ConnectionRefusedError(111, "wavecast traces offline")
             return real_connect(sock, address)
 
+        def getaddrinfo(host, *args, **kwargs):
+            if host not in (None, "localhost", "127.0.0.1", "::1") and sandbox.blocked_download is None:
+                sandbox.blocked_download = (*sandbox.site(), host)
+            if host not in (None, "localhost", "127.0.0.1", "::1"):
+                raise socket.gaierror(socket.EAI_NONAME, "wavecast traces offline")
+            return real_getaddrinfo(host, *args, **kwargs)
+
+        real_getaddrinfo = socket.getaddrinfo
         replacements = [
-            (sys, "exit", exit_), (builtins, "input", input_),
+            (sys, "exit", exit_), (builtins, "input", input_), (socket, "getaddrinfo", getaddrinfo),
             (subprocess.Popen, "__init__", refuse_process("a subprocess", libraries_may=True)),
             (os, "system", refuse_process("a shell command")), (os, "popen", refuse_process("a shell command")),
             (multiprocessing.process.BaseProcess, "start", refuse_process("a process (multiprocessing)")),
@@ -503,6 +509,18 @@ def _replaced(replacements):
 
 
 _MISSING = object()
+_real_mkdir, _real_isdir = os.mkdir, os.path.isdir
+
+
+def _make_folders(path):
+    """os.makedirs(path, exist_ok=True) without the os functions the sandbox replaces."""
+    if not path or _real_isdir(path):
+        return
+    _make_folders(os.path.dirname(path))
+    try:
+        _real_mkdir(path)
+    except FileExistsError:
+        pass
 
 
 @contextlib.contextmanager

@@ -21,6 +21,7 @@ asked for it (an op `wavecast::data_loading` with `args.host_ms`, and a
 import ast
 import contextlib
 import importlib
+import os
 import sys
 import time
 
@@ -202,8 +203,11 @@ class _Run:
                 batch = original(iterator)
             # Batches of shape-only tensors (a dataset the script built with torch) time the
             # tracer, not the loading: only real batches are host work.
-            if run.recording and not any(compat.is_fake(t) for t in flatten_tensors(batch)):
+            tensors = flatten_tensors(batch)
+            if run.recording and not any(compat.is_fake(t) for t in tensors):
                 run._host_work((time.perf_counter() - started) * 1e3)
+            if run.recording and run.batch_size is None:
+                run.batch_size = next((int(t.shape[0]) for t in tensors if t.dim() > 0), None)
             return batch
 
         cls.__next__ = next_
@@ -231,12 +235,16 @@ class _Run:
 
 @contextlib.contextmanager
 def _script_process_state(project, argv):
-    """sys.argv as `python file.py ARGS` sets it; __main__ and sys.argv restored after."""
-    saved_argv, saved_main = sys.argv, sys.modules.get("__main__")
+    """sys.argv and the working directory as `python file.py ARGS` run from the script's
+    folder has them (relative data paths read the user's files; writes go to the
+    sandbox); __main__, sys.argv and the directory restored after."""
+    saved_argv, saved_main, saved_cwd = sys.argv, sys.modules.get("__main__"), os.getcwd()
     sys.argv = [project.entry_file, *argv]
+    os.chdir(project.root)
     try:
         yield
     finally:
+        os.chdir(saved_cwd)
         sys.argv = saved_argv
         if saved_main is not None:
             sys.modules["__main__"] = saved_main
