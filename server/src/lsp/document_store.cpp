@@ -102,4 +102,11 @@ bool definesProviders(std::string_view text) {
   return false;
 }
 
+bool isAnalysisEntry(std::string_view text) {
+  if (definesProviders(text))
+    return true;
+  const auto has = [text](std::string_view part) { return text.find(part) != text.npos; };
+  return has("torch") && (has(".step(") || has(".fit(") || has(".train()"));
+}
+
 } // namespace wavecast::lsp
