@@ -42,9 +42,16 @@ _PROVIDER_NAMES = frozenset(name for names in PROVIDER_NAMES.values() for name i
 _RECORDED_STEP = 2  # the first step ends the warm-up iteration
 
 
-def defines_providers(path):
-    """Whether the file defines (or imports) any provider function at its top level; a file
-    that cannot be read or parsed counts as one, so the provider path reports why."""
+def runs_as_written(path):
+    """Whether the file is traced as a script run as written: it defines (or imports) no
+    provider function at its top level, and torch has the optimizer step hooks (2.0+;
+    torch 1.13 reports the missing providers as before). A file that cannot be read or
+    parsed goes the provider way, which reports why."""
+    step_hooks = hasattr(importlib.import_module("torch.optim.optimizer"), "register_optimizer_step_post_hook")
+    return step_hooks and not _defines_providers(path)
+
+
+def _defines_providers(path):
     try:
         with open(path, "rb") as f:
             tree = ast.parse(f.read(), path)
@@ -270,10 +277,6 @@ def trace_script(project, mode, progress, assume_gpu, rank, script_args, device)
                                         f"not \"{mode}\"", file=project.entry_file, line=1,
                          hint="Trace it in shape mode, or define wavecast_model, wavecast_input and "
                               "wavecast_iteration to trace it in another mode.")
-    if not hasattr(importlib.import_module("torch.optim.optimizer"), "register_optimizer_step_post_hook"):
-        raise TraceError("environment_error", f"running a script as written needs torch 2.0 or newer "
-                                              f"(this is {torch.__version__})", file=project.entry_file, line=1,
-                         hint="Select a Python environment with torch 2.x, or define the provider functions.")
     if not all(isinstance(a, str) for a in script_args):
         raise TraceError("bad_request", "script arguments must be strings",
                          hint="Pass the script's arguments as a list of strings.")

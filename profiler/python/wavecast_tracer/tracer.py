@@ -21,7 +21,7 @@ from .trace_warnings import warning
 from .values import flatten_tensors
 from .versions import VALIDATED_TORCH, release
 from .rnn import fuse_recurrent_layers
-from .script_runner import defines_providers, trace_script
+from .script_runner import runs_as_written, trace_script
 
 TRACE_FORMAT_VERSION = 2
 MODES = ("shape", "cpu", "cuda")
@@ -53,7 +53,7 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
     if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
         raise TraceError("bad_request", f"batch size must be a positive integer, got {batch_size!r}",
                          hint="Pass a batch size of 1 or more.")
-    as_written = not defines_providers(file)
+    as_written = runs_as_written(file)
     torchrun = world_size is not None or not as_written  # `python train.py` has no torchrun environment
     if world_size is None:
         world_size = 1 if as_written else distributed.DEFAULT_WORLD_SIZE
