@@ -245,6 +245,8 @@ struct Trace {
   std::string entryFile;
   std::string projectRoot;
   int64_t batchSize = 0;
+  // A script run as written: the arguments it ran with (empty for a provider script).
+  std::vector<std::string> scriptArgs;
   TraceMode mode = TraceMode::Shape;
   std::map<Provider, int> providerLines; // 1-based line of each provider's def
   std::vector<OpRecord> ops;
