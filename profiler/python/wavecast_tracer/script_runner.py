@@ -40,6 +40,7 @@ from .values import Shadows, flatten_tensors
 HOST_WORK_OP = "wavecast::data_loading"
 _PROVIDER_NAMES = frozenset(name for names in PROVIDER_NAMES.values() for name in names)
 _RECORDED_STEP = 2  # the first step ends the warm-up iteration
+_SHAPE_ONLY = "_wavecast_shape_only"  # set on a DataLoader iterator whose batches are fake
 
 
 def runs_as_written(path):
@@ -78,7 +79,15 @@ class _Finished(ScriptControl):
 class _ScriptShadows(Shadows):
     """A script reads values the trace does not compute (`loss.item()` to print it, GradScaler's
     overflow check, `if torch.isnan(loss)`): any such value without a real shadow reads as
-    zero (no overflow, no NaN), as a float's already does."""
+    zero (no overflow, no NaN), as a float's already does; but an `.all()` reads as true
+    (`torch.isfinite(x).all()`, a library's "no packed sequences" check): the answer of
+    data that is as it should be."""
+
+    def follow(self, func, args, kwargs, out):
+        super().follow(func, args, kwargs, out)
+        if func.overloadpacket is torch.ops.aten.all and isinstance(out, torch.Tensor) and self.real(out) is None:
+            with compat.real_execution():
+                self.remember(out, torch.ones(out.shape, dtype=torch.bool))
 
     def _to_real(self, value, zeros_for_missing):
         if zeros_for_missing and isinstance(value, torch.Tensor) and self.real(value) is None:
@@ -166,7 +175,6 @@ class _Run:
         self.window.enter_context(state.memory.watching_zero_grad())
         self.recording = True
         self.recorder.recording = True
-        state.placement.recording = True
 
     def _end_window(self):
         if not self.recording:
@@ -206,12 +214,22 @@ class _Run:
 
         def next_(iterator):
             started = time.perf_counter()
-            with _disable_current_modes():
-                batch = original(iterator)
-            # Batches of shape-only tensors (a dataset the script built with torch) time the
-            # tracer, not the loading: only real batches are host work.
+            shape_only = getattr(iterator, _SHAPE_ONLY, False)
+            if shape_only:
+                # A dataset of tensors the script made with torch: loaded under the trace's
+                # modes, unrecorded, so the real values of its ids and labels are followed
+                # (a model's value checks on them then take the path the real data takes).
+                with run.state.suppressing():
+                    batch = original(iterator)
+            else:
+                with _disable_current_modes():
+                    batch = original(iterator)
             tensors = flatten_tensors(batch)
-            if run.recording and not any(compat.is_fake(t) for t in tensors):
+            if not shape_only and any(compat.is_fake(t) for t in tensors):
+                setattr(iterator, _SHAPE_ONLY, True)
+                shape_only = True
+            # Such batches time the tracer, not the loading: only real batches are host work.
+            if run.recording and not shape_only:
                 run._host_work((time.perf_counter() - started) * 1e3)
             if run.recording and run.batch_size is None:
                 run.batch_size = next((int(t.shape[0]) for t in tensors if t.dim() > 0), None)
@@ -289,6 +307,9 @@ def trace_script(project, mode, progress, assume_gpu, rank, script_args, device)
     recorder.recording = False
     recorder.shadows = _ScriptShadows()
     run = _Run(state, recorder)
+    # Which tensors stay on the CPU is followed from the start: Adam's step counters are
+    # made in the warm-up iteration, and stay host tensors in the recorded one.
+    state.placement.recording = True
     sandbox = Sandbox(project, state.site, run.on_stubbed)
     try:
         with contextlib.ExitStack() as stack:

@@ -310,7 +310,7 @@ Command predictCommand() {
   for (auto& option : precisionOptions())
     options.push_back(std::move(option));
   return {
-      {"predict", "FILE.py --gpu NAME[,NAME...] [--batch-size N] [--json] [-- SCRIPT ARGS...]",
+      {"predict", "FILE.py --gpu NAME[,NAME...] [--batch-size N] [-- ARGS]",
        "Trace one training iteration of FILE.py without a GPU and predict, for each source line "
        "and each named GPU, its time; then iteration time, samples/s, cost and memory per GPU. "
        "FILE.py defines wavecast_model(), wavecast_input(batch_size=N) and "

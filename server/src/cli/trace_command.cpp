@@ -28,7 +28,7 @@ int runTrace(const CommandLine& args, const InstallLayout& layout) {
 
 Command traceCommand() {
   return {{"trace",
-           "FILE.py [--batch-size N] [--out FILE.json] [-- SCRIPT ARGS...]",
+           "FILE.py [--batch-size N] [--out FILE.json] [-- ARGS]",
            "Trace one training iteration of FILE.py and print the trace (docs/trace-format.md); "
            "'wavecast predict FILE.json' predicts from a saved trace. The words after '--' are "
            "the arguments of a script run as written.",
