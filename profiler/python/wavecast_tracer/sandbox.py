@@ -197,7 +197,7 @@ class Sandbox:
         these are set off where the script makes them (the classes are patched when
         the script imports them, through an import hook)."""
         savers = self._patch_savers
-        finder = _PatchOnImport({
+        finder = PatchOnImport({
             "transformers.training_args": self._patch_training_arguments,
             "transformers.trainer": savers("Trainer", ("save_model", "_save_checkpoint"), "Trainer checkpoint"),
             "transformers.modeling_utils": savers("PreTrainedModel", ("save_pretrained",), "save_pretrained"),
@@ -441,7 +441,7 @@ def _stub_module(name, sandbox):
     return module
 
 
-class _PatchOnImport:
+class PatchOnImport:
     """Patches a module as soon as it is imported (or at once when it already is), and
     undoes every patch on leaving."""
 

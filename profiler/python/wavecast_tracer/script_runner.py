@@ -32,7 +32,7 @@ from .errors import ScriptControl, TraceError, TraceInterrupted, error_at
 from .loader import PROVIDER_NAMES, load_entry_module, find_providers
 from .memory import MemoryTracker
 from .recorder import OpRecorder, TraceState
-from .sandbox import Blocked, Sandbox
+from .sandbox import Blocked, PatchOnImport, Sandbox
 from .target_gpu import answering_as
 from .trace_warnings import warning
 from .values import Shadows, flatten_tensors
@@ -275,6 +275,16 @@ def _script_process_state(project, argv):
             sys.modules["__main__"] = saved_main
 
 
+def _real_tensors_to_transformers(module, undo):
+    """transformers takes a fake tensor for a graph being compiled (`is_tracing`) and skips
+    its value checks: a Trainer's model (no cache) then builds an explicit attention mask
+    where the GPU run uses causal flash attention. The trace follows the values those
+    checks read (position ids), so they run as on the GPU."""
+    original = module.is_fake_tensor
+    module.is_fake_tensor = lambda tensor: False
+    undo.append(lambda: setattr(module, "is_fake_tensor", original))
+
+
 @contextlib.contextmanager
 def _pinning_ignored():
     """`tensor.pin_memory()` needs a GPU; page-locked memory changes no GPU work."""
@@ -318,6 +328,8 @@ def trace_script(project, mode, progress, assume_gpu, rank, script_args, device)
             stack.enter_context(answering_as(device))
             autocast = tracer.enter_tracing_contexts(stack, state, mode, rank, fake_mode, steady_state=False)
             stack.enter_context(_pinning_ignored())
+            stack.enter_context(PatchOnImport({"transformers.utils.import_utils": _real_tensors_to_transformers})
+                                .installed())
             stack.enter_context(recorder)
             stack.enter_context(run.real_data_loading())
             stack.enter_context(run.hooks())
