@@ -21,6 +21,8 @@ import builtins
 import contextlib
 import functools
 import importlib
+import importlib.machinery
+import importlib.util
 import inspect
 import io
 import os
@@ -348,10 +350,11 @@ class Sandbox:
         seen = set()
         while exc is not None and id(exc) not in seen:
             seen.add(id(exc))
+            text = str(exc).lower()
             if type(exc).__name__ in ("OfflineModeIsEnabled", "LocalEntryNotFoundError") or \
-                    "offline mode" in str(exc).lower() or "couldn't connect to" in str(exc).lower():
-                return None if exc is None else TraceError(
-                    "blocked_call", "the script tried to download from the Hugging Face hub", hint=_OFFLINE_HINT)
+                    "offline mode" in text or "couldn't connect to" in text:
+                return TraceError("blocked_call", "the script tried to download from the Hugging Face hub",
+                                  hint=_OFFLINE_HINT)
             exc = exc.__cause__ or exc.__context__
         return None
 
