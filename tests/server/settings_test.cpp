@@ -113,6 +113,7 @@ TEST_F(ServerTest, ScriptArgsReachTheAnalysisOfAScriptRunAsWritten) {
   ASSERT_TRUE(waitStarted(started + 1));
   EXPECT_EQ(analyzer_.requests().back().scriptArgs, (std::vector<std::string>{"--lr", "0.1"}));
   analyzer_.release();
+  ASSERT_TRUE(runUntil([&] { return resultsReady("loop.py"); }));
 
   const std::string path = (dir_ / "loop.py").string();
   notify("workspace/didChangeConfiguration",
