@@ -22,8 +22,8 @@ bool clearsGradients(const OpRecord& op) {
 } // namespace
 
 double hostOpUs(const OpRecord& op, const OpCost& cost, const HostOptions& options) {
-  if (op.onHost)
-    return options.cpuOpUs;
+  if (op.onHost) // host work a script run as written timed on this CPU, else one op
+    return op.floatArg("host_ms").value_or(options.cpuOpUs * 1e-3) * 1e3;
   if (cost.metadataOnly())
     return 0.0;
   const double launchUs =

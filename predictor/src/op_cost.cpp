@@ -150,6 +150,7 @@ OpCost estimateOpCost(const OpRecord& op) {
   if (op.onHost && !cost.metadataOnly()) {
     cost.kernels = 0;
     cost.note = CostNote::OnHost;
+    cost.approximate = false; // no GPU work: no GPU formula is missing
   }
   if (!cost.metadataOnly() && cost.bytes <= 0 && cost.flops <= 0 &&
       cost.family != CostFamily::Collective) {

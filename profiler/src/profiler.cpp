@@ -409,6 +409,13 @@ TraceResult Profiler::trace(const TraceRequest& request, const CancelToken& canc
   params["batch_size"] = request.batchSize ? json(*request.batchSize) : json(nullptr);
   if (request.worldSize)
     params["world_size"] = *request.worldSize;
+  if (!request.scriptArgs.empty())
+    params["script_args"] = request.scriptArgs;
+  if (const auto& device = request.device)
+    params["device"] = {{"name", device->name},
+                        {"memory_bytes", device->memoryBytes},
+                        {"capability", {device->capabilityMajor, device->capabilityMinor}},
+                        {"multiprocessors", device->multiprocessors}};
   const json message{{"id", id}, {"method", "trace"}, {"params", params}};
 
   auto workerDied = [&]() -> TraceResult {

@@ -15,6 +15,19 @@ std::optional<int64_t> positiveBatchSize(const Json& object, const char* key,
   return batchSize;
 }
 
+// Command-line words: no splitting at commas, unlike stringList.
+std::vector<std::string> argumentList(const Json& value, const std::string& where) {
+  if (!value.is_array())
+    throwInvalidParams(where + " must be an array of strings");
+  std::vector<std::string> out;
+  for (const auto& word : value) {
+    if (!word.is_string())
+      throwInvalidParams(where + " must be an array of strings");
+    out.push_back(word.get<std::string>());
+  }
+  return out;
+}
+
 std::vector<std::string> stringList(const Json& value, const std::string& where) {
   std::vector<std::string> out;
   if (value.is_string()) { // "H100,A100" is accepted too
@@ -96,6 +109,19 @@ void mergeSettings(Settings& settings, const Json& object, std::string_view wher
   }
   if (auto env = optionalString(object, "pythonEnv", where))
     merged.pythonEnv = *env;
+  if (object.contains("scriptArgs")) {
+    const Json& args = object["scriptArgs"];
+    merged.scriptArgs.clear();
+    if (args.is_array()) {
+      merged.scriptArgs[""] = argumentList(args, at + ".scriptArgs");
+    } else if (args.is_object()) {
+      for (const auto& [file, list] : args.items())
+        merged.scriptArgs[file] = argumentList(list, at + ".scriptArgs[\"" + file + "\"]");
+    } else if (!args.is_null()) {
+      throwInvalidParams(at +
+                         ".scriptArgs must be an array of strings or an object of them by file");
+    }
+  }
   if (auto lineDiagnostics = optionalBool(object, "lineDiagnostics", where))
     merged.lineDiagnostics = *lineDiagnostics;
   if (object.contains("lineCodeLens"))
@@ -145,7 +171,16 @@ Json toJson(const Settings& settings) {
           {"lineDiagnostics", settings.lineDiagnostics},
           {"lineCodeLens", settings.lineCodeLens ? Json(*settings.lineCodeLens) : Json()},
           {"debounceMs", settings.debounceMs},
-          {"mode", toString(settings.mode)}};
+          {"mode", toString(settings.mode)},
+          {"scriptArgs", settings.scriptArgs}};
+}
+
+std::vector<std::string> scriptArgsFor(const Settings& settings, const std::string& path) {
+  if (auto own = settings.scriptArgs.find(path); own != settings.scriptArgs.end())
+    return own->second;
+  if (auto every = settings.scriptArgs.find(""); every != settings.scriptArgs.end())
+    return every->second;
+  return {};
 }
 
 InitializationOptions initializationOptionsFromJson(const Json& value) {

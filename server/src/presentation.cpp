@@ -463,6 +463,14 @@ std::string traceWarningMessage(const TraceWarning& warning) {
     return "torch.distributed." + warning.call +
            " cannot run as one rank of the traced launch: it was skipped and its communication "
            "is not predicted";
+  case TraceWarningKind::CallStubbed:
+    return warning.call +
+           ": not run while tracing (writes, checkpoints and loggers are stubbed so the script "
+           "leaves your files as they were)";
+  case TraceWarningKind::HostTimeMeasured:
+    return "data loading took " + formatMs(warning.ms) +
+           " per iteration, measured on this CPU in one process (DataLoader workers are off "
+           "while tracing); it is predicted as host time on this line";
   case TraceWarningKind::Sentence:
     return warning.text;
   }

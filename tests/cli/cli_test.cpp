@@ -500,3 +500,28 @@ TEST(CliTest, PredictTakesACalibratedGpusMeasuredTimes) {
   std::remove(bad.c_str());
   std::remove(tracePath.c_str());
 }
+
+// A script without providers runs as written: the words after "--" are its sys.argv[1:]
+// (here --batch-size is the script's, not wavecast's), and without them its argparse
+// exit is one clear error at the line that parsed.
+TEST(CliTest, WordsAfterDoubleDashAreTheScriptsArguments) {
+  const CliRun run = wavecast("trace " + fixture("argv_script.py") +
+                              " --compact -- --width 96 --batch-size 5");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto trace = nlohmann::json::parse(run.out);
+  EXPECT_EQ(trace.at("script_args"),
+            nlohmann::json::array({"--width", "96", "--batch-size", "5"}));
+  EXPECT_EQ(trace.at("batch_size"), 5);
+  bool sawLinear = false;
+  for (const auto& op : trace.at("ops"))
+    if (op.at("name") == "aten::addmm" && op.at("phase") == "forward") {
+      sawLinear = true;
+      EXPECT_EQ(op.at("outputs").at(0).at("shape"), nlohmann::json::array({5, 96}));
+      EXPECT_EQ(op.at("loc").at("line"), 16); // loss = model(x).square().mean()
+    }
+  EXPECT_TRUE(sawLinear);
+
+  const CliRun missing = wavecast("predict " + fixture("argv_script.py") + " --gpu H100");
+  expectOneLineError(missing, "argv_script.py:10");
+  EXPECT_TRUE(contains(missing.err, "sys.exit(2)")) << missing.err;
+}

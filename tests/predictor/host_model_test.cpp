@@ -59,6 +59,11 @@ TEST(HostModel, OpCostsByKind) {
   counter.onHost = true;
   EXPECT_DOUBLE_EQ(hostOpUs(counter, work(), options), 1);
   EXPECT_FALSE(synchronizesHost(counter)) << "a CPU tensor's value is already on the host";
+  // A script run as written: its data loading, timed on this CPU, is that op's host time.
+  OpRecord loading = op("wavecast::data_loading");
+  loading.onHost = true;
+  loading.args["host_ms"] = 2.5;
+  EXPECT_DOUBLE_EQ(hostOpUs(loading, work(), options), 2500);
   EXPECT_TRUE(synchronizesHost(op("aten::_local_scalar_dense")));
   EXPECT_FALSE(synchronizesHost(op("aten::add")));
 }

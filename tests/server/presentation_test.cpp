@@ -162,6 +162,25 @@ TEST(Presentation, CostNotesNameTheOpAndItsFamily) {
     EXPECT_FALSE(costNoteText(static_cast<CostNote>(n), "aten::x", CostFamily::Copy).empty()) << n;
 }
 
+TEST(Presentation, AScriptRunAsWrittenSaysWhatWasStubbedAndWhereHostTimeWasMeasured) {
+  TraceWarning stubbed;
+  stubbed.kind = TraceWarningKind::CallStubbed;
+  stubbed.loc = {"/w/train.py", 40, ""};
+  stubbed.call = "torch.save";
+  EXPECT_EQ(traceWarningLine(stubbed).rfind("/w/train.py:40: torch.save: not run while tracing", 0),
+            0u)
+      << traceWarningLine(stubbed);
+  TraceWarning loading;
+  loading.kind = TraceWarningKind::HostTimeMeasured;
+  loading.loc = {"/w/train.py", 31, ""};
+  loading.ms = 12.5;
+  EXPECT_EQ(traceWarningLine(loading).rfind("/w/train.py:31: data loading took 12.5 ms per "
+                                            "iteration, measured on this CPU",
+                                            0),
+            0u)
+      << traceWarningLine(loading);
+}
+
 TEST(Presentation, TraceWarningsReadAsSentencesAtTheirLines) {
   TraceWarning mixed;
   mixed.kind = TraceWarningKind::HostTensorWithGpu;

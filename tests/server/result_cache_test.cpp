@@ -111,7 +111,7 @@ TEST(ResultCache, AnEntryInsertedAgainAfterGoingStaleIsEvictedLast) {
 }
 
 TEST(ResultCache, KeysNameTheContentAndEverySettingOfTheRequest) {
-  const AnalysisRequest request{"/w/train.py", 32, {"H100-SXM", "T4"}, ""};
+  const AnalysisRequest request{"/w/train.py", 32, {"H100-SXM", "T4"}, "", TraceMode::Shape, {}};
   const std::string key = cacheKey("text", request);
   EXPECT_EQ(key, contentHash("text") + "|H100-SXM|T4|32||mode0");
   EXPECT_NE(cacheKey("text2", request), key);
@@ -124,6 +124,9 @@ TEST(ResultCache, KeysNameTheContentAndEverySettingOfTheRequest) {
   other = request;
   other.mode = TraceMode::Cuda;
   EXPECT_NE(cacheKey("text", other), key) << "measured and shape results are not interchangeable";
+  other = request;
+  other.scriptArgs = {"--lr", "0.1"};
+  EXPECT_EQ(cacheKey("text", other), key + "|arg:--lr|arg:0.1");
 }
 
 } // namespace

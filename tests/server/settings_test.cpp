@@ -111,5 +111,37 @@ TEST_F(ServerTest, AWrongSettingIsShownOnceAndTheOthersApply) {
   analyzer_.release();
 }
 
+// A training script without providers is analysed on save, with the scriptArgs setting:
+// its own arguments by path, else those for every script; a change re-analyses it.
+TEST_F(ServerTest, ScriptArgsReachTheAnalysisOfAScriptRunAsWritten) {
+  const std::string script = "import torch\n"
+                             "for batch in loader:\n"
+                             "    optimizer.step()\n";
+  writeFile("loop.py", script);
+  initialize({{"scriptArgs", {"--lr", "0.1"}}});
+  open("loop.py", script);
+  int started = analyzer_.started();
+  save("loop.py");
+  ASSERT_TRUE(waitStarted(started + 1));
+  EXPECT_EQ(analyzer_.requests().back().scriptArgs, (std::vector<std::string>{"--lr", "0.1"}));
+  analyzer_.release();
+  ASSERT_TRUE(runUntil([&] { return resultsReady("loop.py"); }));
+
+  const std::string path = (dir_ / "loop.py").string();
+  notify("workspace/didChangeConfiguration",
+         {{"settings",
+           {{"wavecast", {{"scriptArgs", {{"", {"--lr", "0.1"}}, {path, {"--epochs", "1"}}}}}}}}});
+  ASSERT_TRUE(waitStarted(started + 2));
+  EXPECT_EQ(analyzer_.requests().back().scriptArgs, (std::vector<std::string>{"--epochs", "1"}));
+  analyzer_.release();
+
+  // A module of helpers, even one that steps an optimizer, is not analysed.
+  const std::string helpers = "import torch\ndef train_step(optimizer):\n    optimizer.step()\n";
+  writeFile("utils.py", helpers);
+  open("utils.py", helpers);
+  save("utils.py");
+  EXPECT_FALSE(waitStarted(started + 3));
+}
+
 } // namespace
 } // namespace wavecast::lsp

@@ -16,6 +16,7 @@ import { initializeTimeoutMessage, withTimeout } from './logic/startup';
 import {
   daemonSettings,
   initializationOptions,
+  launchScriptArgs,
   readSettings,
   RESTART_SETTINGS,
   SETTING_NAMES,
@@ -217,7 +218,7 @@ export class WavecastController implements vscode.Disposable {
       // Read when sent: the client's own configuration listener may run before this controller's.
       daemonSettings: () => {
         const current = readSettings(this.rawSettings()).settings;
-        return daemonSettings(current, this.workerEnvironment(current).path);
+        return daemonSettings(current, this.workerEnvironment(current).path, this.launchArgs());
       },
     });
     const api = new WavecastApi(client);
@@ -425,6 +426,16 @@ export class WavecastController implements vscode.Disposable {
   /** Another interpreter selected: a running daemon is told (one still starting reads daemonSettings() once it runs). */
   private onInterpreterChanged(): void {
     if (this.noteWorkerEnvironment() && this.lifecycle.phase === 'running') this.session?.client.sendSettings();
+  }
+
+  /** The `args` of each workspace folder's launch configurations, by program. */
+  private launchArgs(): Record<string, string[]> {
+    const found: Record<string, string[]> = {};
+    for (const folder of vscode.workspace.workspaceFolders ?? []) {
+      const configurations = vscode.workspace.getConfiguration('launch', folder.uri).get('configurations');
+      Object.assign(found, launchScriptArgs(configurations, folder.uri.fsPath));
+    }
+    return found;
   }
 
   private rawSettings(): Record<string, unknown> {

@@ -177,11 +177,14 @@ class OneRank:
 
 
 @contextlib.contextmanager
-def one_rank(world_size, project, map_cuda):
-    """While active, the script runs as rank 0 of `world_size` (OneRank)."""
+def one_rank(world_size, project, map_cuda, torchrun=True):
+    """While active, the script runs as rank 0 of `world_size` (OneRank); `torchrun`: in
+    torchrun's environment variables (a script run as written and given no world size has
+    none, as with `python train.py`)."""
     session = OneRank(world_size, project, map_cuda)
     with contextlib.ExitStack() as stack:
-        stack.enter_context(_environment(session.environment()))
+        if torchrun:
+            stack.enter_context(_environment(session.environment()))
         if _available():
             stack.enter_context(_process_group_calls(session))
         else:

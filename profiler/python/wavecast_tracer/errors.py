@@ -17,6 +17,8 @@ KINDS = frozenset({
     "out_of_memory",
     "cancelled",
     "environment_error",
+    "blocked_call",
+    "no_training_step",
     "bad_request",
     "internal",
 })
@@ -116,3 +118,8 @@ def one_line(exc):
 
 class TraceInterrupted(BaseException):
     """Raised in the main thread when the parent asks a running trace to stop (time-out)."""
+
+
+class ScriptControl(BaseException):
+    """Unwinds a script run as written on the tracer's behalf (script_runner.py, sandbox.py):
+    never the script's own failure, and past the script's `except Exception`."""

@@ -8,7 +8,7 @@ import sys
 import types
 
 from . import environment
-from .errors import TraceError, TraceInterrupted, error_at, format_exception, one_line
+from .errors import ScriptControl, TraceError, TraceInterrupted, error_at, format_exception, one_line
 
 ENTRY_MODULE_NAME = "__wavecast_entry__"
 
@@ -84,7 +84,8 @@ def purge_project_modules(project, kept=None):
     return keep
 
 
-def load_entry_module(project):
+def load_entry_module(project, name=ENTRY_MODULE_NAME, during="while loading the script"):
+    """Runs the entry file as module `name` ("__main__": as `python file.py` would)."""
     path = project.entry_file
     try:
         with open(path, "rb") as f:
@@ -108,11 +109,11 @@ def load_entry_module(project):
             traceback=format_exception(exc),
         ) from None
 
-    module = types.ModuleType(ENTRY_MODULE_NAME)
+    module = types.ModuleType(name)
     module.__file__ = path
     if project.root not in sys.path:
         sys.path.insert(0, project.root)
-    sys.modules[ENTRY_MODULE_NAME] = module
+    sys.modules[name] = module
     try:
         exec(code, module.__dict__)
     except SyntaxError as exc:  # raised while importing one of the project's modules
@@ -131,12 +132,10 @@ def load_entry_module(project):
             "or select a virtual environment that has it.",
         )
         raise error_at("import_error", message, exc, project, hint, fallback_file=path) from None
-    except TraceInterrupted:
-        raise
-    except MemoryError:
+    except (TraceInterrupted, ScriptControl, MemoryError):
         raise
     except BaseException as exc:  # noqa: B902 - any failure of user code is reported
-        raise user_exception(exc, project, "while loading the script") from None
+        raise user_exception(exc, project, during) from None
     return module
 
 

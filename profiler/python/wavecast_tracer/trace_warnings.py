@@ -16,6 +16,8 @@ SEVERITY = {
     "kernels_outside_ops": "info",  # `count` kernels, `ms` per iteration, outside any op
     "repeat_skipped": "warning",  # measured repeat `repeat` (1-based) ran other ops
     "unsupported_distributed": "warning",  # torch.distributed `call` cannot run as one rank: skipped
+    "call_stubbed": "info",  # a script run as written: `call` (torch.save, a logger) did nothing
+    "host_time_measured": "info",  # a script run as written: `ms` of data loading, on this CPU
 }
 
 

@@ -23,6 +23,7 @@ from .trace_warnings import warning
 from .values import flatten_tensors
 from .versions import VALIDATED_TORCH, release
 from .rnn import fuse_recurrent_layers
+from .script_runner import runs_as_written, trace_script
 
 TRACE_FORMAT_VERSION = 2
 MODES = ("shape", "cpu", "cuda")
@@ -31,14 +32,18 @@ _OOM_MARKERS = ("can't allocate memory", "not enough memory", "DefaultCPUAllocat
 
 
 def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=False, wavecast_version=None,
-              world_size=None, cache=None):
+              world_size=None, script_args=None, device=None, cache=None):
     """Returns the trace document (docs/trace-format.md); raises TraceError.
 
     assume_gpu: the caller runs the script's model and batch on a GPU (as the truth
     harness does with the samples), so CPU tensors the iteration mixes with them are
     warned about even if the script never asks for CUDA itself.
     world_size: the ranks of a torch.distributed script's launch, which traces as rank 0
-    (distributed.py); None: distributed.DEFAULT_WORLD_SIZE.
+    (distributed.py); None: distributed.DEFAULT_WORLD_SIZE, or for a script run as written
+    one process without a torchrun environment.
+    script_args: a script without provider functions runs as written (script_runner.py)
+    with these as its sys.argv[1:]; device: the GPU its torch.cuda queries answer for
+    (target_gpu.py).
     cache: a reuse.TraceCache a long-lived worker keeps between traces: unchanged project
     modules stay imported and an unchanged model is not built again; None: everything fresh.
     """
@@ -52,8 +57,10 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
     if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
         raise TraceError("bad_request", f"batch size must be a positive integer, got {batch_size!r}",
                          hint="Pass a batch size of 1 or more.")
+    as_written = runs_as_written(file)
+    torchrun = world_size is not None or not as_written  # `python train.py` has no torchrun environment
     if world_size is None:
-        world_size = distributed.DEFAULT_WORLD_SIZE
+        world_size = 1 if as_written else distributed.DEFAULT_WORLD_SIZE
     if not isinstance(world_size, int) or isinstance(world_size, bool) or world_size < 1:
         raise TraceError("bad_request", f"world size must be a positive integer, got {world_size!r}",
                          hint="Pass the number of ranks (GPUs) of the launch, 1 or more.")
@@ -64,17 +71,25 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
     captured = io.StringIO()
     with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
         try:
-            try:
-                with distributed.one_rank(world_size, project, map_cuda=mode != "cuda") as rank:
-                    document = _trace(project, batch_size, mode, progress, assume_gpu, rank, cache)
-            except _ReusedModelFailed:
-                # The kept model may hold state a fresh build would not (the provider set a
-                # global the iteration reads): a failure is only believed from a fresh one.
-                cache.forget()
-                captured.seek(0)
-                captured.truncate()
-                with distributed.one_rank(world_size, project, map_cuda=mode != "cuda") as rank:
-                    document = _trace(project, batch_size, mode, progress, assume_gpu, rank, cache)
+            if as_written:
+                # Nothing is kept for a script run as written: its modules are imported anew.
+                if cache is not None:
+                    cache.forget()
+                purge_project_modules(project)
+                with distributed.one_rank(world_size, project, map_cuda=mode != "cuda", torchrun=torchrun) as rank:
+                    document = trace_script(project, mode, progress, assume_gpu, rank, script_args or [], device)
+            else:
+                try:
+                    with distributed.one_rank(world_size, project, map_cuda=mode != "cuda", torchrun=torchrun) as rank:
+                        document = _trace(project, batch_size, mode, progress, assume_gpu, rank, cache)
+                except _ReusedModelFailed:
+                    # The kept model may hold state a fresh build would not (the provider set a
+                    # global the iteration reads): a failure is only believed from a fresh one.
+                    cache.forget()
+                    captured.seek(0)
+                    captured.truncate()
+                    with distributed.one_rank(world_size, project, map_cuda=mode != "cuda", torchrun=torchrun) as rank:
+                        document = _trace(project, batch_size, mode, progress, assume_gpu, rank, cache)
         except TraceError as error:
             error.output = _tail(captured.getvalue())
             raise
@@ -171,25 +186,7 @@ def _trace_providers(project, providers, batch_size, mode, progress, assume_gpu,
         else contextlib.nullcontext()
     try:
         with contextlib.ExitStack() as stack:
-            stack.enter_context(fake_mode)
-            if shape_only:
-                stack.enter_context(compat.deepcopyable_fake_tensors())
-                stack.enter_context(compat.convertible_fake_parameters())
-                stack.enter_context(cuda_attention())
-            stack.enter_context(compat.track_optimizers(state.optimizers.append))
-            stack.enter_context(compat.spy_on_fallbacks(state.on_fallback))
-            stack.enter_context(compat.replace_record_function(state.record_function_factory()))
-            stack.enter_context(_backward_hooks(state))
-            stack.enter_context(compat.default_precision())
-            stack.enter_context(eager_compile(state.on_compile))
-            autocast = None
-            if mode != "cuda":
-                stack.enter_context(cuda_mapped_to_cpu(state.on_cuda_mapped, state.placement, rank.device_count))
-                stack.enter_context(compat.fused_dropout())
-                stack.enter_context(cuda_optimizer_defaults())
-                stack.enter_context(steady_state_steps(state))
-                autocast = stack.enter_context(cuda_autocast())  # after cuda_attention: wraps it
-                stack.enter_context(checked_autocast_regions(state.on_unmodelled_autocast))
+            autocast = enter_tracing_contexts(stack, state, mode, rank, fake_mode)
 
             # In shape mode the recorder also follows the providers' small integer tensors
             # (labels, ids, masks) for value-dependent ops; it records only the iteration.
@@ -290,6 +287,35 @@ def _resume_build(built, recorder, state):
             recorder.shadows.restore(tensor, real.clone())
     state.warnings.extend(built.warnings)
     state.cuda_mapped = state.cuda_mapped or built.cuda_mapped
+
+
+def enter_tracing_contexts(stack, state, mode, rank, fake_mode, steady_state=True):
+    """Enters on `stack` the modes and patches a trace runs under (fake tensors, CUDA mapped
+    to the CPU, optimizer and autocast as on a GPU, ...); returns the autocast tracker
+    (None in cuda mode). `steady_state`: an optimizer's first step is preceded by an
+    unrecorded one that builds its state (optimizers.steady_state_steps)."""
+    shape_only = mode == "shape"
+    stack.enter_context(fake_mode)
+    if shape_only:
+        stack.enter_context(compat.deepcopyable_fake_tensors())
+        stack.enter_context(compat.convertible_fake_parameters())
+        stack.enter_context(cuda_attention())
+    stack.enter_context(compat.track_optimizers(state.optimizers.append))
+    stack.enter_context(compat.spy_on_fallbacks(state.on_fallback))
+    stack.enter_context(compat.replace_record_function(state.record_function_factory()))
+    stack.enter_context(_backward_hooks(state))
+    stack.enter_context(compat.default_precision())
+    stack.enter_context(eager_compile(state.on_compile))
+    if mode == "cuda":
+        return None
+    stack.enter_context(cuda_mapped_to_cpu(state.on_cuda_mapped, state.placement, rank.device_count))
+    stack.enter_context(compat.fused_dropout())
+    stack.enter_context(cuda_optimizer_defaults())
+    if steady_state:
+        stack.enter_context(steady_state_steps(state))
+    autocast = stack.enter_context(cuda_autocast())  # after cuda_attention: wraps it
+    stack.enter_context(checked_autocast_regions(state.on_unmodelled_autocast))
+    return autocast
 
 
 def _measure(state, project, iteration, inputs, progress):

@@ -7,7 +7,7 @@ namespace wavecast {
 namespace {
 
 // The worker's names (profiler/python/wavecast_tracer) and the wire format's.
-constexpr std::array<std::pair<ProfileErrorKind, const char*>, 14> kNames{{
+constexpr std::array<std::pair<ProfileErrorKind, const char*>, 16> kNames{{
     {ProfileErrorKind::MissingProvider, "missing_provider"},
     {ProfileErrorKind::BadProviderSignature, "bad_provider_signature"},
     {ProfileErrorKind::SyntaxError, "syntax_error"},
@@ -20,6 +20,8 @@ constexpr std::array<std::pair<ProfileErrorKind, const char*>, 14> kNames{{
     {ProfileErrorKind::OutOfMemory, "out_of_memory"},
     {ProfileErrorKind::Cancelled, "cancelled"},
     {ProfileErrorKind::EnvironmentError, "environment_error"},
+    {ProfileErrorKind::BlockedCall, "blocked_call"},
+    {ProfileErrorKind::NoTrainingStep, "no_training_step"},
     {ProfileErrorKind::BadRequest, "bad_request"},
     {ProfileErrorKind::Internal, "internal"},
 }};

@@ -380,6 +380,10 @@ Trace traceFromJson(const json& doc) {
   t.entryFile = doc.value("entry_file", std::string());
   t.projectRoot = doc.value("project_root", std::string());
   t.batchSize = doc.value("batch_size", int64_t{0});
+  if (const auto args = doc.find("script_args"); args != doc.end() && args->is_array())
+    for (const auto& word : *args)
+      if (word.is_string())
+        t.scriptArgs.push_back(word.get<std::string>());
   const auto mode = traceModeFromString(doc.value("mode", std::string("shape")));
   if (!mode)
     fail("trace.mode must be shape, cpu or cuda");
@@ -477,6 +481,8 @@ json traceToJson(const Trace& t) {
     doc["providers"][toString(provider)] = line;
   if (t.device)
     doc["device"] = *t.device;
+  if (!t.scriptArgs.empty())
+    doc["script_args"] = t.scriptArgs;
   if (t.precision) {
     doc["precision"] = {
         {"matmul_tf32", t.precision->matmulTf32},

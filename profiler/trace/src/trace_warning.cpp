@@ -9,7 +9,7 @@ namespace {
 using nlohmann::json;
 
 // The tracer's names (wavecast_tracer/trace_warnings.py) and the wire format's.
-constexpr std::array<std::pair<TraceWarningKind, const char*>, 12> kKindNames{{
+constexpr std::array<std::pair<TraceWarningKind, const char*>, 14> kKindNames{{
     {TraceWarningKind::OldTorch, "old_torch"},
     {TraceWarningKind::CudaTracedOnCpu, "cuda_traced_on_cpu"},
     {TraceWarningKind::TorchCompile, "torch_compile"},
@@ -21,6 +21,8 @@ constexpr std::array<std::pair<TraceWarningKind, const char*>, 12> kKindNames{{
     {TraceWarningKind::KernelsOutsideOps, "kernels_outside_ops"},
     {TraceWarningKind::RepeatSkipped, "repeat_skipped"},
     {TraceWarningKind::UnsupportedDistributed, "unsupported_distributed"},
+    {TraceWarningKind::CallStubbed, "call_stubbed"},
+    {TraceWarningKind::HostTimeMeasured, "host_time_measured"},
     {TraceWarningKind::Sentence, "sentence"},
 }};
 

@@ -28,6 +28,10 @@ CommandLine CommandLine::parse(const CommandSpec& spec, const std::vector<std::s
       continue;
     }
     if (arg == "--") {
+      if (spec.passesRest) {
+        result.rest_.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+        break;
+      }
       onlyPositional = true;
       continue;
     }

@@ -29,6 +29,8 @@ struct CommandSpec {
   std::vector<OptionSpec> options;
   size_t minPositional = 0;
   size_t maxPositional = 0;
+  // Words after "--" are passed on (rest()), not parsed: the traced script's arguments.
+  bool passesRest = false;
 };
 
 class CommandLine {
@@ -49,11 +51,14 @@ public:
     return integerAtLeast(name, 1);
   }
   const std::vector<std::string>& positional() const { return positional_; }
+  // The words after "--" of a command that passes them on (CommandSpec::passesRest).
+  const std::vector<std::string>& rest() const { return rest_; }
 
 private:
   bool help_ = false;
   std::map<std::string, std::vector<std::string>> values_;
   std::vector<std::string> positional_;
+  std::vector<std::string> rest_;
 };
 
 // Help text is wrapped to this many columns.

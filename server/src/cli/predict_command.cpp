@@ -200,7 +200,8 @@ int runPredict(const CommandLine& args, const InstallLayout& layout) {
   }
 
   const std::string file = args.positional().front();
-  const Trace trace = obtainTrace(layout, file, args.positiveInt("batch-size"), args);
+  const Trace trace = obtainTrace(layout, file, args.positiveInt("batch-size"), args,
+                                  gpus.empty() ? nullptr : &gpus.front());
 
   PredictorOptions options = predictorOptions(layout, args, database);
   options.originGpu = measuredOrigin(trace, database);
@@ -309,13 +310,14 @@ Command predictCommand() {
   for (auto& option : precisionOptions())
     options.push_back(std::move(option));
   return {
-      {"predict", "FILE.py --gpu NAME[,NAME...] [--batch-size N] [--json]",
+      {"predict", "FILE.py --gpu NAME[,NAME...] [--batch-size N] [-- ARGS]",
        "Trace one training iteration of FILE.py without a GPU and predict, for each source line "
        "and each named GPU, its time; then iteration time, samples/s, cost and memory per GPU. "
        "FILE.py defines wavecast_model(), wavecast_input(batch_size=N) and "
-       "wavecast_iteration(model) (deepview_*_provider names work too). FILE may also be a trace "
-       "saved by 'wavecast trace'.",
-       std::move(options), 1, 1},
+       "wavecast_iteration(model) (deepview_*_provider names work too), or is a training script "
+       "as written, run with the words after '--' as its arguments until its second optimizer "
+       "step. FILE may also be a trace saved by 'wavecast trace'.",
+       std::move(options), 1, 1, true},
       runPredict,
       {}};
 }

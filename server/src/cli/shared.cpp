@@ -3,6 +3,7 @@
 #include "cli/commands.h"
 #include "cli/terminal.h"
 #include "presentation.h"
+#include "script_device.h"
 #include "wavecast/learned/learned_op_time_model.h"
 #include "wavecast/profiler/profiler.h"
 
@@ -200,7 +201,8 @@ ProfilerOptions profilerOptions(const InstallLayout& layout, const CommandLine& 
 }
 
 Trace obtainTrace(const InstallLayout& layout, const std::string& path,
-                  std::optional<int64_t> batchSize, const CommandLine& args) {
+                  std::optional<int64_t> batchSize, const CommandLine& args,
+                  const DeviceSpec* firstTarget) {
   std::error_code ec;
   if (fs::is_directory(path, ec))
     throw CommandError("'" + path +
@@ -233,6 +235,9 @@ Trace obtainTrace(const InstallLayout& layout, const std::string& path,
   request.mode = *parsed;
   if (const auto seconds = args.positiveInt("timeout"))
     request.timeout = std::chrono::seconds(*seconds);
+  request.scriptArgs = args.rest();
+  if (firstTarget)
+    request.device = scriptDevice(*firstTarget);
 
   auto result = profiler.trace(request);
   progress.clear();

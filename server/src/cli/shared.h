@@ -53,7 +53,10 @@ ProfilerOptions profilerOptions(const InstallLayout& layout, const CommandLine& 
 // Traces FILE.py in a worker, or reads a saved trace when `path` ends in .json.
 // Throws CommandError with "file:line: message (hint)" for a script the worker
 // could not trace.
+// `firstTarget`: the GPU a script run as written sees through torch.cuda (nullptr: the
+// worker's default); the words after "--" are its arguments.
 Trace obtainTrace(const InstallLayout& layout, const std::string& path,
-                  std::optional<int64_t> batchSize, const CommandLine& args);
+                  std::optional<int64_t> batchSize, const CommandLine& args,
+                  const DeviceSpec* firstTarget = nullptr);
 
 } // namespace wavecast::cli

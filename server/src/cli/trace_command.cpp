@@ -28,9 +28,10 @@ int runTrace(const CommandLine& args, const InstallLayout& layout) {
 
 Command traceCommand() {
   return {{"trace",
-           "FILE.py [--batch-size N] [--out FILE.json]",
+           "FILE.py [--batch-size N] [--out FILE.json] [-- ARGS]",
            "Trace one training iteration of FILE.py and print the trace (docs/trace-format.md); "
-           "'wavecast predict FILE.json' predicts from a saved trace.",
+           "'wavecast predict FILE.json' predicts from a saved trace. The words after '--' are "
+           "the arguments of a script run as written.",
            {{"batch-size", "N", "batch size passed to wavecast_input"},
             {"out", "FILE", "write the trace to FILE instead of standard output"},
             {"compact", "", "no indentation"},
@@ -39,7 +40,8 @@ Command traceCommand() {
             verboseOption(),
             {"timeout", "SECONDS", "give up tracing after this long (default 120)"}},
            1,
-           1},
+           1,
+           true},
           runTrace,
           {}};
 }

@@ -23,7 +23,8 @@ struct AnalysisRequest {
   std::optional<int64_t> batchSize;
   std::vector<std::string> targets; // canonical GPU ids
   std::string pythonEnv;
-  TraceMode mode = TraceMode::Shape; // Cuda: measured on this machine's GPU
+  TraceMode mode = TraceMode::Shape;   // Cuda: measured on this machine's GPU
+  std::vector<std::string> scriptArgs; // sys.argv[1:] of a script run as written
 };
 
 struct AnalysisOutput {

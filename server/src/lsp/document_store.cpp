@@ -102,4 +102,14 @@ bool definesProviders(std::string_view text) {
   return false;
 }
 
+bool isAnalysisEntry(std::string_view text) {
+  if (definesProviders(text))
+    return true;
+  const auto has = [text](std::string_view part) { return text.find(part) != text.npos; };
+  // A script, not a module of helpers: a main block, or a loop at the top level.
+  const bool runs = has("__main__") || text.substr(0, 4) == "for " ||
+                    text.substr(0, 6) == "while " || has("\nfor ") || has("\nwhile ");
+  return runs && has("torch") && (has(".step(") || has(".fit(") || has(".train()"));
+}
+
 } // namespace wavecast::lsp

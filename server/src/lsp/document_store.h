@@ -65,5 +65,9 @@ private:
 
 // True when `text` defines a provider function (wavecast_model, deepview_*_provider, ...).
 bool definesProviders(std::string_view text);
+// True when `text` is analysed on save: it defines providers, or it is a training script
+// to run as written (a main block or a top-level loop; it uses torch and steps an
+// optimizer or runs a Trainer: `.step(`, `.fit(`, `.train()`).
+bool isAnalysisEntry(std::string_view text);
 
 } // namespace wavecast::lsp

@@ -391,7 +391,7 @@ void LanguageServer::didOpen(ClientId client, const Json& params) {
   // Results cached for this exact content are shown at once; nothing is run.
   auto entry = entries_.find(uri);
   bool hasResults = entry != entries_.end() && entry->second.result;
-  if (!hasResults && definesProviders(doc.text)) {
+  if (!hasResults && isAnalysisEntry(doc.text)) {
     auto content = readFile(doc.path);
     if (content) {
       const AnalysisRequest request = analysisRequest(doc.path, settings_.batchSize);
@@ -420,7 +420,7 @@ void LanguageServer::didSave(ClientId, const Json& params) {
   std::vector<std::string> toAnalyze;
   const Document* saved = documents_.find(save.uri);
   std::string text = saved ? saved->text : readFile(path).value_or("");
-  if (definesProviders(text))
+  if (isAnalysisEntry(text))
     toAnalyze.push_back(save.uri);
   for (const auto& [uri, entry] : entries_) {
     if (uri == save.uri || !entry.result)

@@ -49,7 +49,8 @@ void LanguageServer::applySettings(ClientId client, const Json& object, std::str
                                             " (that setting keeps its value; the others apply)"})));
   settingProblems_ = std::move(current);
   bool rerun = targets != targets_ || merged.batchSize != settings_.batchSize ||
-               merged.pythonEnv != settings_.pythonEnv || merged.mode != settings_.mode;
+               merged.pythonEnv != settings_.pythonEnv || merged.mode != settings_.mode ||
+               merged.scriptArgs != settings_.scriptArgs;
   bool redisplay = merged.lineDiagnostics != settings_.lineDiagnostics;
   bool relens = merged.lineCodeLens != settings_.lineCodeLens;
   settings_ = std::move(merged);

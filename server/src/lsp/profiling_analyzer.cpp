@@ -1,5 +1,6 @@
 #include "lsp/profiling_analyzer.h"
 
+#include "script_device.h"
 #include "wavecast/predictor/measured_trace.h"
 
 #include <algorithm>
@@ -64,9 +65,12 @@ AnalysisOutcome ProfilingAnalyzer::analyze(const AnalysisRequest& request,
     progress_ = progress;
     profiler = profilerForLocked(request.pythonEnv);
   }
-  TraceResult traced = profiler->trace(
-      TraceRequest{request.file, request.batchSize, request.mode, options_.timeout, std::nullopt},
-      cancel);
+  TraceRequest traceRequest{request.file, request.batchSize,  request.mode, options_.timeout,
+                            std::nullopt, request.scriptArgs, std::nullopt};
+  if (!request.targets.empty())
+    if (const DeviceSpec* first = database_.find(request.targets.front()))
+      traceRequest.device = scriptDevice(*first);
+  TraceResult traced = profiler->trace(traceRequest, cancel);
   if (auto* error = std::get_if<ProfileError>(&traced))
     return *error;
   const Trace& trace = std::get<Trace>(traced);

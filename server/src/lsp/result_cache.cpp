@@ -24,6 +24,8 @@ std::string cacheKey(std::string_view entryText, const AnalysisRequest& request)
     key += "|" + target;
   key += "|" + (request.batchSize ? std::to_string(*request.batchSize) : "default") + "|" +
          request.pythonEnv + "|mode" + std::to_string(static_cast<int>(request.mode));
+  for (const auto& word : request.scriptArgs)
+    key += "|arg:" + word;
   return key;
 }
 

@@ -36,6 +36,8 @@ export interface WavecastSettings {
   debounceMs: number;
   lineCodeLens: boolean;
   lineDiagnostics: boolean;
+  /** sys.argv[1:] of every script traced as written (launch configurations override per file). */
+  scriptArgs: string[];
 }
 
 export interface SettingsReadResult {
@@ -141,9 +143,17 @@ export function readSettings(raw: Readonly<Record<string, unknown>>): SettingsRe
       debounceMs,
       lineCodeLens: readBoolean(raw.lineCodeLens, 'lineCodeLens', problems),
       lineDiagnostics: readBoolean(raw.lineDiagnostics, 'lineDiagnostics', problems),
+      scriptArgs: readWords(raw.scriptArgs, problems),
     },
     problems,
   };
+}
+
+function readWords(value: unknown, problems: string[]): string[] {
+  if (value === undefined || value === null) return [];
+  if (Array.isArray(value) && value.every((word) => typeof word === 'string')) return value as string[];
+  problems.push(`wavecast.scriptArgs must be a list of strings, not ${JSON.stringify(value)}; using none.`);
+  return [];
 }
 
 function readTf32(value: unknown, name: string, problems: string[]): Tf32Mode {
@@ -217,9 +227,16 @@ export interface DaemonSettings {
   debounceMs: number;
   lineCodeLens: boolean;
   lineDiagnostics: boolean;
+  /** Arguments of scripts run as written by absolute path; '' for every other script. */
+  scriptArgs: Record<string, string[]>;
 }
 
-export function daemonSettings(settings: WavecastSettings, pythonEnv: string | null): DaemonSettings {
+/** `launchArgs`: the `args` of launch configurations by their program (launchScriptArgs). */
+export function daemonSettings(
+  settings: WavecastSettings,
+  pythonEnv: string | null,
+  launchArgs: Record<string, string[]> = {},
+): DaemonSettings {
   return {
     batchSize: settings.batchSize,
     trigger: settings.trigger,
@@ -227,7 +244,28 @@ export function daemonSettings(settings: WavecastSettings, pythonEnv: string | n
     debounceMs: settings.debounceMs,
     lineCodeLens: settings.lineCodeLens,
     lineDiagnostics: settings.lineDiagnostics,
+    scriptArgs: { '': settings.scriptArgs, ...launchArgs },
   };
+}
+
+/**
+ * The `args` of the Python launch configurations of one workspace folder's
+ * launch.json, by the absolute path of their `program` (`${workspaceFolder}`
+ * resolved, a relative path taken from the folder); a configuration for
+ * `${file}` or without a program or args is skipped.
+ */
+export function launchScriptArgs(configurations: unknown, workspaceFolder: string): Record<string, string[]> {
+  const found: Record<string, string[]> = {};
+  if (!Array.isArray(configurations)) return found;
+  for (const configuration of configurations) {
+    if (typeof configuration !== 'object' || configuration === null) continue;
+    const { program, args } = configuration as { program?: unknown; args?: unknown };
+    if (typeof program !== 'string' || program.includes('${file}') || !Array.isArray(args)) continue;
+    if (!args.every((word) => typeof word === 'string')) continue;
+    const resolved = program.split('${workspaceFolder}').join(workspaceFolder);
+    found[path.resolve(workspaceFolder, resolved)] = args as string[];
+  }
+  return found;
 }
 
 /**
@@ -293,5 +331,6 @@ export const SETTING_NAMES: readonly string[] = [
   'debounceMs',
   'lineCodeLens',
   'lineDiagnostics',
+  'scriptArgs',
   ...RESTART_SETTINGS,
 ];

@@ -26,6 +26,7 @@ test('starts `wavecast serve` found on PATH with initialization options from the
     debounceMs: 300,
     lineCodeLens: false,
     lineDiagnostics: false,
+    scriptArgs: { '': [] },
   });
   assert.equal(client.started, true);
   assert.equal(controller.currentPhase, 'running');

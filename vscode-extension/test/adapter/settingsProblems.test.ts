@@ -32,6 +32,7 @@ test('a wrong value changed while running: one warning with Open Settings, logge
     debounceMs: 300,
     lineCodeLens: false,
     lineDiagnostics: false,
+    scriptArgs: { '': [] },
   });
 
   // Other changes and restarts with the same wrong value: not again.

@@ -2,6 +2,7 @@ import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
 import {
   daemonSettings,
+  launchScriptArgs,
   initializationOptions,
   parseBatchSize,
   parseRemoteAddress,
@@ -31,6 +32,7 @@ test('defaults when nothing is set', () => {
     debounceMs: 0,
     lineCodeLens: false,
     lineDiagnostics: false,
+    scriptArgs: [],
   });
 });
 
@@ -156,6 +158,7 @@ test('initialization options carry the protocol version and settings', () => {
     debounceMs: 0,
     lineCodeLens: false,
     lineDiagnostics: false,
+    scriptArgs: { '': [] },
   });
 });
 
@@ -170,6 +173,7 @@ test('the daemon gets only accepted values, the worker environment, and no targe
     debounceMs: 0,
     lineCodeLens: true,
     lineDiagnostics: false,
+    scriptArgs: { '': [] },
   });
   assert.equal(daemonSettings(settings, '/v/bin/python').pythonEnv, '/v/bin/python');
   assert.equal(initializationOptions(settings, null, '/v/bin/python').pythonEnv, '/v/bin/python');
@@ -182,4 +186,24 @@ test('a settings problem is new once; fixed and back, it is new again', () => {
   assert.deepEqual(memory.unreported(['b', 'c']), ['c']);
   assert.deepEqual(memory.unreported([]), []);
   assert.deepEqual(memory.unreported(['a']), ['a']);
+});
+
+test('script arguments: the setting for every script, a launch configuration\'s args for its program', () => {
+  const { settings, problems } = readSettings({ scriptArgs: ['--lr', '0.1'] });
+  assert.deepEqual(problems, []);
+  const launch = launchScriptArgs(
+    [
+      { type: 'debugpy', program: '${workspaceFolder}/train.py', args: ['--batch-size', '64'] },
+      { type: 'debugpy', program: 'tools/finetune.py', args: ['--epochs', '1'] },
+      { type: 'debugpy', program: '${file}', args: ['--ignored'] },
+      { type: 'node', program: 'app.js' },
+    ],
+    '/work/project',
+  );
+  assert.deepEqual(daemonSettings(settings, null, launch).scriptArgs, {
+    '': ['--lr', '0.1'],
+    '/work/project/train.py': ['--batch-size', '64'],
+    '/work/project/tools/finetune.py': ['--epochs', '1'],
+  });
+  assert.match(readSettings({ scriptArgs: '--lr 0.1' }).problems[0], /wavecast.scriptArgs must be a list of strings/);
 });

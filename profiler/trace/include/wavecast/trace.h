@@ -48,6 +48,8 @@ enum class ProfileErrorKind {
   OutOfMemory,
   Cancelled,
   EnvironmentError,
+  BlockedCall,    // a script run as written called what tracing refuses (exit, input, a download)
+  NoTrainingStep, // a script run as written ended before its second optimizer step
   BadRequest,
   Internal,
 };
@@ -175,6 +177,8 @@ enum class TraceWarningKind {
   KernelsOutsideOps,        // `count` kernels, `ms` per iteration, outside any recorded op
   RepeatSkipped,            // measured repeat `repeat` ran other ops than the recorded one
   UnsupportedDistributed,   // torch.distributed `call` cannot run as one rank: skipped
+  CallStubbed,              // a script run as written: `call` (torch.save, a logger) did nothing
+  HostTimeMeasured,         // a script run as written: `ms` of data loading, timed on this CPU
   Sentence,                 // a version-1 trace's warning: only its `text`
 };
 const char* toString(TraceWarningKind kind);
@@ -192,7 +196,7 @@ struct TraceWarning {
   std::string dtype;   // "float64"
   std::string device;  // "xpu"
   std::string version; // OldTorch: "1.13.1"
-  std::string call;    // UnsupportedDistributed: "all_gather_object"
+  std::string call;    // UnsupportedDistributed: "all_gather_object"; CallStubbed: "torch.save"
   std::string text;    // Sentence only
 };
 
@@ -241,6 +245,8 @@ struct Trace {
   std::string entryFile;
   std::string projectRoot;
   int64_t batchSize = 0;
+  // A script run as written: the arguments it ran with (empty for a provider script).
+  std::vector<std::string> scriptArgs;
   TraceMode mode = TraceMode::Shape;
   std::map<Provider, int> providerLines; // 1-based line of each provider's def
   std::vector<OpRecord> ops;

@@ -5,6 +5,7 @@
 #include "wavecast/protocol/jsonrpc.h"
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -49,7 +50,13 @@ struct Settings {
   std::optional<bool> lineCodeLens; // nullopt: only for clients without inlay hints
   int debounceMs = 0; // a save is analysed at once unless a client asks to wait
   AnalysisMode mode = AnalysisMode::Shape;
+  // The arguments of scripts run as written (no provider functions), by absolute path;
+  // the key "" applies to every other script. JSON: an array (every script) or an object.
+  std::map<std::string, std::vector<std::string>> scriptArgs;
 };
+
+// A script's arguments in `settings.scriptArgs`: its own, else those for every script.
+std::vector<std::string> scriptArgsFor(const Settings& settings, const std::string& path);
 
 // Applies the keys present in `object` ("targets", "batchSize", "trigger",
 // "pythonEnv", "lineDiagnostics", "lineCodeLens", "debounceMs", "mode"); unknown keys

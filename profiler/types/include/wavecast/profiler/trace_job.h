@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 namespace wavecast {
 
@@ -27,6 +28,16 @@ private:
   std::shared_ptr<std::atomic<bool>> flag_;
 };
 
+// The GPU a script run as written finds when it asks torch.cuda (its name, memory,
+// compute capability, multiprocessors): the first target GPU.
+struct ScriptDevice {
+  std::string name;
+  int64_t memoryBytes = 0;
+  int capabilityMajor = 0;
+  int capabilityMinor = 0;
+  int multiprocessors = 0;
+};
+
 struct TraceRequest {
   std::string file;                 // the user's training script
   std::optional<int64_t> batchSize; // nullopt: the provider's default
@@ -35,6 +46,10 @@ struct TraceRequest {
   // Ranks of a torch.distributed script's launch, traced as rank 0; nullopt: the worker's
   // default (8). A script that makes no process group ignores it.
   std::optional<int> worldSize;
+  // A script without provider functions runs as written, with these as its sys.argv[1:].
+  std::vector<std::string> scriptArgs;
+  // What its torch.cuda queries answer; nullopt: the worker's default (an H100).
+  std::optional<ScriptDevice> device;
 };
 
 // A failure the user can act on (docs/trace-format.md "Errors").

@@ -1,0 +1,556 @@
+"""Keeps a training script run as written (script_runner.py) from touching the user's
+files and machine.
+
+- Writes go to a temporary folder: `open` for writing, `os.makedirs`/`mkdir`, `remove`,
+  `rename`/`replace` and `rmdir` act on a copy of the path under the sandbox folder
+  (reads see what the script wrote there first), so output directories, logs and
+  checkpoints the script makes are thrown away with the folder. The working directory
+  stays the script's, so relative data paths still read the user's files.
+- `torch.save`, `safetensors.torch.save_file` and the loggers (TensorBoard's
+  SummaryWriter, tensorboardX, wandb, mlflow) are stubbed: they do nothing, each with a
+  `call_stubbed` note at the line that called it. Hugging Face `TrainingArguments`
+  report to nothing, and Lightning's Trainer gets no logger and no checkpointing.
+- Network connections fail at once (and the Hugging Face hub is offline), so a download
+  stops the trace with a `blocked_call` error at its line and how to work offline.
+- `sys.exit`, `input()`, subprocesses and multiprocessing stop it the same way;
+  `torch.multiprocessing.spawn` runs rank 0's function in this process instead.
+- DataLoaders load in this process (`num_workers=0`) without pinned memory.
+"""
+
+import builtins
+import contextlib
+import functools
+import importlib
+import importlib.machinery
+import importlib.util
+import inspect
+import io
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import types
+
+from .errors import ScriptControl, TraceError
+
+_HF_OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+_STUBBED_MODULES = ("wandb", "mlflow", "tensorboardX", "torch.utils.tensorboard")
+_OFFLINE_HINT = (
+    "Tracing never downloads: download the data or weights once by running the script "
+    "yourself, then trace with them in the local cache (Hugging Face: HF_HUB_OFFLINE=1 "
+    "finds cached files; torchvision datasets: download=False with the files in `root`).")
+
+
+class Blocked(ScriptControl):
+    """A call the sandbox refuses; carries the error to report at the script's line."""
+
+    def __init__(self, error):
+        super().__init__(error.message)
+        self.error = error
+
+
+class Sandbox:
+    """One script run's containment. `site()` is (file, line) of the script line running
+    now; `on_stubbed(call, file, line)` is told of each stubbed call."""
+
+    def __init__(self, project, site, on_stubbed):
+        self.project = project
+        self.site = site
+        self.on_stubbed = on_stubbed
+        self.folder = None
+        # (file, line, host) of the first connection refused: a later failure is its doing.
+        self.blocked_download = None
+
+    # --- file system ----------------------------------------------------------
+    def _inside(self, path):
+        return self.folder is not None and (path == self.folder or path.startswith(self.folder + os.sep))
+
+    def _shadow(self, path):
+        """The sandbox copy of `path` (absolute), or `path` itself when it is already inside."""
+        full = os.path.abspath(os.fspath(path))
+        if self._inside(full):
+            return full
+        return self.folder + full
+
+    def _read_path(self, path):
+        shadow = self._shadow(path)
+        return shadow if os.path.lexists(shadow) else path
+
+    def _write_path(self, path):
+        shadow = self._shadow(path)
+        _make_folders(os.path.dirname(shadow))
+        return shadow
+
+    @contextlib.contextmanager
+    def _file_system(self):
+        self.folder = tempfile.mkdtemp(prefix="wavecast-script-")
+        real = {name: getattr(os, name) for name in ("mkdir", "makedirs", "remove", "unlink", "rmdir",
+                                                       "rename", "replace")}
+        real_open = builtins.open
+        real_exists, real_isdir, real_isfile = os.path.exists, os.path.isdir, os.path.isfile
+        sandbox = self
+
+        def writes(mode):
+            return any(c in mode for c in "wax+")
+
+        def is_path(file):
+            return isinstance(file, (str, bytes, os.PathLike))
+
+        @functools.wraps(real_open)
+        def open_(file, mode="r", *args, **kwargs):
+            if is_path(file):
+                file = sandbox._write_path(file) if writes(mode) else sandbox._read_path(file)
+            return real_open(file, mode, *args, **kwargs)
+
+        def mkdir(path, mode=0o777, *, dir_fd=None):
+            shadow = sandbox._shadow(path)
+            if real_isdir(path) and not real_exists(shadow):
+                raise FileExistsError(17, "File exists", os.fspath(path))
+            _make_folders(os.path.dirname(shadow))
+            return real["mkdir"](shadow, mode)
+
+        def makedirs(name, mode=0o777, exist_ok=False):
+            if real_isdir(name) or real_isdir(sandbox._shadow(name)):
+                if exist_ok:
+                    return None
+                raise FileExistsError(17, "File exists", os.fspath(name))
+            return _make_folders(sandbox._shadow(name))
+
+        def remove(path, *, dir_fd=None):
+            shadow = sandbox._shadow(path)
+            if os.path.lexists(shadow):
+                return real["remove"](shadow)
+            return None  # the user's own file stays
+
+        def rmdir(path, *, dir_fd=None):
+            shadow = sandbox._shadow(path)
+            return real["rmdir"](shadow) if real_isdir(shadow) else None
+
+        def rename(src, dst, *, src_dir_fd=None, dst_dir_fd=None):
+            source = sandbox._read_path(src)
+            if not sandbox._inside(os.path.abspath(os.fspath(source))):
+                shutil.copy2(source, sandbox._write_path(dst))  # the original stays where it is
+                return None
+            return real["replace"](source, sandbox._write_path(dst))
+
+        def exists(path):
+            return real_exists(path) or (is_path(path) and real_exists(sandbox._shadow(path)))
+
+        def isdir(path):
+            return real_isdir(path) or (is_path(path) and real_isdir(sandbox._shadow(path)))
+
+        def isfile(path):
+            return real_isfile(path) or (is_path(path) and real_isfile(sandbox._shadow(path)))
+
+        replacements = [(builtins, "open", open_), (io, "open", open_), (os, "mkdir", mkdir),
+                        (os, "makedirs", makedirs), (os, "remove", remove), (os, "unlink", remove),
+                        (os, "rmdir", rmdir), (os, "rename", rename), (os, "replace", rename),
+                        (os.path, "exists", exists), (os.path, "isdir", isdir), (os.path, "isfile", isfile),
+                        (shutil, "rmtree", lambda path, *a, **k: None)]
+        try:
+            with _replaced(replacements):
+                yield
+        finally:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder = None
+
+    # --- stubs ------------------------------------------------------------------
+    def stub(self, call):
+        """A stand-in for a logger or a checkpoint writer: every call does nothing and
+        returns another stand-in; the first call from each line is noted."""
+        return _Stub(self, call)
+
+    def noted(self, call):
+        file, line = self.site()
+        self.on_stubbed(call, file, line)
+
+    @contextlib.contextmanager
+    def _stubs(self):
+        import torch
+
+        replacements = [(torch, "save", self._stub_function("torch.save"))]
+        stubbed_modules = {name: _stub_module(name, self) for name in _STUBBED_MODULES}
+        saved_modules = {name: sys.modules.get(name) for name in stubbed_modules}
+        sys.modules.update(stubbed_modules)
+        if "safetensors.torch" in sys.modules or importlib.util.find_spec("safetensors") is not None:
+            safetensors_torch = importlib.import_module("safetensors.torch")
+            replacements.append((safetensors_torch, "save_file", self._stub_function("safetensors save_file")))
+        try:
+            with _replaced(replacements), self._framework_settings():
+                yield
+        finally:
+            for name, module in saved_modules.items():
+                if module is None:
+                    sys.modules.pop(name, None)
+                else:
+                    sys.modules[name] = module
+
+    def _stub_function(self, call):
+        def stub(*args, **kwargs):
+            self.noted(call)
+
+        return stub
+
+    @contextlib.contextmanager
+    def _framework_settings(self):
+        """Hugging Face and Lightning take their loggers and checkpointing from arguments;
+        these are set off where the script makes them (the classes are patched when
+        the script imports them, through an import hook)."""
+        savers = self._patch_savers
+        finder = PatchOnImport({
+            "transformers.training_args": self._patch_training_arguments,
+            "transformers.trainer": savers("Trainer", ("save_model", "_save_checkpoint"), "Trainer checkpoint"),
+            "transformers.modeling_utils": savers("PreTrainedModel", ("save_pretrained",), "save_pretrained"),
+            "accelerate.accelerator": savers("Accelerator", ("save", "save_state", "save_model"), "Accelerator save"),
+            "lightning.pytorch.trainer.trainer": self._patch_lightning_trainer,
+            "pytorch_lightning.trainer.trainer": self._patch_lightning_trainer,
+        })
+        with finder.installed():
+            yield
+
+    def _patch_savers(self, class_name, methods, call):
+        """A patch that stubs `methods` of the module's class `class_name`."""
+        def patch(module, undo):
+            cls = getattr(module, class_name)
+            for method in methods:
+                if method in cls.__dict__:
+                    original = cls.__dict__[method]
+                    setattr(cls, method, lambda *args, **kwargs: self.noted(call))
+                    undo.append(lambda method=method, original=original: setattr(cls, method, original))
+
+        return patch
+
+    def _patch_training_arguments(self, module, undo):
+        cls = module.TrainingArguments
+        original = cls.__post_init__
+        sandbox = self
+
+        def post_init(args):
+            report_to = args.report_to
+            if report_to not in (None, "none", [], ["none"]):
+                sandbox.noted("report_to")
+            args.report_to = "none"
+            original(args)
+            args.report_to = []
+
+        cls.__post_init__ = post_init
+        undo.append(lambda: setattr(cls, "__post_init__", original))
+
+    def _patch_lightning_trainer(self, module, undo):
+        cls = module.Trainer
+        original = cls.__init__
+        checkpoint_types = tuple(
+            t for t in (getattr(importlib.import_module(module.__name__.rsplit(".trainer", 2)[0] + ".callbacks"),
+                                "Checkpoint", None),) if t is not None)
+        sandbox = self
+
+        def init(trainer, *args, **kwargs):
+            bound = inspect.signature(original).bind(trainer, *args, **kwargs)
+            arguments = bound.arguments
+            if arguments.get("logger", True) not in (False, None):
+                sandbox.noted("lightning logger")
+            arguments["logger"] = False
+            callbacks = arguments.get("callbacks") or []
+            callbacks = callbacks if isinstance(callbacks, (list, tuple)) else [callbacks]
+            kept = [c for c in callbacks if not isinstance(c, checkpoint_types)]
+            if len(kept) != len(callbacks) or arguments.get("enable_checkpointing", True) is not False:
+                sandbox.noted("lightning checkpointing")
+            arguments["callbacks"] = kept
+            arguments["enable_checkpointing"] = False
+            return original(*bound.args, **bound.kwargs)
+
+        cls.__init__ = functools.wraps(original)(init)
+        undo.append(lambda: setattr(cls, "__init__", original))
+        self._patch_savers("Trainer", ("save_checkpoint",), "Trainer.save_checkpoint")(module, undo)
+
+    # --- processes, input, exit, network ---------------------------------------------
+    def _refuse(self, message, hint):
+        file, line = self.site()
+        raise Blocked(TraceError("blocked_call", message, file=file or self.project.entry_file, line=line,
+                                 hint=hint))
+
+    def _called_from_project(self):
+        """Whether the code that made the call being refused is the script's (the first
+        frame outside the standard library's process modules and this one)."""
+        frame = sys._getframe(2)
+        while frame is not None and frame.f_code.co_filename in (subprocess.__file__, os.__file__, __file__):
+            frame = frame.f_back
+        return frame is not None and self.project.contains(frame.f_code.co_filename)
+
+    @contextlib.contextmanager
+    def _blocked_calls(self):
+        import multiprocessing
+        import multiprocessing.pool
+        import multiprocessing.process
+        import torch.multiprocessing
+
+        sandbox = self
+        process_hint = ("Tracing runs the script in one process: make it do its training loop in "
+                        "this process, e.g. behind a command-line flag.")
+
+        def exit_(status=None):
+            sandbox._refuse(f"the script exited (sys.exit({status!r})) before its second optimizer step",
+                            "Check the script's arguments (`--` after the file on the command line, "
+                            "wavecast.scriptArgs in the editor) and its output.")
+
+        def input_(prompt=""):
+            sandbox._refuse("the script asked for input (input()): tracing has no terminal",
+                            "Give the answer as a command-line argument instead.")
+
+        def refuse_process(what, libraries_may=False):
+            def refuse(*args, **kwargs):
+                if libraries_may and not sandbox._called_from_project():
+                    # A library probing the machine (accelerate runs nvidia-smi) copes with a
+                    # missing program; the script's own command is reported.
+                    raise FileNotFoundError(2, "no subprocesses while wavecast traces")
+                sandbox._refuse(f"the script started {what}, which tracing does not run", process_hint)
+
+            return refuse
+
+        def spawn(fn, args=(), nprocs=1, join=True, daemon=False, start_method="spawn"):
+            fn(0, *args)  # rank 0's part, in this process (docs/trace-format.md)
+
+        real_connect = socket.socket.connect
+
+        def connect(sock, address):
+            if sock.family in (socket.AF_INET, socket.AF_INET6):
+                host = address[0] if isinstance(address, tuple) else str(address)
+                if sandbox.blocked_download is None:
+                    sandbox.blocked_download = (*sandbox.site(), host)
+                raise ConnectionRefusedError(111, "wavecast traces offline")
+            return real_connect(sock, address)
+
+        def getaddrinfo(host, *args, **kwargs):
+            if host not in (None, "localhost", "127.0.0.1", "::1") and sandbox.blocked_download is None:
+                sandbox.blocked_download = (*sandbox.site(), host)
+            if host not in (None, "localhost", "127.0.0.1", "::1"):
+                raise socket.gaierror(socket.EAI_NONAME, "wavecast traces offline")
+            return real_getaddrinfo(host, *args, **kwargs)
+
+        real_getaddrinfo = socket.getaddrinfo
+        replacements = [
+            (sys, "exit", exit_), (builtins, "input", input_), (socket, "getaddrinfo", getaddrinfo),
+            (subprocess.Popen, "__init__", refuse_process("a subprocess", libraries_may=True)),
+            (os, "system", refuse_process("a shell command")), (os, "popen", refuse_process("a shell command")),
+            (multiprocessing.process.BaseProcess, "start", refuse_process("a process (multiprocessing)")),
+            (multiprocessing.pool.Pool, "__init__", refuse_process("a process pool (multiprocessing)")),
+            (torch.multiprocessing, "spawn", spawn), (socket.socket, "connect", connect),
+        ]
+        with _replaced(replacements):
+            yield
+
+    def download_error(self, exc):
+        """The blocked_call error for a failure caused by going online, or None."""
+        if self.blocked_download is not None:
+            file, line, host = self.blocked_download
+            return TraceError("blocked_call", f"the script tried to download from {host}",
+                              file=file or self.project.entry_file, line=line, hint=_OFFLINE_HINT)
+        seen = set()
+        while exc is not None and id(exc) not in seen:
+            seen.add(id(exc))
+            text = str(exc).lower()
+            if type(exc).__name__ in ("OfflineModeIsEnabled", "LocalEntryNotFoundError") or \
+                    "offline mode" in text or "couldn't connect to" in text:
+                return TraceError("blocked_call", "the script tried to download from the Hugging Face hub",
+                                  hint=_OFFLINE_HINT)
+            exc = exc.__cause__ or exc.__context__
+        return None
+
+    # --- data loading ---------------------------------------------------------------
+    @contextlib.contextmanager
+    def _in_process_data_loading(self):
+        from torch.utils.data import DataLoader
+
+        original = DataLoader.__init__
+        signature = inspect.signature(original)
+
+        @functools.wraps(original)
+        def init(loader, *args, **kwargs):
+            bound = signature.bind(loader, *args, **kwargs)
+            bound.arguments.update(num_workers=0, pin_memory=False, persistent_workers=False)
+            bound.arguments.pop("prefetch_factor", None)
+            bound.arguments.pop("multiprocessing_context", None)
+            bound.arguments.pop("worker_init_fn", None)
+            original(*bound.args, **bound.kwargs)
+
+        DataLoader.__init__ = init
+        try:
+            yield
+        finally:
+            DataLoader.__init__ = original
+
+    # ---------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def active(self):
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(_environment(_HF_OFFLINE))
+            stack.enter_context(_hub_offline())
+            stack.enter_context(self._file_system())
+            stack.enter_context(self._stubs())
+            stack.enter_context(self._blocked_calls())
+            stack.enter_context(self._in_process_data_loading())
+            yield self
+
+
+class _Stub:
+    """Does nothing, whatever is asked of it; notes its first call from each line."""
+
+    def __init__(self, sandbox, call):
+        self._sandbox = sandbox
+        self._call = call
+
+    def __call__(self, *args, **kwargs):
+        self._sandbox.noted(self._call)
+        return self
+
+    def __getattr__(self, name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return self
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def __iter__(self):
+        return iter(())
+
+    def __bool__(self):
+        return False
+
+
+def _stub_module(name, sandbox):
+    module = types.ModuleType(name)
+    module.__spec__ = importlib.machinery.ModuleSpec(name, None)
+    module.__path__ = []
+    call = name.split(".")[-1]
+    for attribute in ("SummaryWriter", "init", "log", "start_run", "log_metric", "log_metrics",
+                      "log_param", "log_params", "finish", "watch", "config", "run", "end_run",
+                      "set_experiment", "log_artifact", "autolog"):
+        setattr(module, attribute, _Stub(sandbox, f"{call}.{attribute}" if attribute != "SummaryWriter"
+                                          else "SummaryWriter"))
+    module.__file__ = os.path.join(tempfile.gettempdir(), "wavecast-stubs", *name.split(".")) + ".py"
+
+    def attribute_of(attribute):
+        if attribute.startswith("__"):
+            raise AttributeError(attribute)
+        return _Stub(sandbox, f"{call}.{attribute}")
+
+    module.__getattr__ = attribute_of
+    return module
+
+
+class PatchOnImport:
+    """Patches a module as soon as it is imported (or at once when it already is), and
+    undoes every patch on leaving."""
+
+    def __init__(self, patches):
+        self._patches = patches
+        self._undo = []
+        self._done = set()
+
+    def _apply(self, name):
+        module = sys.modules.get(name)
+        if module is not None and name not in self._done:
+            self._done.add(name)
+            self._patches[name](module, self._undo)
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in self._patches or name in self._done:
+            return None
+        finder = self
+
+        for other in sys.meta_path:
+            if other is self:
+                continue
+            spec = getattr(other, "find_spec", lambda *a: None)(name, path, target)
+            if spec is not None:
+                loader = spec.loader
+                exec_module = loader.exec_module
+
+                def patched_exec(module, exec_module=exec_module):
+                    exec_module(module)
+                    sys.modules[name] = module
+                    finder._apply(name)
+
+                spec.loader = types.SimpleNamespace(create_module=loader.create_module, exec_module=patched_exec)
+                return spec
+        return None
+
+    @contextlib.contextmanager
+    def installed(self):
+        for name in self._patches:
+            self._apply(name)
+        sys.meta_path.insert(0, self)
+        try:
+            yield
+        finally:
+            sys.meta_path.remove(self)
+            for undo in reversed(self._undo):
+                undo()
+
+
+@contextlib.contextmanager
+def _replaced(replacements):
+    """(owner, attribute, value) each set while active."""
+    saved = [(owner, name, owner.__dict__.get(name, _MISSING) if isinstance(owner, type) else getattr(owner, name))
+             for owner, name, _ in replacements]
+    for owner, name, value in replacements:
+        setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        for owner, name, value in reversed(saved):
+            if value is _MISSING:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, value)
+
+
+_MISSING = object()
+_real_mkdir, _real_isdir = os.mkdir, os.path.isdir
+
+
+def _make_folders(path):
+    """os.makedirs(path, exist_ok=True) without the os functions the sandbox replaces."""
+    if not path or _real_isdir(path):
+        return
+    _make_folders(os.path.dirname(path))
+    try:
+        _real_mkdir(path)
+    except FileExistsError:
+        pass
+
+
+@contextlib.contextmanager
+def _environment(values):
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@contextlib.contextmanager
+def _hub_offline():
+    """huggingface_hub reads HF_HUB_OFFLINE when first imported: an earlier trace may have
+    imported it online."""
+    constants = sys.modules.get("huggingface_hub.constants")
+    if constants is None or not hasattr(constants, "HF_HUB_OFFLINE"):
+        yield
+        return
+    saved = constants.HF_HUB_OFFLINE
+    constants.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        constants.HF_HUB_OFFLINE = saved

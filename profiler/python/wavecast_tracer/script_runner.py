@@ -1,0 +1,412 @@
+"""Traces a training script as written: no provider functions, run as `python train.py`.
+
+The file runs as `__main__` with the request's arguments in sys.argv, under the same
+shape-only machinery as a provider script (tensors are fake; CUDA is mapped to the CPU
+and torch.cuda answers as the first target GPU, target_gpu.py), inside a sandbox that
+keeps it from touching the user's files and machine (sandbox.py). DataLoaders load for
+real, in this process and outside the fake tensor mode: the batches are real CPU tensors
+until the script moves them to the GPU.
+
+An iteration is what happens between two steps of the first optimizer that steps
+(`optimizer.step()`, and so `GradScaler.step`, the Hugging Face Trainer's, Accelerate's
+and Lightning's steps, which all call it): the first iteration warms up (lazy modules,
+optimizer state) unrecorded, the one after it is recorded, and at its step the script is
+unwound (a private exception): no epochs run. Its ops are credited to the script's lines
+as a provider iteration's are. The time the DataLoader takes to produce the recorded
+iteration's batch is measured on this CPU and recorded as host work on the line that
+asked for it (an op `wavecast::data_loading` with `args.host_ms`, and a
+`host_time_measured` note there).
+"""
+
+import ast
+import contextlib
+import importlib
+import os
+import sys
+import time
+
+import torch
+
+from . import compat
+from .errors import ScriptControl, TraceError, TraceInterrupted, error_at
+from .loader import PROVIDER_NAMES, load_entry_module, find_providers
+from .memory import MemoryTracker
+from .recorder import OpRecorder, TraceState
+from .sandbox import Blocked, PatchOnImport, Sandbox
+from .target_gpu import answering_as
+from .trace_warnings import warning
+from .values import Shadows, flatten_tensors
+
+HOST_WORK_OP = "wavecast::data_loading"
+_PROVIDER_NAMES = frozenset(name for names in PROVIDER_NAMES.values() for name in names)
+_RECORDED_STEP = 2  # the first step ends the warm-up iteration
+_SHAPE_ONLY = "_wavecast_shape_only"  # set on a DataLoader iterator whose batches are fake
+
+
+def runs_as_written(path):
+    """Whether the file is traced as a script run as written: it defines (or imports) no
+    provider function at its top level, and torch has the optimizer step hooks (2.0+;
+    torch 1.13 reports the missing providers as before). A file that cannot be read or
+    parsed goes the provider way, which reports why."""
+    step_hooks = hasattr(importlib.import_module("torch.optim.optimizer"), "register_optimizer_step_post_hook")
+    return step_hooks and not _defines_providers(path)
+
+
+def _defines_providers(path):
+    try:
+        with open(path, "rb") as f:
+            tree = ast.parse(f.read(), path)
+    except (OSError, SyntaxError, ValueError):
+        return True
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [node.name]
+        elif isinstance(node, ast.Assign):
+            names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [alias.asname or alias.name for alias in node.names]
+        else:
+            continue
+        if _PROVIDER_NAMES.intersection(names):
+            return True
+    return False
+
+
+class _Finished(ScriptControl):
+    """The recorded iteration's step is done: unwinds the script."""
+
+
+class _ScriptShadows(Shadows):
+    """A script reads values the trace does not compute (`loss.item()` to print it, GradScaler's
+    overflow check, `if torch.isnan(loss)`): any such value without a real shadow reads as
+    zero (no overflow, no NaN), as a float's already does; but an `.all()` reads as true
+    (`torch.isfinite(x).all()`, a library's "no packed sequences" check): the answer of
+    data that is as it should be."""
+
+    def follow(self, func, args, kwargs, out):
+        super().follow(func, args, kwargs, out)
+        if func.overloadpacket is torch.ops.aten.all and isinstance(out, torch.Tensor) and self.real(out) is None:
+            with compat.real_execution():
+                self.remember(out, torch.ones(out.shape, dtype=torch.bool))
+
+    def _to_real(self, value, zeros_for_missing):
+        if zeros_for_missing and isinstance(value, torch.Tensor) and self.real(value) is None:
+            with compat.real_execution():
+                return torch.zeros(value.shape, dtype=value.dtype)
+        return super()._to_real(value, zeros_for_missing)
+
+
+class _Run:
+    """One script run: its step count, recording window and notes."""
+
+    def __init__(self, state, recorder):
+        self.state = state
+        self.recorder = recorder
+        self.lead = None  # the optimizer whose steps bound iterations
+        self.steps = 0
+        self.roots = {}  # id -> module called outside any other module (the model, a loss)
+        self.depth = 0
+        self.window = contextlib.ExitStack()  # what the recorded iteration runs under
+        self.recording = False
+        self.batch_size = None
+        self.host_ms = {}  # (file, line) -> measured host milliseconds
+
+    # --- notes ------------------------------------------------------------------------
+    def on_stubbed(self, call, file, line):
+        self.state.warn_once(warning("call_stubbed", file, line, call=call))
+
+    # --- module roots ------------------------------------------------------------------
+    def module_entered(self, module, inputs):
+        if self.depth == 0:
+            self.roots.setdefault(id(module), module)
+            if self.recording and self.batch_size is None:
+                first = next((t for t in inputs if isinstance(t, torch.Tensor) and t.dim() > 0), None)
+                self.batch_size = int(first.shape[0]) if first is not None else None
+        self.depth += 1
+
+    def module_left(self, module, inputs, output):
+        self.depth = max(0, self.depth - 1)
+
+    # --- steps ----------------------------------------------------------------------------
+    def step_starting(self, optimizer, args, kwargs):
+        """Lightning steps with a closure that runs forward and backward inside step():
+        its ops are forward and backward ops, not the optimizer's."""
+        closure = kwargs.get("closure", args[1] if len(args) > 1 else None)
+        if closure is None or not callable(closure):
+            return None
+        state = self.state
+
+        def closure_in_forward():
+            saved = state.phase
+            state.phase = "forward"
+            try:
+                return closure()
+            finally:
+                state.phase = saved
+
+        if "closure" in kwargs:
+            return args, dict(kwargs, closure=closure_in_forward)
+        return (args[0], closure_in_forward, *args[2:]), kwargs
+
+    def step_done(self, optimizer, args, kwargs):
+        if self.lead is None:
+            self.lead = optimizer
+        if optimizer is not self.lead:
+            return
+        self.steps += 1
+        if self.steps == _RECORDED_STEP - 1:
+            self._start_window()
+        elif self.steps >= _RECORDED_STEP:
+            self._end_window()
+            raise _Finished()
+
+    def _start_window(self):
+        state = self.state
+        state.progress("tracing the second iteration")
+        from .tracer import _module_hooks
+
+        for root in self.roots.values():
+            state.name_modules(root)
+        self.window.enter_context(_module_hooks(state))
+        state.memory = MemoryTracker()
+        state.memory.add_baseline(t for root in self.roots.values()
+                                  for t in (*root.parameters(), *root.buffers()))
+        self.window.enter_context(state.memory.saved_tensors_hooks())
+        self.window.enter_context(state.memory.watching_zero_grad())
+        self.recording = True
+        self.recorder.recording = True
+
+    def _end_window(self):
+        if not self.recording:
+            return
+        self.recording = False
+        self.recorder.recording = False
+        self.state.placement.recording = False
+        self.window.close()
+
+    @contextlib.contextmanager
+    def hooks(self):
+        from torch.nn.modules import module as nn_module
+        from torch.optim import optimizer as optim
+
+        handles = [optim.register_optimizer_step_pre_hook(self.step_starting),
+                   optim.register_optimizer_step_post_hook(self.step_done),
+                   nn_module.register_module_forward_pre_hook(self.module_entered),
+                   nn_module.register_module_forward_hook(self.module_left)]
+        try:
+            yield
+        finally:
+            for handle in handles:
+                handle.remove()
+            self._end_window()
+
+    # --- data loading -----------------------------------------------------------------------
+    @contextlib.contextmanager
+    def real_data_loading(self):
+        """DataLoader batches are made for real, outside the trace's modes; in the recorded
+        iteration the time it takes is host work on the line that asked for the batch."""
+        from torch.utils.data import dataloader
+        from torch.utils._python_dispatch import _disable_current_modes
+
+        cls = dataloader._BaseDataLoaderIter
+        original = cls.__next__
+        run = self
+
+        def next_(iterator):
+            started = time.perf_counter()
+            shape_only = getattr(iterator, _SHAPE_ONLY, False)
+            if shape_only:
+                # A dataset of tensors the script made with torch: loaded under the trace's
+                # modes, unrecorded, so the real values of its ids and labels are followed
+                # (a model's value checks on them then take the path the real data takes).
+                with run.state.suppressing():
+                    batch = original(iterator)
+            else:
+                with _disable_current_modes():
+                    batch = original(iterator)
+            tensors = flatten_tensors(batch)
+            if not shape_only and any(compat.is_fake(t) for t in tensors):
+                setattr(iterator, _SHAPE_ONLY, True)
+                shape_only = True
+            # Such batches time the tracer, not the loading: only real batches are host work.
+            if run.recording and not shape_only:
+                run._host_work((time.perf_counter() - started) * 1e3)
+            if run.recording and run.batch_size is None:
+                run.batch_size = next((int(t.shape[0]) for t in tensors if t.dim() > 0), None)
+            return batch
+
+        cls.__next__ = next_
+        try:
+            yield
+        finally:
+            cls.__next__ = original
+
+    def _host_work(self, ms):
+        state = self.state
+        frames = state.project_frames()
+        loc = state.loc_json(frames)
+        state.ops.append({
+            "id": len(state.ops), "name": HOST_WORK_OP, "phase": state.phase, "inputs": [], "outputs": [],
+            "args": {"host_ms": round(ms, 3)}, "loc": loc, "stack": state.stack_json(frames), "module": "",
+            "fallback": False, "device": "cpu",
+        })
+        key = (loc["file"], loc["line"])
+        self.host_ms[key] = self.host_ms.get(key, 0.0) + ms
+
+    def host_warnings(self):
+        return [warning("host_time_measured", file, line, ms=round(ms, 3))
+                for (file, line), ms in self.host_ms.items()]
+
+
+@contextlib.contextmanager
+def _script_process_state(project, argv):
+    """sys.argv and the working directory as `python file.py ARGS` run from the script's
+    folder has them (relative data paths read the user's files; writes go to the
+    sandbox); __main__, sys.argv and the directory restored after."""
+    saved_argv, saved_main, saved_cwd = sys.argv, sys.modules.get("__main__"), os.getcwd()
+    sys.argv = [project.entry_file, *argv]
+    os.chdir(project.root)
+    try:
+        yield
+    finally:
+        os.chdir(saved_cwd)
+        sys.argv = saved_argv
+        if saved_main is not None:
+            sys.modules["__main__"] = saved_main
+
+
+def _real_tensors_to_transformers(module, undo):
+    """transformers takes a fake tensor for a graph being compiled (`is_tracing`) and skips
+    its value checks: a Trainer's model (no cache) then builds an explicit attention mask
+    where the GPU run uses causal flash attention. The trace follows the values those
+    checks read (position ids), so they run as on the GPU."""
+    original = module.is_fake_tensor
+    module.is_fake_tensor = lambda tensor: False
+    undo.append(lambda: setattr(module, "is_fake_tensor", original))
+
+
+@contextlib.contextmanager
+def _pinning_ignored():
+    """`tensor.pin_memory()` needs a GPU; page-locked memory changes no GPU work."""
+    original = torch.Tensor.pin_memory
+    torch.Tensor.pin_memory = lambda self, *args, **kwargs: self
+    try:
+        yield
+    finally:
+        torch.Tensor.pin_memory = original
+
+
+def trace_script(project, mode, progress, assume_gpu, rank, script_args, device):
+    """The trace document of one iteration of the script run as written (tracer.run_trace)."""
+    from . import tracer
+
+    if mode != "shape":
+        raise TraceError("bad_request", f"a script without provider functions traces in shape mode only, "
+                                        f"not \"{mode}\"", file=project.entry_file, line=1,
+                         hint="Trace it in shape mode, or define wavecast_model, wavecast_input and "
+                              "wavecast_iteration to trace it in another mode.")
+    if not all(isinstance(a, str) for a in script_args):
+        raise TraceError("bad_request", "script arguments must be strings",
+                         hint="Pass the script's arguments as a list of strings.")
+    state = TraceState(project, progress)
+    state.assume_gpu = assume_gpu
+    state.distributed = rank
+    compat.ensure_meta_kernels()
+    fake_mode = compat.make_fake_mode()
+    recorder = OpRecorder(state, fake_mode)
+    recorder.recording = False
+    recorder.shadows = _ScriptShadows()
+    run = _Run(state, recorder)
+    # Which tensors stay on the CPU is followed from the start: Adam's step counters are
+    # made in the warm-up iteration, and stay host tensors in the recorded one.
+    state.placement.recording = True
+    sandbox = Sandbox(project, state.site, run.on_stubbed)
+    try:
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(_script_process_state(project, script_args))
+            stack.enter_context(sandbox.active())
+            stack.enter_context(answering_as(device))
+            autocast = tracer.enter_tracing_contexts(stack, state, mode, rank, fake_mode, steady_state=False)
+            stack.enter_context(_pinning_ignored())
+            stack.enter_context(PatchOnImport({"transformers.utils.import_utils": _real_tensors_to_transformers})
+                                .installed())
+            stack.enter_context(recorder)
+            stack.enter_context(run.real_data_loading())
+            stack.enter_context(run.hooks())
+            progress("running the script")
+            _run_main(project, sandbox, run)
+            state.finish()
+            precision = tracer.precision(autocast)
+            model = torch.nn.ModuleList(run.roots.values())
+            memory = tracer._memory(model, state.optimizers)
+            memory.update(tracer._tracked_memory(state, model))
+    except TraceInterrupted as exc:
+        raise _no_step_in_time(exc, project, run) from None
+
+    return {
+        "format": "wavecast-trace",
+        "version": tracer.TRACE_FORMAT_VERSION,
+        "producer": compat.versions(),
+        "entry_file": project.entry_file,
+        "project_root": project.root,
+        "batch_size": run.batch_size or 0,
+        "mode": mode,
+        "providers": {},
+        "script_args": list(script_args),
+        "ops": state.ops,
+        "fallback_ops": state.fallback_ops,
+        "memory": memory,
+        "precision": precision,
+        "warnings": tracer._torch_warnings() + state.warnings + run.host_warnings() + rank.warnings,
+    }
+
+
+def _run_main(project, sandbox, run):
+    try:
+        module = load_entry_module(project, "__main__", "while running the script")
+    except _Finished:
+        return
+    except Blocked as blocked:
+        raise sandbox.download_error(None) or _located(blocked.error, blocked) from None
+    except TraceError as error:
+        if error.kind == "user_exception":
+            download = sandbox.download_error(error.__context__)
+            if download is not None:
+                raise _located(download, error) from None
+        raise
+    if run.steps >= _RECORDED_STEP:
+        return
+    # The script ended before its second step: a file that is no training script at all
+    # gets the provider errors it always had.
+    if run.steps == 0:
+        find_providers(module, project)
+    raise TraceError(
+        "no_training_step",
+        f"the script ended after {run.steps} optimizer step{'s' if run.steps != 1 else ''}; "
+        f"tracing needs {_RECORDED_STEP} (the first warms up)",
+        file=project.entry_file, line=1,
+        hint="Make the script train for at least two steps with the arguments given (e.g. more "
+             "than one batch), or define wavecast_model, wavecast_input and wavecast_iteration.")
+
+
+def _located(error, source):
+    """`error` at the line of `source` (a TraceError or an exception) when it has none."""
+    if error.line:
+        return error
+    if isinstance(source, TraceError):
+        error.file, error.line = source.file, source.line
+    return error
+
+
+def _no_step_in_time(exc, project, run):
+    located = error_at("timeout", "", exc, project, "")
+    steps = f"{run.steps} optimizer step{'s' if run.steps != 1 else ''}"
+    return TraceError(
+        "timeout",
+        f"the script did not reach its second optimizer step before the time-out ({steps} so far); "
+        f"it was running the line shown",
+        file=located.file, line=located.line,
+        hint="Make the script reach its training loop sooner (a smaller dataset or fewer set-up "
+             "steps), or raise the time-out.",
+        traceback=located.traceback,
+    )

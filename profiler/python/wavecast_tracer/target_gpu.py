@@ -1,0 +1,98 @@
+"""torch.cuda's device questions answered as the first target GPU would (scripts run as
+written ask them: Lightning and Accelerate pick bf16 or TF32 from the capability, timm
+and many loops print the device's name and memory).
+
+The request names the GPU (`device`: its name, memory, compute capability and
+multiprocessors, from wavecast's GPU database); without one, an H100 SXM answers.
+"""
+
+import contextlib
+import types
+
+import torch
+
+DEFAULT = {"name": "NVIDIA H100 80GB HBM3", "memory_bytes": 80 * 1024 ** 3, "capability": [9, 0],
+           "multiprocessors": 132}
+
+
+class _Event:
+    """torch.cuda.Event: timing a GPU that is not there gives 0 ms."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def record(self, stream=None):
+        pass
+
+    def synchronize(self):
+        pass
+
+    def wait(self, stream=None):
+        pass
+
+    def query(self):
+        return True
+
+    def elapsed_time(self, other):
+        return 0.0
+
+
+class _Stream(_Event):
+    def wait_stream(self, stream):
+        pass
+
+    def wait_event(self, event):
+        pass
+
+    def record_event(self, event=None):
+        return _Event()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _properties(device):
+    capability = device["capability"]
+    return types.SimpleNamespace(
+        name=device["name"], total_memory=int(device["memory_bytes"]), major=int(capability[0]),
+        minor=int(capability[1]), multi_processor_count=int(device["multiprocessors"]),
+        is_integrated=False, is_multi_gpu_board=False, uuid="GPU-00000000-0000-0000-0000-000000000000",
+        L2_cache_size=50 * 1024 ** 2, gcnArchName="")
+
+
+@contextlib.contextmanager
+def answering_as(device=None):
+    """While active, torch.cuda's device queries answer for `device` (DEFAULT when None)."""
+    device = dict(DEFAULT, **(device or {}))
+    properties = _properties(device)
+    zero = lambda *args, **kwargs: 0  # noqa: E731 - memory counters of a GPU the trace never uses
+    nothing = lambda *args, **kwargs: None  # noqa: E731
+    answers = {
+        "get_device_properties": lambda device=None: properties,
+        "get_device_capability": lambda device=None: (properties.major, properties.minor),
+        "get_device_name": lambda device=None: properties.name,
+        "mem_get_info": lambda device=None: (properties.total_memory, properties.total_memory),
+        "memory_allocated": zero, "max_memory_allocated": zero, "memory_reserved": zero,
+        "max_memory_reserved": zero, "reset_peak_memory_stats": nothing, "reset_max_memory_allocated": nothing,
+        "manual_seed": nothing, "manual_seed_all": nothing, "seed": nothing, "seed_all": nothing,
+        "ipc_collect": nothing, "init": nothing, "is_initialized": lambda: True,
+        "Event": _Event, "Stream": _Stream, "current_stream": lambda device=None: _Stream(),
+        "default_stream": lambda device=None: _Stream(), "stream": lambda stream=None: contextlib.nullcontext(),
+        "device": lambda device=None: contextlib.nullcontext(),
+        "is_bf16_supported": lambda including_emulation=True: properties.major >= 8,
+        "get_arch_list": lambda: [f"sm_{properties.major}{properties.minor}"],
+    }
+    saved = {name: getattr(torch.cuda, name) for name in answers if hasattr(torch.cuda, name)}
+    for name, answer in answers.items():
+        setattr(torch.cuda, name, answer)
+    try:
+        yield properties
+    finally:
+        for name in answers:
+            if name in saved:
+                setattr(torch.cuda, name, saved[name])
+            else:
+                delattr(torch.cuda, name)
