@@ -36,7 +36,8 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
     harness does with the samples), so CPU tensors the iteration mixes with them are
     warned about even if the script never asks for CUDA itself.
     world_size: the ranks of a torch.distributed script's launch, which traces as rank 0
-    (distributed.py); None: distributed.DEFAULT_WORLD_SIZE.
+    (distributed.py); None: distributed.DEFAULT_WORLD_SIZE, and the torchrun environment
+    only for a script that makes a process group.
     """
     progress = progress or (lambda message: None)
     if mode not in MODES:
@@ -48,9 +49,7 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
     if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
         raise TraceError("bad_request", f"batch size must be a positive integer, got {batch_size!r}",
                          hint="Pass a batch size of 1 or more.")
-    if world_size is None:
-        world_size = distributed.DEFAULT_WORLD_SIZE
-    if not isinstance(world_size, int) or isinstance(world_size, bool) or world_size < 1:
+    if world_size is not None and not isinstance(world_size, int) or isinstance(world_size, bool) or world_size is not None and world_size < 1:
         raise TraceError("bad_request", f"world size must be a positive integer, got {world_size!r}",
                          hint="Pass the number of ranks (GPUs) of the launch, 1 or more.")
 
