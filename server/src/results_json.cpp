@@ -301,10 +301,24 @@ json parallelJson(const std::vector<ParallelSummary>& layouts) {
   return out;
 }
 
+json refusalsJson(const std::vector<ParallelRefusal>& refusals) {
+  json out = arrayWithCapacity(refusals.size());
+  for (const auto& r : refusals)
+    append(out, ObjectBuilder()
+                    .add("gpu", r.gpuId)
+                    .add("kind", toString(r.problem.kind))
+                    .add("label", parallelConfigLabel(r.config, r.gpuId))
+                    .add("message", layoutProblemMessage(r.problem))
+                    .add("system", r.systemId)
+                    .take());
+  return out;
+}
+
 } // namespace
 
 nlohmann::json resultsJson(const Prediction& prediction, const TraceFacts& trace,
-                           const std::vector<ParallelSummary>& parallel) {
+                           const std::vector<ParallelSummary>& parallel,
+                           const std::vector<ParallelRefusal>& refusals) {
   std::vector<json> gpuIds(prediction.gpus.begin(), prediction.gpus.end());
   ObjectBuilder doc;
   json precision = json::object();
@@ -347,6 +361,8 @@ nlohmann::json resultsJson(const Prediction& prediction, const TraceFacts& trace
       .add("trace_warnings", traceWarningsJson(trace.warnings));
   if (!parallel.empty())
     doc.add("parallel", parallelJson(parallel));
+  if (!refusals.empty())
+    doc.add("parallel_refusals", refusalsJson(refusals));
   return doc.take();
 }
 

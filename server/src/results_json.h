@@ -26,8 +26,10 @@ inline TraceFacts traceFacts(const Trace& trace) {
           trace.pythonEnv, trace.fallbackOps, trace.warnings};
 }
 
-// `parallel`: the multi-GPU layouts predicted (`parallel` in the JSON), empty for one GPU.
+// `parallel`: the multi-GPU layouts predicted (`parallel` in the JSON), empty for one GPU;
+// `refusals`: those asked for that the model cannot run (`parallel_refusals`).
 nlohmann::json resultsJson(const Prediction& prediction, const TraceFacts& trace,
-                           const std::vector<ParallelSummary>& parallel = {});
+                           const std::vector<ParallelSummary>& parallel = {},
+                           const std::vector<ParallelRefusal>& refusals = {});
 
 } // namespace wavecast

@@ -5,8 +5,8 @@
 // runs on the io_context's thread; the scheduler's callbacks arrive there.
 #include "lsp/files.h"
 #include "lsp/language_server.h"
-#include "presentation.h"
 #include "lsp/views.h"
+#include "presentation.h"
 #include "wavecast/protocol/json_read.h"
 
 #include <algorithm>
@@ -42,7 +42,7 @@ AnalysisRequest LanguageServer::analysisRequest(const std::string& path,
                                                 std::optional<int64_t> batchSize) const {
   const TraceMode mode =
       settings_.mode == protocol::AnalysisMode::Measured ? TraceMode::Cuda : TraceMode::Shape;
-  return AnalysisRequest{path, batchSize, targets_, settings_.pythonEnv, mode};
+  return AnalysisRequest{path, batchSize, targets_, settings_.pythonEnv, mode, layouts_};
 }
 
 void LanguageServer::startAnalysis(const std::string& uri, std::chrono::milliseconds delay) {

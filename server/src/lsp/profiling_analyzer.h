@@ -28,6 +28,8 @@ public:
   const std::vector<DeviceSpec>& gpus() const override { return database_.all(); }
   std::vector<std::string> resolveTargets(const std::vector<std::string>& names) const override;
   std::vector<std::string> defaultTargets() const override { return defaultTargets_; }
+  std::vector<LayoutTarget>
+  resolveLayouts(const std::vector<protocol::ParallelTargetSetting>& targets) const override;
 
 private:
   GpuDatabase database_;
