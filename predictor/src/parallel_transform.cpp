@@ -413,7 +413,8 @@ void insertGradientBuckets(const ModelStructure& model, const ParallelConfig& co
 // _fsdp_collectives.py): the rank's shards into the all-gather's input
 // (`all_gather_copy_in`) and the gathered buffer out into the parameters
 // (`split_with_sizes_copy`, where the compute stream waits for the gather); the gradients
-// into the reduce-scatter's input (`chunk_cat`).
+// into the reduce-scatter's input (`chunk_cat`). Each is a copy (`aten::copy_`, priced by
+// its bytes; FSDP2's own op names have no formula).
 void insertFullySharded(const ModelStructure& model, const ParallelConfig& config, int gpusPerNode,
                         Edits& edits) {
   std::vector<int64_t> blockBytes(model.blocks.size(), 0);
@@ -440,10 +441,9 @@ void insertFullySharded(const ModelStructure& model, const ParallelConfig& confi
                                              std::nullopt, *firstForward, Phase::Forward));
   // A block's gather: copied in where it is issued, copied out (its wait) before `first`.
   const auto gather = [&](int64_t bytes, size_t issue, size_t first, Phase phase) {
-    OpRecord out = copy("fsdp::split_with_sizes_copy", bytes, first, phase);
+    OpRecord out = copy("aten::copy_", bytes, first, phase);
     out.id = edits.nextId++;
-    edits.before[issue].push_back(
-        copy("fsdp::all_gather_copy_in", bytes / config.dp, issue, phase));
+    edits.before[issue].push_back(copy("aten::copy_", bytes / config.dp, issue, phase));
     edits.before[issue].push_back(op(CollectiveKind::AllGather, bytes, true, out.id, first, phase));
     edits.before[first].push_back(std::move(out));
   };
@@ -458,14 +458,14 @@ void insertFullySharded(const ModelStructure& model, const ParallelConfig& confi
     gather(blockBytes[b], later.value_or(*block.firstBackward), *block.firstBackward,
            Phase::Backward);
     edits.after[*block.lastBackward].push_back(
-        copy("fsdp::chunk_cat", blockBytes[b], *block.lastBackward, Phase::Backward));
+        copy("aten::copy_", blockBytes[b], *block.lastBackward, Phase::Backward));
     edits.after[*block.lastBackward].push_back(op(CollectiveKind::ReduceScatter, blockBytes[b],
                                                   true, std::nullopt, *block.lastBackward,
                                                   Phase::Backward));
   }
   if (lastBackward && rootBytes > 0) {
     edits.after[*lastBackward].push_back(
-        copy("fsdp::chunk_cat", rootBytes, *lastBackward, Phase::Backward));
+        copy("aten::copy_", rootBytes, *lastBackward, Phase::Backward));
     edits.after[*lastBackward].push_back(op(CollectiveKind::ReduceScatter, rootBytes, true,
                                             std::nullopt, *lastBackward, Phase::Backward));
   }
