@@ -25,10 +25,19 @@ struct LineKey {
   }
 };
 
-void addTime(LineTimes& times, Phase phase, const OpPrediction& op) {
+void addTime(LineTimes& times, Phase phase, const OpPrediction& op, const OpCost& cost) {
   if (op.family == CostFamily::Collective) {
     times.commMs += op.timeMs;
     times.commHiddenMs += op.commHiddenMs;
+    auto part = std::find_if(times.communication.begin(), times.communication.end(),
+                             [&](const CommunicationPart& p) {
+                               return p.kind == cost.collective.kind && p.phase == phase;
+                             });
+    if (part == times.communication.end())
+      part = times.communication.insert(times.communication.end(),
+                                        CommunicationPart{cost.collective.kind, phase, 0, 0});
+    part->ms += op.timeMs;
+    part->hiddenMs += op.commHiddenMs;
   } else {
     times.gpuMs += op.timeMs;
   }
@@ -92,8 +101,8 @@ void aggregate(const Trace& trace, const std::vector<OpCost>& costs, Prediction&
       ++module.opCount;
     for (size_t g = 0; g < gpuCount; ++g) {
       const OpPrediction& p = prediction.ops[g][i];
-      addTime(line.perGpu[g], op.phase, p);
-      addTime(module.perGpu[g], op.phase, p);
+      addTime(line.perGpu[g], op.phase, p, costs[i]);
+      addTime(module.perGpu[g], op.phase, p, costs[i]);
     }
   }
   // A line with no forward op (the optimizer.step() line) lists its other ops.

@@ -73,6 +73,11 @@ const std::unordered_set<std::string>& metadataOps() {
                                                       "_has_compatible_shallow_copy_type",
                                                       "sym_size",
                                                       "sym_stride",
+                                                      // A functional collective's wait: the
+                                                      // compute stream waits for NCCL's (an
+                                                      // event, no kernel; the collective's
+                                                      // wait_op is where it is modelled).
+                                                      "wait_tensor",
                                                       "sym_numel",
                                                       "record_stream",
                                                       "_make_dual",

@@ -1,6 +1,7 @@
 // The one parser of a layout written as words (CLI flags, the daemon's target settings).
 #include "wavecast/predictor/parallel.h"
 
+#include <algorithm>
 #include <charconv>
 #include <sstream>
 
@@ -26,14 +27,39 @@ std::string lower(std::string_view text) {
   return out;
 }
 
+// Words apart: commas separate as spaces do, and a multiplication sign reads as "x" (the
+// editor shows a target as "8\u00d7 H100-SXM, FSDP").
+std::string spaced(std::string_view text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text.substr(i, 2) == "\u00d7") {
+      out += 'x';
+      ++i;
+    } else {
+      out += text[i] == ',' ? ' ' : text[i];
+    }
+  }
+  return out;
+}
+
+bool isCount(std::string_view word) {
+  return word.size() >= 2 && (word.back() == 'x' || word.back() == 'X') &&
+         std::all_of(word.begin(), word.end() - 1,
+                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+}
+
 } // namespace
 
 std::variant<ParallelTarget, TargetTextProblem> parseParallelTarget(std::string_view text) {
   ParallelTarget target;
   bool dpGiven = false;
-  std::istringstream words{std::string(text)};
+  std::istringstream words{spaced(text)};
   std::string original;
   while (words >> original) {
+    // "8x H100-SXM": the count, then the GPU as the next word.
+    std::string next;
+    if (isCount(original) && words >> next)
+      original += next;
     const std::string word = lower(original);
     const auto bad = [&](TargetTextProblemKind kind) { return TargetTextProblem{kind, original}; };
     if (const auto sharding = shardingFromString(word)) {

@@ -176,6 +176,10 @@ Trace stageTrace(const Trace& single, const ModelStructure& model, const RankTra
 
 // What a rank of stage `s` holds at its peak: its share of the parameters, gradients and
 // optimizer states by ZeRO stage and tp, and the activations of each microbatch in flight.
+// The single GPU's peak says what was live then (gradients only as far as backward had made
+// them: none at a forward peak); the rank's peak is the larger of that moment, scaled, and
+// the optimizer step's, when every gradient is live and the activations are freed: sharding
+// and tp shrink the activations and the states differently, so the peak can move.
 MemoryEstimate stageMemory(const MemoryEstimate& single, const ModelStructure& model,
                            const RankTrace& rank, const StageOps& stages, int s,
                            const ParallelConfig& config, const Trace& trace) {
@@ -199,15 +203,20 @@ MemoryEstimate stageMemory(const MemoryEstimate& single, const ModelStructure& m
     params = single.weightsBytes / (config.tp * count);
   }
   const double share = total > 0 ? static_cast<double>(params) / total : 1.0;
-  const double gradRatio = single.weightsBytes > 0
-                               ? static_cast<double>(single.gradientsBytes) / single.weightsBytes
-                               : 1;
+  const auto perWeight = [&](int64_t bytes) {
+    return single.weightsBytes > 0 ? static_cast<double>(bytes) / single.weightsBytes : 1.0;
+  };
+  const int64_t allGradients =
+      trace.memory.gradientsBytes > 0 ? trace.memory.gradientsBytes : single.weightsBytes;
   const int dp = config.dp;
   const bool zero3 = config.sharding == Sharding::Zero3 && dp > 1;
   // ZeRO-3 keeps its shard plus the gathered blocks: the one running and the one prefetched.
   m.weightsBytes = zero3 ? params / dp + 2 * largestBlock : params;
-  const int64_t grads = static_cast<int64_t>(params * gradRatio);
-  m.gradientsBytes = config.sharding >= Sharding::Zero2 ? grads / dp : grads;
+  const auto gradientsOf = [&](int64_t singleBytes) {
+    const auto grads = static_cast<int64_t>(params * perWeight(singleBytes));
+    return config.sharding >= Sharding::Zero2 ? grads / dp : grads;
+  };
+  m.gradientsBytes = gradientsOf(single.gradientsBytes);
   m.optimizerStateBytes = static_cast<int64_t>(single.optimizerStateBytes * share) /
                           (config.sharding >= Sharding::Zero1 ? dp : 1);
   // Activations: the stage's share of what autograd keeps, after tensor parallelism, per
@@ -227,6 +236,14 @@ MemoryEstimate stageMemory(const MemoryEstimate& single, const ModelStructure& m
   m.activationsBytes = static_cast<int64_t>(single.activationsBytes * perMicrobatch * inFlight);
   m.activationsSavedBytes =
       static_cast<int64_t>(single.activationsSavedBytes * perMicrobatch * inFlight);
+  const int64_t stepGradients = gradientsOf(allGradients);
+  if (stepGradients > m.gradientsBytes + m.activationsBytes) {
+    m.gradientsBytes = stepGradients;
+    m.activationsBytes = 0;
+    m.activationsSavedBytes = 0;
+    m.peakPhase = Phase::Optimizer;
+    m.peakOpId.reset();
+  }
   return m;
 }
 
@@ -372,6 +389,19 @@ ParallelOutcome predictParallel(const Trace& trace, const ModelStructure& model,
     summary.costPer1kSamplesUsd =
         summary.clusterPricePerHourUsd / 3600.0 * 1000.0 / summary.samplesPerSecond;
 
+  // The rank's own figures are the first stage's: its memory as the layout holds it.
+  GpuSummary& first = stagePredictions[0].summaries.front();
+  first.memory = summary.stages.front().memory;
+  first.fitsInMemory = summary.stages.front().fitsInMemory;
+  auto& advisories = stagePredictions[0].advisories;
+  advisories.erase(
+      std::remove_if(advisories.begin(), advisories.end(),
+                     [](const Advisory& a) { return a.kind() == AdvisoryKind::OutOfMemory; }),
+      advisories.end());
+  if (!first.fitsInMemory)
+    advisories.push_back(
+        {advisory::OutOfMemory{first.gpuId, first.memory.peakBytes(), first.memoryCapacityBytes,
+                               first.memory.activationsSource == ActivationsSource::UpperBound}});
   outcome.prediction = ParallelPrediction{std::move(summary), std::move(stagePredictions[0])};
   return outcome;
 }

@@ -19,6 +19,24 @@ bool isMetadata(const OpRecord& op) {
   return op_tables::metadataOps().count(stem) > 0;
 }
 
+// Whether an op can make a gradient: any that computes, and a view only when it drops unit
+// dimensions (a bias's gradient summed with keepdim). A reshaped activation ([B, L, h] as
+// [B·L, h]) or a transposed weight can have a parameter's shape without being its gradient.
+bool makesGradient(const OpRecord& op) {
+  if (!isMetadata(op))
+    return true;
+  const auto squeezed = [](const std::vector<int64_t>& shape) {
+    std::vector<int64_t> out;
+    for (int64_t d : shape)
+      if (d != 1)
+        out.push_back(d);
+    return out;
+  };
+  const auto* in = op.input(0);
+  const auto& out = op.outputs.empty() ? std::nullopt : op.outputs.front();
+  return in && out && squeezed(in->shape) == squeezed(out->shape);
+}
+
 bool allDigits(std::string_view text) {
   return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
     return std::isdigit(static_cast<unsigned char>(c));
@@ -257,7 +275,7 @@ void findParameters(const Trace& trace, ModelStructure& model) {
   std::vector<bool> met(model.parameters.size(), false);
   for (size_t i = 0; i < trace.ops.size() && next > 0; ++i) {
     const auto& op = trace.ops[i];
-    if (op.phase != Phase::Backward)
+    if (op.phase != Phase::Backward || !makesGradient(op))
       continue;
     for (const auto& out : op.outputs) {
       if (!out)

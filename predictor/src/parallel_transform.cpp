@@ -33,8 +33,13 @@ void divide(OpRecord& op, bool output, size_t index, size_t dim, int factor) {
 struct Edits {
   std::vector<OpRecord> ops; // the original ops, edited in place
   std::vector<std::vector<OpRecord>> before, after;
+  // Ids for inserted ops another op must name (a wait point); the rest get theirs in order.
+  int64_t nextId = 0;
   explicit Edits(const Trace& trace)
-      : ops(trace.ops), before(trace.ops.size()), after(trace.ops.size()) {}
+      : ops(trace.ops), before(trace.ops.size()), after(trace.ops.size()) {
+    for (const auto& op : trace.ops)
+      nextId = std::max(nextId, op.id + 1);
+  }
 };
 
 class TensorParallel {
@@ -151,11 +156,15 @@ private:
         if (!t)
           continue;
         const auto& s = t->shape;
-        if (s.size() == 4 && heads > 0 && s[1] == heads)
-          divide(t, 1, tp_);
-        else if (s.size() == 4 && heads > 0 && s[2] == heads)
-          divide(t, 2, tp_);
-        else if (s.size() == 3 && heads > 0 && s[0] == batch * heads)
+        if (s.size() >= 4 && heads > 0) {
+          // [B,H,L,D], [B,L,H,D], and a fused projection's [B,L,3,H,D] or [3,B,H,L,D]: the
+          // first inner dimension holding the heads.
+          for (size_t d = 1; d + 1 < s.size(); ++d)
+            if (s[d] == heads) {
+              divide(t, d, tp_);
+              break;
+            }
+        } else if (s.size() == 3 && heads > 0 && s[0] == batch * heads)
           divide(t, 0, tp_);
         else if (s.size() == 3 && s[0] == batch)
           divide(t, 2, tp_);
@@ -278,6 +287,9 @@ int dpPerNode(const ParallelConfig& config, int gpusPerNode) {
 int64_t rankBytes(const ParameterInfo& p, int tp) {
   return p.tensorParallel ? (p.bytes + tp - 1) / tp : p.bytes;
 }
+int64_t rankElements(const ParameterInfo& p, int tp) {
+  return p.tensorParallel ? (p.numel + tp - 1) / tp : p.numel;
+}
 
 std::optional<size_t> lastOf(const Edits& edits, Phase phase) {
   for (size_t i = edits.ops.size(); i-- > 0;)
@@ -292,17 +304,55 @@ std::optional<size_t> firstOf(const Edits& edits, Phase phase) {
   return std::nullopt;
 }
 
+// A memory-bound copy the data-parallel wrappers make around their collectives: it reads
+// `elements` of `dtype` and writes as many, at `near`'s line, in `phase`.
+OpRecord copyOp(const char* name, int64_t elements, ScalarType dtype, const OpRecord& near,
+                Phase phase) {
+  OpRecord op;
+  op.id = -1; // numbered with the other inserted ops
+  op.name = name;
+  op.phase = phase;
+  op.loc = near.loc;
+  op.stack = near.stack;
+  op.module = near.module;
+  const TensorMeta tensor{{elements}, dtype};
+  op.inputs = {tensor, tensor};
+  op.outputs = {tensor};
+  return op;
+}
+
+// The parameters' dtype, from their size per element (a 2-byte one taken as bf16: a copy
+// costs the same either way).
+ScalarType dtypeOf(const ParameterInfo& param) {
+  const int64_t size = param.numel > 0 ? param.bytes / param.numel : 4;
+  return size == 8 ? ScalarType::Float64 : size == 2 ? ScalarType::BFloat16 : ScalarType::Float32;
+}
+
+// DDP's reducer on one gradient: `aten::mul` reads it and writes the bucket, `aten::copy_`
+// the way back.
+OpRecord reducerOp(const char* name, const ParameterInfo& param, int64_t elements,
+                   const OpRecord& near) {
+  return copyOp(name, elements, dtypeOf(param), near, Phase::Backward);
+}
+
 // DDP (and ZeRO-1/2's reduce-scatter): buckets in reverse registration order, the first of
 // `firstBucketBytes`, then `bucketBytes` (a bucket closes once it reaches its cap, as
 // compute_bucket_assignment_by_size does); each goes out when its last gradient is made.
+// DDP's reducer also moves every gradient twice (reducer.cpp): into its bucket as it is
+// made, divided by the world size (`mul_out`), and back into `.grad` once the bucket's
+// all-reduce is waited for, at the end of backward (`finalize_bucket_dense`; not with
+// gradient_as_bucket_view, which this models as off, DDP's default).
 void insertGradientBuckets(const ModelStructure& model, const ParallelConfig& config,
                            int gpusPerNode, Edits& edits) {
   const auto lastBackward = lastOf(edits, Phase::Backward);
   if (!lastBackward)
     return;
+  const bool ddp = config.sharding == Sharding::None && !model.parameters.empty();
   const auto firstStep = firstOf(edits, Phase::Optimizer);
-  const std::optional<int64_t> wait =
-      firstStep ? std::optional<int64_t>(edits.ops[*firstStep].id) : std::nullopt;
+  const int64_t copyBack = ddp ? edits.nextId++ : 0;
+  const std::optional<int64_t> wait = ddp         ? std::optional<int64_t>(copyBack)
+                                      : firstStep ? std::optional<int64_t>(edits.ops[*firstStep].id)
+                                                  : std::nullopt;
   const auto kind =
       config.sharding == Sharding::None ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter;
   std::vector<int64_t> buckets;
@@ -320,13 +370,27 @@ void insertGradientBuckets(const ModelStructure& model, const ParallelConfig& co
     for (size_t p = model.parameters.size(); p-- > 0;) {
       const auto& param = model.parameters[p];
       bytes += rankBytes(param, config.tp);
-      ready = std::max(ready, param.gradientOp.value_or(*lastBackward));
+      const size_t made = param.gradientOp.value_or(*lastBackward);
+      ready = std::max(ready, made);
+      if (ddp)
+        edits.after[made].push_back(
+            reducerOp("aten::mul", param, rankElements(param, config.tp), edits.ops[made]));
       const int64_t cap = buckets.empty() ? config.firstBucketBytes : config.bucketBytes;
       if (bytes >= cap || p == 0) {
         emit(bytes, ready);
         bytes = 0;
         ready = 0;
       }
+    }
+  }
+  if (ddp) {
+    for (size_t p = model.parameters.size(); p-- > 0;) {
+      OpRecord copy =
+          reducerOp("aten::copy_", model.parameters[p],
+                    rankElements(model.parameters[p], config.tp), edits.ops[*lastBackward]);
+      if (p + 1 == model.parameters.size())
+        copy.id = copyBack;
+      edits.after[*lastBackward].push_back(std::move(copy));
     }
   }
   if (config.sharding == Sharding::None)
@@ -344,6 +408,13 @@ void insertGradientBuckets(const ModelStructure& model, const ParallelConfig& co
 // its backward, prefetched while the block before it runs, and its gradients reduce-
 // scattered after its backward. Parameters outside the blocks are gathered once at the
 // start and kept (FSDP's root), reduce-scattered at the end of backward.
+//
+// FSDP2 also copies around each collective (torch/distributed/fsdp/_fully_shard/
+// _fsdp_collectives.py): the rank's shards into the all-gather's input
+// (`all_gather_copy_in`) and the gathered buffer out into the parameters
+// (`split_with_sizes_copy`, where the compute stream waits for the gather); the gradients
+// into the reduce-scatter's input (`chunk_cat`). Each is a copy (`aten::copy_`, priced by
+// its bytes; FSDP2's own op names have no formula).
 void insertFullySharded(const ModelStructure& model, const ParallelConfig& config, int gpusPerNode,
                         Edits& edits) {
   std::vector<int64_t> blockBytes(model.blocks.size(), 0);
@@ -352,6 +423,12 @@ void insertFullySharded(const ModelStructure& model, const ParallelConfig& confi
     (p.block >= 0 ? blockBytes[p.block] : rootBytes) += rankBytes(p, config.tp);
   if (model.parameters.empty())
     rootBytes = model.parameterBytes();
+  const ScalarType dtype =
+      model.parameters.empty() ? ScalarType::Float32 : dtypeOf(model.parameters.front());
+  const int64_t elementSize = wavecast::elementSize(dtype);
+  const auto copy = [&](const char* name, int64_t bytes, size_t near, Phase phase) {
+    return copyOp(name, bytes / elementSize, dtype, edits.ops[near], phase);
+  };
   const auto firstForward = firstOf(edits, Phase::Forward);
   const auto lastBackward = lastOf(edits, Phase::Backward);
   auto op = [&](CollectiveKind kind, int64_t bytes, bool async, std::optional<int64_t> wait,
@@ -362,27 +439,36 @@ void insertFullySharded(const ModelStructure& model, const ParallelConfig& confi
   if (firstForward && rootBytes > 0)
     edits.before[*firstForward].push_back(op(CollectiveKind::AllGather, rootBytes, false,
                                              std::nullopt, *firstForward, Phase::Forward));
+  // A block's gather: copied in where it is issued, copied out (its wait) before `first`.
+  const auto gather = [&](int64_t bytes, size_t issue, size_t first, Phase phase) {
+    OpRecord out = copy("aten::copy_", bytes, first, phase);
+    out.id = edits.nextId++;
+    edits.before[issue].push_back(copy("aten::copy_", bytes / config.dp, issue, phase));
+    edits.before[issue].push_back(op(CollectiveKind::AllGather, bytes, true, out.id, first, phase));
+    edits.before[first].push_back(std::move(out));
+  };
   for (size_t b = 0; b < model.blocks.size(); ++b) {
     const auto& block = model.blocks[b];
     const size_t issue = b > 0 ? model.blocks[b - 1].firstForward : block.firstForward;
-    edits.before[issue].push_back(op(CollectiveKind::AllGather, blockBytes[b], true,
-                                     edits.ops[block.firstForward].id, block.firstForward,
-                                     Phase::Forward));
+    gather(blockBytes[b], issue, block.firstForward, Phase::Forward);
     if (!block.firstBackward)
       continue;
     const auto& later =
         b + 1 < model.blocks.size() ? model.blocks[b + 1].firstBackward : block.firstBackward;
-    const size_t issueBack = later.value_or(*block.firstBackward);
-    edits.before[issueBack].push_back(op(CollectiveKind::AllGather, blockBytes[b], true,
-                                         edits.ops[*block.firstBackward].id, *block.firstBackward,
-                                         Phase::Backward));
+    gather(blockBytes[b], later.value_or(*block.firstBackward), *block.firstBackward,
+           Phase::Backward);
+    edits.after[*block.lastBackward].push_back(
+        copy("aten::copy_", blockBytes[b], *block.lastBackward, Phase::Backward));
     edits.after[*block.lastBackward].push_back(op(CollectiveKind::ReduceScatter, blockBytes[b],
                                                   true, std::nullopt, *block.lastBackward,
                                                   Phase::Backward));
   }
-  if (lastBackward && rootBytes > 0)
+  if (lastBackward && rootBytes > 0) {
+    edits.after[*lastBackward].push_back(
+        copy("aten::copy_", rootBytes, *lastBackward, Phase::Backward));
     edits.after[*lastBackward].push_back(op(CollectiveKind::ReduceScatter, rootBytes, true,
                                             std::nullopt, *lastBackward, Phase::Backward));
+  }
 }
 
 // The optimizer step on this rank's parameters: tensor-parallel ones split by tp, and all
@@ -411,6 +497,7 @@ void shardOptimizer(const ModelStructure& model, const ParallelConfig& config, E
 
 OpRecord collectiveOp(const CollectiveCall& call, const OpRecord& near, Phase phase) {
   OpRecord op;
+  op.id = -1; // numbered where it is inserted
   op.name = std::string("wavecast::") + collectiveOpName(call.kind);
   op.phase = phase;
   op.loc = near.loc;
@@ -457,11 +544,9 @@ RankTrace transformForRank(const Trace& trace, const ModelStructure& model,
         {"default", config.worldSize()}, {"dp", config.dp}, {"tp", config.tp}, {"pp", config.pp}};
     rank.trace.distributed = std::move(distributed);
   }
-  int64_t nextId = 0;
-  for (const auto& op : trace.ops)
-    nextId = std::max(nextId, op.id + 1);
+  int64_t nextId = edits.nextId;
   auto add = [&](OpRecord&& op, size_t origin, bool fresh) {
-    if (fresh)
+    if (fresh && op.id < 0)
       op.id = nextId++;
     rank.trace.ops.push_back(std::move(op));
     rank.opBlock.push_back(model.opBlock[origin]);

@@ -195,10 +195,12 @@ OpTimes timeOps(const Trace& trace, const std::vector<OpCost>& costs,
       op.bytes = cost.bytes;
       op.approximate = cost.approximate;
       if (cost.family == CostFamily::Collective) {
-        op.method = PredictionMethod::Roofline; // analytic: NCCL's model on the system
-        if (system && !cost.metadataOnly())
+        op.method = PredictionMethod::Collective;
+        if (system && !cost.metadataOnly()) {
           op.timeMs = collectiveMs(cost.collective, *system, options.collectives,
                                    trace.distributed ? trace.distributed->localWorldSize : 0);
+          out.methods[g].used[static_cast<size_t>(op.method)] = true;
+        }
         continue;
       }
       op.method = timeOp(trace.ops[i], cost, gpus[g], kernels.onOrigin[g], kernels.measured,

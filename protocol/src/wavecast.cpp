@@ -57,6 +57,44 @@ std::vector<std::string> stringList(const Json& value, const std::string& where)
   return out;
 }
 
+// "parallelTargets": each a string of words ("8x H100-SXM, FSDP") or an object with `gpu`,
+// `count`, `layout` ("fsdp tp2") and `system`, or `target` (the words) and `system`.
+std::vector<ParallelTargetSetting> parallelTargetList(const Json& value, const std::string& where) {
+  const std::string form = where + " must be an array of targets: \"8x H100-SXM, FSDP\", or "
+                                   "{\"gpu\": \"H100-SXM\", \"count\": 8, \"layout\": "
+                                   "\"fsdp\", \"system\": \"HGX-H100\"}";
+  if (!value.is_array())
+    throwInvalidParams(form);
+  std::vector<ParallelTargetSetting> out;
+  for (size_t i = 0; i < value.size(); ++i) {
+    const Json& item = value[i];
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    ParallelTargetSetting target;
+    if (item.is_string()) {
+      target.target = item.get<std::string>();
+    } else if (item.is_object()) {
+      if (auto words = optionalString(item, "target", at)) {
+        target.target = *words;
+      } else {
+        const std::string gpu = requireString(item, "gpu", at);
+        const auto count = optionalInt(item, "count", at).value_or(1);
+        if (count < 1)
+          throwInvalidParams(at + ".count must be a positive integer");
+        target.target = std::to_string(count) + "x" + gpu;
+      }
+      if (auto layout = optionalString(item, "layout", at))
+        target.target += ", " + *layout;
+      target.system = optionalString(item, "system", at).value_or("");
+    } else {
+      throwInvalidParams(form);
+    }
+    if (target.target.find_first_not_of(" ,") == std::string::npos)
+      throwInvalidParams(at + " names no GPU count and GPU, e.g. \"8x H100-SXM, FSDP\"");
+    out.push_back(std::move(target));
+  }
+  return out;
+}
+
 } // namespace
 
 std::vector<std::string> customMethods() {
@@ -97,6 +135,11 @@ void mergeSettings(Settings& settings, const Json& object, std::string_view wher
   Settings merged = settings;
   if (object.contains("targets") && !object["targets"].is_null())
     merged.targets = stringList(object["targets"], at + ".targets");
+  if (object.contains("parallelTargets"))
+    merged.parallelTargets =
+        object["parallelTargets"].is_null()
+            ? std::vector<ParallelTargetSetting>{}
+            : parallelTargetList(object["parallelTargets"], at + ".parallelTargets");
   if (object.contains("batchSize"))
     merged.batchSize = positiveBatchSize(object, "batchSize", where);
   if (auto trigger = optionalString(object, "trigger", where)) {
@@ -164,7 +207,13 @@ std::vector<std::string> mergeValidSettings(Settings& settings, const Json& obje
 }
 
 Json toJson(const Settings& settings) {
+  Json parallelTargets = Json::array();
+  for (const auto& target : settings.parallelTargets)
+    parallelTargets.push_back(target.system.empty()
+                                  ? Json(target.target)
+                                  : Json{{"target", target.target}, {"system", target.system}});
   return {{"targets", settings.targets},
+          {"parallelTargets", std::move(parallelTargets)},
           {"batchSize", settings.batchSize ? Json(*settings.batchSize) : Json()},
           {"trigger", settings.trigger == AnalysisTrigger::OnSave ? "onSave" : "manual"},
           {"pythonEnv", settings.pythonEnv},

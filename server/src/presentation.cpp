@@ -162,12 +162,10 @@ std::string lineHover(const Prediction& prediction, const LineBreakdown& line) {
                    formatMs(t.gpuIdleMs) + " of " + formatMs(t.totalMs()) + ")";
   }
   std::string comm;
-  for (size_t i = 0; i < line.perGpu.size() && i < prediction.gpus.size(); ++i) {
-    const LineTimes& t = line.perGpu[i];
-    if (t.commMs > 0)
-      comm += (comm.empty() ? "" : "; ") + prediction.gpus[i] + " " + formatMs(t.commMs) + ", " +
-              formatMs(t.commHiddenMs) + " of it hidden behind compute";
-  }
+  for (size_t i = 0; i < line.perGpu.size() && i < prediction.gpus.size(); ++i)
+    if (line.perGpu[i].commMs > 0)
+      comm += (comm.empty() ? "" : "; ") + prediction.gpus[i] + ": " +
+              lineCommunicationText(line.perGpu[i]);
   if (!comm.empty())
     md += "\n**Communication** (NCCL collectives): " + comm + ".\n";
   if (!hostBound.empty())
@@ -232,6 +230,8 @@ std::string gpuMethodText(const GpuMethods& methods) {
   if (methods.uses(PredictionMethod::Roofline) || methods.uses(PredictionMethod::Fallback) ||
       parts.empty())
     parts.push_back("analytic roofline");
+  if (methods.uses(PredictionMethod::Collective))
+    parts.push_back("NCCL collective model");
   return joinedWith(parts, " + ");
 }
 
@@ -254,6 +254,8 @@ std::string predictionMethodText(const Prediction& prediction) {
     if (any.uses(PredictionMethod::Roofline) || any.uses(PredictionMethod::Fallback) ||
         parts.empty())
       parts.push_back("analytic roofline (FLOPs and bytes against each GPU's spec-sheet peaks)");
+    if (any.uses(PredictionMethod::Collective))
+      parts.push_back("NCCL collective model on the GPU's node");
     return joinedWith(parts, " + ");
   }
   // "H100-SXM: measured on H100-SXM; A100, T4: scaled from H100-SXM (...)"
@@ -520,69 +522,6 @@ std::string errorMessage(const ProfileError& error) {
   if (!error.hint.empty())
     message += "\n" + error.hint;
   return message;
-}
-
-std::string parallelConfigLabel(const ParallelConfig& config, const std::string& gpu) {
-  std::string label = std::to_string(config.worldSize()) + "\u00d7 " + gpu;
-  switch (config.sharding) {
-  case Sharding::None:
-    label += config.dp > 1 ? ", DDP" : "";
-    break;
-  case Sharding::Zero1:
-    label += ", ZeRO-1";
-    break;
-  case Sharding::Zero2:
-    label += ", ZeRO-2";
-    break;
-  case Sharding::Zero3:
-    label += ", FSDP";
-    break;
-  }
-  if (config.dp > 1 && (config.tp > 1 || config.pp > 1))
-    label += ", dp " + std::to_string(config.dp);
-  if (config.tp > 1)
-    label += ", tp " + std::to_string(config.tp) + (config.sequenceParallel ? " + SP" : "");
-  if (config.pp > 1)
-    label += ", pp " + std::to_string(config.pp) + " (" + std::to_string(config.microbatches) +
-             " microbatches, " + (config.schedule == PipelineSchedule::GPipe ? "GPipe" : "1F1B") +
-             ")";
-  return label;
-}
-
-std::string layoutProblemMessage(const LayoutProblem& problem) {
-  const std::string value = std::to_string(problem.value);
-  const std::string limit = std::to_string(problem.limit);
-  switch (problem.kind) {
-  case LayoutProblemKind::BadDegree:
-    return "dp, tp, pp and microbatches must each be at least 1 (got " + value + ")";
-  case LayoutProblemKind::TpWithoutHeads:
-    return "tensor parallelism splits the Linear pairs of repeated blocks (attention, MLP), "
-           "and this model has none: use --tp 1 and scale with --dp or --pp";
-  case LayoutProblemKind::TpNotDividingHeads:
-    return "--tp " + value + " does not divide the model's " + limit +
-           " attention heads: choose a tp that divides " + limit;
-  case LayoutProblemKind::TpNotDividingHidden:
-    return "--tp " + value + " does not divide the hidden size " + limit +
-           ": choose a tp that divides " + limit;
-  case LayoutProblemKind::PpExceedsLayers:
-    return "--pp " + value + " is more than the model's " + limit +
-           " repeated blocks (layers): use --pp " + limit + " or fewer";
-  case LayoutProblemKind::WorldSizeNotFittingNodes:
-    return value + " GPUs (dp x tp x pp) do not fill whole nodes of " + limit +
-           " GPUs: make dp x tp x pp a multiple of " + limit;
-  case LayoutProblemKind::TpAcrossNodes:
-    return "--tp " + value + " spans more than the " + limit + " GPUs of one node: keep tp at " +
-           limit + " or less and scale with --dp or --pp";
-  case LayoutProblemKind::BatchNotDivisible:
-    return "the batch of " + limit + " per replica does not divide into " + value +
-           " microbatches: choose --microbatches dividing " + limit + " or change --batch-size";
-  }
-  return "this layout cannot run";
-}
-
-std::string communicationText(double ms, double hiddenMs) {
-  return "communication " + formatMs(ms) + ", " + formatMs(hiddenMs) +
-         " of it hidden behind compute";
 }
 
 } // namespace wavecast

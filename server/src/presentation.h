@@ -59,9 +59,23 @@ std::string errorLine(const ProfileError& error);
 
 // A layout in words: "8x H100-SXM, FSDP, tp 2, pp 2 (8 microbatches, 1F1B)".
 std::string parallelConfigLabel(const ParallelConfig& config, const std::string& gpu);
+// Why a target's words ("8x H100-SXM, FSPD") cannot be read, and how to write them.
+std::string targetTextProblemMessage(const std::string& text, const TargetTextProblem& problem);
 // The one sentence saying why a layout cannot run and what to change.
 std::string layoutProblemMessage(const LayoutProblem& problem);
-// "all-reduce 3.10 ms, 2.40 ms of it hidden behind compute".
+// "communication 3.10 ms, 2.40 ms of it hidden behind compute".
 std::string communicationText(double ms, double hiddenMs);
+// "all-reduce", "reduce-scatter", "send/receive".
+std::string collectiveName(CollectiveKind kind);
+// "all-reduce 3.10 ms, 2.40 ms of it hidden behind backward".
+std::string communicationPartText(const CommunicationPart& part);
+// A line's collectives, kind by kind: "all-gather 0.41 ms, none of it hidden; reduce-scatter
+// 0.40 ms, 0.38 ms of it hidden behind backward".
+std::string lineCommunicationText(const LineTimes& times);
+// A hover's bullet for a line on one rank of a layout: its time and its collectives.
+std::string layoutLineText(const ParallelConfig& config, const std::string& gpu,
+                           const LineTimes& times);
+// The hover's section of those bullets; empty without any.
+std::string layoutsHoverSection(const std::string& bullets);
 
 } // namespace wavecast

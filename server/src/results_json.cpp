@@ -265,7 +265,8 @@ void writeParallel(JsonWriter& w, const std::vector<ParallelSummary>& layouts) {
 }
 
 void writeResults(JsonWriter& w, const Prediction& prediction, const TraceFacts& trace,
-                  const std::vector<ParallelSummary>& parallel) {
+                  const std::vector<ParallelSummary>& parallel,
+                  const std::vector<ParallelRefusal>& refusals) {
   w.beginObject().field("method", predictionMethodText(prediction)).key("precision").beginObject();
   for (const auto& entry : prediction.precisions)
     w.field(toString(entry.family), entry.precision);
@@ -311,26 +312,45 @@ void writeResults(JsonWriter& w, const Prediction& prediction, const TraceFacts&
     w.key("parallel");
     writeParallel(w, parallel);
   }
+  if (!refusals.empty()) {
+    w.key("parallel_refusals");
+    writeRefusals(w, refusals);
+  }
   w.endObject();
+}
+
+void writeRefusals(JsonWriter& w, const std::vector<ParallelRefusal>& refusals) {
+  w.beginArray();
+  for (const auto& r : refusals)
+    w.beginObject()
+        .field("gpu", r.gpuId)
+        .field("kind", toString(r.problem.kind))
+        .field("label", parallelConfigLabel(r.config, r.gpuId))
+        .field("message", layoutProblemMessage(r.problem))
+        .field("system", r.systemId)
+        .endObject();
+  w.endArray();
 }
 
 } // namespace
 
 std::string resultsJsonText(const Prediction& prediction, const TraceFacts& trace,
-                            const std::vector<ParallelSummary>& parallel) {
+                            const std::vector<ParallelSummary>& parallel,
+                            const std::vector<ParallelRefusal>& refusals) {
   std::string out;
   // About 90 bytes per op and GPU, the bulk of a large model's results.
   out.reserve(4096 + prediction.opInfo.size() * (300 + 90 * prediction.gpus.size()) +
               prediction.lines.size() * (200 + 260 * prediction.gpus.size()));
   JsonWriter w(out);
-  writeResults(w, prediction, trace, parallel);
+  writeResults(w, prediction, trace, parallel, refusals);
   w.finish();
   return out;
 }
 
 nlohmann::json resultsJson(const Prediction& prediction, const TraceFacts& trace,
-                           const std::vector<ParallelSummary>& parallel) {
-  return nlohmann::json::parse(resultsJsonText(prediction, trace, parallel));
+                           const std::vector<ParallelSummary>& parallel,
+                           const std::vector<ParallelRefusal>& refusals) {
+  return nlohmann::json::parse(resultsJsonText(prediction, trace, parallel, refusals));
 }
 
 nlohmann::json summariesJson(const Prediction& prediction) {

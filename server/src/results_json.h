@@ -28,12 +28,15 @@ inline TraceFacts traceFacts(const Trace& trace) {
 
 // The results JSON's text, written straight into a string (no JSON tree: for a large model
 // the tree cost several times as much to build, dump and free). `parallel`: the multi-GPU
-// layouts predicted (`parallel` in the JSON), empty for one GPU.
+// layouts predicted (`parallel` in the JSON), empty for one GPU; `refusals`: those asked
+// for that the model cannot run (`parallel_refusals`).
 std::string resultsJsonText(const Prediction& prediction, const TraceFacts& trace,
-                            const std::vector<ParallelSummary>& parallel = {});
+                            const std::vector<ParallelSummary>& parallel = {},
+                            const std::vector<ParallelRefusal>& refusals = {});
 // The same document as a JSON value, for callers that read or re-indent it.
 nlohmann::json resultsJson(const Prediction& prediction, const TraceFacts& trace,
-                           const std::vector<ParallelSummary>& parallel = {});
+                           const std::vector<ParallelSummary>& parallel = {},
+                           const std::vector<ParallelRefusal>& refusals = {});
 // Its `summaries` alone: one object per GPU (the wavecast/resultsChanged notification's).
 nlohmann::json summariesJson(const Prediction& prediction);
 

@@ -1,4 +1,6 @@
 // Drives the real `wavecast` binary: exit status, output and one-line errors.
+#include "cli_run.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -14,38 +16,6 @@
 #include <vector>
 
 namespace {
-
-struct CliRun {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-CliRun wavecast(const std::string& args, const std::string& environment = "") {
-  char dir[] = "/tmp/wavecast-cli-XXXXXX";
-  if (!mkdtemp(dir))
-    return {};
-  const std::string out = std::string(dir) + "/out";
-  const std::string err = std::string(dir) + "/err";
-  const std::string command = environment + " " + std::string(WAVECAST_BINARY) + " " + args + " >" +
-                              out + " 2>" + err + " </dev/null";
-  const int raw = std::system(command.c_str());
-  CliRun run;
-  run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  run.out = slurp(out);
-  run.err = slurp(err);
-  std::remove(out.c_str());
-  std::remove(err.c_str());
-  rmdir(dir);
-  return run;
-}
 
 std::string sample(const std::string& name) {
   return std::string(WAVECAST_SOURCE_ROOT) + "/samples/" + name;
@@ -494,9 +464,9 @@ TEST(CliTest, PredictTakesACalibratedGpusMeasuredTimes) {
 
   const std::string bad = testing::TempDir() + "/bad_calibration.json";
   std::ofstream(bad) << R"({"format": "wavecast-calibration", "version": 9})";
-  expectOneLineError(wavecast("predict " + tracePath + " --gpu H100 --calibration " + bad,
-                              noUserFiles),
-                     "calibration file " + bad + ": \"version\" is 9");
+  expectOneLineError(
+      wavecast("predict " + tracePath + " --gpu H100 --calibration " + bad, noUserFiles),
+      "calibration file " + bad + ": \"version\" is 9");
   std::remove(bad.c_str());
   std::remove(tracePath.c_str());
 }

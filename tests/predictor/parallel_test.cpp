@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 #include <numeric>
+#include <set>
 
 namespace wavecast {
 namespace {
@@ -108,10 +109,32 @@ TEST(ParallelTransform, DdpBucketsSumToTheGradientBytes) {
   EXPECT_EQ(sumBytes(list, "all_reduce", Phase::Backward), kParameterBytes);
   // The first bucket closes at its 4 KiB cap with the head's 64 x 16 weight alone.
   EXPECT_EQ(list.front().bytes, 4096);
+  // Each waited for where DDP's reducer copies the reduced buckets back into the
+  // gradients, after the last backward op: one copy per parameter, as many as the
+  // gradients made into the buckets (`mul` by 1/dp).
+  std::set<int64_t> traced;
+  for (const auto& op : trace.ops)
+    traced.insert(op.id);
+  size_t copies = 0, muls = 0, waitAt = rank.trace.ops.size();
+  for (size_t i = 0; i < rank.trace.ops.size(); ++i) {
+    const auto& op = rank.trace.ops[i];
+    if (op.id == list.front().wait)
+      waitAt = i;
+    if (op.phase == Phase::Backward && !traced.count(op.id)) {
+      copies += op.name == "aten::copy_";
+      muls += op.name == "aten::mul";
+    }
+  }
+  const size_t parameters = analyzeModel(trace).parameters.size();
+  EXPECT_EQ(copies, parameters);
+  EXPECT_EQ(muls, parameters);
+  ASSERT_LT(waitAt, rank.trace.ops.size());
+  EXPECT_EQ(rank.trace.ops[waitAt].name, "aten::copy_");
+  EXPECT_EQ(rank.trace.ops[waitAt + parameters].phase, Phase::Optimizer);
   for (const auto& c : list) {
     EXPECT_EQ(c.group, "dp");
     EXPECT_TRUE(c.async);
-    EXPECT_EQ(c.wait, trace.ops.back().id); // the optimizer step
+    EXPECT_EQ(c.wait, list.front().wait);
   }
   // Then buckets close once they pass 16 KiB, in reverse registration order: the final
   // norm (128) and block 3 (13,120) + block 2's mlp.2 (64 + 4,096) = 17,408; the rest of
@@ -274,6 +297,28 @@ TEST(ParallelTarget, ParsesTheCompactText) {
             TargetTextProblemKind::CountNotDivisible);
 }
 
+// As the editor's settings and picker write targets: commas, a space after the count, the
+// multiplication sign, capitals.
+TEST(ParallelTarget, ParsesTargetsAsTheEditorWritesThem) {
+  for (const char* text : {"8x H100-SXM, FSDP", "8\u00d7 H100-SXM, fsdp", "8xH100-SXM,FSDP"}) {
+    const auto parsed = parseParallelTarget(text);
+    ASSERT_TRUE(std::holds_alternative<ParallelTarget>(parsed)) << text;
+    const auto& target = std::get<ParallelTarget>(parsed);
+    EXPECT_EQ(target.gpu, "H100-SXM") << text;
+    EXPECT_EQ(target.gpuCount, 8) << text;
+    EXPECT_EQ(target.config.dp, 8) << text;
+    EXPECT_EQ(target.config.sharding, Sharding::Zero3) << text;
+  }
+  const auto both = std::get<ParallelTarget>(parseParallelTarget("16x A100-80GB, tp2, pp2, mb4"));
+  EXPECT_EQ(both.gpu, "A100-80GB");
+  EXPECT_EQ(both.config.dp, 4);
+  EXPECT_EQ(both.config.tp, 2);
+  EXPECT_EQ(both.config.pp, 2);
+  EXPECT_EQ(both.config.microbatches, 4);
+  EXPECT_EQ(std::get<TargetTextProblem>(parseParallelTarget("8x")).kind,
+            TargetTextProblemKind::BadNumber);
+}
+
 // What NCCL sustains (data/collectives.json): collectives are priced as the CLI prices them.
 PredictorOptions collectiveOptions() {
   PredictorOptions options;
@@ -315,6 +360,35 @@ bool pricesCollectives(const Trace& trace) {
   return false;
 }
 
+// The rank's peak moves to the optimizer step when sharding shrinks the states and the
+// activations were small: every gradient is live then (docs/parallel.md, "Memory per rank").
+TEST(ParallelPrediction, MemoryPerRankPeaksAtTheStepWhenGradientsOutweighActivations) {
+  Trace trace = syntheticTransformer(2);
+  const int64_t w = trace.memory.parametersBytes;
+  ASSERT_EQ(analyzeModel(trace).parameterBytes(), w);
+  trace.memory.optimizerStateBytes = 2 * w;        // Adam's two moments
+  trace.memory.peakLiveBytes = w + 2 * w + w / 10; // a forward peak: no gradients yet
+  trace.memory.gradientsAtPeakBytes = 0;
+  trace.memory.peakPhase = Phase::Forward;
+  ParallelConfig config;
+  config.dp = 8;
+  config.sharding = Sharding::Zero1;
+  const auto outcome =
+      predictParallel(trace, analyzeModel(trace), config, h100(), node8(), collectiveOptions());
+  ASSERT_TRUE(outcome.prediction.has_value());
+  const MemoryEstimate& m = outcome.prediction->summary.stages[0].memory;
+  // At the forward peak: w + 0 + 2w/8 + w/10; at the step: w + w + 2w/8, the larger.
+  EXPECT_EQ(m.weightsBytes, w);
+  EXPECT_EQ(m.gradientsBytes, w);
+  EXPECT_EQ(m.optimizerStateBytes, 2 * w / 8);
+  EXPECT_EQ(m.activationsBytes, 0);
+  EXPECT_EQ(m.peakPhase, Phase::Optimizer);
+  // The rank's own summary (the CLI's per-GPU row) says the same as the layout's.
+  const GpuSummary& rank = outcome.prediction->rank.summaries[0];
+  EXPECT_EQ(rank.memory.peakBytes(), m.peakBytes());
+  EXPECT_EQ(rank.memory.gradientsBytes, w);
+}
+
 TEST(ParallelPrediction, WeakScalingKeepsPerGpuThroughputWithinCommunication) {
   const Trace trace = syntheticTransformer(2);
   if (!pricesCollectives(trace))
@@ -327,11 +401,17 @@ TEST(ParallelPrediction, WeakScalingKeepsPerGpuThroughputWithinCommunication) {
     const auto outcome =
         predictParallel(trace, analyzeModel(trace), config, h100(), node8(), collectiveOptions());
     const ParallelSummary& many = outcome.prediction->summary;
-    // The CPU's time issuing the collectives (this small model is host-bound).
+    // The CPU's time issuing what the layout adds (this small model is host-bound): the
+    // collectives and DDP's reducer copies, and the copies' kernels.
+    std::set<int64_t> traced;
+    for (const auto& op : trace.ops)
+      traced.insert(op.id);
     double issueMs = 0;
-    for (const auto& op : outcome.prediction->rank.opInfo)
-      if (op.name.rfind("wavecast::", 0) == 0)
-        issueMs += op.hostMs;
+    const Prediction& rank = outcome.prediction->rank;
+    for (size_t i = 0; i < rank.opInfo.size(); ++i)
+      if (!traced.count(rank.opInfo[i].id))
+        issueMs += rank.opInfo[i].hostMs +
+                   (rank.ops[0][i].family == CostFamily::Collective ? 0 : rank.ops[0][i].timeMs);
     EXPECT_EQ(many.globalBatch, 2 * dp);
     EXPECT_LE(many.samplesPerSecondPerGpu, one.samplesPerSecondPerGpu * (1 + 1e-9)) << dp;
     // Slower by at most the communication (what the rank waits for, plus the compute that

@@ -490,8 +490,7 @@ TEST(Predictor, JsonHasTheDocumentedShape) {
 namespace wavecast {
 namespace {
 
-OpRecord collectiveOp(int64_t id, Phase phase, int line, int64_t bytes, int groupSize,
-                      bool async) {
+OpRecord collectiveOp(int64_t id, Phase phase, int line, int64_t bytes, int groupSize, bool async) {
   OpRecord record = op(id, "c10d::allreduce_", phase, line, {}, {});
   record.args = {{"collective", std::string("all_reduce")},
                  {"bytes", bytes},
@@ -545,8 +544,8 @@ TEST(Predictor, CollectivesRunOnNcclsStreamBesideCompute) {
   for (size_t i : {1u, 3u, 6u}) {
     EXPECT_EQ(ops[i].family, CostFamily::Collective);
     const auto bytes = trace.ops[i].intArg("bytes");
-    EXPECT_DOUBLE_EQ(ops[i].timeMs, estimateCollective(CollectiveKind::AllReduce, *bytes,
-                                                       {8, 8}, node, options.collectives)
+    EXPECT_DOUBLE_EQ(ops[i].timeMs, estimateCollective(CollectiveKind::AllReduce, *bytes, {8, 8},
+                                                       node, options.collectives)
                                         .ms);
   }
   // The bucket hides behind the second mm (milliseconds of FP32 work).
@@ -581,9 +580,9 @@ TEST(Predictor, CollectivesRunOnNcclsStreamBesideCompute) {
                    [](const LineBreakdown& line) { return line.loc.line == 40; });
   ASSERT_NE(bucketLine, prediction.lines.end());
   const std::string hover = lineHover(prediction, *bucketLine);
-  EXPECT_NE(hover.find("**Communication** (NCCL collectives): H100-SXM " +
+  EXPECT_NE(hover.find("**Communication** (NCCL collectives): H100-SXM: all-reduce " +
                        formatMs(ops[1].timeMs) + ", " + formatMs(ops[1].timeMs) +
-                       " of it hidden"),
+                       " of it hidden behind backward"),
             std::string::npos)
       << hover;
 }

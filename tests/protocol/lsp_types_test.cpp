@@ -131,6 +131,37 @@ TEST(WavecastProtocol, MergesSettingsAndRejectsBadValuesWithoutChangingAnything)
   EXPECT_EQ(settings.mode, AnalysisMode::Measured);
 }
 
+// Multi-GPU targets as words or as the structured form (GPU, count, layout, system); the
+// words go to the one layout parser (parseParallelTarget) in the daemon.
+TEST(WavecastProtocol, ParallelTargetsAsWordsOrObjects) {
+  Settings settings;
+  mergeSettings(settings, Json::parse(R"({"parallelTargets":["8x H100-SXM, FSDP",
+      {"gpu":"A100-80GB","count":16,"layout":"tp2","system":"HGX-A100-80GB"},
+      {"target":"4x L4","system":"L4x8-PCIe"}]})"),
+                "settings");
+  ASSERT_EQ(settings.parallelTargets.size(), 3u);
+  EXPECT_EQ(settings.parallelTargets[0], (ParallelTargetSetting{"8x H100-SXM, FSDP", ""}));
+  EXPECT_EQ(settings.parallelTargets[1],
+            (ParallelTargetSetting{"16xA100-80GB, tp2", "HGX-A100-80GB"}));
+  EXPECT_EQ(settings.parallelTargets[2], (ParallelTargetSetting{"4x L4", "L4x8-PCIe"}));
+  EXPECT_EQ(toJson(settings)["parallelTargets"][0], "8x H100-SXM, FSDP");
+  EXPECT_EQ(toJson(settings)["parallelTargets"][1]["system"], "HGX-A100-80GB");
+
+  EXPECT_EQ(invalidParamsMessage([&] {
+              mergeSettings(settings,
+                            Json::parse(R"({"parallelTargets":[{"gpu":"H100","count":0}]})"),
+                            "settings");
+            }),
+            "settings.parallelTargets[0].count must be a positive integer");
+  EXPECT_EQ(invalidParamsMessage([&] {
+              mergeSettings(settings, Json::parse(R"({"parallelTargets":[" , "]})"), "settings");
+            }),
+            "settings.parallelTargets[0] names no GPU count and GPU, e.g. \"8x H100-SXM, FSDP\"");
+  EXPECT_EQ(settings.parallelTargets.size(), 3u) << "a bad value changes nothing";
+  mergeSettings(settings, Json::parse(R"({"parallelTargets":null})"), "settings");
+  EXPECT_TRUE(settings.parallelTargets.empty());
+}
+
 TEST(WavecastProtocol, VersionMismatchSaysWhichSideToUpdate) {
   EXPECT_FALSE(checkProtocolVersion(kProtocolVersion));
   auto newerClient = checkProtocolVersion(kProtocolVersion + 1);

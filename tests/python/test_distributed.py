@@ -15,7 +15,8 @@ SAMPLES = os.path.abspath(os.environ.get(
     "WAVECAST_SAMPLES_DIR", os.path.join(HERE, "..", "..", "samples")
 ))
 DISTRIBUTED = os.path.join(SAMPLES, "distributed")
-CALLS = os.path.join(HERE, "fixtures", "distributed_calls.py")
+FIXTURES = os.path.join(HERE, "fixtures")
+CALLS = os.path.join(FIXTURES, "distributed_calls.py")
 FLOAT = 4
 
 
@@ -219,6 +220,18 @@ class NonDistributedScripts(unittest.TestCase):
         self.assertEqual([(op["name"], op["inputs"], op["loc"]) for op in default["ops"]],
                          [(op["name"], op["inputs"], op["loc"]) for op in alone["ops"]])
         self.assertEqual(default["memory"], alone["memory"])
+        for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR"):
+            self.assertNotIn(name, os.environ)
+
+    def test_a_single_gpu_script_sees_no_torchrun_variables(self):
+        # HF Trainer and Accelerate read LOCAL_RANK != -1 as a distributed launch.
+        path = os.path.join(FIXTURES, "reads_launch_environment.py")
+        trace = run_trace(path, batch_size=4)
+        self.assertNotIn("distributed", trace)
+        # Asked for a world size, the script gets the launch's variables (and here refuses it).
+        with self.assertRaises(TraceError) as raised:
+            run_trace(path, batch_size=4, world_size=2)
+        self.assertIn("torchrun variables set", raised.exception.message)
         for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR"):
             self.assertNotIn(name, os.environ)
 

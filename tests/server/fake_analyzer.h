@@ -128,6 +128,21 @@ public:
     return ids;
   }
   std::vector<std::string> defaultTargets() const override { return {"H100-SXM", "T4"}; }
+  // Every target an H100 node's layout, its words kept as they are; "bogus" is unknown.
+  std::vector<LayoutTarget>
+  resolveLayouts(const std::vector<protocol::ParallelTargetSetting>& targets) const override {
+    std::vector<LayoutTarget> out;
+    for (const auto& target : targets) {
+      if (target.target.find("bogus") != std::string::npos)
+        throw UnknownTargetError("cannot read the target '" + target.target + "'");
+      LayoutTarget layout;
+      layout.gpu = "H100-SXM";
+      layout.system = target.system.empty() ? "HGX-H100" : target.system;
+      layout.words = target.target;
+      out.push_back(layout);
+    }
+    return out;
+  }
 
   // Lets one blocked (or future) analysis finish.
   void release() {

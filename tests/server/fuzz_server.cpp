@@ -17,8 +17,8 @@
 #include "lsp/language_server.h"
 #include "wavecast/protocol/framing.h"
 
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <chrono>
 #include <cstdint>
@@ -72,8 +72,10 @@ public:
   std::vector<std::string> resolveTargets(const std::vector<std::string>& names) const override {
     return gpuSource_.resolveTargets(names);
   }
-  std::vector<std::string> defaultTargets() const override {
-    return gpuSource_.defaultTargets();
+  std::vector<std::string> defaultTargets() const override { return gpuSource_.defaultTargets(); }
+  std::vector<LayoutTarget>
+  resolveLayouts(const std::vector<protocol::ParallelTargetSetting>& targets) const override {
+    return gpuSource_.resolveLayouts(targets);
   }
 
 private:

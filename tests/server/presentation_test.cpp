@@ -218,3 +218,30 @@ TEST(Presentation, TraceWarningsReadAsSentencesAtTheirLines) {
 
 } // namespace
 } // namespace wavecast
+
+namespace wavecast {
+
+// A line's collectives read kind by kind, with what hid them (docs/presentation.md).
+TEST(Presentation, CommunicationReadsKindByKind) {
+  LineTimes times;
+  times.commMs = 3.5;
+  times.commHiddenMs = 2.4;
+  times.communication = {{CollectiveKind::AllReduce, Phase::Backward, 3.1, 2.4},
+                         {CollectiveKind::AllGather, Phase::Forward, 0.4, 0}};
+  EXPECT_EQ(lineCommunicationText(times), "all-reduce 3.10 ms, 2.40 ms of it hidden behind "
+                                          "backward; all-gather 0.400 ms, none of it hidden");
+  times.forwardMs = 1.0;
+  ParallelConfig fsdp;
+  fsdp.dp = 8;
+  fsdp.sharding = Sharding::Zero3;
+  EXPECT_EQ(layoutLineText(fsdp, "H100-SXM", times),
+            "- **8\u00d7 H100-SXM, FSDP**: 1.00 ms; all-reduce 3.10 ms, 2.40 ms of it hidden "
+            "behind backward; all-gather 0.400 ms, none of it hidden\n");
+  EXPECT_EQ(layoutsHoverSection(""), "");
+  EXPECT_EQ(targetTextProblemMessage("8x H100-SXM, FSPD", {TargetTextProblemKind::UnknownWord,
+                                                           "FSPD"})
+                .rfind("cannot read the target '8x H100-SXM, FSPD' at 'FSPD': ", 0),
+            0u);
+}
+
+} // namespace wavecast

@@ -143,5 +143,37 @@ TEST_F(ServerTest, ScriptArgsReachTheAnalysisOfAScriptRunAsWritten) {
   EXPECT_FALSE(waitStarted(started + 3));
 }
 
+// Multi-GPU targets go through the analyzer's layout resolution and into the next
+// analysis; one it cannot read keeps the previous targets and is shown once.
+TEST_F(ServerTest, ParallelTargetsReanalyseAndAnUnreadableOneKeepsThePrevious) {
+  initialize();
+  analyzeTrain();
+  const auto change = [&](const Json& settings) {
+    notify("workspace/didChangeConfiguration", {{"settings", {{"wavecast", settings}}}});
+  };
+  change({{"parallelTargets",
+           {"8x H100-SXM, FSDP", {{"gpu", "H100-SXM"}, {"count", 16}, {"system", "DGX-H100"}}}}});
+  ASSERT_TRUE(waitStarted(2)) << "new targets re-analyse";
+  const auto layouts = analyzer_.requests()[1].layouts;
+  ASSERT_EQ(layouts.size(), 2u);
+  EXPECT_EQ(layouts[0].words, "8x H100-SXM, FSDP");
+  EXPECT_EQ(layouts[0].system, "HGX-H100");
+  EXPECT_EQ(layouts[1].words, "16xH100-SXM");
+  EXPECT_EQ(layouts[1].system, "DGX-H100");
+  analyzer_.release();
+
+  change({{"parallelTargets", {"8x bogus"}}, {"batchSize", 16}});
+  ASSERT_TRUE(waitStarted(3)) << "the batch size still applies";
+  EXPECT_EQ(analyzer_.requests()[2].layouts, layouts);
+  const auto shown = sent("window/showMessage");
+  ASSERT_EQ(shown.size(), 1u);
+  EXPECT_NE(shown[0]["params"]["message"].get<std::string>().find(
+                "parallelTargets: cannot read the target '8x bogus'; the multi-GPU targets stay "
+                "as they were"),
+            std::string::npos)
+      << shown[0];
+  analyzer_.release();
+}
+
 } // namespace
 } // namespace wavecast::lsp

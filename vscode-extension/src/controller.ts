@@ -496,14 +496,17 @@ export class WavecastController implements vscode.Disposable {
   }
 
   private async pickGpus(api: WavecastApi): Promise<void> {
-    const ids = await askForGpus(await api.listGpus());
-    if (!ids) return;
+    const picked = await askForGpus(await api.listGpus(), this.settings.parallelTargets);
+    if (!picked) return;
+    const ids = picked.gpus;
     this.targets = await api.setTargets(ids);
     this.updateStatus();
-    // Persisted per workspace (or per user when no folder is open).
+    // Persisted per workspace (or per user when no folder is open); the multi-GPU targets reach
+    // the daemon as a settings change.
     const scope = vscode.workspace.workspaceFolders?.length ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
-    this.settings = { ...this.settings, targets: ids };
+    this.settings = { ...this.settings, targets: ids, parallelTargets: picked.parallelTargets };
     await vscode.workspace.getConfiguration('wavecast').update('targets', ids, scope);
+    await vscode.workspace.getConfiguration('wavecast').update('parallelTargets', picked.parallelTargets, scope);
   }
 
   private activePythonUri(): string | undefined {

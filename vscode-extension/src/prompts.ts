@@ -1,12 +1,19 @@
 // The dialogs that ask the user for a choice: target GPUs and batch size.
 import * as vscode from 'vscode';
-import { buildGpuPickItems, pickerPlaceholder } from './logic/picker';
+import { buildGpuPickItems, buildParallelPickItems, pickerPlaceholder, type GpuPickItem } from './logic/picker';
 import type { ListGpusResult } from './logic/protocol';
-import { parseBatchSize } from './logic/settings';
+import { parseBatchSize, type ParallelTargetSetting } from './logic/settings';
 
-/** The GPU ids picked, or undefined when the user cancelled or picked none. */
-export async function askForGpus(list: ListGpusResult): Promise<string[] | undefined> {
-  const chosen = await vscode.window.showQuickPick(buildGpuPickItems(list), {
+export interface PickedTargets {
+  gpus: string[];
+  parallelTargets: ParallelTargetSetting[];
+}
+
+/** The GPU ids and multi-GPU targets picked, or undefined when the user cancelled or picked no GPU. */
+export async function askForGpus(list: ListGpusResult, parallelTargets: readonly ParallelTargetSetting[]): Promise<PickedTargets | undefined> {
+  const separator = { label: 'Multi-GPU targets', kind: vscode.QuickPickItemKind.Separator } as unknown as GpuPickItem;
+  const items = [...buildGpuPickItems(list), separator, ...buildParallelPickItems(list, parallelTargets)];
+  const chosen = await vscode.window.showQuickPick(items, {
     canPickMany: true,
     title: 'wavecast: target GPUs',
     placeHolder: pickerPlaceholder(list),
@@ -14,11 +21,13 @@ export async function askForGpus(list: ListGpusResult): Promise<string[] | undef
     matchOnDetail: true,
   });
   if (!chosen) return undefined;
-  if (chosen.length === 0) {
+  const gpus = chosen.filter((item) => item.id !== '').map((item) => item.id);
+  if (gpus.length === 0) {
     void vscode.window.showWarningMessage('wavecast needs at least one target GPU; the selection was not changed.');
     return undefined;
   }
-  return chosen.map((item) => item.id);
+  const picked = chosen.map((item) => item.parallelTarget).filter((t): t is ParallelTargetSetting => t !== undefined);
+  return { gpus, parallelTargets: picked };
 }
 
 /** A batch size, null for "the provider's default", or undefined when cancelled. */

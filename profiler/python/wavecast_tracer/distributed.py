@@ -1,7 +1,11 @@
 """A script that uses torch.distributed traces as one rank of a torchrun launch.
 
 The script runs in the torchrun environment of rank 0 (RANK, LOCAL_RANK, WORLD_SIZE,
-LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) and whatever backend its
+LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) when a world size is asked for, or when it
+makes a process group: from the start when its entry file calls init_process_group or
+init_device_mesh (torchrun scripts read LOCAL_RANK before either), else from the call.
+Any other script sees no such variables: HF Trainer and Accelerate take them to mean a
+distributed launch. Whatever backend its
 `init_process_group` asks for (nccl, gloo, env://, a DeviceMesh's), it gets torch's fake
 process group: collectives move no data but reach the dispatcher with their tensors, so
 the recorder sees them as ops (collectives.py). What cannot run as one rank (object
@@ -78,8 +82,8 @@ class OneRank:
     one, and what it recorded about collectives."""
 
     def __init__(self, world_size, project, map_cuda):
-        self.world_size = world_size
-        self.local_world_size = min(world_size, GPUS_PER_NODE)
+        self.world_size = world_size or DEFAULT_WORLD_SIZE
+        self.local_world_size = min(self.world_size, GPUS_PER_NODE)
         self.rank = _RANK
         self.project = project
         self.map_cuda = map_cuda
@@ -91,6 +95,7 @@ class OneRank:
         self.hidden = 0
         self.warnings = []
         self._activated = contextlib.ExitStack()
+        self._environment_set = False
 
     def environment(self):
         return {
@@ -102,6 +107,12 @@ class OneRank:
             "MASTER_ADDR": "127.0.0.1",
             "MASTER_PORT": _MASTER_PORT,
         }
+
+    def enter_environment(self):
+        """The torchrun variables, from now until the trace ends."""
+        if not self._environment_set:
+            self._environment_set = True
+            self._activated.enter_context(_environment(self.environment()))
 
     def device_count(self):
         """GPUs torch.cuda reports: the node's, once the script is distributed."""
@@ -157,6 +168,7 @@ class OneRank:
         options = {"timeout": timeout} if timeout is not None else {}
         if dist.is_initialized():  # a second call fails as it would under torchrun
             return original(*args, **kwargs)
+        self.enter_environment()
         with _disable_current_modes():
             original("fake", rank=self.rank, world_size=self.world_size, store=FakeStore(),
                      group_name=group_name or "", **options)
@@ -177,14 +189,15 @@ class OneRank:
 
 
 @contextlib.contextmanager
-def one_rank(world_size, project, map_cuda, torchrun=True):
-    """While active, the script runs as rank 0 of `world_size` (OneRank); `torchrun`: in
-    torchrun's environment variables (a script run as written and given no world size has
-    none, as with `python train.py`)."""
-    session = OneRank(world_size, project, map_cuda)
+def one_rank(world_size, project, map_cuda, default_world_size=None):
+    """While active, the script runs as rank 0 of `world_size` (OneRank; None:
+    `default_world_size`, else DEFAULT_WORLD_SIZE). torchrun's environment variables are
+    set only for a distributed trace: a world size asked for, or a script that makes a
+    process group (HF Trainer and Accelerate read LOCAL_RANK as a distributed launch)."""
+    session = OneRank(world_size or default_world_size, project, map_cuda)
     with contextlib.ExitStack() as stack:
-        if torchrun:
-            stack.enter_context(_environment(session.environment()))
+        if world_size is not None or _makes_process_group(project.entry_file):
+            session.enter_environment()
         if _available():
             stack.enter_context(_process_group_calls(session))
         else:
@@ -193,6 +206,19 @@ def one_rank(world_size, project, map_cuda, torchrun=True):
             yield session
         finally:
             session.finish()
+
+
+_PROCESS_GROUP_CALLS = ("init_process_group", "init_device_mesh")
+
+
+def _makes_process_group(path):
+    """Whether the script's entry file makes a process group (named in its text)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return False
+    return any(call in text for call in _PROCESS_GROUP_CALLS)
 
 
 @contextlib.contextmanager

@@ -1,6 +1,7 @@
 """Traces one training iteration of the user's script and returns the trace document."""
 
 import contextlib
+import functools
 import io
 import time
 
@@ -39,8 +40,8 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
     harness does with the samples), so CPU tensors the iteration mixes with them are
     warned about even if the script never asks for CUDA itself.
     world_size: the ranks of a torch.distributed script's launch, which traces as rank 0
-    (distributed.py); None: distributed.DEFAULT_WORLD_SIZE, or for a script run as written
-    one process without a torchrun environment.
+    (distributed.py); None: distributed.DEFAULT_WORLD_SIZE (a script run as written: one
+    process), and the torchrun environment only for a script that makes a process group.
     script_args: a script without provider functions runs as written (script_runner.py)
     with these as its sys.argv[1:]; device: the GPU its torch.cuda queries answer for
     (target_gpu.py).
@@ -58,14 +59,15 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
         raise TraceError("bad_request", f"batch size must be a positive integer, got {batch_size!r}",
                          hint="Pass a batch size of 1 or more.")
     as_written = runs_as_written(file)
-    torchrun = world_size is not None or not as_written  # `python train.py` has no torchrun environment
-    if world_size is None:
-        world_size = 1 if as_written else distributed.DEFAULT_WORLD_SIZE
-    if not isinstance(world_size, int) or isinstance(world_size, bool) or world_size < 1:
+    default_world_size = 1 if as_written else None  # `python train.py` is one process
+    if world_size is not None and (not isinstance(world_size, int) or isinstance(world_size, bool)
+                                   or world_size < 1):
         raise TraceError("bad_request", f"world size must be a positive integer, got {world_size!r}",
                          hint="Pass the number of ranks (GPUs) of the launch, 1 or more.")
 
     project = Project(file)
+    one_rank = functools.partial(distributed.one_rank, world_size, project, map_cuda=mode != "cuda",
+                                 default_world_size=default_world_size)
     document = None
     started = time.perf_counter()
     captured = io.StringIO()
@@ -76,11 +78,11 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
                 if cache is not None:
                     cache.forget()
                 purge_project_modules(project)
-                with distributed.one_rank(world_size, project, map_cuda=mode != "cuda", torchrun=torchrun) as rank:
+                with one_rank() as rank:
                     document = trace_script(project, mode, progress, assume_gpu, rank, script_args or [], device)
             else:
                 try:
-                    with distributed.one_rank(world_size, project, map_cuda=mode != "cuda", torchrun=torchrun) as rank:
+                    with one_rank() as rank:
                         document = _trace(project, batch_size, mode, progress, assume_gpu, rank, cache)
                 except _ReusedModelFailed:
                     # The kept model may hold state a fresh build would not (the provider set a
@@ -88,7 +90,7 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
                     cache.forget()
                     captured.seek(0)
                     captured.truncate()
-                    with distributed.one_rank(world_size, project, map_cuda=mode != "cuda", torchrun=torchrun) as rank:
+                    with one_rank() as rank:
                         document = _trace(project, batch_size, mode, progress, assume_gpu, rank, cache)
         except TraceError as error:
             error.output = _tail(captured.getvalue())

@@ -3,8 +3,10 @@
 #pragma once
 
 #include "wavecast/predictor/device_spec.h"
+#include "wavecast/predictor/parallel_config.h"
 #include "wavecast/predictor/prediction.h"
 #include "wavecast/profiler/trace_job.h"
+#include "wavecast/protocol/wavecast.h"
 
 #include <cstdint>
 #include <functional>
@@ -18,6 +20,26 @@
 
 namespace wavecast::lsp {
 
+// A multi-GPU target of the settings (`parallelTargets`), resolved: its GPU, node and layout.
+struct LayoutTarget {
+  std::string gpu;    // canonical GPU id
+  std::string system; // data/systems.json's id
+  ParallelConfig config;
+  std::string words; // the layout's canonical words: with gpu and system, its identity
+  bool operator==(const LayoutTarget& other) const {
+    return gpu == other.gpu && system == other.system && words == other.words;
+  }
+  bool operator!=(const LayoutTarget& other) const { return !(*this == other); }
+};
+
+// A layout predicted for the script: its figures and one rank's lines (the first stage's),
+// which hover shows beside the GPUs' (docs/parallel.md).
+struct LayoutOutput {
+  LayoutTarget target;
+  ParallelSummary summary;
+  std::vector<LineBreakdown> lines;
+};
+
 struct AnalysisRequest {
   std::string file; // absolute path of the script defining the providers
   std::optional<int64_t> batchSize;
@@ -25,6 +47,7 @@ struct AnalysisRequest {
   std::string pythonEnv;
   TraceMode mode = TraceMode::Shape;   // Cuda: measured on this machine's GPU
   std::vector<std::string> scriptArgs; // sys.argv[1:] of a script run as written
+  std::vector<LayoutTarget> layouts{}; // multi-GPU targets, predicted beside the GPUs
 };
 
 struct AnalysisOutput {
@@ -39,10 +62,18 @@ struct AnalysisOutput {
   // The trace's warnings; those about a line (e.g. a CPU tensor mixed with GPU tensors)
   // become diagnostics on that line.
   std::vector<TraceWarning> traceWarnings;
+  std::vector<LayoutOutput> layouts;   // the request's layouts the model can run
+  std::vector<ParallelRefusal> refusals; // and those it cannot
 };
 
 using AnalysisOutcome = std::variant<AnalysisOutput, ProfileError>;
 using ProgressCallback = std::function<void(const std::string& message)>;
+
+// A multi-GPU target the settings cannot name: its words, GPU or system are unknown.
+class UnknownTargetError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
 
 // A GPU name the database does not know; `suggestions` are close known ids.
 class UnknownGpuError : public std::runtime_error {
@@ -70,6 +101,11 @@ public:
   // Called when the settings are known or change: gets ready for analyses with this
   // Python environment (the real analyzer starts its worker) without blocking.
   virtual void prepare(const std::string& pythonEnv) { (void)pythonEnv; }
+
+  // The settings' multi-GPU targets through the one layout parser and the GPU and system
+  // databases; throws UnknownTargetError or UnknownGpuError naming the first it cannot read.
+  virtual std::vector<LayoutTarget>
+  resolveLayouts(const std::vector<protocol::ParallelTargetSetting>& targets) const = 0;
 };
 
 } // namespace wavecast::lsp

@@ -9,7 +9,11 @@ std::shared_ptr<const std::string> IndexedResult::resultsJson() const {
   std::call_once(resultsJsonWritten_, [this] {
     const TraceFacts facts{output.entryFile, output.traceMode,  output.torchVersion,
                            output.pythonEnv, output.fallbackOps, output.traceWarnings};
-    resultsJson_ = std::make_shared<const std::string>(resultsJsonText(output.prediction, facts));
+    std::vector<ParallelSummary> layouts;
+    for (const auto& layout : output.layouts)
+      layouts.push_back(layout.summary);
+    resultsJson_ = std::make_shared<const std::string>(
+        resultsJsonText(output.prediction, facts, layouts, output.refusals));
   });
   return resultsJson_;
 }

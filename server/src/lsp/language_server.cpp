@@ -61,6 +61,7 @@ LanguageServer::LanguageServer(boost::asio::io_context& io, Analyzer& analyzer,
   };
   targets_ = settings_.targets.empty() ? analyzer_.defaultTargets()
                                        : analyzer_.resolveTargets(settings_.targets);
+  layouts_ = analyzer_.resolveLayouts(settings_.parallelTargets);
   scheduler_ = std::make_unique<AnalysisScheduler>(
       io_, analyzer_,
       AnalysisScheduler::Callbacks{

@@ -181,6 +181,7 @@ private:
   protocol::Settings settings_;
   std::set<std::string> settingProblems_; // wrong values of the last settings applied, shown
   std::vector<std::string> targets_;      // canonical ids
+  std::vector<LayoutTarget> layouts_;     // the settings' multi-GPU targets, resolved
   std::map<ClientId, Client> clients_;
   ClientId nextClientId_ = 1;
   DocumentStore documents_;

@@ -43,7 +43,7 @@ AnalysisRequest LanguageServer::analysisRequest(const std::string& path,
                                                 std::optional<int64_t> batchSize) const {
   const TraceMode mode =
       settings_.mode == protocol::AnalysisMode::Measured ? TraceMode::Cuda : TraceMode::Shape;
-  AnalysisRequest request{path, batchSize, targets_, settings_.pythonEnv, mode, {}};
+  AnalysisRequest request{path, batchSize, targets_, settings_.pythonEnv, mode, {}, layouts_};
   request.scriptArgs = protocol::scriptArgsFor(settings_, path);
   return request;
 }

@@ -37,6 +37,16 @@ void LanguageServer::applySettings(ClientId client, const Json& object, std::str
       merged.targets = settings_.targets;
     }
   }
+  std::vector<LayoutTarget> layouts = layouts_;
+  if (merged.parallelTargets != settings_.parallelTargets) {
+    try {
+      layouts = analyzer_.resolveLayouts(merged.parallelTargets);
+    } catch (const std::runtime_error& error) { // UnknownTargetError, UnknownGpuError
+      problems.push_back(std::string(where) + ".parallelTargets: " + error.what() +
+                         "; the multi-GPU targets stay as they were");
+      merged.parallelTargets = settings_.parallelTargets;
+    }
+  }
   // A wrong value is shown once; shown again only after it was fixed in between.
   std::set<std::string> current(problems.begin(), problems.end());
   for (const auto& problem : current)
@@ -48,13 +58,14 @@ void LanguageServer::applySettings(ClientId client, const Json& object, std::str
                                         "wavecast: " + problem +
                                             " (that setting keeps its value; the others apply)"})));
   settingProblems_ = std::move(current);
-  bool rerun = targets != targets_ || merged.batchSize != settings_.batchSize ||
-               merged.pythonEnv != settings_.pythonEnv || merged.mode != settings_.mode ||
-               merged.scriptArgs != settings_.scriptArgs;
+  bool rerun = targets != targets_ || layouts != layouts_ ||
+               merged.batchSize != settings_.batchSize || merged.pythonEnv != settings_.pythonEnv ||
+               merged.mode != settings_.mode || merged.scriptArgs != settings_.scriptArgs;
   bool redisplay = merged.lineDiagnostics != settings_.lineDiagnostics;
   bool relens = merged.lineCodeLens != settings_.lineCodeLens;
   settings_ = std::move(merged);
   targets_ = std::move(targets);
+  layouts_ = std::move(layouts);
   // The worker loads Python and torch while the editor is still opening files.
   analyzer_.prepare(settings_.pythonEnv);
   if (rerun)

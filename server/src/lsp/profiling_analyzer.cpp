@@ -1,7 +1,9 @@
 #include "lsp/profiling_analyzer.h"
 
+#include "presentation.h"
 #include "script_device.h"
 #include "wavecast/predictor/measured_trace.h"
+#include "wavecast/predictor/parallel.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -56,6 +58,43 @@ void ProfilingAnalyzer::prepare(const std::string& pythonEnv) {
   profiler->prestart();
 }
 
+std::vector<LayoutTarget> ProfilingAnalyzer::resolveLayouts(
+    const std::vector<protocol::ParallelTargetSetting>& targets) const {
+  std::vector<LayoutTarget> out;
+  for (const auto& setting : targets) {
+    const auto parsed = parseParallelTarget(setting.target);
+    if (const auto* problem = std::get_if<TargetTextProblem>(&parsed))
+      throw UnknownTargetError(targetTextProblemMessage(setting.target, *problem));
+    const auto& target = std::get<ParallelTarget>(parsed);
+    if (target.gpu.empty())
+      throw UnknownTargetError("the target '" + setting.target +
+                               "' names no GPU: begin it with the count and the GPU, e.g. "
+                               "\"8x H100-SXM, FSDP\"");
+    LayoutTarget layout;
+    layout.gpu = resolveTargets({target.gpu}).front();
+    const auto& systems = options_.predictor.systemDatabase;
+    if (!systems)
+      throw UnknownTargetError("no systems database (data/systems.json) for the target '" +
+                               setting.target + "'");
+    if (setting.system.empty()) {
+      layout.system = systems->defaultFor(layout.gpu).id;
+    } else if (const SystemSpec* system = systems->find(setting.system)) {
+      layout.system = system->id;
+    } else {
+      std::string message = "unknown system '" + setting.system + "'";
+      const auto close = systems->suggestions(setting.system);
+      for (size_t i = 0; i < close.size(); ++i)
+        message += (i ? ", " : "; did you mean ") + close[i];
+      throw UnknownTargetError(message + (close.empty() ? "" : "?") +
+                               " (data/systems.json lists them; docs/systems.md)");
+    }
+    layout.config = target.config;
+    layout.words = parallelConfigText(target.config);
+    out.push_back(std::move(layout));
+  }
+  return out;
+}
+
 AnalysisOutcome ProfilingAnalyzer::analyze(const AnalysisRequest& request,
                                            const ProgressCallback& progress,
                                            const CancelToken& cancel) {
@@ -86,6 +125,24 @@ AnalysisOutcome ProfilingAnalyzer::analyze(const AnalysisRequest& request,
     // A measured trace is the measurements on its own GPU and scaled to the others.
     PredictorOptions predictorOptions = options_.predictor;
     predictorOptions.originGpu = measuredOrigin(trace, database_);
+    if (!request.layouts.empty()) {
+      const ModelStructure model = analyzeModel(trace);
+      for (const auto& layout : request.layouts) {
+        const DeviceSpec* gpu = database_.find(layout.gpu);
+        const SystemSpec* system = predictorOptions.systemDatabase
+                                       ? predictorOptions.systemDatabase->find(layout.system)
+                                       : nullptr;
+        if (!gpu || !system)
+          continue; // resolved against these databases: cannot happen
+        auto outcome =
+            predictParallel(trace, model, layout.config, *gpu, *system, predictorOptions);
+        if (outcome.problem)
+          output.refusals.push_back({layout.config, layout.gpu, layout.system, *outcome.problem});
+        else
+          output.layouts.push_back({layout, std::move(outcome.prediction->summary),
+                                    std::move(outcome.prediction->rank.lines)});
+      }
+    }
     output.prediction = Predictor(std::move(predictorOptions)).predict(trace, devices);
     output.providerLines = trace.providerLines;
     output.entryFile = trace.entryFile.empty() ? request.file : trace.entryFile;

@@ -30,6 +30,8 @@ public:
   std::vector<std::string> defaultTargets() const override { return defaultTargets_; }
   // Starts the worker for `pythonEnv` now, so the first save finds torch imported.
   void prepare(const std::string& pythonEnv) override;
+  std::vector<LayoutTarget>
+  resolveLayouts(const std::vector<protocol::ParallelTargetSetting>& targets) const override;
 
 private:
   // The profiler for `pythonEnv`, replacing one for another environment; holds mutex_.

@@ -22,6 +22,8 @@ std::string cacheKey(std::string_view entryText, const AnalysisRequest& request)
   std::string key = contentHash(entryText);
   for (const auto& target : request.targets)
     key += "|" + target;
+  for (const auto& layout : request.layouts)
+    key += "|" + layout.gpu + "@" + layout.system + ":" + layout.words;
   key += "|" + (request.batchSize ? std::to_string(*request.batchSize) : "default") + "|" +
          request.pythonEnv + "|mode" + std::to_string(static_cast<int>(request.mode));
   for (const auto& word : request.scriptArgs)

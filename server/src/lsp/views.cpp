@@ -76,7 +76,14 @@ std::optional<Hover> hoverAt(const IndexedResult& result, const std::string& pat
   if (found == lines->second.end())
     return std::nullopt;
   const Prediction& prediction = result.output.prediction;
-  return Hover{lineHover(prediction, prediction.lines[found->second]),
+  const LineBreakdown& breakdown = prediction.lines[found->second];
+  std::string layouts;
+  for (const auto& layout : result.output.layouts)
+    for (const auto& rankLine : layout.lines)
+      if (rankLine.loc.file == breakdown.loc.file && rankLine.loc.line == breakdown.loc.line &&
+          !rankLine.perGpu.empty())
+        layouts += layoutLineText(layout.target.config, layout.target.gpu, rankLine.perGpu[0]);
+  return Hover{lineHover(prediction, breakdown) + layoutsHoverSection(layouts),
                Range{{line, 0}, {line, utf16Length(lineOf(doc.text, line))}}};
 }
 

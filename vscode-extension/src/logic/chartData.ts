@@ -2,7 +2,7 @@
 // GPU, memory against capacity and the per-line table. Pure, so the webview
 // bundle and the unit tests share it.
 import { formatBytes, formatCount, formatMs, formatShare, formatUsd, lineShare, tracedWith } from './presentation';
-import type { GpuSummary, SpanGpuTime, LinePrediction, Results } from './protocol';
+import type { GpuSummary, SpanGpuTime, LinePrediction, ParallelConfiguration, ParallelRefusal, Results } from './protocol';
 
 export interface BarSegment {
   kind: string;
@@ -77,6 +77,14 @@ export interface LineRow {
   hostBound: boolean;
 }
 
+/** Multi-GPU configurations side by side: one column each, one row per figure. */
+export interface ConfigurationTable {
+  columns: { label: string; detail: string }[];
+  rows: { label: string; cells: string[]; best: number | null }[];
+  /** Targets the model cannot run: "16× H100-SXM, tp 16: --tp 16 spans more than ...". */
+  refusals: string[];
+}
+
 export interface ChartModel {
   state: Results['state'];
   title: string;
@@ -91,6 +99,55 @@ export interface ChartModel {
   gpuColumns: { gpu: string; name: string }[];
   rows: LineRow[];
   warnings: string[];
+  /** Null without multi-GPU configurations. */
+  configurations: ConfigurationTable | null;
+}
+
+/** The rank with the most memory: every stage must fit. */
+function largestRankBytes(c: ParallelConfiguration): number {
+  return Math.max(0, ...c.stages.map((s) => s.memory.peak_bytes));
+}
+
+export function configurationTable(parallel: ParallelConfiguration[] | undefined, refusals: ParallelRefusal[] | undefined): ConfigurationTable | null {
+  const configs = parallel ?? [];
+  const refused = (refusals ?? []).map((r) => `${r.label}: ${r.message}`);
+  if (configs.length === 0 && refused.length === 0) return null;
+  const row = (label: string, value: (c: ParallelConfiguration) => number | null, format: (v: number) => string, better: 'lower' | 'higher' | null) => {
+    const values = configs.map(value);
+    let best: number | null = null;
+    if (better && configs.length > 1) {
+      values.forEach((v, i) => {
+        if (v === null || !Number.isFinite(v) || v <= 0) return;
+        const current = best === null ? null : values[best];
+        if (current === null || current === undefined || (better === 'lower' ? v < current : v > current)) best = i;
+      });
+    }
+    return { label, cells: values.map((v) => (v === null ? '–' : format(v))), best };
+  };
+  return {
+    columns: configs.map((c) => ({
+      label: c.label,
+      detail: `${c.system} · ${c.nodes} node${c.nodes === 1 ? '' : 's'} · global batch ${c.global_batch}`,
+    })),
+    rows: [
+      row('Iteration', (c) => c.iteration_ms, formatMs, 'lower'),
+      row('Samples/s', (c) => c.samples_per_second, formatCount, 'higher'),
+      row('Samples/s per GPU', (c) => c.samples_per_second_per_gpu, formatCount, 'higher'),
+      row('Tokens/s per GPU', (c) => (c.sequence_length > 0 ? c.tokens_per_second_per_gpu : null), formatCount, 'higher'),
+      row('MFU', (c) => c.mfu, formatShare, 'higher'),
+      row('Communication', (c) => c.communication_ms, formatMs, null),
+      row('… exposed', (c) => c.communication_exposed_ms, formatMs, 'lower'),
+      row('Pipeline bubble', (c) => (c.pp > 1 ? c.bubble_ms : null), formatMs, null),
+      row('Memory per rank', largestRankBytes, formatBytes, 'lower'),
+      {
+        label: 'Fits in memory',
+        cells: configs.map((c) => (c.fits_in_memory ? 'yes' : 'out of memory')),
+        best: null,
+      },
+      row('Cost per 1,000 samples', (c) => (c.cost_per_1k_samples_usd > 0 ? c.cost_per_1k_samples_usd : null), formatUsd, 'lower'),
+    ],
+    refusals: refused,
+  };
 }
 
 /** "host-bound: GPU idle 3.32 ms of 3.60 ms" for a host-bound span, else null (also for older daemons' results). */
@@ -249,6 +306,7 @@ export function buildChartModel(results: Results): ChartModel {
     gpuColumns: [],
     rows: [],
     warnings: [],
+    configurations: null,
   };
   if (results.state === 'error' && results.error) {
     const e = results.error;
@@ -306,5 +364,6 @@ export function buildChartModel(results: Results): ChartModel {
     rows: lineRows(p.lines, summaries.map((s) => s.gpu)),
     // The predictor's advisories already cover memory that does not fit.
     warnings: [...(p.advisories ?? []), ...(p.trace_warnings ?? [])].map((w) => w.message),
+    configurations: configurationTable(p.parallel, p.parallel_refusals),
   };
 }

@@ -1,13 +1,16 @@
 // Items of the GPU quick pick, built from `wavecast/listGpus`.
 import { formatGpuList, formatTflops, formatUsd } from './presentation';
 import type { GpuInfo, ListGpusResult } from './protocol';
+import { parallelTargetLabel, type ParallelTargetSetting } from './settings';
 
 // Items are labelled by GPU id ("H100-SXM"): short, and what settings and
 // `wavecast predict --gpu` take; the driver name goes in the detail line.
 
 export interface GpuPickItem {
-  /** GPU id sent back to the daemon. */
+  /** GPU id sent back to the daemon; '' for a multi-GPU target. */
   id: string;
+  /** A multi-GPU target (wavecast.parallelTargets) instead of a GPU. */
+  parallelTarget?: ParallelTargetSetting;
   label: string;
   description: string;
   detail: string;
@@ -67,4 +70,39 @@ export function buildGpuPickItems(list: ListGpusResult, targets: readonly string
 /** Placeholder text of the picker: what is selected now. */
 export function pickerPlaceholder(list: ListGpusResult): string {
   return `Target GPUs (now: ${formatGpuList(list.targets, 4)}). Space toggles, Enter applies.`;
+}
+
+/** The GPUs a node of the usual kind holds: what the offered multi-GPU targets span. */
+export const OFFERED_NODE_GPUS = 8;
+
+function targetKey(target: ParallelTargetSetting): string {
+  return parallelTargetLabel(target).toLowerCase().replace(/[\s×]/g, '');
+}
+
+/**
+ * Multi-GPU targets beside the GPUs: those in the settings (ticked) and, for each current
+ * target GPU, DDP and FSDP over its usual 8-GPU node (the daemon picks the node).
+ */
+export function buildParallelPickItems(list: ListGpusResult, current: readonly ParallelTargetSetting[]): GpuPickItem[] {
+  const offered: ParallelTargetSetting[] = [...current];
+  for (const gpu of list.targets) {
+    for (const layout of ['DDP', 'FSDP']) offered.push(`${OFFERED_NODE_GPUS}x ${gpu}, ${layout}`);
+  }
+  const seen = new Set<string>();
+  const picked = new Set(current.map(targetKey));
+  const items: GpuPickItem[] = [];
+  for (const target of offered) {
+    const key = targetKey(target);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    items.push({
+      id: '',
+      parallelTarget: target,
+      label: parallelTargetLabel(target),
+      description: 'multi-GPU',
+      detail: 'one rank predicted with its communication (docs/parallel.md); compared side by side in the results panel',
+      picked: picked.has(key),
+    });
+  }
+  return items;
 }

@@ -15,8 +15,15 @@ export interface RemoteAddress {
   port: number;
 }
 
+/**
+ * A multi-GPU target (docs/parallel.md): the words of a layout ("8x H100-SXM, FSDP"), read
+ * by the daemon's one layout parser, or its parts.
+ */
+export type ParallelTargetSetting = string | { gpu: string; count?: number; layout?: string; system?: string };
+
 export interface WavecastSettings {
   targets: string[];
+  parallelTargets: ParallelTargetSetting[];
   trigger: Trigger;
   batchSize: number | null;
   pythonEnv: string | null;
@@ -68,6 +75,8 @@ export function readSettings(raw: Readonly<Record<string, unknown>>): SettingsRe
   } else if (raw.targets !== undefined && raw.targets !== null) {
     problems.push('wavecast.targets must be a list of GPU names, for example ["H100-SXM", "T4"].');
   }
+
+  const parallelTargets = readParallelTargets(raw.parallelTargets, problems);
 
   let trigger: Trigger = 'onSave';
   if (raw.trigger === 'manual' || raw.trigger === 'onSave') trigger = raw.trigger;
@@ -128,6 +137,7 @@ export function readSettings(raw: Readonly<Record<string, unknown>>): SettingsRe
   return {
     settings: {
       targets,
+      parallelTargets,
       trigger,
       batchSize,
       pythonEnv: nonEmpty(raw.pythonEnv),
@@ -220,6 +230,7 @@ export function initializationOptions(
  * go through wavecast/setTargets, whose error names an unknown GPU.
  */
 export interface DaemonSettings {
+  parallelTargets: ParallelTargetSetting[];
   batchSize: number | null;
   trigger: Trigger;
   /** '' is the daemon's default environment (null would keep the previous one). */
@@ -238,6 +249,7 @@ export function daemonSettings(
   launchArgs: Record<string, string[]> = {},
 ): DaemonSettings {
   return {
+    parallelTargets: settings.parallelTargets,
     batchSize: settings.batchSize,
     trigger: settings.trigger,
     pythonEnv: pythonEnv ?? '',
@@ -246,6 +258,47 @@ export function daemonSettings(
     lineDiagnostics: settings.lineDiagnostics,
     scriptArgs: { '': settings.scriptArgs, ...launchArgs },
   };
+}
+
+const PARALLEL_TARGET_EXAMPLE = '"8x H100-SXM, FSDP" or {"gpu": "H100-SXM", "count": 8, "layout": "fsdp"}';
+
+/** The well-formed entries of wavecast.parallelTargets; the daemon reads their words. */
+export function readParallelTargets(raw: unknown, problems: string[]): ParallelTargetSetting[] {
+  const out: ParallelTargetSetting[] = [];
+  if (raw === undefined || raw === null) return out;
+  if (!Array.isArray(raw)) {
+    problems.push(`wavecast.parallelTargets must be a list of targets such as ${PARALLEL_TARGET_EXAMPLE}.`);
+    return out;
+  }
+  for (const entry of raw) {
+    if (typeof entry === 'string' && entry.trim() !== '') {
+      out.push(entry.trim());
+      continue;
+    }
+    if (entry !== null && typeof entry === 'object' && !Array.isArray(entry)) {
+      const e = entry as Record<string, unknown>;
+      const count = e.count === undefined ? 1 : e.count;
+      const optionalText = (v: unknown) => v === undefined || typeof v === 'string';
+      if (typeof e.gpu === 'string' && e.gpu.trim() !== '' && Number.isInteger(count) && (count as number) >= 1 && optionalText(e.layout) && optionalText(e.system)) {
+        const target: { gpu: string; count?: number; layout?: string; system?: string } = { gpu: e.gpu.trim(), count: count as number };
+        if (typeof e.layout === 'string' && e.layout.trim() !== '') target.layout = e.layout.trim();
+        if (typeof e.system === 'string' && e.system.trim() !== '') target.system = e.system.trim();
+        out.push(target);
+        continue;
+      }
+    }
+    problems.push(`wavecast.parallelTargets: ignored ${JSON.stringify(entry)}; each entry is a target such as ${PARALLEL_TARGET_EXAMPLE}.`);
+  }
+  return out;
+}
+
+/** "8× H100-SXM, FSDP": how the picker and the panel name a target. */
+export function parallelTargetLabel(target: ParallelTargetSetting): string {
+  if (typeof target === 'string') return target.replace(/^(\d+)\s*x\s*/i, '$1× ');
+  const words = [`${target.count ?? 1}× ${target.gpu}`];
+  if (target.layout) words.push(target.layout);
+  const label = words.join(', ');
+  return target.system ? `${label} on ${target.system}` : label;
 }
 
 /**
@@ -323,6 +376,7 @@ export const RESTART_SETTINGS: readonly string[] = [
 /** Every setting readSettings reads, without the `wavecast.` prefix. */
 export const SETTING_NAMES: readonly string[] = [
   'targets',
+  'parallelTargets',
   'trigger',
   'batchSize',
   'pythonEnv',

@@ -1,7 +1,7 @@
 // Results panel script: renders the chart model into the DOM. Runs in the
 // webview (a browser), bundled by esbuild; no network, no inline styles
 // (the CSP forbids them; element.style through the CSSOM is allowed).
-import { buildChartModel, type Bar, type BarChart, type ChartModel, type LineRow, type MemoryBar } from '../logic/chartData';
+import { buildChartModel, type Bar, type BarChart, type ChartModel, type ConfigurationTable, type LineRow, type MemoryBar } from '../logic/chartData';
 import type { FromWebview, PanelState, ToWebview } from '../logic/webviewMessages';
 import type { Results } from '../logic/protocol';
 
@@ -205,6 +205,28 @@ function renderTable(model: ChartModel): HTMLElement {
   ]);
 }
 
+function renderConfigurations(table: ConfigurationTable): HTMLElement {
+  const head = el('tr', {}, [
+    el('th', { className: 'col-figure', text: '' }),
+    ...table.columns.map((c) => el('th', { className: 'col-config', text: c.label, title: c.detail })),
+  ]);
+  const body = el(
+    'tbody',
+    {},
+    table.rows.map((row) =>
+      el('tr', {}, [
+        el('th', { className: 'col-figure', text: row.label }),
+        ...row.cells.map((cell, i) => el('td', { className: `col-config${row.best === i ? ' best' : ''}`, text: cell })),
+      ]),
+    ),
+  );
+  return el('section', { className: 'card configurations' }, [
+    el('header', {}, [el('h2', { text: 'Multi-GPU configurations' }), el('span', { className: 'hint', text: 'one rank each; best per row highlighted' })]),
+    table.columns.length > 0 ? el('div', { className: 'table-wrap' }, [el('table', {}, [el('thead', {}, [head]), body])]) : null,
+    ...table.refusals.map((r) => el('p', { className: 'warning', text: r })),
+  ]);
+}
+
 function render(): void {
   const app = document.getElementById('app');
   if (!app) return;
@@ -247,6 +269,7 @@ function render(): void {
   if (model.charts.length > 0) {
     app.appendChild(el('div', { className: 'charts' }, model.charts.map(renderChart)));
     app.appendChild(renderMemory(model.memory));
+    if (model.configurations) app.appendChild(renderConfigurations(model.configurations));
     app.appendChild(renderTable(model));
   }
 }

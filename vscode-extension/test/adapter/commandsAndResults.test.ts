@@ -40,17 +40,47 @@ test('the GPU picker lists the daemon’s GPUs, applies and persists the choice 
       ['A100-SXM4-40GB', false],
       ['T4', true],
       ['MI210', false],
+      ['Multi-GPU targets', undefined],
+      // DDP and FSDP over the node of each GPU targeted now.
+      ['8× H100-SXM, DDP', false],
+      ['8× H100-SXM, FSDP', false],
+      ['8× T4, DDP', false],
+      ['8× T4, FSDP', false],
     ],
   );
   assert.equal(offered[1].description, '40 GiB · 312 TFLOP/s BF16 · $1.29/h');
   assert.deepEqual(clients[0].requestsOf('wavecast/setTargets'), [{ gpus: ['A100-SXM4-40GB', 'MI210'] }]);
   assert.deepEqual(harness.configUpdates, [
     { key: 'wavecast.targets', value: ['A100-SXM4-40GB', 'MI210'], target: ConfigurationTarget.Workspace },
+    { key: 'wavecast.parallelTargets', value: [], target: ConfigurationTarget.Workspace },
   ]);
   await tick();
   assert.equal(statusItem().text, '$(pulse) wavecast: A100-SXM4-40GB, MI210');
   assert.equal(clients[0].requestsOf('wavecast/setTargets').length, 1, 'the settings echo is not sent again');
   assert.equal(clients.length, 1, 'changing targets does not restart the daemon');
+});
+
+test('multi-GPU targets picked beside the GPUs are persisted and reach the daemon', async () => {
+  const { controller, clients } = setup();
+  await controller.activate();
+  harness.quickPick = (items) => items.filter((i: { label: string }) => i.label === 'H100-SXM' || i.label === '8× H100-SXM, FSDP');
+  await harness.commands.get('wavecast.pickGpus')!();
+  assert.deepEqual(clients[0].requestsOf('wavecast/setTargets'), [{ gpus: ['H100-SXM'] }]);
+  assert.deepEqual(harness.configUpdates.at(-1), {
+    key: 'wavecast.parallelTargets',
+    value: ['8x H100-SXM, FSDP'],
+    target: ConfigurationTarget.Workspace,
+  });
+  // Offered again, the picked target is ticked and listed once.
+  let offered: any[] = [];
+  harness.quickPick = (items) => {
+    offered = items;
+    return undefined;
+  };
+  await harness.commands.get('wavecast.pickGpus')!();
+  const targets = offered.filter((i) => i.parallelTarget !== undefined);
+  assert.deepEqual(targets.filter((i) => i.picked).map((i) => i.label), ['8× H100-SXM, FSDP']);
+  assert.equal(targets.filter((i) => i.label === '8× H100-SXM, FSDP').length, 1);
 });
 
 test('an empty pick keeps the selection', async () => {

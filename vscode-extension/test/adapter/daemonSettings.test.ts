@@ -20,6 +20,7 @@ test('starts `wavecast serve` found on PATH with initialization options from the
   assert.deepEqual(client.spec.initializationOptions, {
     protocol_version: 2,
     targets: ['H100-SXM', 'T4'],
+    parallelTargets: [],
     batchSize: 32,
     trigger: 'manual',
     pythonEnv: null,

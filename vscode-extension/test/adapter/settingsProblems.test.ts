@@ -26,6 +26,7 @@ test('a wrong value changed while running: one warning with Open Settings, logge
   assert.equal(logged(/settings: wavecast.debounceMs/).length, 1);
   // What the language client sends for this change: the valid values, the default for the wrong one.
   assert.deepEqual(client.spec.daemonSettings(), {
+    parallelTargets: [],
     batchSize: 16,
     trigger: 'manual',
     pythonEnv: '',

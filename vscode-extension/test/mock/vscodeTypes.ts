@@ -252,3 +252,8 @@ export enum TextDocumentSaveReason {
   AfterDelay = 2,
   FocusOut = 3,
 }
+
+export enum QuickPickItemKind {
+  Separator = -1,
+  Default = 0,
+}

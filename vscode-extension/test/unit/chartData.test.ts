@@ -1,6 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
-import { buildChartModel, hostBoundLabel, iterationDetail, summarizeOps } from '../../src/logic/chartData';
+import { buildChartModel, configurationTable, hostBoundLabel, iterationDetail, summarizeOps } from '../../src/logic/chartData';
+import type { ParallelConfiguration } from '../../src/logic/protocol';
 import { loadHostBoundResults, loadResults, loadTracedResults } from '../fixtures';
 
 test('three bar charts with one bar per GPU, scaled to the largest value', () => {
@@ -194,4 +195,37 @@ test('hostBoundLabel needs host_bound true; the idle time is optional', () => {
   assert.equal(hostBoundLabel({ host_bound: true }, 3.6), 'host-bound');
   assert.equal(hostBoundLabel({ host_bound: false, gpu_idle_ms: 1 }, 3.6), null);
   assert.equal(hostBoundLabel({}, 3.6), null);
+});
+
+function configuration(fields: Record<string, unknown>): ParallelConfiguration {
+  const base = {
+    system: 'HGX-H100', nodes: 1, global_batch: 32, sequence_length: 1024, pp: 1, bubble_ms: 0,
+    communication_ms: 3, communication_exposed_ms: 1, fits_in_memory: true, cost_per_1k_samples_usd: 0.5,
+    stages: [{ memory: { peak_bytes: 8 * 2 ** 30 } }],
+  };
+  return { ...base, ...fields } as unknown as ParallelConfiguration;
+}
+
+test('multi-GPU configurations side by side, the best of each comparable row marked', () => {
+  const ddp = configuration({ label: '8× H100-SXM, DDP', iteration_ms: 60, samples_per_second: 533.3, samples_per_second_per_gpu: 66.7, tokens_per_second_per_gpu: 68266, mfu: 0.42 });
+  const fsdp = configuration({
+    label: '8× H100-SXM, FSDP', iteration_ms: 58, samples_per_second: 551.7, samples_per_second_per_gpu: 69.0, tokens_per_second_per_gpu: 70621, mfu: 0.43,
+    communication_exposed_ms: 1.5, stages: [{ memory: { peak_bytes: 6 * 2 ** 30 } }], fits_in_memory: true,
+  });
+  const table = configurationTable([ddp, fsdp], [{ label: '16× H100-SXM, tp 16', message: '--tp 16 spans more than the 8 GPUs of one node', gpu: 'H100-SXM', system: 'HGX-H100', kind: 'tp_across_nodes' }]);
+  assert.ok(table);
+  assert.deepEqual(table.columns, [
+    { label: '8× H100-SXM, DDP', detail: 'HGX-H100 · 1 node · global batch 32' },
+    { label: '8× H100-SXM, FSDP', detail: 'HGX-H100 · 1 node · global batch 32' },
+  ]);
+  const row = (label: string) => table.rows.find((r) => r.label === label)!;
+  assert.deepEqual(row('Iteration').cells, ['60.0 ms', '58.0 ms']);
+  assert.equal(row('Iteration').best, 1);
+  assert.equal(row('… exposed').best, 0, 'less exposed communication is better');
+  assert.deepEqual(row('Memory per rank').cells, ['8.0 GiB', '6.0 GiB']);
+  assert.equal(row('Memory per rank').best, 1);
+  assert.deepEqual(row('Pipeline bubble').cells, ['–', '–'], 'no pipeline, no bubble');
+  assert.equal(row('Communication').best, null, 'more communication hidden is not worse');
+  assert.deepEqual(table.refusals, ['16× H100-SXM, tp 16: --tp 16 spans more than the 8 GPUs of one node']);
+  assert.equal(configurationTable(undefined, undefined), null);
 });

@@ -8,6 +8,7 @@ import {
   parseRemoteAddress,
   readSettings,
   resolveUserPath,
+  parallelTargetLabel,
   serveArguments,
   SettingsProblemMemory,
 } from '../../src/logic/settings';
@@ -17,6 +18,7 @@ test('defaults when nothing is set', () => {
   assert.deepEqual(problems, []);
   assert.deepEqual(settings, {
     targets: [],
+    parallelTargets: [],
     trigger: 'onSave',
     batchSize: null,
     pythonEnv: null,
@@ -152,6 +154,7 @@ test('initialization options carry the protocol version and settings', () => {
   assert.deepEqual(initializationOptions(settings), {
     protocol_version: 2,
     targets: ['T4'],
+    parallelTargets: [],
     batchSize: 32,
     trigger: 'manual',
     pythonEnv: '/opt/venv',
@@ -167,6 +170,7 @@ test('the daemon gets only accepted values, the worker environment, and no targe
   assert.equal(problems.length, 2);
   assert.match(problems[0], /wavecast.batchSize: the batch size must be at least 1; using the script's default\./);
   assert.deepEqual(daemonSettings(settings, null), {
+    parallelTargets: [],
     batchSize: null,
     trigger: 'manual',
     pythonEnv: '',
@@ -177,6 +181,19 @@ test('the daemon gets only accepted values, the worker environment, and no targe
   });
   assert.equal(daemonSettings(settings, '/v/bin/python').pythonEnv, '/v/bin/python');
   assert.equal(initializationOptions(settings, null, '/v/bin/python').pythonEnv, '/v/bin/python');
+});
+
+test('multi-GPU targets: words or parts kept, anything else named and dropped', () => {
+  const { settings, problems } = readSettings({
+    parallelTargets: [' 8x H100-SXM, FSDP ', { gpu: 'A100-80GB', count: 16, layout: 'tp2', system: 'HGX-A100-80GB' }, { gpu: 'T4', count: 0 }, 7, ''],
+  });
+  assert.deepEqual(settings.parallelTargets, ['8x H100-SXM, FSDP', { gpu: 'A100-80GB', count: 16, layout: 'tp2', system: 'HGX-A100-80GB' }]);
+  assert.equal(problems.length, 3);
+  assert.match(problems[0], /^wavecast.parallelTargets: ignored \{"gpu":"T4","count":0\}/);
+  assert.deepEqual(daemonSettings(settings, null).parallelTargets, settings.parallelTargets);
+  assert.deepEqual(readSettings({ parallelTargets: 'fsdp' }).problems.length, 1);
+  assert.equal(parallelTargetLabel(settings.parallelTargets[0]), '8× H100-SXM, FSDP');
+  assert.equal(parallelTargetLabel(settings.parallelTargets[1]), '16× A100-80GB, tp2 on HGX-A100-80GB');
 });
 
 test('a settings problem is new once; fixed and back, it is new again', () => {

@@ -2,6 +2,7 @@
 // latencies and the bus bandwidth they reach by message size (docs/collectives.md).
 #pragma once
 
+#include "wavecast/predictor/collective_kind.h"
 #include "wavecast/predictor/system_spec.h"
 
 #include <array>
@@ -13,39 +14,8 @@
 
 namespace wavecast {
 
-enum class CollectiveKind { AllReduce, AllGather, ReduceScatter, Broadcast, AllToAll, SendRecv };
 enum class NcclAlgorithm { Ring, Tree, Nvls };
 enum class NcclProtocol { LL, LL128, Simple };
-
-// "all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "send_recv": the
-// trace's args.collective (docs/trace-format.md); fromString also takes "send" and "recv".
-constexpr const char* toString(CollectiveKind kind) {
-  switch (kind) {
-  case CollectiveKind::AllReduce:
-    return "all_reduce";
-  case CollectiveKind::AllGather:
-    return "all_gather";
-  case CollectiveKind::ReduceScatter:
-    return "reduce_scatter";
-  case CollectiveKind::Broadcast:
-    return "broadcast";
-  case CollectiveKind::AllToAll:
-    return "all_to_all";
-  case CollectiveKind::SendRecv:
-    return "send_recv";
-  }
-  return "unknown";
-}
-inline std::optional<CollectiveKind> collectiveKindFromString(std::string_view text) {
-  if (text == "send" || text == "recv")
-    return CollectiveKind::SendRecv;
-  for (CollectiveKind kind : {CollectiveKind::AllReduce, CollectiveKind::AllGather,
-                              CollectiveKind::ReduceScatter, CollectiveKind::Broadcast,
-                              CollectiveKind::AllToAll, CollectiveKind::SendRecv})
-    if (text == toString(kind))
-      return kind;
-  return std::nullopt;
-}
 
 constexpr const char* toString(NcclAlgorithm algorithm) {
   switch (algorithm) {
@@ -87,7 +57,7 @@ public:
 struct SizeEfficiency {
   double halfBytes = 0; // 0: the plateau at every size
   double exponent = 1;
-  double plateau = 1;   // the share of the peak large messages reach
+  double plateau = 1; // the share of the peak large messages reach
   double at(double bytes) const;
 };
 
@@ -96,16 +66,16 @@ struct SizeEfficiency {
 // to OpenXLA's measured H100 table. NCCL's own tuner constants live in collectives.cpp.
 // A default-constructed model runs at line rate with no size curve.
 struct CollectiveModel {
-  double nvlinkPeak = 1;   // ring bus bandwidth / NVLink line rate
-  double pciePeak = 1;     // ring bus bandwidth / PCIe line rate
-  double networkPeak = 1;  // bus bandwidth per NIC / NIC line rate
-  double nvlsPeak = 1;     // NVLS all-reduce algorithm bandwidth / NVLink line rate
-  double fixedUs = 0;      // per collective, on top of NCCL's latencies: launch and sync
+  double nvlinkPeak = 1;  // ring bus bandwidth / NVLink line rate
+  double pciePeak = 1;    // ring bus bandwidth / PCIe line rate
+  double networkPeak = 1; // bus bandwidth per NIC / NIC line rate
+  double nvlsPeak = 1;    // NVLS all-reduce algorithm bandwidth / NVLink line rate
+  double fixedUs = 0;     // per collective, on top of NCCL's latencies: launch and sync
   // Share of the SMs NCCL's kernels hold while they run: overlapped compute runs on the
   // rest (docs/collectives.md, "Overlap").
   double smShare = 0;
   std::array<SizeEfficiency, 6> bySize{}; // indexed by CollectiveKind
-  std::string source;      // the file it was read from
+  std::string source;                     // the file it was read from
 
   const SizeEfficiency& sizeEfficiency(CollectiveKind kind) const {
     return bySize[static_cast<size_t>(kind)];

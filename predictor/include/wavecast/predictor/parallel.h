@@ -29,11 +29,6 @@ struct ParallelTarget {
   int gpuCount = 0; // 0: not given
   ParallelConfig config;
 };
-enum class TargetTextProblemKind { UnknownWord, BadNumber, CountNotDivisible };
-struct TargetTextProblem {
-  TargetTextProblemKind kind = TargetTextProblemKind::UnknownWord;
-  std::string word;
-};
 std::variant<ParallelTarget, TargetTextProblem> parseParallelTarget(std::string_view text);
 // The canonical words of a layout ("dp8 tp2 pp1 mb1 zero3 1f1b"), which parse back to it.
 std::string parallelConfigText(const ParallelConfig& config);

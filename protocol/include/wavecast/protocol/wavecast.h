@@ -41,9 +41,21 @@ enum class AnalysisTrigger { OnSave, Manual };
 enum class AnalysisMode { Shape, Measured };
 const char* toString(AnalysisMode mode);
 
+// A multi-GPU target (docs/parallel.md): its GPU count, GPU and layout as words for the
+// layout parser ("8x H100-SXM, FSDP"), and the node it runs on.
+struct ParallelTargetSetting {
+  std::string target; // "8x H100-SXM, FSDP"; the object form's count, gpu and layout joined
+  std::string system; // data/systems.json's id; empty: the GPU's usual node
+  bool operator==(const ParallelTargetSetting& other) const {
+    return target == other.target && system == other.system;
+  }
+  bool operator!=(const ParallelTargetSetting& other) const { return !(*this == other); }
+};
+
 struct Settings {
-  std::vector<std::string> targets; // GPU names; empty: the daemon's defaults
-  std::optional<int64_t> batchSize; // nullopt: the input provider's default
+  std::vector<std::string> targets;                   // GPU names; empty: the daemon's defaults
+  std::vector<ParallelTargetSetting> parallelTargets; // predicted beside the GPUs
+  std::optional<int64_t> batchSize;                   // nullopt: the input provider's default
   AnalysisTrigger trigger = AnalysisTrigger::OnSave;
   std::string pythonEnv;            // a venv whose site-packages the worker uses
   bool lineDiagnostics = false;     // per-line Information diagnostics
@@ -58,7 +70,7 @@ struct Settings {
 // A script's arguments in `settings.scriptArgs`: its own, else those for every script.
 std::vector<std::string> scriptArgsFor(const Settings& settings, const std::string& path);
 
-// Applies the keys present in `object` ("targets", "batchSize", "trigger",
+// Applies the keys present in `object` ("targets", "parallelTargets", "batchSize", "trigger",
 // "pythonEnv", "lineDiagnostics", "lineCodeLens", "debounceMs", "mode"); unknown keys
 // are ignored. Throws InvalidParams naming a malformed key; `settings` is then unchanged.
 void mergeSettings(Settings& settings, const Json& object, std::string_view where);

@@ -79,6 +79,13 @@ struct ParallelConfig {
   bool singleGpu() const { return worldSize() == 1; }
 };
 
+// Why a layout written as words (parseParallelTarget) cannot be read: `word` is the culprit.
+enum class TargetTextProblemKind { UnknownWord, BadNumber, CountNotDivisible };
+struct TargetTextProblem {
+  TargetTextProblemKind kind = TargetTextProblemKind::UnknownWord;
+  std::string word;
+};
+
 // Why a layout cannot run; presentation.cpp writes the one sentence naming what to change.
 enum class LayoutProblemKind {
   BadDegree,                // a degree below 1: `value`
@@ -115,6 +122,14 @@ struct LayoutProblem {
   LayoutProblemKind kind = LayoutProblemKind::BadDegree;
   int64_t value = 0; // the degree (or microbatches) given
   int64_t limit = 0; // what it must divide or stay under
+};
+
+// A layout asked for that the model cannot run on its GPU and node, and why.
+struct ParallelRefusal {
+  ParallelConfig config;
+  std::string gpuId;
+  std::string systemId;
+  LayoutProblem problem;
 };
 
 // Communication of one kind in one iteration of one rank.

@@ -1,6 +1,7 @@
 // What the predictor produces for one trace on a set of GPUs.
 #pragma once
 
+#include "wavecast/predictor/collective_kind.h"
 #include "wavecast/predictor/cost_family.h"
 #include "wavecast/trace.h"
 
@@ -15,10 +16,19 @@
 namespace wavecast {
 
 // How an op's time on a GPU was obtained; Measured: its kernels' times on this very GPU;
-// Calibrated: its shape (or a near one) measured on this GPU by `wavecast calibrate`.
-enum class PredictionMethod { Roofline, WaveScaling, Learned, Fallback, Measured, Calibrated };
+// Calibrated: its shape (or a near one) measured on this GPU by `wavecast calibrate`;
+// Collective: NCCL's model on the GPU's system (docs/collectives.md).
+enum class PredictionMethod {
+  Roofline,
+  WaveScaling,
+  Learned,
+  Fallback,
+  Measured,
+  Calibrated,
+  Collective
+};
 inline constexpr size_t kPredictionMethodCount =
-    static_cast<size_t>(PredictionMethod::Calibrated) + 1;
+    static_cast<size_t>(PredictionMethod::Collective) + 1;
 
 // How one GPU's op times were obtained: the methods that timed them and, for a measured
 // trace, the GPU it was measured on (presentation.h writes this as "scaled from H100-SXM").
@@ -42,6 +52,8 @@ constexpr const char* toString(PredictionMethod method) {
     return "measured";
   case PredictionMethod::Calibrated:
     return "calibrated";
+  case PredictionMethod::Collective:
+    return "collective_model";
   }
   return "unknown";
 }
@@ -50,9 +62,9 @@ struct OpPrediction {
   int64_t opId = 0;
   CostFamily family = CostFamily::Elementwise;
   PredictionMethod method = PredictionMethod::Roofline;
-  double timeMs = 0;    // GPU time on the GPU of the enclosing vector index
-  double wallMs = 0;    // how much the op moved the iteration's end (host model)
-  double gpuIdleMs = 0; // the GPU waiting for the CPU to launch this op's kernels
+  double timeMs = 0;       // GPU time on the GPU of the enclosing vector index
+  double wallMs = 0;       // how much the op moved the iteration's end (host model)
+  double gpuIdleMs = 0;    // the GPU waiting for the CPU to launch this op's kernels
   double commHiddenMs = 0; // a collective (timeMs on NCCL's stream): the part compute hid
   double flops = 0;
   double bytes = 0;
@@ -62,6 +74,15 @@ struct OpPrediction {
 // Per source line, per GPU: the wall time of its forward ops, of the backward ops
 // credited to it and of its optimizer ops (they sum to the iteration's wall time), and
 // what part of that the GPU computes or waits for the CPU.
+// A span's collectives of one kind issued in one phase: their time on NCCL's stream and
+// the part compute hid (docs/collectives.md, "Overlap with compute").
+struct CommunicationPart {
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  Phase phase = Phase::Forward;
+  double ms = 0;
+  double hiddenMs = 0;
+};
+
 struct LineTimes {
   double forwardMs = 0;
   double backwardMs = 0;
@@ -71,6 +92,7 @@ struct LineTimes {
   double gpuIdleMs = 0;        // the GPU waiting for the CPU to launch them
   double commMs = 0;           // collectives' time on NCCL's stream (not in gpuMs)
   double commHiddenMs = 0;     // the part of commMs hidden behind compute or the host
+  std::vector<CommunicationPart> communication{}; // commMs by kind and phase, first-seen order
   bool hostBound = false; // the GPU idles for most of this span (HostOptions::hostBoundIdleShare)
   double totalMs() const { return forwardMs + backwardMs + optimizerMs; }
 };
@@ -155,12 +177,12 @@ struct GpuSummary {
   double forwardMs = 0;   // wall time per phase
   double backwardMs = 0;
   double optimizerMs = 0;
-  double gpuMs = 0;       // kernel time (the GPU busy)
-  double hostMs = 0;      // CPU time issuing the iteration
-  double gpuIdleMs = 0;   // wall time with no kernel running
-  double commMs = 0;      // collectives' time on NCCL's stream
+  double gpuMs = 0;        // kernel time (the GPU busy)
+  double hostMs = 0;       // CPU time issuing the iteration
+  double gpuIdleMs = 0;    // wall time with no kernel running
+  double commMs = 0;       // collectives' time on NCCL's stream
   double commHiddenMs = 0; // the part of it hidden behind compute or the host
-  bool hostBound = false; // the GPU idles for most of the iteration
+  bool hostBound = false;  // the GPU idles for most of the iteration
   double samplesPerSecond = 0;
   double costPer1kSamplesUsd = 0;
   double pricePerHourUsd = 0;
