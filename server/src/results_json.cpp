@@ -264,6 +264,19 @@ void writeParallel(JsonWriter& w, const std::vector<ParallelSummary>& layouts) {
   w.endArray();
 }
 
+void writeRefusals(JsonWriter& w, const std::vector<ParallelRefusal>& refusals) {
+  w.beginArray();
+  for (const auto& r : refusals)
+    w.beginObject()
+        .field("gpu", r.gpuId)
+        .field("kind", toString(r.problem.kind))
+        .field("label", parallelConfigLabel(r.config, r.gpuId))
+        .field("message", layoutProblemMessage(r.problem))
+        .field("system", r.systemId)
+        .endObject();
+  w.endArray();
+}
+
 void writeResults(JsonWriter& w, const Prediction& prediction, const TraceFacts& trace,
                   const std::vector<ParallelSummary>& parallel,
                   const std::vector<ParallelRefusal>& refusals) {
@@ -317,19 +330,6 @@ void writeResults(JsonWriter& w, const Prediction& prediction, const TraceFacts&
     writeRefusals(w, refusals);
   }
   w.endObject();
-}
-
-void writeRefusals(JsonWriter& w, const std::vector<ParallelRefusal>& refusals) {
-  w.beginArray();
-  for (const auto& r : refusals)
-    w.beginObject()
-        .field("gpu", r.gpuId)
-        .field("kind", toString(r.problem.kind))
-        .field("label", parallelConfigLabel(r.config, r.gpuId))
-        .field("message", layoutProblemMessage(r.problem))
-        .field("system", r.systemId)
-        .endObject();
-  w.endArray();
 }
 
 } // namespace
