@@ -45,15 +45,15 @@ struct AnalysisRequest {
   std::optional<int64_t> batchSize;
   std::vector<std::string> targets; // canonical GPU ids
   std::string pythonEnv;
-  TraceMode mode = TraceMode::Shape;   // Cuda: measured on this machine's GPU
-  std::vector<std::string> scriptArgs; // sys.argv[1:] of a script run as written
-  std::vector<LayoutTarget> layouts{}; // multi-GPU targets, predicted beside the GPUs
+  TraceMode mode = TraceMode::Shape;     // Cuda: measured on this machine's GPU
+  std::vector<std::string> scriptArgs{}; // sys.argv[1:] of a script run as written
+  std::vector<LayoutTarget> layouts{};   // multi-GPU targets, predicted beside the GPUs
 };
 
 struct AnalysisOutput {
   Prediction prediction;
   TraceMode traceMode = TraceMode::Shape;
-  std::vector<std::string> fallbackOps; // ops the trace ran without a meta kernel
+  std::vector<std::string> fallbackOps;  // ops the trace ran without a meta kernel
   std::map<Provider, int> providerLines; // 1-based line of each provider's def
   std::string entryFile;
   std::string torchVersion;             // the torch that traced it
@@ -62,7 +62,7 @@ struct AnalysisOutput {
   // The trace's warnings; those about a line (e.g. a CPU tensor mixed with GPU tensors)
   // become diagnostics on that line.
   std::vector<TraceWarning> traceWarnings;
-  std::vector<LayoutOutput> layouts;   // the request's layouts the model can run
+  std::vector<LayoutOutput> layouts;     // the request's layouts the model can run
   std::vector<ParallelRefusal> refusals; // and those it cannot
 };
 
