@@ -86,6 +86,22 @@ too much for autocast's casts there, though about right for the Transformer's)
 and NCHW convolutions (Inception-v3 b128 20% under, as its batch norm is in
 FP32). The truth has no per-op figures for its bf16 runs;
 `bench/truth/record.py` records them (`bf16_lines`) on a GPU.
+
+### Peak memory: how it got here
+
+From development runs of `bench/truth/compare.py` (not from this script's run). The
+truth's `peak_mem_bytes` is `max_memory_allocated()` over the FP32 and bf16 iterations
+(no CUDA context, no allocator slack); no memory constant is fitted to it (the cuBLAS
+workspace sizes and the allocator's rounding come from PyTorch's source). The single
+figure wavecast first gave (tensors + CUDA context + workspaces + 10%) was 72.2% off;
+the allocator's three peaks with gradients live all iteration and one cuBLAS workspace
+8.7%; gradients freed by `zero_grad(set_to_none=True)` and one cuBLAS workspace per
+thread that runs GEMMs 6.6%; GNMT's LSTMs in float16 under autocast (their float16
+weight copies) 6.8%. ResNet-50 at batch 896 on the H100-SXM fits, as it did on the GPU.
+Still under: DCGAN (0.67-0.87) and small_cnn b64 (0.66), whose cuDNN convolution
+workspace counts as allocated while each convolution runs (its size depends on cuDNN's
+algorithm choice; a calibration can measure it), and GNMT at 64 and 256 tokens (0.93,
+0.87), whose cuDNN LSTM reserve space the tracer does not see.
 BF16
   cat <<'HEADER'
 
