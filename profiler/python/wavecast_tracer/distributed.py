@@ -32,6 +32,7 @@ import sys
 
 import torch
 
+from .environment import variables_set
 from .errors import TraceError
 from .trace_warnings import warning
 
@@ -112,7 +113,7 @@ class OneRank:
         """The torchrun variables, from now until the trace ends."""
         if not self._environment_set:
             self._environment_set = True
-            self._activated.enter_context(_environment(self.environment()))
+            self._activated.enter_context(variables_set(self.environment()))
 
     def device_count(self):
         """GPUs torch.cuda reports: the node's, once the script is distributed."""
@@ -219,20 +220,6 @@ def _makes_process_group(path):
     except OSError:
         return False
     return any(call in text for call in _PROCESS_GROUP_CALLS)
-
-
-@contextlib.contextmanager
-def _environment(values):
-    saved = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 @contextlib.contextmanager

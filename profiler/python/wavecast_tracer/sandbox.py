@@ -33,6 +33,7 @@ import sys
 import tempfile
 import types
 
+from .environment import variables_set
 from .errors import ScriptControl, TraceError
 
 _HF_OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
@@ -385,7 +386,7 @@ class Sandbox:
     @contextlib.contextmanager
     def active(self):
         with contextlib.ExitStack() as stack:
-            stack.enter_context(_environment(_HF_OFFLINE))
+            stack.enter_context(variables_set(_HF_OFFLINE))
             stack.enter_context(_hub_offline())
             stack.enter_context(self._file_system())
             stack.enter_context(self._stubs())
@@ -524,20 +525,6 @@ def _make_folders(path):
         _real_mkdir(path)
     except FileExistsError:
         pass
-
-
-@contextlib.contextmanager
-def _environment(values):
-    saved = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 @contextlib.contextmanager
