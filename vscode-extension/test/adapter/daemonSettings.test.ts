@@ -24,7 +24,7 @@ test('starts `wavecast serve` found on PATH with initialization options from the
     batchSize: 32,
     trigger: 'manual',
     pythonEnv: null,
-    debounceMs: 300,
+    debounceMs: 0,
     lineCodeLens: false,
     lineDiagnostics: false,
     scriptArgs: { '': [] },

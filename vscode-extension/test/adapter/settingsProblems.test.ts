@@ -20,7 +20,7 @@ test('a wrong value changed while running: one warning with Open Settings, logge
   harness.changeSettings({ debounceMs: -5, trigger: 'manual', batchSize: 16 });
   await tick();
   assert.equal(warnings().length, 1);
-  assert.match(warnings()[0].message, /^wavecast.debounceMs must be a whole number of milliseconds from 0 to 60000, not -5; using 300\.$/);
+  assert.match(warnings()[0].message, /^wavecast.debounceMs must be a whole number of milliseconds from 0 to 60000, not -5; using 0\.$/);
   assert.deepEqual(warnings()[0].actions, ['Open Settings']);
   assert.ok(harness.executed.some((e) => e.id === 'workbench.action.openSettings' && e.args[0] === 'wavecast'));
   assert.equal(logged(/settings: wavecast.debounceMs/).length, 1);
@@ -30,7 +30,7 @@ test('a wrong value changed while running: one warning with Open Settings, logge
     batchSize: 16,
     trigger: 'manual',
     pythonEnv: '',
-    debounceMs: 300,
+    debounceMs: 0,
     lineCodeLens: false,
     lineDiagnostics: false,
     scriptArgs: { '': [] },
@@ -46,7 +46,7 @@ test('a wrong value changed while running: one warning with Open Settings, logge
   assert.equal(clients.length, 3, 'restarted twice');
   assert.equal(warnings().length, 1);
   assert.equal(logged(/settings: wavecast.debounceMs/).length, 1);
-  assert.equal(clients[2].spec.initializationOptions.debounceMs, 300);
+  assert.equal(clients[2].spec.initializationOptions.debounceMs, 0);
   assert.equal(clients[2].spec.initializationOptions.lineDiagnostics, true);
 
   // Fixed, then wrong again: a new message.
