@@ -200,6 +200,16 @@ double leadingDim(const TensorMeta* t) {
   return t->contiguous || rank(t) < 2 ? dim(t, -1) : dim(t, -2);
 }
 
+// GemmShape::leadingDimAlignmentBytes of a matrix-by-matrix product with output width n;
+// 16 (aligned) when an operand is missing or not a matrix.
+int operandAlignmentBytes(const TensorMeta* a, const TensorMeta* b, double n) {
+  if (!a || !b || rank(a) < 2 || rank(b) < 2)
+    return 16;
+  const int bytes = a->elementSize();
+  return std::min({alignmentBytes(leadingDim(a), bytes), alignmentBytes(leadingDim(b), bytes),
+                   alignmentBytes(n, bytes)});
+}
+
 } // namespace
 
 OpCost gemm(const OpRecord& op, const std::string& stem) {
@@ -216,6 +226,7 @@ OpCost gemm(const OpRecord& op, const std::string& stem) {
     g.m = a ? numel(a) / std::max(1.0, dim(a, -1)) : 0;
     g.k = dim(a, -1);
     g.n = dim(b, 0);
+    g.leadingDimAlignmentBytes = operandAlignmentBytes(a, b, g.n);
   } else if (stem == "mv" || stem == "addmv") {
     g.m = dim(a, 0);
     g.k = dim(a, 1);
@@ -236,14 +247,7 @@ OpCost gemm(const OpRecord& op, const std::string& stem) {
     g.batch = std::max(batchOf(a), batchOf(b));
     if (stem == "addbmm")
       g.batch = dim(a, 0);
-  }
-  const bool matrixByMatrix = stem != "mv" && stem != "addmv" && stem != "dot" && stem != "vdot" &&
-                              stem != "inner" && stem != "outer" && stem != "ger" && stem != "addr";
-  if (matrixByMatrix && a && b && rank(a) >= 2 && rank(b) >= 2) {
-    const int bytes = a->elementSize();
-    g.leadingDimAlignmentBytes =
-        std::min({alignmentBytes(leadingDim(a), bytes), alignmentBytes(leadingDim(b), bytes),
-                  alignmentBytes(g.n, bytes)});
+    g.leadingDimAlignmentBytes = operandAlignmentBytes(a, b, g.n);
   }
   cost.gemm = g;
   if (g.leadingDimAlignmentBytes <= 2)
