@@ -1,6 +1,7 @@
 """A worker's traces with a kept model and kept project modules (reuse.TraceCache) are the
 traces a fresh worker makes: each edit between two traces shows in the second."""
 
+import importlib
 import os
 import sys
 import tempfile
@@ -110,6 +111,30 @@ class ReuseTest(unittest.TestCase):
         document = self.kept()
         self.assertIn("reusing the model", self.steps)
         self.assertIn("aten::mul", [op["name"] for op in document["ops"] if op["phase"] == "forward"])
+        self.assertSameAsFresh(document)
+
+    @unittest.skipUnless(hasattr(importlib.import_module("torch.optim.optimizer"), "register_optimizer_step_pre_hook"),
+                         "this torch has no optimizer step hooks: a first step is traced as it is, "
+                         "with no unrecorded step that builds a state to keep")
+    def test_an_optimizer_of_the_same_kind_adopts_the_state_the_last_one_built(self):
+        self.edit("torch.optim.SGD(model.parameters(), lr=0.1)",
+                  "torch.optim.AdamW(model.parameters(), lr=1e-3, amsgrad=True)")
+        self.kept()
+        self.assertNotIn("reusing the optimizer state", self.steps)
+        self.edit("lr=1e-3", "lr=2e-3")  # the learning rate decides nothing about the state
+        document = self.kept()
+        self.assertIn("reusing the optimizer state", self.steps)
+        self.assertGreater(document["memory"]["optimizer_state_bytes"], 0)
+        self.assertSameAsFresh(document)  # ops, the steps' values and the memory figures
+        self.kept()  # adopted again after a trace that stepped it
+        self.assertIn("reusing the optimizer state", self.steps)
+
+    def test_an_optimizer_with_other_options_builds_its_state(self):
+        self.kept()  # plain SGD: no state
+        self.edit("lr=0.1)", "lr=0.1, momentum=0.9)")  # momentum buffers now
+        document = self.kept()
+        self.assertNotIn("reusing the optimizer state", self.steps)
+        self.assertGreater(document["memory"]["optimizer_state_bytes"], 0)
         self.assertSameAsFresh(document)
 
     def test_a_model_edit_builds_the_model_again(self):

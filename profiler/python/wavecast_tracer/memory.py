@@ -44,27 +44,46 @@ class MemoryTracker:
         # id(parameter) -> event index of the first zero_grad(set_to_none=True) over it
         self._grads_dropped_at = {}
         self._gradient_serials = set()  # storages seen as gradients, also ones freed since
+        self._paused = 0  # > 0 while work no iteration repeats runs (an optimizer's first step)
+
+    @contextlib.contextmanager
+    def paused(self):
+        """While active, outputs are not followed: what must outlive it is added with
+        add_live_before afterwards."""
+        self._paused += 1
+        try:
+            yield
+        finally:
+            self._paused -= 1
 
     # --- allocation ---------------------------------------------------------
     def add_baseline(self, tensors):
         """Parameters, buffers and inputs: live before the iteration starts."""
+        self.add_live_before(tensors)
+        self._events.clear()
+
+    def add_live_before(self, tensors):
+        """Tensors live before the iteration started that the trace meets only now (an
+        optimizer state kept from an earlier trace)."""
         with compat.no_torch_function():
             for t in tensors:
-                storage = self._follow(t, None, None)
-                if storage is not None and storage.serial not in self._baseline_serials:
-                    self._baseline_serials.add(storage.serial)
-                    self._baseline_bytes += storage.nbytes
-        self._events.clear()
+                storage = self._follow(t, None, None, allocation_event=False)
+                if storage is None or storage.serial in self._baseline_serials:
+                    continue
+                self._baseline_serials.add(storage.serial)
+                self._baseline_bytes += storage.nbytes
 
     def allocated(self, tensors, op_index, phase):
         """`tensors`: the outputs of op `op_index` (a storage may already be live: views)."""
+        if self._paused:
+            return
         refs = self._refs
         with compat.no_torch_function():
             for t in tensors:
                 if id(t) not in refs:
                     self._follow(t, op_index, phase)
 
-    def _follow(self, t, op_index, phase):
+    def _follow(self, t, op_index, phase, allocation_event=True):
         if not isinstance(t, torch.Tensor):
             return None
         identity = compat.storage_identity(t)
@@ -76,7 +95,8 @@ class MemoryTracker:
             self._serials += 1
             storage = _Storage(self._serials, nbytes, op_index)
             self._live[key] = storage
-            self._events.append((storage.serial, nbytes, op_index, phase))
+            if allocation_event:
+                self._events.append((storage.serial, nbytes, op_index, phase))
         if id(t) not in self._refs:
             storage.tensors += 1
             self._refs[id(t)] = weakref.ref(t, functools.partial(self._released, key, id(t)))

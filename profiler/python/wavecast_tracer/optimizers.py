@@ -14,7 +14,9 @@ SGD's momentum buffers already exist. The first `step()` of a fresh optimizer
 builds them instead (one `zeros_like` or `clone` per parameter, hundreds of
 ops that never run again), so the traced step is preceded by one unrecorded
 step that builds the state (`steady_state_steps`; torch >= 2.0, which has
-optimizer step hooks).
+optimizer step hooks). A worker that keeps the model between traces keeps that
+state too (reuse.OptimizerStates): the next trace's optimizer adopts it instead
+of building it again.
 """
 
 import contextlib
@@ -69,15 +71,24 @@ def steady_state_steps(state):
         warmed.add(id(optimizer))
         if not _builds_state(optimizer):
             return None
+        kept = state.kept_optimizer_states
+        signature = kept.signature(optimizer) if kept is not None else None
+        if signature is not None and kept.adopt(signature, optimizer):
+            return None
         unhooked = getattr(type(optimizer).step, "__wrapped__", None)
         if unhooked is None:
             return None
         busy.append(optimizer)
         try:
-            with state.suppressing():
+            # Neither its ops nor its temporaries are the iteration's; the state it builds
+            # is memory from before the iteration, as an adopted one is.
+            with state.suppressing(), state.untracked_memory():
                 unhooked(*args, **kwargs)
         finally:
             busy.pop()
+        state.live_before_iteration(state_tensors(optimizer))
+        if signature is not None:
+            kept.keep(signature, optimizer)
         return None
 
     handle = register(pre_hook)
@@ -85,6 +96,14 @@ def steady_state_steps(state):
         yield
     finally:
         handle.remove()
+
+
+def state_tensors(optimizer):
+    """The tensors of an optimizer's per-parameter state."""
+    for per_param in optimizer.state.values():
+        for value in per_param.values():
+            if isinstance(value, torch.Tensor):
+                yield value
 
 
 def _builds_state(optimizer):

@@ -10,6 +10,7 @@ import torch
 from . import compat
 from .attention import BACKEND_OF_OP
 from .devices import Placement
+from .distributed import local_tensor
 from .trace_warnings import warning
 from .values import Shadows, flatten_tensors
 
@@ -143,11 +144,26 @@ class TraceState:
         self.memory = None
         # A distributed.OneRank: the script's process group and its collectives.
         self.distributed = None
+        # With a kept model: the optimizer state its optimizers built in an earlier trace,
+        # for this trace's optimizers to adopt (tracer.KeptOptimizerStates), else None.
+        self.kept_optimizer_states = None
 
     def records(self, name):
         """Whether an op of this name is recorded now: not a view or allocation, and not
         inside a suppressed region (a warm-up optimizer step, a fused RNN's inner ops)."""
         return name not in METADATA_OPS and not self.suppressed
+
+    @contextlib.contextmanager
+    def untracked_memory(self):
+        """While active, the memory tracker does not follow new outputs."""
+        with self.memory.paused() if self.memory is not None else contextlib.nullcontext():
+            yield
+
+    def live_before_iteration(self, tensors):
+        """Counts `tensors` as memory live since before the iteration (optimizer state; of
+        a DTensor, the part this rank holds)."""
+        if self.memory is not None:
+            self.memory.add_live_before(local_tensor(t) for t in tensors)
 
     @contextlib.contextmanager
     def suppressing(self):
@@ -390,6 +406,9 @@ class TraceState:
 
 # FakeTensorMode turns real tensors into fake ones itself through these.
 _LIFT_OPS = frozenset({torch.ops.aten.lift_fresh.default, torch.ops.aten.lift.default})
+# A tensor's device as torch's C++ asks for it (autograd's engine, the optimizers' grouping
+# by device): thousands per iteration, none of them work, answered by the fake mode below.
+_DEVICE_QUERY = torch.ops.prim.device.default
 
 
 def _has_real_tensor(values):
@@ -425,6 +444,8 @@ class OpRecorder(compat.TorchDispatchMode):
         return value
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func is _DEVICE_QUERY:
+            return func(*args)
         kwargs = kwargs or {}
         state = self.state
         rank = state.distributed

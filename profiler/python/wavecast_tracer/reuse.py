@@ -9,6 +9,8 @@ one drops it (docs/performance.md).
 import ast
 import hashlib
 
+import torch
+
 
 def file_digest(path):
     """The content hash of a source file, or None when it cannot be read."""
@@ -105,6 +107,8 @@ class BuiltModel:
         self.requires_grad = [(p, p.requires_grad) for p in model.parameters()]
         self.grads = [(p, p.grad) for p in model.parameters()]
         self.fingerprint = _fingerprint(model)
+        # What the iteration's optimizers built over these parameters in their first step.
+        self.optimizer_states = OptimizerStates()
 
     def restore(self):
         """Puts the model back as it was built; returns False when the last trace changed
@@ -162,6 +166,83 @@ def adopt_classes(model, module, entry_module_name):
     for submodule, cls in swaps:
         submodule.__class__ = cls
     return True
+
+
+class OptimizerStates:
+    """The state torch.optim optimizers built over a kept model's parameters in their
+    unrecorded first step (optimizers.steady_state_steps), for the next trace's optimizer.
+
+    The iteration provider runs again on every trace and makes a new optimizer; its first
+    step would build the same state again (a `clone` or `zeros_like` per parameter: as much
+    tracing as the recorded step). A new optimizer adopts a kept state when it is of the same
+    class, over the same parameters in the same groups, with the same options apart from the
+    learning rate (`lr`, and `initial_lr`, which an LR scheduler copies from it): no option of
+    torch.optim's optimizers but those decides what state a step builds from the learning
+    rate. Only torch.optim's own classes qualify, whose state is per parameter and nothing
+    else, and only states of tensors and numbers (not LBFGS's history lists).
+    """
+
+    _LEARNING_RATE = ("lr", "initial_lr")
+
+    def __init__(self):
+        self._kept = []  # (signature, {parameter: state}, [(tensor, real value)], tensor metadata)
+
+    @classmethod
+    def signature(cls, optimizer):
+        """What must match for `optimizer` to adopt a kept state; None when it may not.
+        Taken before its first step (which may add options to its groups)."""
+        if not type(optimizer).__module__.startswith("torch.optim."):
+            return None
+        groups = []
+        for group in optimizer.param_groups:
+            options = []
+            for key, value in sorted(group.items()):
+                if key == "params" or key in cls._LEARNING_RATE:
+                    continue
+                # A tensor option (capturable steps, a tensor beta) matches only itself.
+                options.append((key, ("tensor", id(value)) if _is_tensor(value) else repr(value)))
+            groups.append((tuple(id(p) for p in group["params"]), tuple(options)))
+        return type(optimizer), tuple(groups)
+
+    def keep(self, signature, optimizer, real_value):
+        """Keeps the state `optimizer` built in its first step; `real_value(tensor)`: a copy
+        of the real value the trace follows for a small tensor (values.Shadows), or None."""
+        if signature is None:
+            return
+        state = {}
+        for parameter, per_param in optimizer.state.items():
+            if not all(_is_tensor(v) or isinstance(v, (bool, int, float)) for v in per_param.values()):
+                return
+            state[parameter] = dict(per_param)
+        tensors = [v for per_param in state.values() for v in per_param.values() if _is_tensor(v)]
+        values = [(t, real) for t in tensors for real in (real_value(t),) if real is not None]
+        self._kept = [kept for kept in self._kept if kept[0] != signature]
+        self._kept.append((signature, state, values, _metadata(tensors)))
+
+    def adopt(self, signature, optimizer, restore_value):
+        """Gives `optimizer` the state kept for its signature; returns the state's tensors
+        (to count as memory live since before the iteration), or None when there is none or
+        the last trace changed it (another shape, dtype or stride)."""
+        for kept_signature, state, values, metadata in self._kept:
+            if kept_signature != signature:
+                continue
+            tensors = [v for per_param in state.values() for v in per_param.values() if _is_tensor(v)]
+            if _metadata(tensors) != metadata:
+                return None
+            for parameter, per_param in state.items():
+                optimizer.state[parameter] = dict(per_param)
+            for tensor, real in values:
+                restore_value(tensor, real)
+            return tensors
+        return None
+
+
+def _is_tensor(value):
+    return isinstance(value, torch.Tensor)
+
+
+def _metadata(tensors):
+    return [(id(t), t.dtype, tuple(t.shape), tuple(t.stride()), t.storage_offset()) for t in tensors]
 
 
 class TraceCache:

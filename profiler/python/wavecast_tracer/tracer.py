@@ -11,7 +11,7 @@ from . import compat, distributed, measured
 from .attention import cuda_attention
 from .autocast import checked_autocast_regions, cuda_autocast, precision
 from .compiled import eager_compile
-from .optimizers import cuda_optimizer_defaults, steady_state_steps
+from .optimizers import cuda_optimizer_defaults, state_tensors, steady_state_steps
 from .devices import cuda_mapped_to_cpu
 from .errors import TraceError, TraceInterrupted, error_at, one_line, out_of_memory_error, timeout_error
 from .loader import (ENTRY_MODULE_NAME, PROVIDER_NAMES, find_providers, load_entry_module, project_modules,
@@ -220,6 +220,8 @@ def _trace_providers(project, providers, batch_size, mode, progress, assume_gpu,
                 if not callable(iteration):
                     raise _bad_return(providers.iteration, project, "a callable iteration(*inputs)", iteration)
 
+            if built is not None and shape_only:
+                state.kept_optimizer_states = KeptOptimizerStates(built.optimizer_states, recorder.shadows, state)
             state.name_modules(model)
             stack.enter_context(_module_hooks(state))
             if mode == "cuda":  # cuDNN already runs a recurrent layer as one op
@@ -289,6 +291,39 @@ def _resume_build(built, recorder, state):
             recorder.shadows.restore(tensor, real.clone())
     state.warnings.extend(built.warnings)
     state.cuda_mapped = state.cuda_mapped or built.cuda_mapped
+
+
+class KeptOptimizerStates:
+    """A kept model's optimizer states (reuse.OptimizerStates) as this trace's optimizers
+    adopt and keep them: with the real values of their small tensors (the steps) and as
+    memory live since before the iteration."""
+
+    signature = staticmethod(reuse.OptimizerStates.signature)
+
+    def __init__(self, states, shadows, state):
+        self._states = states
+        self._shadows = shadows
+        self._state = state
+
+    def adopt(self, signature, optimizer):
+        tensors = self._states.adopt(signature, optimizer, self._restore)
+        if tensors is None:
+            return False
+        self._state.progress("reusing the optimizer state")
+        self._state.live_before_iteration(tensors)
+        return True
+
+    def keep(self, signature, optimizer):
+        self._states.keep(signature, optimizer, self._real)
+
+    def _real(self, tensor):
+        with compat.real_execution():
+            real = self._shadows.real(tensor)
+            return real.clone() if real is not None else None
+
+    def _restore(self, tensor, real):
+        with compat.real_execution():
+            self._shadows.restore(tensor, real.clone())
 
 
 def enter_tracing_contexts(stack, state, mode, rank, fake_mode, steady_state=True):
@@ -433,10 +468,7 @@ def _tensor_bytes(t):
 
 def _optimizer_state_tensors(optimizers):
     for optimizer in optimizers:
-        for per_param in optimizer.state.values():
-            for value in per_param.values():
-                if isinstance(value, torch.Tensor):
-                    yield value
+        yield from state_tensors(optimizer)
 
 
 def _baseline_tensors(model, inputs):
