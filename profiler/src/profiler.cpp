@@ -215,6 +215,10 @@ private:
       argStrings.push_back("--torch-logs");
       argStrings.push_back("shown");
     }
+    if (options.warmUp) {
+      argStrings.push_back("--warm-up");
+      argStrings.push_back("yes");
+    }
     std::vector<char*> argv;
     for (auto& s : argStrings)
       argv.push_back(s.data());

@@ -22,11 +22,12 @@ struct WorkerArgs {
   std::string pythonPath;
   std::string pythonEnv;
   bool showTorchLogs = false;
+  bool warmUp = false;
 };
 
 const char* kUsage = "usage: wavecast-worker --request-fd N --response-fd N --crash-fd N "
                      "--python-path DIR [--python-env VENV|VENV/bin/python] "
-                     "[--torch-logs hidden|shown]\n"
+                     "[--torch-logs hidden|shown] [--warm-up yes|no]\n"
                      "Started by wavecast; not meant to be run by hand.\n";
 
 bool parseArgs(int argc, char** argv, WorkerArgs& args) {
@@ -45,6 +46,8 @@ bool parseArgs(int argc, char** argv, WorkerArgs& args) {
       args.pythonEnv = value;
     else if (key == "--torch-logs" && (value == "hidden" || value == "shown"))
       args.showTorchLogs = value == "shown";
+    else if (key == "--warm-up" && (value == "yes" || value == "no"))
+      args.warmUp = value == "yes";
     else
       return false;
   }
@@ -153,6 +156,7 @@ int main(int argc, char** argv) {
     return worker
         .attr("serve")(args.requestFd, args.responseFd, args.crashFd,
                        py::arg("show_torch_logs") = args.showTorchLogs,
+                       py::arg("warm_up") = args.warmUp,
                        py::arg("wavecast_version") = WAVECAST_VERSION)
         .cast<int>();
   } catch (const py::error_already_set& error) {

@@ -95,6 +95,7 @@ lsp::ProfilingAnalyzerOptions analyzerOptions(const InstallLayout& layout,
                                               const CommandLine& args) {
   lsp::ProfilingAnalyzerOptions options;
   options.profiler = profilerOptions(layout, args);
+  options.profiler.warmUp = true; // a daemon's worker starts before the first save
   options.predictor = predictorOptions(layout, args, loadGpuDatabase(layout, args));
   options.defaultTargets = splitList(args.value("gpu").value_or("H100,A100,T4"));
   if (auto timeout = args.positiveInt("timeout"))

@@ -188,6 +188,28 @@ TEST(Profiler, PrestartStartsTheWorkerTheFirstTraceUses) {
   EXPECT_EQ(profiler.workerPid(), pid);
 }
 
+// The daemon's worker traces a small model while it waits for its first request
+// (--warm-up): nothing of that trace may show in the next one.
+TEST(Profiler, AWorkerThatWarmedUpTracesWhatAColdOneDoes) {
+  ProfilerOptions warmOptions = options();
+  warmOptions.warmUp = true;
+  Profiler warm(warmOptions);
+  Profiler cold(options());
+  const TraceRequest r = request(std::string(WAVECAST_SAMPLES_DIR) + "/small_transformer.py");
+  const Trace warmed = expectTrace(warm.trace(r));
+  const Trace fresh = expectTrace(cold.trace(r));
+  ASSERT_EQ(warmed.ops.size(), fresh.ops.size());
+  for (size_t i = 0; i < fresh.ops.size(); ++i) {
+    EXPECT_EQ(warmed.ops[i].name, fresh.ops[i].name) << "op " << i;
+    EXPECT_EQ(warmed.ops[i].phase, fresh.ops[i].phase) << "op " << i;
+    EXPECT_EQ(warmed.ops[i].loc.line, fresh.ops[i].loc.line) << "op " << i;
+    EXPECT_EQ(warmed.ops[i].module, fresh.ops[i].module) << "op " << i;
+  }
+  EXPECT_EQ(warmed.memory.peakLiveBytes, fresh.memory.peakLiveBytes);
+  EXPECT_EQ(warmed.memory.optimizerStateBytes, fresh.memory.optimizerStateBytes);
+  EXPECT_EQ(warmed.warnings.size(), fresh.warnings.size());
+}
+
 // The script is interrupted where it is; the worker answers and stays, warm.
 TEST(Profiler, CancelStopsARunningTraceAndKeepsTheWorker) {
   Profiler profiler(options());

@@ -200,6 +200,12 @@ def is_fake(tensor):
     return isinstance(tensor, _fake_tensor.FakeTensor)
 
 
+def has_fake_constant(tensors):
+    """Whether a fake tensor among `tensors` carries the real value FakeTensorMode keeps for
+    small tensors made from Python numbers (FakeTensor.constant), which its ops update."""
+    return any(getattr(t, "constant", None) is not None for t in tensors)
+
+
 def _wrapper_subclass_check():
     try:
         from torch.utils._python_dispatch import is_traceable_wrapper_subclass

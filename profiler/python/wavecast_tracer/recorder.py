@@ -411,6 +411,13 @@ _LIFT_OPS = frozenset({torch.ops.aten.lift_fresh.default, torch.ops.aten.lift.de
 _DEVICE_QUERY = torch.ops.prim.device.default
 
 
+@functools.lru_cache(maxsize=None)
+def _in_place_foreach(func):
+    """A multi-tensor op that writes its tensor list in place (`_foreach_add_`)."""
+    schema = func._schema
+    return schema.name.startswith("aten::_foreach_") and schema.name.endswith("_") and not schema.returns
+
+
 def _has_real_tensor(values):
     for value in values:
         if isinstance(value, torch.Tensor):
@@ -508,6 +515,13 @@ class OpRecorder(compat.TorchDispatchMode):
         return out
 
     def _run_shape_only(self, func, args, kwargs):
+        if _in_place_foreach(func) and not compat.has_fake_constant(args[0]):
+            # FakeTensorMode runs these through a Python decomposition per tensor (most of
+            # an optimizer step's tracing); they change no metadata and return nothing. Not
+            # skipped when FakeTensorMode follows a value (Adam's steps, made by
+            # torch.tensor(0.0), which `step.item()` reads).
+            self.shadows.follow(func, args, kwargs, None)
+            return None
         try:
             out = func(*args, **kwargs)
         except Exception as exc:  # noqa: B902 - only value-dependent failures are handled

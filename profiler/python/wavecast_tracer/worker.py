@@ -2,14 +2,16 @@
 
 Requests arrive on `request_fd`, responses leave on `response_fd`; the
 process's stdout/stderr are never used for the protocol, so user prints
-cannot corrupt it. See docs/worker-protocol.md.
+cannot corrupt it. See profiler/README.md, "Worker protocol".
 """
 
 import faulthandler
 import functools
+import gc
 import json
 import logging
 import os
+import select
 import signal
 import sys
 
@@ -24,6 +26,11 @@ class _Channel:
     def __init__(self, request_fd, response_fd):
         self._requests = os.fdopen(request_fd, "rb")
         self._response_fd = response_fd
+
+    def waiting(self):
+        """Whether a request has arrived and not been read (exact only before the first
+        read: requests() reads ahead)."""
+        return bool(select.select([self._requests], [], [], 0)[0])
 
     def requests(self):
         for line in self._requests:
@@ -55,7 +62,7 @@ class _Interrupts:
             raise TraceInterrupted()
 
 
-def serve(request_fd, response_fd, crash_fd, show_torch_logs=False, wavecast_version=None):
+def serve(request_fd, response_fd, crash_fd, show_torch_logs=False, wavecast_version=None, warm_up=False):
     # A fatal signal (segfault in an extension) dumps the Python stack to the
     # crash pipe; the parent reads it to name the project line.
     crash_file = os.fdopen(crash_fd, "w")
@@ -94,6 +101,8 @@ def serve(request_fd, response_fd, crash_fd, show_torch_logs=False, wavecast_ver
     cache = TraceCache()
     channel.send(dict(compat.versions(), event="ready", pid=os.getpid(),
                       executable=sys.executable))
+    if not warm_up or _warm_up(run_trace, channel.waiting):
+        _freeze_long_lived()
 
     for line in channel.requests():
         try:
@@ -113,10 +122,51 @@ def serve(request_fd, response_fd, crash_fd, show_torch_logs=False, wavecast_ver
         if method != "trace":
             channel.send({"id": request_id, "error": _bad_request(f"unknown method {method!r}")})
             continue
+        model, modules = cache.model, len(sys.modules)
         channel.send(_trace_response(request_id, params,
                                      functools.partial(run_trace, wavecast_version=wavecast_version, cache=cache),
                                      channel, interrupts))
+        if cache.model is not model or len(sys.modules) != modules:
+            _freeze_long_lived()
     return 0
+
+
+class _RequestWaiting(Exception):
+    pass
+
+
+def _warm_up(run_trace, waiting):
+    """Traces warmup_model.py once, so that the first trace does not pay torch's first-use
+    costs. It gives way to a request that comes meanwhile, at the next phase of its trace
+    (the longest, importing torch._dynamo, is one the request's trace needs anyway); returns
+    whether it ran to its end. A failure is left for the real trace to report."""
+
+    def progress(_message):
+        if waiting():
+            raise _RequestWaiting()
+
+    try:
+        run_trace(os.path.join(os.path.dirname(os.path.abspath(__file__)), "warmup_model.py"), 2,
+                  progress=progress)
+    except _RequestWaiting:
+        return False
+    except BaseException:  # noqa: B902
+        pass
+    return not waiting()
+
+
+def _freeze_long_lived():
+    """Collects the garbage, then exempts every object alive now from later collections.
+
+    torch, the script's libraries and a kept model are hundreds of thousands of objects
+    that live as long as the worker. Python's full collections walk them all: 300-400 ms,
+    every third trace or so. Frozen (gc.freeze), they are not walked again; objects freed
+    by their reference counts still go. Called after a response, when a trace imported
+    modules or built a model, and unfrozen first so that what the last freeze held and is
+    garbage now (a replaced model's reference cycles) is collected."""
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
 
 
 def _hide_torch_logs():

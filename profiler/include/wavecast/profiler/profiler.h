@@ -37,6 +37,10 @@ struct ProfilerOptions {
   // chosen fails saying so and how to choose one.
   std::string missingPythonEnv;
   TorchLogs torchLogs = TorchLogs::Hidden;
+  // Once ready, the worker traces a small model while no request waits, paying torch's
+  // first-use costs (2-3 s) then rather than in the first trace: for a worker that serves
+  // many traces and starts before they come (the daemon's), not for a one-shot command.
+  bool warmUp = false;
   std::function<void(const std::string&)> progress; // status lines; may be empty
   // Address-space limit of the worker (RLIMIT_AS): nullopt picks 3/4 of the
   // machine's memory, 0 means unlimited. Beyond it the trace fails with
