@@ -19,7 +19,6 @@ from . import environment
 from .versions import OLDEST_TORCH, release
 from .errors import TraceError, TraceInterrupted, error_at, format_exception, one_line, out_of_memory_error, timeout_error
 from .project import Project
-from .reuse import TraceCache
 
 
 class _Channel:
@@ -91,6 +90,7 @@ def serve(request_fd, response_fd, crash_fd, show_torch_logs=False, wavecast_ver
                           "Upgrade torch in that environment, or select another Python environment.")
     try:
         from . import compat
+        from .reuse import TraceCache
         from .tracer import run_trace
     except BaseException as exc:  # noqa: B902
         return _not_ready(channel, f"cannot load wavecast's tracer with torch {torch.__version__}: "
