@@ -110,6 +110,9 @@ class _Run:
         self.recording = False
         self.batch_size = None
         self.host_ms = {}  # (file, line) -> measured host milliseconds
+        # True while a DataLoader makes a batch: its transforms (torchvision's are modules)
+        # are neither the model nor what the batch size is read from.
+        self.loading = False
 
     # --- notes ------------------------------------------------------------------------
     def on_stubbed(self, call, file, line):
@@ -117,6 +120,8 @@ class _Run:
 
     # --- module roots ------------------------------------------------------------------
     def module_entered(self, module, inputs):
+        if self.loading:
+            return
         if self.depth == 0:
             self.roots.setdefault(id(module), module)
             if self.recording and self.batch_size is None:
@@ -125,6 +130,8 @@ class _Run:
         self.depth += 1
 
     def module_left(self, module, inputs, output):
+        if self.loading:
+            return
         self.depth = max(0, self.depth - 1)
 
     # --- steps ----------------------------------------------------------------------------
@@ -215,15 +222,19 @@ class _Run:
         def next_(iterator):
             started = time.perf_counter()
             shape_only = getattr(iterator, _SHAPE_ONLY, False)
-            if shape_only:
-                # A dataset of tensors the script made with torch: loaded under the trace's
-                # modes, unrecorded, so the real values of its ids and labels are followed
-                # (a model's value checks on them then take the path the real data takes).
-                with run.state.suppressing():
-                    batch = original(iterator)
-            else:
-                with _disable_current_modes():
-                    batch = original(iterator)
+            run.loading = True
+            try:
+                if shape_only:
+                    # A dataset of tensors the script made with torch: loaded under the trace's
+                    # modes, unrecorded, so the real values of its ids and labels are followed
+                    # (a model's value checks on them then take the path the real data takes).
+                    with run.state.suppressing():
+                        batch = original(iterator)
+                else:
+                    with _disable_current_modes():
+                        batch = original(iterator)
+            finally:
+                run.loading = False
             tensors = flatten_tensors(batch)
             if not shape_only and any(compat.is_fake(t) for t in tensors):
                 setattr(iterator, _SHAPE_ONLY, True)
@@ -325,8 +336,10 @@ def trace_script(project, mode, progress, assume_gpu, rank, script_args, device)
         with contextlib.ExitStack() as stack:
             stack.enter_context(_script_process_state(project, script_args))
             stack.enter_context(sandbox.active())
-            stack.enter_context(answering_as(device))
             autocast = tracer.enter_tracing_contexts(stack, state, mode, rank, fake_mode, steady_state=False)
+            # After the tracing contexts: the target GPU's answers (bf16 from sm_80 on) replace
+            # their stand-ins for any GPU.
+            stack.enter_context(answering_as(device))
             stack.enter_context(_pinning_ignored())
             stack.enter_context(PatchOnImport({"transformers.utils.import_utils": _real_tensors_to_transformers})
                                 .installed())
