@@ -1,7 +1,9 @@
 """How a script run as written is read (script_runner.py): what torch.cuda answers for
 the target GPU, and where the batch size comes from."""
 
+import logging
 import os
+import signal
 import tempfile
 import textwrap
 import unittest
@@ -73,6 +75,36 @@ class ScriptRunnerTest(unittest.TestCase):
         self.assertEqual(trace["batch_size"], 16)
         modules = {op.get("module") for op in trace["ops"] if op["phase"] == "forward"}
         self.assertNotIn("transform", " ".join(m for m in modules if m))
+
+    def test_what_the_script_changes_of_the_process_is_put_back(self):
+        path = self.write(textwrap.dedent("""
+            import logging, os, signal
+            os.environ["WAVECAST_TEST_VARIABLE"] = "set by the script"
+            signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+            logging.basicConfig(filename="train.log", level=logging.DEBUG)
+            """) + TRAIN)
+        handler = signal.getsignal(signal.SIGUSR1)
+        handlers = list(logging.getLogger().handlers)
+        run_trace(path)
+        self.assertNotIn("WAVECAST_TEST_VARIABLE", os.environ)
+        self.assertIs(signal.getsignal(signal.SIGUSR1), handler)
+        self.assertEqual(logging.getLogger().handlers, handlers)
+
+    def test_a_project_finds_its_own_modules_after_another_projects_trace(self):
+        projects = []
+        for width in (16, 24):
+            folder = tempfile.mkdtemp(dir=self.directory.name)
+            with open(os.path.join(folder, "helpers.py"), "w") as f:
+                f.write(f"WIDTH = {width}\n")
+            with open(os.path.join(folder, "train.py"), "w") as f:
+                f.write(TRAIN.replace("import torch", "import torch\nfrom helpers import WIDTH")
+                        .replace("Linear(8, 8)", "Linear(8, WIDTH)"))
+            projects.append(os.path.join(folder, "train.py"))
+        for path in (projects[0], projects[1], projects[0]):
+            trace = run_trace(path)
+            width = 16 if path == projects[0] else 24
+            shapes = [op["outputs"][0]["shape"] for op in trace["ops"] if op["name"] == "aten::addmm"]
+            self.assertEqual(shapes[0], [4, width], path)
 
 
 if __name__ == "__main__":

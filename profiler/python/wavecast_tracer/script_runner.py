@@ -21,7 +21,9 @@ asked for it (an op `wavecast::data_loading` with `args.host_ms`, and a
 import ast
 import contextlib
 import importlib
+import logging
 import os
+import signal
 import sys
 import time
 
@@ -273,17 +275,37 @@ class _Run:
 def _script_process_state(project, argv):
     """sys.argv and the working directory as `python file.py ARGS` run from the script's
     folder has them (relative data paths read the user's files; writes go to the
-    sandbox); __main__, sys.argv and the directory restored after."""
+    sandbox). What the script changes of the process is its own process's, and the worker
+    traces again: __main__, sys.argv, the directory, the environment variables, the
+    signal handlers (the worker's SIGUSR1 stops a trace that runs too long) and the root
+    logger's handlers (a basicConfig's file handler) are put back after."""
     saved_argv, saved_main, saved_cwd = sys.argv, sys.modules.get("__main__"), os.getcwd()
+    saved_environ = dict(os.environ)
+    saved_signals = {number: signal.getsignal(number) for number in _SIGNALS}
+    root = logging.getLogger()
+    saved_logging = (list(root.handlers), root.level)
     sys.argv = [project.entry_file, *argv]
     os.chdir(project.root)
     try:
         yield
     finally:
+        for number, handler in saved_signals.items():
+            if signal.getsignal(number) is not handler and handler is not None:
+                signal.signal(number, handler)
+        for handler in root.handlers:
+            if handler not in saved_logging[0]:
+                handler.close()
+        root.handlers[:], root.level = saved_logging
+        if os.environ != saved_environ:
+            os.environ.clear()
+            os.environ.update(saved_environ)
         os.chdir(saved_cwd)
         sys.argv = saved_argv
         if saved_main is not None:
             sys.modules["__main__"] = saved_main
+
+
+_SIGNALS = (signal.SIGUSR1, signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGHUP)
 
 
 def _real_tensors_to_transformers(module, undo):

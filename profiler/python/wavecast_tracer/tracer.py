@@ -98,6 +98,10 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
         finally:
             if cache is not None and document is None:
                 cache.forget()  # a failed trace may leave modules and the model half-changed
+            if cache is None or as_written or document is None:
+                # Not kept: another project's trace would find them in sys.modules first
+                # (its own `helpers` must not be this one's).
+                purge_project_modules(project)
     if wavecast_version:  # the worker's, from CMake's project version
         document["producer"]["wavecast"] = wavecast_version
     document["trace_seconds"] = round(time.perf_counter() - started, 3)
