@@ -8,8 +8,11 @@ model edit (the first provider's code) is timed the same way. Prints medians
 (docs/performance.md has the figures and the machine).
 
     /usr/bin/python3 bench/server/save_latency.py build/bin/wavecast [RUNS] [SAMPLE.py ...]
+        [--first-save-after SECONDS]
 
-SAMPLE defaults to samples/resnet50.py and samples/gpt2.py; RUNS to 7.
+SAMPLE defaults to samples/resnet50.py and samples/gpt2.py; RUNS to 7. With
+--first-save-after, the file is opened and first saved that long after the
+daemon started (an editor's user reads before saving), instead of at once.
 """
 import os
 import queue
@@ -90,13 +93,14 @@ def edit(path, pattern, replacement):
         f.write(changed)
 
 
-def measure(wavecast, sample, runs):
+def measure(wavecast, sample, runs, first_save_after=0.0):
     folder = tempfile.mkdtemp()
     try:
         path = os.path.join(folder, "train.py")
         shutil.copy(sample, path)
         uri = "file://" + path
         daemon = Daemon(wavecast, folder)
+        time.sleep(max(0.0, first_save_after - (time.monotonic() - daemon.started)))
         with open(path) as f:
             daemon.notify("textDocument/didOpen", {"textDocument": {
                 "uri": uri, "languageId": "python", "version": 1, "text": f.read()}})
@@ -124,11 +128,17 @@ def measure(wavecast, sample, runs):
 
 
 def main():
-    wavecast = sys.argv[1]
-    runs = int(sys.argv[2]) if len(sys.argv) > 2 else 7
-    samples = sys.argv[3:] or [os.path.join(SAMPLES, "resnet50.py"), os.path.join(SAMPLES, "gpt2.py")]
+    args = sys.argv[1:]
+    first_save_after = 0.0
+    if "--first-save-after" in args:
+        at = args.index("--first-save-after")
+        first_save_after = float(args[at + 1])
+        del args[at:at + 2]
+    wavecast = args[0]
+    runs = int(args[1]) if len(args) > 1 else 7
+    samples = args[2:] or [os.path.join(SAMPLES, "resnet50.py"), os.path.join(SAMPLES, "gpt2.py")]
     for sample in samples:
-        start, first, iteration, refresh, model = measure(wavecast, sample, runs)
+        start, first, iteration, refresh, model = measure(wavecast, sample, runs, first_save_after)
         ms = lambda values: " ".join(f"{v * 1000:.0f}" for v in values)
         print(f"{os.path.basename(sample)}: first results {start:.2f} s after the daemon started "
               f"({first * 1000:.0f} ms after the first save)")
