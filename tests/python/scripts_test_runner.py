@@ -1,5 +1,5 @@
 """How a script run as written is read (script_runner.py): what torch.cuda answers for
-the target GPU, and where the batch size comes from."""
+the target GPU, where the batch size comes from, and what the run leaves of the process."""
 
 import logging
 import os
@@ -8,17 +8,8 @@ import tempfile
 import textwrap
 import unittest
 
+from scripts_test_sandbox import TRAIN  # two optimizer steps of a small model
 from wavecast_tracer.tracer import run_trace
-
-TRAIN = """
-import torch
-model = torch.nn.Linear(8, 8).cuda()
-optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-for step in range(3):
-    model(torch.randn(4, 8, device="cuda")).sum().backward()
-    optimizer.step()
-    optimizer.zero_grad()
-"""
 
 
 class ScriptRunnerTest(unittest.TestCase):
