@@ -3,6 +3,7 @@ thing tracing refuses is one clear error at the script's line."""
 
 import builtins
 import glob
+import importlib.util
 import io
 import os
 import pathlib
@@ -25,8 +26,8 @@ from wavecast_tracer.errors import TraceError, TraceInterrupted
 from wavecast_tracer.sandbox import PatchOnImport, Sandbox
 from wavecast_tracer.tracer import run_trace
 
-HAS_TRANSFORMERS = __import__("importlib").util.find_spec("transformers") is not None
-HAS_HUB = __import__("importlib").util.find_spec("huggingface_hub") is not None
+HAS_TRANSFORMERS = importlib.util.find_spec("transformers") is not None
+HAS_HUB = importlib.util.find_spec("huggingface_hub") is not None
 
 # Two optimizer steps of a small model, as a training script's loop would run them.
 TRAIN = """
@@ -201,14 +202,18 @@ class SandboxedFiles(ScriptCase):
             with open("hard.txt", "r+") as f:  # the same file as data.txt
                 f.write("2")
             os.rename("out/old.txt", "renamed.txt")
+            with open("out/new.txt", "w") as f:
+                f.write("new")
+            os.rename("out", "out2")
             with warnings.catch_warnings():  # torch.jit is deprecated, and still saves
                 warnings.simplefilter("ignore", DeprecationWarning)
                 torch.jit.save(torch.jit.trace(torch.nn.Linear(2, 2), torch.randn(1, 2)), "model.pt")
+            os.symlink("renamed.txt", "latest.txt")
             with open("link.txt") as f:
-                return (f.read(), stat.S_IMODE(os.stat("data.txt").st_mode), os.path.exists("out/old.txt"),
-                        os.path.exists("renamed.txt"), os.path.exists("model.pt"))
+                return (f.read() + os.readlink("latest.txt"), stat.S_IMODE(os.stat("data.txt").st_mode), os.path.exists("out/old.txt"),
+                        os.path.exists("renamed.txt"), os.path.exists("model.pt"), os.listdir("out2"))
 
-        self.assertEqual(self.sandboxed(body), ("2", 0o600, False, True, False))
+        self.assertEqual(self.sandboxed(body), ("2renamed.txt", 0o600, False, True, False, ["new.txt"]))
 
     def test_tarfile_extracts_into_the_sandbox(self):
         def body():
@@ -227,7 +232,7 @@ class SandboxedFiles(ScriptCase):
                 f.write("a")
             with open("out/new.txt", "w") as f:
                 f.write("b")
-            return (os.path.exists("runs/a.txt"), pathlib.Path("runs/a.txt").exists(), os.listdir("runs"),
+            return (os.access("runs/a.txt", os.W_OK), pathlib.Path("runs/a.txt").exists(), os.listdir("runs"),
                     sorted(os.listdir("out")), os.stat("runs/a.txt").st_size, sorted(glob.glob("out/*.txt")),
                     sorted(name for _, _, names in os.walk("out") for name in names))
 
@@ -245,6 +250,21 @@ class SandboxedFiles(ScriptCase):
                 return first, f.read(), g.read()
 
         self.assertEqual(self.sandboxed(body), ("1,2,3", "1,2,3,4", "older"))
+
+
+class StandIns(ScriptCase):
+    @unittest.skipIf(importlib.util.find_spec("mlflow") is not None, "mlflow is installed: the test needs its "
+                     "stand-in to be the only mlflow this process has seen")
+    def test_a_module_under_a_stubbed_logger_is_a_stand_in_too(self):
+        stubbed = []
+        sandbox = Sandbox(_Project(self.folder), lambda: ("train.py", 3), lambda call, *site: stubbed.append(call))
+        with sandbox.active():
+            import mlflow.pytorch
+            from mlflow.tracking import MlflowClient
+            mlflow.pytorch.log_model(torch.nn.Linear(2, 2), "model")
+            MlflowClient()
+        self.assertEqual(stubbed, ["mlflow.pytorch.log_model", "mlflow.tracking.MlflowClient"])
+        self.assertEqual([name for name in sys.modules if name.startswith("mlflow")], [])
 
 
 class SandboxRestored(ScriptCase):

@@ -291,10 +291,25 @@ class Sandbox:
                             *self._in_process_data_loading()]
             for owner, name, value in replacements:
                 _replace(stack.callback, owner, name, value, self._is_active)
-            for name in _STUBBED_MODULES:
-                _set_item(stack.callback, sys.modules, name, _stub_module(name, self))
+            stack.enter_context(self._stand_in_modules())
             stack.enter_context(self._framework_settings())
             yield self
+
+    @contextlib.contextmanager
+    def _stand_in_modules(self):
+        """The stubbed modules are stand-ins, and so is any module under one (`import
+        mlflow.pytorch`), served by a finder; all are taken out of sys.modules after."""
+        saved = {name: module for name, module in sys.modules.items() if _stubbed(name)}
+        finder = _StandIns(self)
+        try:
+            sys.meta_path.insert(0, finder)
+            sys.modules.update({name: _stub_module(name, self) for name in {*_STUBBED_MODULES, *saved}})
+            yield
+        finally:
+            sys.meta_path.remove(finder)
+            for name in [name for name in sys.modules if _stubbed(name)]:
+                del sys.modules[name]
+            sys.modules.update(saved)
 
     def _remove_folder(self):
         folder, self.folder = self.folder, None
@@ -330,11 +345,32 @@ class _Stub:
         return False
 
 
+def _stubbed(name):
+    return any(name == stubbed or name.startswith(stubbed + ".") for stubbed in _STUBBED_MODULES)
+
+
+class _StandIns:
+    """Finds a stand-in for each module under a stubbed one (the stubbed modules
+    themselves are put in sys.modules: one may have been imported for real)."""
+
+    def __init__(self, sandbox):
+        self._sandbox = sandbox
+
+    def find_spec(self, name, path=None, target=None):
+        return importlib.machinery.ModuleSpec(name, self, is_package=True) if _stubbed(name) else None
+
+    def create_module(self, spec):
+        return _stub_module(spec.name, self._sandbox)
+
+    def exec_module(self, module):
+        pass
+
+
 def _stub_module(name, sandbox):
     module = types.ModuleType(name)
     module.__spec__ = importlib.machinery.ModuleSpec(name, None)
     module.__path__ = []
-    call = name.split(".")[-1]
+    call = name.removeprefix("torch.utils.")  # the stubbed call reads `tensorboard.add_scalar`
     for attribute in ("SummaryWriter", "init", "log", "start_run", "log_metric", "log_metrics",
                       "log_param", "log_params", "finish", "watch", "config", "run", "end_run",
                       "set_experiment", "log_artifact", "autolog"):
@@ -420,13 +456,6 @@ def _replace(record, owner, name, replacement, active):
 
     setattr(owner, name, replaced)
     record(lambda: delattr(owner, name) if saved is _MISSING else setattr(owner, name, saved))
-
-
-def _set_item(record, mapping, key, value):
-    """mapping[key] = value; `record` is passed the function that sets it back."""
-    saved = mapping.get(key, _MISSING)
-    mapping[key] = value
-    record(lambda: mapping.pop(key, None) if saved is _MISSING else mapping.__setitem__(key, saved))
 
 
 _MISSING = object()

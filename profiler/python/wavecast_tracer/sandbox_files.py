@@ -24,7 +24,8 @@ import tarfile
 # The functions as the sandbox found them: its own work on its folder uses these.
 _open, _os_open, _stat, _lstat, _listdir, _scandir = builtins.open, os.open, os.stat, os.lstat, os.listdir, os.scandir
 _mkdir, _remove, _rmdir, _replace, _link, _symlink = os.mkdir, os.remove, os.rmdir, os.replace, os.link, os.symlink
-_readlink, _rmtree, _copy2, _copytree = os.readlink, shutil.rmtree, shutil.copy2, shutil.copytree
+_readlink, _access = os.readlink, os.access
+_rmtree, _copy2, _copytree = shutil.rmtree, shutil.copy2, shutil.copytree
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
 
@@ -154,15 +155,18 @@ class ShadowFiles:
     # --- the replacements ----------------------------------------------------------
     def replacements(self):
         """(owner, attribute, replacement) for each function that reaches the file system."""
+        reading = [(os, name, self._reading(getattr(os, name)))
+                   for name in ("stat", "lstat", "readlink", "listxattr", "getxattr") if hasattr(os, name)]
+        changing = [(os, name, self._changing(getattr(os, name)))
+                    for name in ("utime", "chmod", "chown", "lchown", "truncate", "setxattr", "removexattr")
+                    if hasattr(os, name)]
         return [
             (builtins, "open", self.open), (io, "open", self.open), (tarfile, "bltn_open", self.open),
-            (os, "open", self.os_open), (os, "stat", self._reading(_stat)), (os, "lstat", self._reading(_lstat)),
-            (os, "listdir", self.listdir), (os, "scandir", self.scandir), (os, "mkdir", self.mkdir),
-            (os, "remove", self.remove), (os, "unlink", self.remove), (os, "rmdir", self.rmdir),
-            (os, "rename", self.rename), (os, "replace", self.rename), (os, "link", self.link),
-            (os, "symlink", self.symlink), (shutil, "rmtree", self.rmtree),
-            *((os, name, self._changing(getattr(os, name))) for name in ("utime", "chmod", "chown", "lchown", "truncate")
-              if hasattr(os, name)),
+            (os, "open", self.os_open), (os, "access", self.access), (os, "listdir", self.listdir),
+            (os, "scandir", self.scandir), (os, "mkdir", self.mkdir), (os, "remove", self.remove),
+            (os, "unlink", self.remove), (os, "rmdir", self.rmdir), (os, "rename", self.rename),
+            (os, "replace", self.rename), (os, "link", self.link), (os, "symlink", self.symlink),
+            (shutil, "rmtree", self.rmtree), *reading, *changing,
         ]
 
     def open(self, file, mode="r", *args, **kwargs):
@@ -191,19 +195,25 @@ class ShadowFiles:
         return _os_open(self._writable(full, path, keep=not flags & os.O_TRUNC), flags, mode)
 
     def _reading(self, real):
-        """`real` (stat, lstat) of the path as the script sees it."""
-        def read(path, *, dir_fd=None, **kwargs):
+        """`real` (stat, lstat, readlink, getxattr) of the path as the script sees it."""
+        def read(path, *args, dir_fd=None, **kwargs):
             if isinstance(path, int):
-                return real(path, **kwargs)
+                return real(path, *args, **kwargs)
             full = self._full(path, dir_fd)
             if self._inside(full):
-                return real(path, **_dir_fd(dir_fd), **kwargs)
-            return real(self._seen(full, path), **kwargs)
+                return real(path, *args, **_dir_fd(dir_fd), **kwargs)
+            return real(self._seen(full, path), *args, **kwargs)
 
         return read
 
+    def access(self, path, mode, *, dir_fd=None, **kwargs):
+        if isinstance(path, int) or self._inside(self._full(path, dir_fd)):
+            return _access(path, mode, **_dir_fd(dir_fd), **kwargs)
+        view = self._view(self._full(path, dir_fd))
+        return view is not None and _access(view, mode, **kwargs)
+
     def _changing(self, real):
-        """`real` (utime, chmod, chown, truncate) applied to the sandbox copy."""
+        """`real` (utime, chmod, chown, truncate, setxattr) applied to the sandbox copy."""
         def change(path, *args, dir_fd=None, **kwargs):
             full = self._full(path, dir_fd)
             if self._inside(full):
@@ -279,13 +289,14 @@ class ShadowFiles:
             return _replace(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
         view = self._seen(source, src)
         copy = self._writable(target, dst)
-        if self._inside(view):
+        if _isdir(view):
+            # Through the replaced functions: a folder the script changed is part copies.
+            _copytree(source, copy, symlinks=True)
+        elif self._inside(view):
             _replace(view, copy)
-        elif _isdir(view):
-            _copytree(view, copy, symlinks=True)
         else:
             _copy2(view, copy, follow_symlinks=False)
-        self.deleted.add(source)
+        self._delete(source)
 
     def link(self, src, dst, *, src_dir_fd=None, dst_dir_fd=None, follow_symlinks=True):
         """A copy: a hard link to the user's file would share its bytes."""
@@ -301,14 +312,18 @@ class ShadowFiles:
         return _copy2(view, copy)
 
     def symlink(self, src, dst, target_is_directory=False, *, dir_fd=None):
-        """A link in the sandbox folder to where the script sees its target now."""
+        """A link in the sandbox folder. A relative one to a copy is made as given (the
+        folder mirrors the user's paths); any other points at its target as the script
+        sees it now, the user's file or a copy."""
         link = self._full(dst, dir_fd)
         if self._inside(link):
             return _symlink(src, dst, target_is_directory, **_dir_fd(dir_fd))
         if self._view(link) is not None:
             raise _error(FileExistsError, errno.EEXIST, dst)
         pointed = os.path.normpath(os.path.join(os.path.dirname(link), os.fsdecode(src)))
-        return _symlink(self._view(pointed) or pointed, self._writable(link, dst), target_is_directory)
+        view = self._view(pointed) or pointed
+        kept = not os.path.isabs(os.fsdecode(src)) and self._inside(view)
+        return _symlink(src if kept else view, self._writable(link, dst), target_is_directory)
 
 
 class _Entry:
