@@ -2,6 +2,7 @@
 thing tracing refuses is one clear error at the script's line."""
 
 import builtins
+import bz2
 import glob
 import importlib.util
 import io
@@ -215,14 +216,16 @@ class SandboxedFiles(ScriptCase):
 
         self.assertEqual(self.sandboxed(body), ("2renamed.txt", 0o600, False, True, False, ["new.txt"]))
 
-    def test_tarfile_extracts_into_the_sandbox(self):
+    def test_archives_extract_and_compress_into_the_sandbox(self):
         def body():
             with tarfile.open("data.tar") as archive:
                 archive.extractall("extracted")
-            with open("extracted/inner/data.txt") as f:
-                return f.read()
+            with bz2.open("data.txt.bz2", "wt") as f:
+                f.write("packed")
+            with open("extracted/inner/data.txt") as f, bz2.open("data.txt.bz2", "rt") as g:
+                return f.read(), g.read()
 
-        self.assertEqual(self.sandboxed(body), "1,2,3")
+        self.assertEqual(self.sandboxed(body), ("1,2,3", "packed"))
 
     def test_reads_see_what_the_script_wrote(self):
         def body():

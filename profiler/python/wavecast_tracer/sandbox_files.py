@@ -19,7 +19,7 @@ import io
 import os
 import shutil
 import stat
-import tarfile
+import sys
 
 # The functions as the sandbox found them: its own work on its folder uses these.
 _open, _os_open, _stat, _lstat, _listdir, _scandir = builtins.open, os.open, os.stat, os.lstat, os.listdir, os.scandir
@@ -27,6 +27,9 @@ _mkdir, _remove, _rmdir, _replace, _link, _symlink = os.mkdir, os.remove, os.rmd
 _readlink, _access = os.readlink, os.access
 _rmtree, _copy2, _copytree = shutil.rmtree, shutil.copy2, shutil.copytree
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+# Modules that keep the `open` they found when imported (`from builtins import open as
+# bltn_open`); one imported during a trace keeps the sandbox's, which hands off after it.
+_KEEP_OPEN = (("tarfile", "bltn_open"), ("bz2", "_builtin_open"))
 
 
 def _error(kind, number, path):
@@ -160,13 +163,14 @@ class ShadowFiles:
         changing = [(os, name, self._changing(getattr(os, name)))
                     for name in ("utime", "chmod", "chown", "lchown", "truncate", "setxattr", "removexattr")
                     if hasattr(os, name)]
+        kept_open = [(sys.modules[module], name, self.open) for module, name in _KEEP_OPEN if module in sys.modules]
         return [
-            (builtins, "open", self.open), (io, "open", self.open), (tarfile, "bltn_open", self.open),
+            (builtins, "open", self.open), (io, "open", self.open),
             (os, "open", self.os_open), (os, "access", self.access), (os, "listdir", self.listdir),
             (os, "scandir", self.scandir), (os, "mkdir", self.mkdir), (os, "remove", self.remove),
             (os, "unlink", self.remove), (os, "rmdir", self.rmdir), (os, "rename", self.rename),
             (os, "replace", self.rename), (os, "link", self.link), (os, "symlink", self.symlink),
-            (shutil, "rmtree", self.rmtree), *reading, *changing,
+            (shutil, "rmtree", self.rmtree), *reading, *changing, *kept_open,
         ]
 
     def open(self, file, mode="r", *args, **kwargs):
