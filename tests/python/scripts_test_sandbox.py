@@ -190,9 +190,11 @@ class SandboxedFiles(ScriptCase):
             pathlib.Path("flag").touch()
             pathlib.Path("data.txt").touch()
             os.utime("data.txt", ns=(5, 5))
-            return os.path.exists("flag"), os.stat("data.txt").st_mtime_ns
+            os.utime("out", ns=(7, 7))
+            return os.path.exists("flag"), os.stat("data.txt").st_mtime_ns, os.stat("out").st_mtime_ns, \
+                os.listdir("out")
 
-        self.assertEqual(self.sandboxed(body), (True, 5))
+        self.assertEqual(self.sandboxed(body), (True, 5, 7, ["old.txt"]))
 
     def test_chmod_truncate_links_and_jit_save_leave_the_users_files(self):
         def body():

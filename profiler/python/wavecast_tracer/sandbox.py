@@ -281,6 +281,8 @@ class Sandbox:
 
     @contextlib.contextmanager
     def active(self):
+        """The sandbox in force. Each replacement is recorded as it is made, so leaving
+        sets back exactly what was replaced, however the trace or the setup ends."""
         with contextlib.ExitStack() as stack:
             # Entered first so that it leaves after the variables are set back.
             stack.enter_context(_hub_offline())

@@ -54,11 +54,11 @@ def _dir_fd(dir_fd):
     return {} if dir_fd is None else {"dir_fd": dir_fd}
 
 
-def make_folders(path):
+def _make_folders(path):
     """os.makedirs(path, exist_ok=True) without the functions the sandbox replaces."""
     if not path or _isdir(path):
         return
-    make_folders(os.path.dirname(path))
+    _make_folders(os.path.dirname(path))
     try:
         _mkdir(path)
     except FileExistsError:
@@ -66,6 +66,8 @@ def make_folders(path):
 
 
 class ShadowFiles:
+    """One trace's copies and deletions, and the replacements that use them."""
+
     def __init__(self, folder):
         self.folder = folder
         self.deleted = set()  # absolute paths the script removed
@@ -113,15 +115,16 @@ class ShadowFiles:
 
     def _writable(self, full, path, keep=False):
         """The copy of `full` to change, its folders made; with `keep` it starts as the
-        file the script sees."""
+        file the script sees (a folder's copy starts empty: listing it shows both)."""
         copy = self._copy(full)
-        make_folders(os.path.dirname(copy))
-        if keep and _status(copy) is None:
-            view = self._view(full)
-            if view is not None and not _isdir(view):
-                _copy2(view, copy)
         if self._through_link(copy):
             raise _error(PermissionError, errno.EACCES, path)
+        _make_folders(os.path.dirname(copy))
+        view = self._view(full) if keep and _status(copy) is None else None
+        if view is not None and _isdir(view):
+            _mkdir(copy)
+        elif view is not None:
+            _copy2(view, copy)
         return copy
 
     def _through_link(self, copy):
@@ -276,8 +279,9 @@ class ShadowFiles:
         if view is None or not _isdir(view):
             if ignore_errors:
                 return None
-            raise _error(NotADirectoryError, errno.ENOTDIR, path) if view else _error(FileNotFoundError,
-                                                                                      errno.ENOENT, path)
+            if view is None:
+                raise _error(FileNotFoundError, errno.ENOENT, path)
+            raise _error(NotADirectoryError, errno.ENOTDIR, path)
         self._delete(full)
 
     def _delete(self, full):
