@@ -213,10 +213,11 @@ class SandboxedFiles(ScriptCase):
                 torch.jit.save(torch.jit.trace(torch.nn.Linear(2, 2), torch.randn(1, 2)), "model.pt")
             os.symlink("renamed.txt", "latest.txt")
             with open("link.txt") as f:
-                return (f.read() + os.readlink("latest.txt"), stat.S_IMODE(os.stat("data.txt").st_mode), os.path.exists("out/old.txt"),
-                        os.path.exists("renamed.txt"), os.path.exists("model.pt"), os.listdir("out2"))
+                return (f.read(), os.readlink("latest.txt"), stat.S_IMODE(os.stat("data.txt").st_mode),
+                        os.path.exists("out/old.txt"), os.path.exists("renamed.txt"), os.path.exists("model.pt"),
+                        os.listdir("out2"))
 
-        self.assertEqual(self.sandboxed(body), ("2renamed.txt", 0o600, False, True, False, ["new.txt"]))
+        self.assertEqual(self.sandboxed(body), ("2", "renamed.txt", 0o600, False, True, False, ["new.txt"]))
 
     def test_archives_extract_and_compress_into_the_sandbox(self):
         def body():
@@ -298,6 +299,26 @@ class SandboxRestored(ScriptCase):
             else:
                 sys.modules["safetensors.torch"] = saved
         self.assertEqual(self.state(), before)
+
+    def test_a_replacement_that_fails_sets_back_those_made_before_it(self):
+        class ReadOnly(types.ModuleType):
+            def __setattr__(self, name, value):
+                raise AttributeError(f"{name} is read-only")
+
+        kept_open = ReadOnly("tarfile")  # a module that keeps the open it imported, replaced last
+        kept_open.__dict__["bltn_open"] = builtins.open
+        before = self.state()
+        sandbox = Sandbox(_Project(self.folder), lambda: (None, 0), lambda *args: None)
+        saved = sys.modules["tarfile"]
+        sys.modules["tarfile"] = kept_open
+        try:
+            with self.assertRaises(AttributeError):
+                with sandbox.active():
+                    pass
+        finally:
+            sys.modules["tarfile"] = saved
+        self.assertEqual(self.state(), before)
+        self.assertIsNone(sandbox.folder)
 
     def test_a_failing_import_patch_is_undone(self):
         module = types.ModuleType("wavecast_test_module")
