@@ -1,18 +1,34 @@
 """A script run as written cannot harm the user's files or machine (sandbox.py), and each
 thing tracing refuses is one clear error at the script's line."""
 
+import builtins
+import bz2
+import glob
+import importlib.util
+import io
 import os
+import pathlib
+import shutil
 import signal
+import socket
+import stat
+import sys
+import tarfile
 import tempfile
 import textwrap
+import types
 import unittest
+import warnings
+from unittest import mock
 
 import torch
 
 from wavecast_tracer.errors import TraceError, TraceInterrupted
+from wavecast_tracer.sandbox import PatchOnImport, Sandbox
 from wavecast_tracer.tracer import run_trace
 
-HAS_TRANSFORMERS = __import__("importlib").util.find_spec("transformers") is not None
+HAS_TRANSFORMERS = importlib.util.find_spec("transformers") is not None
+HAS_HUB = importlib.util.find_spec("huggingface_hub") is not None
 
 # Two optimizer steps of a small model, as a training script's loop would run them.
 TRAIN = """
@@ -37,6 +53,26 @@ def listing(folder):
             with open(path, "rb") as f:
                 found[os.path.relpath(path, folder)] = f.read()
     return found
+
+
+def snapshot(folder):
+    """`listing` with each entry's mode and modification time too."""
+    found = {}
+    for path, data in listing(folder).items():
+        status = os.lstat(os.path.join(folder, path))
+        found[path] = (data, status.st_mode, status.st_mtime_ns)
+    return found
+
+
+class _Project:
+    """What a Sandbox reads of a project."""
+
+    def __init__(self, root):
+        self.root = root
+        self.entry_file = os.path.join(root, "train.py")
+
+    def contains(self, path):
+        return path.startswith(self.root + os.sep)
 
 
 class ScriptCase(unittest.TestCase):
@@ -87,6 +123,231 @@ class StubbedWrites(ScriptCase):
         self.assertEqual(listing(self.folder), before)
         stubbed = [(w["call"], w["line"]) for w in trace["warnings"] if w["kind"] == "call_stubbed"]
         self.assertEqual(stubbed, [("torch.save", self.line(path, "torch.save("))])
+
+
+class SandboxedFiles(ScriptCase):
+    """The file system as a script in the sandbox sees it, run in the project folder."""
+
+    def setUp(self):
+        super().setUp()
+        for name, text in (("data.txt", "1,2,3"), ("out/old.txt", "old"), ("empty/.keep", "")):
+            os.makedirs(os.path.dirname(os.path.join(self.folder, name)), exist_ok=True)
+            with open(os.path.join(self.folder, name), "w") as f:
+                f.write(text)
+        os.remove(os.path.join(self.folder, "empty/.keep"))
+        with tarfile.open(os.path.join(self.folder, "data.tar"), "w") as archive:
+            archive.add(os.path.join(self.folder, "data.txt"), "inner/data.txt")
+        past = 1_000_000_000
+        for path in listing(self.folder):
+            os.utime(os.path.join(self.folder, path), ns=(past, past))
+        self.before = snapshot(self.folder)
+
+    def sandboxed(self, body):
+        """body() run in a sandbox; the project folder is checked unchanged after."""
+        sandbox = Sandbox(_Project(self.folder), lambda: (None, 0), lambda *args: None)
+        cwd = os.getcwd()
+        os.chdir(self.folder)
+        try:
+            with sandbox.active():
+                result = body()
+        finally:
+            os.chdir(cwd)
+        self.assertEqual(snapshot(self.folder), self.before)
+        return result
+
+    def test_a_replacement_kept_past_the_trace_is_the_real_function(self):
+        # A library first imported during a trace keeps what `from os.path import exists` found.
+        kept = self.sandboxed(lambda: (os.path.exists, sys.exit, socket.getaddrinfo, builtins.open, torch.save))
+        exists, exit_, getaddrinfo, open_, save = kept
+        self.assertTrue(exists(os.path.join(self.folder, "data.txt")))
+        self.assertFalse(exists(os.path.join(self.folder, "missing.txt")))
+        with self.assertRaises(SystemExit):
+            exit_(3)
+        self.assertTrue(getaddrinfo("localhost", 80))
+        saved = os.path.join(self.folder, "saved.pt")
+        save({"x": 1}, saved)
+        self.assertEqual(torch.load(saved), {"x": 1})
+        os.remove(saved)
+        # In a later trace it is that trace's sandbox.
+        self.sandboxed(lambda: open_("later.txt", "w").close())
+
+    def test_rmtree_then_makedirs_starts_an_empty_folder(self):
+        def body():
+            if os.path.exists("out"):
+                shutil.rmtree("out")
+            os.makedirs("out")
+            seen = (os.listdir("out"), os.path.exists("out/old.txt"))
+            os.remove("data.txt")
+            os.rmdir("empty")
+            with self.assertRaises(FileNotFoundError):
+                open("data.txt")
+            return seen, os.path.exists("data.txt"), os.path.isdir("empty"), sorted(os.listdir("."))
+
+        self.assertEqual(self.sandboxed(body), (([], False), False, False, ["data.tar", "out"]))
+
+    def test_touch_and_utime_leave_the_users_files(self):
+        def body():
+            pathlib.Path("flag").touch()
+            pathlib.Path("data.txt").touch()
+            os.utime("data.txt", ns=(5, 5))
+            os.utime("out", ns=(7, 7))
+            return os.path.exists("flag"), os.stat("data.txt").st_mtime_ns, os.stat("out").st_mtime_ns, \
+                os.listdir("out")
+
+        self.assertEqual(self.sandboxed(body), (True, 5, 7, ["old.txt"]))
+
+    def test_chmod_truncate_links_and_jit_save_leave_the_users_files(self):
+        def body():
+            os.chmod("data.txt", 0o600)
+            os.truncate("data.txt", 1)
+            os.symlink("data.txt", "link.txt")
+            os.link("data.txt", "hard.txt")
+            with open("hard.txt", "r+") as f:  # the same file as data.txt
+                f.write("2")
+            os.rename("out/old.txt", "renamed.txt")
+            with open("out/new.txt", "w") as f:
+                f.write("new")
+            os.rename("out", "out2")
+            with warnings.catch_warnings():  # torch.jit is deprecated, and still saves
+                warnings.simplefilter("ignore", DeprecationWarning)
+                torch.jit.save(torch.jit.trace(torch.nn.Linear(2, 2), torch.randn(1, 2)), "model.pt")
+            os.symlink("renamed.txt", "latest.txt")
+            with open("link.txt") as f:
+                return (f.read(), os.readlink("latest.txt"), stat.S_IMODE(os.stat("data.txt").st_mode),
+                        os.path.exists("out/old.txt"), os.path.exists("renamed.txt"), os.path.exists("model.pt"),
+                        os.listdir("out2"))
+
+        self.assertEqual(self.sandboxed(body), ("2", "renamed.txt", 0o600, False, True, False, ["new.txt"]))
+
+    def test_archives_extract_and_compress_into_the_sandbox(self):
+        def body():
+            with tarfile.open("data.tar") as archive:
+                archive.extractall("extracted")
+            with bz2.open("data.txt.bz2", "wt") as f:
+                f.write("packed")
+            with open("extracted/inner/data.txt") as f, bz2.open("data.txt.bz2", "rt") as g:
+                return f.read(), g.read()
+
+        self.assertEqual(self.sandboxed(body), ("1,2,3", "packed"))
+
+    def test_reads_see_what_the_script_wrote(self):
+        def body():
+            pathlib.Path("runs").mkdir(exist_ok=True)
+            pathlib.Path("runs").mkdir(exist_ok=True)
+            with open("runs/a.txt", "w") as f:
+                f.write("a")
+            with open("out/new.txt", "w") as f:
+                f.write("b")
+            return (os.access("runs/a.txt", os.W_OK), pathlib.Path("runs/a.txt").exists(), os.listdir("runs"),
+                    sorted(os.listdir("out")), os.stat("runs/a.txt").st_size, sorted(glob.glob("out/*.txt")),
+                    sorted(name for _, _, names in os.walk("out") for name in names))
+
+        self.assertEqual(self.sandboxed(body), (True, True, ["a.txt"], ["new.txt", "old.txt"], 1,
+                                                ["out/new.txt", "out/old.txt"], ["new.txt", "old.txt"]))
+
+    def test_update_and_append_start_from_the_users_file(self):
+        def body():
+            with open("data.txt", "r+") as f:
+                first = f.read()
+                f.write(",4")
+            with open("out/old.txt", "a") as f:
+                f.write("er")
+            with open("data.txt") as f, open("out/old.txt") as g:
+                return first, f.read(), g.read()
+
+        self.assertEqual(self.sandboxed(body), ("1,2,3", "1,2,3,4", "older"))
+
+
+class StandIns(ScriptCase):
+    @unittest.skipIf(importlib.util.find_spec("mlflow") is not None, "mlflow is installed: the test needs its "
+                     "stand-in to be the only mlflow this process has seen")
+    def test_a_module_under_a_stubbed_logger_is_a_stand_in_too(self):
+        stubbed = []
+        sandbox = Sandbox(_Project(self.folder), lambda: ("train.py", 3), lambda call, *site: stubbed.append(call))
+        with sandbox.active():
+            import mlflow.pytorch
+            from mlflow.tracking import MlflowClient
+            mlflow.pytorch.log_model(torch.nn.Linear(2, 2), "model")
+            MlflowClient()
+        self.assertEqual(stubbed, ["mlflow.pytorch.log_model", "mlflow.tracking.MlflowClient"])
+        self.assertEqual([name for name in sys.modules if name.startswith("mlflow")], [])
+
+
+class SandboxRestored(ScriptCase):
+    PATCHED = ((builtins, "open"), (io, "open"), (os, "open"), (os, "stat"), (os, "listdir"), (os, "mkdir"),
+               (os, "remove"), (os.path, "exists"), (shutil, "rmtree"), (sys, "exit"), (socket, "getaddrinfo"),
+               (torch, "save"), (tarfile, "bltn_open"))
+
+    def state(self):
+        return ([getattr(owner, name) for owner, name in self.PATCHED], list(sys.meta_path),
+                {name: sys.modules.get(name) for name in ("wandb", "mlflow", "tensorboardX")})
+
+    def test_a_failing_patch_leaves_nothing_patched(self):
+        before = self.state()
+        sandbox = Sandbox(_Project(self.folder), lambda: (None, 0), lambda *args: None)
+        # Only this entry is put back by hand: restoring all of sys.modules would hide a leak.
+        saved = sys.modules.get("safetensors.torch", self)
+        sys.modules["safetensors.torch"] = None  # its import fails
+        try:
+            with sandbox.active():
+                import safetensors.torch  # noqa: F401
+        except ImportError:
+            pass
+        finally:
+            if saved is self:
+                del sys.modules["safetensors.torch"]
+            else:
+                sys.modules["safetensors.torch"] = saved
+        self.assertEqual(self.state(), before)
+
+    def test_a_replacement_that_fails_sets_back_those_made_before_it(self):
+        class ReadOnly(types.ModuleType):
+            def __setattr__(self, name, value):
+                raise AttributeError(f"{name} is read-only")
+
+        kept_open = ReadOnly("tarfile")  # a module that keeps the open it imported, replaced last
+        kept_open.__dict__["bltn_open"] = builtins.open
+        before = self.state()
+        sandbox = Sandbox(_Project(self.folder), lambda: (None, 0), lambda *args: None)
+        saved = sys.modules["tarfile"]
+        sys.modules["tarfile"] = kept_open
+        try:
+            with self.assertRaises(AttributeError):
+                with sandbox.active():
+                    pass
+        finally:
+            sys.modules["tarfile"] = saved
+        self.assertEqual(self.state(), before)
+        self.assertIsNone(sandbox.folder)
+
+    def test_a_failing_import_patch_is_undone(self):
+        module = types.ModuleType("wavecast_test_module")
+
+        def patch(module, undo):
+            module.patched = True
+            undo.append(lambda: delattr(module, "patched"))
+            raise RuntimeError("this patch fails halfway")
+
+        before = self.state()
+        with mock.patch.dict(sys.modules, {module.__name__: module}):
+            with self.assertRaises(RuntimeError):
+                with PatchOnImport({module.__name__: patch}).installed():
+                    pass
+        self.assertFalse(hasattr(module, "patched"))
+        self.assertEqual(self.state(), before)
+
+    @unittest.skipUnless(HAS_HUB, "huggingface_hub is not installed in this Python environment")
+    def test_hub_imported_during_a_trace_is_online_after(self):
+        sandbox = Sandbox(_Project(self.folder), lambda: (None, 0), lambda *args: None)
+        online = {name: value for name, value in os.environ.items()
+                  if name not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+        with mock.patch.dict(sys.modules), mock.patch.dict(os.environ, online, clear=True):
+            for name in [name for name in sys.modules if name.startswith("huggingface_hub")]:
+                del sys.modules[name]
+            with sandbox.active():
+                import huggingface_hub.constants as constants
+                self.assertTrue(constants.HF_HUB_OFFLINE)
+            self.assertFalse(constants.HF_HUB_OFFLINE)
 
 
 class RefusedCalls(ScriptCase):

@@ -1,12 +1,11 @@
 """Keeps a training script run as written (script_runner.py) from touching the user's
 files and machine.
 
-- Writes go to a temporary folder: `open` for writing, `os.makedirs`/`mkdir`, `remove`,
-  `rename`/`replace` and `rmdir` act on a copy of the path under the sandbox folder
-  (reads see what the script wrote there first), so output directories, logs and
-  checkpoints the script makes are thrown away with the folder. The working directory
-  stays the script's, so relative data paths still read the user's files.
-- `torch.save`, `safetensors.torch.save_file` and the loggers (TensorBoard's
+- Writes go to a temporary folder (sandbox_files.py): what the script writes, makes,
+  deletes or renames changes a copy of the path under the sandbox folder, and what it
+  reads, lists or stats sees those changes, so output directories, logs and checkpoints
+  it makes are thrown away with the folder.
+- `torch.save`, `torch.jit.save`, `safetensors.torch.save_file` and the loggers (TensorBoard's
   SummaryWriter, tensorboardX, wandb, mlflow) are stubbed: they do nothing, each with a
   `call_stubbed` note at the line that called it. Hugging Face `TrainingArguments`
   report to nothing, and Lightning's Trainer gets no logger and no checkpointing.
@@ -15,6 +14,9 @@ files and machine.
 - `sys.exit`, `input()`, subprocesses and multiprocessing stop it the same way;
   `torch.multiprocessing.spawn` runs rank 0's function in this process instead.
 - DataLoaders load in this process (`num_workers=0`) without pinned memory.
+
+The worker traces again and again in one process: every replacement is undone when the
+trace ends, however it ends, and one a library kept a reference to acts as the original.
 """
 
 import builtins
@@ -22,9 +24,7 @@ import contextlib
 import functools
 import importlib
 import importlib.machinery
-import importlib.util
 import inspect
-import io
 import os
 import shutil
 import socket
@@ -35,6 +35,7 @@ import types
 
 from .environment import variables_set
 from .errors import ScriptControl, TraceError
+from .sandbox_files import ShadowFiles
 
 _HF_OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 _STUBBED_MODULES = ("wandb", "mlflow", "tensorboardX", "torch.utils.tensorboard")
@@ -64,99 +65,6 @@ class Sandbox:
         # (file, line, host) of the first connection refused: a later failure is its doing.
         self.blocked_download = None
 
-    # --- file system ----------------------------------------------------------
-    def _inside(self, path):
-        return self.folder is not None and (path == self.folder or path.startswith(self.folder + os.sep))
-
-    def _shadow(self, path):
-        """The sandbox copy of `path` (absolute), or `path` itself when it is already inside."""
-        full = os.path.abspath(os.fspath(path))
-        if self._inside(full):
-            return full
-        return self.folder + full
-
-    def _read_path(self, path):
-        shadow = self._shadow(path)
-        return shadow if os.path.lexists(shadow) else path
-
-    def _write_path(self, path):
-        shadow = self._shadow(path)
-        _make_folders(os.path.dirname(shadow))
-        return shadow
-
-    @contextlib.contextmanager
-    def _file_system(self):
-        self.folder = tempfile.mkdtemp(prefix="wavecast-script-")
-        real = {name: getattr(os, name) for name in ("mkdir", "makedirs", "remove", "unlink", "rmdir",
-                                                       "rename", "replace")}
-        real_open = builtins.open
-        real_exists, real_isdir, real_isfile = os.path.exists, os.path.isdir, os.path.isfile
-        sandbox = self
-
-        def writes(mode):
-            return any(c in mode for c in "wax+")
-
-        def is_path(file):
-            return isinstance(file, (str, bytes, os.PathLike))
-
-        @functools.wraps(real_open)
-        def open_(file, mode="r", *args, **kwargs):
-            if is_path(file):
-                file = sandbox._write_path(file) if writes(mode) else sandbox._read_path(file)
-            return real_open(file, mode, *args, **kwargs)
-
-        def mkdir(path, mode=0o777, *, dir_fd=None):
-            shadow = sandbox._shadow(path)
-            if real_isdir(path) and not real_exists(shadow):
-                raise FileExistsError(17, "File exists", os.fspath(path))
-            _make_folders(os.path.dirname(shadow))
-            return real["mkdir"](shadow, mode)
-
-        def makedirs(name, mode=0o777, exist_ok=False):
-            if real_isdir(name) or real_isdir(sandbox._shadow(name)):
-                if exist_ok:
-                    return None
-                raise FileExistsError(17, "File exists", os.fspath(name))
-            return _make_folders(sandbox._shadow(name))
-
-        def remove(path, *, dir_fd=None):
-            shadow = sandbox._shadow(path)
-            if os.path.lexists(shadow):
-                return real["remove"](shadow)
-            return None  # the user's own file stays
-
-        def rmdir(path, *, dir_fd=None):
-            shadow = sandbox._shadow(path)
-            return real["rmdir"](shadow) if real_isdir(shadow) else None
-
-        def rename(src, dst, *, src_dir_fd=None, dst_dir_fd=None):
-            source = sandbox._read_path(src)
-            if not sandbox._inside(os.path.abspath(os.fspath(source))):
-                shutil.copy2(source, sandbox._write_path(dst))  # the original stays where it is
-                return None
-            return real["replace"](source, sandbox._write_path(dst))
-
-        def exists(path):
-            return real_exists(path) or (is_path(path) and real_exists(sandbox._shadow(path)))
-
-        def isdir(path):
-            return real_isdir(path) or (is_path(path) and real_isdir(sandbox._shadow(path)))
-
-        def isfile(path):
-            return real_isfile(path) or (is_path(path) and real_isfile(sandbox._shadow(path)))
-
-        replacements = [(builtins, "open", open_), (io, "open", open_), (os, "mkdir", mkdir),
-                        (os, "makedirs", makedirs), (os, "remove", remove), (os, "unlink", remove),
-                        (os, "rmdir", rmdir), (os, "rename", rename), (os, "replace", rename),
-                        (os.path, "exists", exists), (os.path, "isdir", isdir), (os.path, "isfile", isfile),
-                        (shutil, "rmtree", lambda path, *a, **k: None)]
-        try:
-            with _replaced(replacements):
-                yield
-        finally:
-            shutil.rmtree(self.folder, ignore_errors=True)
-            self.folder = None
-
     # --- stubs ------------------------------------------------------------------
     def stub(self, call):
         """A stand-in for a logger or a checkpoint writer: every call does nothing and
@@ -167,26 +75,12 @@ class Sandbox:
         file, line = self.site()
         self.on_stubbed(call, file, line)
 
-    @contextlib.contextmanager
     def _stubs(self):
         import torch
+        import torch.jit
 
-        replacements = [(torch, "save", self._stub_function("torch.save"))]
-        stubbed_modules = {name: _stub_module(name, self) for name in _STUBBED_MODULES}
-        saved_modules = {name: sys.modules.get(name) for name in stubbed_modules}
-        sys.modules.update(stubbed_modules)
-        if "safetensors.torch" in sys.modules or importlib.util.find_spec("safetensors") is not None:
-            safetensors_torch = importlib.import_module("safetensors.torch")
-            replacements.append((safetensors_torch, "save_file", self._stub_function("safetensors save_file")))
-        try:
-            with _replaced(replacements), self._framework_settings():
-                yield
-        finally:
-            for name, module in saved_modules.items():
-                if module is None:
-                    sys.modules.pop(name, None)
-                else:
-                    sys.modules[name] = module
+        return [(torch, "save", self._stub_function("torch.save")),
+                (torch.jit, "save", self._stub_function("torch.jit.save"))]
 
     def _stub_function(self, call):
         def stub(*args, **kwargs):
@@ -201,6 +95,7 @@ class Sandbox:
         the script imports them, through an import hook)."""
         savers = self._patch_savers
         finder = PatchOnImport({
+            "safetensors.torch": self._patch_function("save_file", "safetensors save_file"),
             "transformers.training_args": self._patch_training_arguments,
             "transformers.trainer": savers("Trainer", ("save_model", "_save_checkpoint"), "Trainer checkpoint"),
             "transformers.modeling_utils": savers("PreTrainedModel", ("save_pretrained",), "save_pretrained"),
@@ -210,6 +105,13 @@ class Sandbox:
         })
         with finder.installed():
             yield
+
+    def _patch_function(self, name, call):
+        """A patch that stubs the module's function `name`."""
+        def patch(module, undo):
+            _replace(undo.append, module, name, self._stub_function(call), self._is_active)
+
+        return patch
 
     def _patch_savers(self, class_name, methods, call):
         """A patch that stubs `methods` of the module's class `class_name`."""
@@ -280,7 +182,6 @@ class Sandbox:
             frame = frame.f_back
         return frame is not None and self.project.contains(frame.f_code.co_filename)
 
-    @contextlib.contextmanager
     def _blocked_calls(self):
         import multiprocessing
         import multiprocessing.pool
@@ -331,7 +232,7 @@ class Sandbox:
             return real_getaddrinfo(host, *args, **kwargs)
 
         real_getaddrinfo = socket.getaddrinfo
-        replacements = [
+        return [
             (sys, "exit", exit_), (builtins, "input", input_), (socket, "getaddrinfo", getaddrinfo),
             (subprocess.Popen, "__init__", refuse_process("a subprocess", libraries_may=True)),
             (os, "system", refuse_process("a shell command")), (os, "popen", refuse_process("a shell command")),
@@ -339,8 +240,6 @@ class Sandbox:
             (multiprocessing.pool.Pool, "__init__", refuse_process("a process pool (multiprocessing)")),
             (torch.multiprocessing, "spawn", spawn), (socket.socket, "connect", connect),
         ]
-        with _replaced(replacements):
-            yield
 
     def download_error(self, exc):
         """The blocked_call error for a failure caused by going online, or None."""
@@ -360,14 +259,12 @@ class Sandbox:
         return None
 
     # --- data loading ---------------------------------------------------------------
-    @contextlib.contextmanager
     def _in_process_data_loading(self):
         from torch.utils.data import DataLoader
 
         original = DataLoader.__init__
         signature = inspect.signature(original)
 
-        @functools.wraps(original)
         def init(loader, *args, **kwargs):
             bound = signature.bind(loader, *args, **kwargs)
             bound.arguments.update(num_workers=0, pin_memory=False, persistent_workers=False)
@@ -376,23 +273,49 @@ class Sandbox:
             bound.arguments.pop("worker_init_fn", None)
             original(*bound.args, **bound.kwargs)
 
-        DataLoader.__init__ = init
-        try:
-            yield
-        finally:
-            DataLoader.__init__ = original
+        return [(DataLoader, "__init__", init)]
 
     # ---------------------------------------------------------------------------------
+    def _is_active(self):
+        return self.folder is not None
+
     @contextlib.contextmanager
     def active(self):
+        """The sandbox in force. Each replacement is recorded as it is made, so leaving
+        sets back exactly what was replaced, however the trace or the setup ends."""
         with contextlib.ExitStack() as stack:
-            stack.enter_context(variables_set(_HF_OFFLINE))
+            # Entered first so that it leaves after the variables are set back.
             stack.enter_context(_hub_offline())
-            stack.enter_context(self._file_system())
-            stack.enter_context(self._stubs())
-            stack.enter_context(self._blocked_calls())
-            stack.enter_context(self._in_process_data_loading())
+            stack.enter_context(variables_set(_HF_OFFLINE))
+            self.folder = tempfile.mkdtemp(prefix="wavecast-script-")
+            stack.callback(self._remove_folder)
+            replacements = [*ShadowFiles(self.folder).replacements(), *self._stubs(), *self._blocked_calls(),
+                            *self._in_process_data_loading()]
+            for owner, name, value in replacements:
+                _replace(stack.callback, owner, name, value, self._is_active)
+            stack.enter_context(self._stand_in_modules())
+            stack.enter_context(self._framework_settings())
             yield self
+
+    @contextlib.contextmanager
+    def _stand_in_modules(self):
+        """The stubbed modules are stand-ins, and so is any module under one (`import
+        mlflow.pytorch`), served by a finder; all are taken out of sys.modules after."""
+        saved = {name: module for name, module in sys.modules.items() if _stubbed(name)}
+        finder = _StandIns(self)
+        try:
+            sys.meta_path.insert(0, finder)
+            sys.modules.update({name: _stub_module(name, self) for name in {*_STUBBED_MODULES, *saved}})
+            yield
+        finally:
+            sys.meta_path.remove(finder)
+            for name in [name for name in sys.modules if _stubbed(name)]:
+                del sys.modules[name]
+            sys.modules.update(saved)
+
+    def _remove_folder(self):
+        folder, self.folder = self.folder, None
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 class _Stub:
@@ -424,11 +347,32 @@ class _Stub:
         return False
 
 
+def _stubbed(name):
+    return any(name == stubbed or name.startswith(stubbed + ".") for stubbed in _STUBBED_MODULES)
+
+
+class _StandIns:
+    """Finds a stand-in for each module under a stubbed one (the stubbed modules
+    themselves are put in sys.modules: one may have been imported for real)."""
+
+    def __init__(self, sandbox):
+        self._sandbox = sandbox
+
+    def find_spec(self, name, path=None, target=None):
+        return importlib.machinery.ModuleSpec(name, self, is_package=True) if _stubbed(name) else None
+
+    def create_module(self, spec):
+        return _stub_module(spec.name, self._sandbox)
+
+    def exec_module(self, module):
+        pass
+
+
 def _stub_module(name, sandbox):
     module = types.ModuleType(name)
     module.__spec__ = importlib.machinery.ModuleSpec(name, None)
     module.__path__ = []
-    call = name.split(".")[-1]
+    call = name.removeprefix("torch.utils.")  # the stubbed call reads `tensorboard.add_scalar`
     for attribute in ("SummaryWriter", "init", "log", "start_run", "log_metric", "log_metrics",
                       "log_param", "log_params", "finish", "watch", "config", "run", "end_run",
                       "set_experiment", "log_artifact", "autolog"):
@@ -484,60 +428,55 @@ class PatchOnImport:
 
     @contextlib.contextmanager
     def installed(self):
-        for name in self._patches:
-            self._apply(name)
-        sys.meta_path.insert(0, self)
         try:
+            sys.meta_path.insert(0, self)
+            for name in self._patches:
+                self._apply(name)
             yield
         finally:
             sys.meta_path.remove(self)
-            for undo in reversed(self._undo):
-                undo()
+            with contextlib.ExitStack() as stack:  # every undo runs, even after one fails
+                for undo in self._undo:
+                    stack.callback(undo)
 
 
-@contextlib.contextmanager
-def _replaced(replacements):
-    """(owner, attribute, value) each set while active."""
-    saved = [(owner, name, owner.__dict__.get(name, _MISSING) if isinstance(owner, type) else getattr(owner, name))
-             for owner, name, _ in replacements]
-    for owner, name, value in replacements:
-        setattr(owner, name, value)
-    try:
-        yield
-    finally:
-        for owner, name, value in reversed(saved):
-            if value is _MISSING:
-                delattr(owner, name)
-            else:
-                setattr(owner, name, value)
+def _replace(record, owner, name, replacement, active):
+    """Sets `owner.name` to `replacement`, and passes `record` the function that sets it
+    back. A module first imported meanwhile may keep the replacement (`from os.path
+    import exists`): called when `active()` is false, it hands off to whatever
+    `owner.name` is then (the original, or a later sandbox's replacement)."""
+    current = getattr(owner, name)
+    # A class's inherited attribute is deleted again rather than set on the class.
+    saved = owner.__dict__.get(name, _MISSING) if isinstance(owner, type) else current
+
+    @functools.wraps(current)
+    def replaced(*args, **kwargs):
+        if active():
+            return replacement(*args, **kwargs)
+        now = getattr(owner, name)
+        return (current if now is replaced else now)(*args, **kwargs)
+
+    setattr(owner, name, replaced)
+    record(lambda: delattr(owner, name) if saved is _MISSING else setattr(owner, name, saved))
 
 
 _MISSING = object()
-_real_mkdir, _real_isdir = os.mkdir, os.path.isdir
-
-
-def _make_folders(path):
-    """os.makedirs(path, exist_ok=True) without the os functions the sandbox replaces."""
-    if not path or _real_isdir(path):
-        return
-    _make_folders(os.path.dirname(path))
-    try:
-        _real_mkdir(path)
-    except FileExistsError:
-        pass
 
 
 @contextlib.contextmanager
 def _hub_offline():
-    """huggingface_hub reads HF_HUB_OFFLINE when first imported: an earlier trace may have
-    imported it online."""
-    constants = sys.modules.get("huggingface_hub.constants")
-    if constants is None or not hasattr(constants, "HF_HUB_OFFLINE"):
-        yield
-        return
-    saved = constants.HF_HUB_OFFLINE
-    constants.HF_HUB_OFFLINE = True
+    """huggingface_hub reads HF_HUB_OFFLINE once, when first imported: one imported by an
+    earlier trace may be online, and one first imported during this trace (offline) is
+    read again after it, as an import outside the trace would have it."""
+    name = "huggingface_hub.constants"
+    constants = sys.modules.get(name)
+    saved = getattr(constants, "HF_HUB_OFFLINE", _MISSING)
+    if saved is not _MISSING:
+        constants.HF_HUB_OFFLINE = True
     try:
         yield
     finally:
-        constants.HF_HUB_OFFLINE = saved
+        if saved is not _MISSING:
+            constants.HF_HUB_OFFLINE = saved
+        elif sys.modules.get(name) is not None:
+            importlib.reload(sys.modules[name])
