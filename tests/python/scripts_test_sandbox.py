@@ -362,6 +362,10 @@ class RefusedCalls(ScriptCase):
     def test_sys_exit(self):
         self.assert_blocked("import sys\nsys.exit(3)\n", "sys.exit(3)", "sys.exit(3)")
 
+    def test_raise_system_exit_and_the_builtin_exit(self):
+        self.assert_blocked("raise SystemExit(2)\n", "raise SystemExit", "SystemExit(2)")
+        self.assert_blocked("print('done')\nexit()\n", "exit()", "SystemExit(None)")
+
     def test_argparse_error_exits_at_parse_args(self):
         path = self.write("import argparse\np = argparse.ArgumentParser()\np.add_argument('--lr', type=float)\n"
                           "p.parse_args()\n")

@@ -193,9 +193,8 @@ class Sandbox:
                         "this process, e.g. behind a command-line flag.")
 
         def exit_(status=None):
-            sandbox._refuse(f"the script exited (sys.exit({status!r})) before its second optimizer step",
-                            "Check the script's arguments (`--` after the file on the command line, "
-                            "wavecast.scriptArgs in the editor) and its output.")
+            file, line = sandbox.site()
+            raise Blocked(sandbox.exit_error(f"sys.exit({status!r})", file, line))
 
         def input_(prompt=""):
             sandbox._refuse("the script asked for input (input()): tracing has no terminal",
@@ -240,6 +239,13 @@ class Sandbox:
             (multiprocessing.pool.Pool, "__init__", refuse_process("a process pool (multiprocessing)")),
             (torch.multiprocessing, "spawn", spawn), (socket.socket, "connect", connect),
         ]
+
+    def exit_error(self, how, file, line):
+        """The error of a script that exited (`how`: "sys.exit(2)") before its second step."""
+        return TraceError("blocked_call", f"the script exited ({how}) before its second optimizer step",
+                          file=file or self.project.entry_file, line=line,
+                          hint="Check the script's arguments (`--` after the file on the command line, "
+                               "wavecast.scriptArgs in the editor) and its output.")
 
     def download_error(self, exc):
         """The blocked_call error for a failure caused by going online, or None."""

@@ -405,6 +405,9 @@ def _run_main(project, sandbox, run):
         raise sandbox.download_error(None) or _located(blocked.error, blocked) from None
     except TraceError as error:
         if error.kind == "user_exception":
+            if isinstance(error.__context__, SystemExit):  # `raise SystemExit`, the builtin exit()
+                raise sandbox.exit_error(f"SystemExit({error.__context__.code!r})", error.file,
+                                         error.line) from None
             download = sandbox.download_error(error.__context__)
             if download is not None:
                 raise _located(download, error) from None
