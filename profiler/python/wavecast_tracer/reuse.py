@@ -99,7 +99,7 @@ class BuiltModel:
         self.model = model
         self.fake_mode = fake_mode
         # (tensor, real value) of the model's small integer/bool/constant tensors
-        # (values.Shadows), as built: the iteration may change them in place.
+        # (values.Shadows.kept_values), as built: the iteration may change them in place.
         self.shadows = shadows
         self.warnings = warnings  # trace warnings the build raised
         self.cuda_mapped = cuda_mapped
@@ -204,9 +204,9 @@ class OptimizerStates:
             groups.append((tuple(id(p) for p in group["params"]), tuple(options)))
         return type(optimizer), tuple(groups)
 
-    def keep(self, signature, optimizer, real_value):
-        """Keeps the state `optimizer` built in its first step; `real_value(tensor)`: a copy
-        of the real value the trace follows for a small tensor (values.Shadows), or None."""
+    def keep(self, signature, optimizer, kept_values):
+        """Keeps the state `optimizer` built in its first step; `kept_values(tensors)`: the
+        real values the trace follows of some of them (values.Shadows.kept_values)."""
         if signature is None:
             return
         state = {}
@@ -215,12 +215,12 @@ class OptimizerStates:
                 return
             state[parameter] = dict(per_param)
         tensors = [v for per_param in state.values() for v in per_param.values() if _is_tensor(v)]
-        values = [(t, real) for t in tensors for real in (real_value(t),) if real is not None]
         self._kept = [kept for kept in self._kept if kept[0] != signature]
-        self._kept.append((signature, state, values, _metadata(tensors)))
+        self._kept.append((signature, state, kept_values(tensors), _metadata(tensors)))
 
-    def adopt(self, signature, optimizer, restore_value):
-        """Gives `optimizer` the state kept for its signature; returns the state's tensors
+    def adopt(self, signature, optimizer, restore_values):
+        """Gives `optimizer` the state kept for its signature and its tensors' followed values
+        (`restore_values`: values.Shadows.restore); returns the state's tensors
         (to count as memory live since before the iteration), or None when there is none or
         the last trace changed it (another shape, dtype or stride)."""
         for kept_signature, state, values, metadata in self._kept:
@@ -231,8 +231,7 @@ class OptimizerStates:
                 return None
             for parameter, per_param in state.items():
                 optimizer.state[parameter] = dict(per_param)
-            for tensor, real in values:
-                restore_value(tensor, real)
+            restore_values(values)
             return tensors
         return None
 

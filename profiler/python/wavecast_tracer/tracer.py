@@ -278,21 +278,14 @@ def _trace_providers(project, providers, batch_size, mode, progress, assume_gpu,
 def _kept_build(key, model, fake_mode, recorder, state, warnings_before):
     """A reuse.BuiltModel of the model just built: the values its small tensors have now and
     the warnings the build raised."""
-    shadows = []
-    with compat.real_execution():
-        for tensor in (*model.parameters(), *model.buffers()):
-            real = recorder.shadows.real(tensor)
-            if real is not None:
-                shadows.append((tensor, real.clone()))
+    shadows = recorder.shadows.kept_values((*model.parameters(), *model.buffers()))
     return reuse.BuiltModel(key, model, fake_mode, shadows, list(state.warnings[warnings_before:]),
                             state.cuda_mapped)
 
 
 def _resume_build(built, recorder, state):
     """The trace state as building the kept model left it."""
-    with compat.real_execution():
-        for tensor, real in built.shadows:
-            recorder.shadows.restore(tensor, real.clone())
+    recorder.shadows.restore(built.shadows)
     state.warnings.extend(built.warnings)
     state.cuda_mapped = state.cuda_mapped or built.cuda_mapped
 
@@ -310,7 +303,7 @@ class KeptOptimizerStates:
         self._state = state
 
     def adopt(self, signature, optimizer):
-        tensors = self._states.adopt(signature, optimizer, self._restore)
+        tensors = self._states.adopt(signature, optimizer, self._shadows.restore)
         if tensors is None:
             return False
         self._state.progress("reusing the optimizer state")
@@ -318,16 +311,7 @@ class KeptOptimizerStates:
         return True
 
     def keep(self, signature, optimizer):
-        self._states.keep(signature, optimizer, self._real)
-
-    def _real(self, tensor):
-        with compat.real_execution():
-            real = self._shadows.real(tensor)
-            return real.clone() if real is not None else None
-
-    def _restore(self, tensor, real):
-        with compat.real_execution():
-            self._shadows.restore(tensor, real.clone())
+        self._states.keep(signature, optimizer, self._shadows.kept_values)
 
 
 def enter_tracing_contexts(stack, state, mode, rank, fake_mode, steady_state=True):

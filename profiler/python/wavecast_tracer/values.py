@@ -72,9 +72,23 @@ class Shadows:
     def forget(self, fake):
         self._real.pop(fake._cdata, None)
 
-    def restore(self, fake, real):
-        """Gives `fake` the value `real` it had in an earlier trace (reuse.BuiltModel)."""
-        self._real[fake._cdata] = (fake, real)
+    def kept_values(self, fakes):
+        """[(fake, a copy of its real value)] of those of `fakes` whose value is followed: for
+        a later trace to restore (a kept model's small tensors, an optimizer's steps), as
+        in-place ops change the followed values."""
+        kept = []
+        with compat.real_execution():
+            for fake in fakes:
+                real = self.real(fake)
+                if real is not None:
+                    kept.append((fake, real.clone()))
+        return kept
+
+    def restore(self, kept):
+        """Gives each fake of `kept` (kept_values) the value it had then."""
+        with compat.real_execution():
+            for fake, real in kept:
+                self._real[fake._cdata] = (fake, real.clone())
 
     def _to_real(self, value, zeros_for_missing):
         if isinstance(value, torch.Tensor):
