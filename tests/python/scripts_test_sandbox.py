@@ -24,7 +24,8 @@ from unittest import mock
 import torch
 
 from wavecast_tracer.errors import TraceError, TraceInterrupted
-from wavecast_tracer.sandbox import PatchOnImport, Sandbox
+from wavecast_tracer.patching import PatchOnImport
+from wavecast_tracer.sandbox import Sandbox
 from wavecast_tracer.tracer import run_trace
 
 HAS_TRANSFORMERS = importlib.util.find_spec("transformers") is not None

@@ -27,12 +27,11 @@ DDP, FSDP2 and DTensor need a few things adjusted to run on one rank and on fake
 
 import contextlib
 import functools
-import os
 import sys
 
 import torch
 
-from .environment import variables_set
+from .patching import variables_set
 from .errors import TraceError
 from .trace_warnings import warning
 

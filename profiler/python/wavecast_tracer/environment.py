@@ -4,7 +4,6 @@ The worker embeds the system interpreter, so `sys.prefix` is never the
 user's venv: wavecast-worker passes the venv's folder to `configure`.
 """
 
-import contextlib
 import glob
 import importlib.util
 import os
@@ -110,19 +109,3 @@ def _extension_python_versions(torch_dir):
         elif os.path.basename(path) == "_C.abi3.so":
             versions.add(python_version())  # any CPython 3
     return versions
-
-
-@contextlib.contextmanager
-def variables_set(values):
-    """While active, the process's environment variables `values` ({name: text}) are set;
-    each is restored (or removed) afterwards."""
-    saved = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value

@@ -33,8 +33,8 @@ import sys
 import tempfile
 import types
 
-from .environment import variables_set
 from .errors import ScriptControl, TraceError
+from .patching import PatchOnImport, variables_set
 from .sandbox_files import ShadowFiles
 
 _HF_OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
@@ -393,57 +393,6 @@ def _stub_module(name, sandbox):
 
     module.__getattr__ = attribute_of
     return module
-
-
-class PatchOnImport:
-    """Patches a module as soon as it is imported (or at once when it already is), and
-    undoes every patch on leaving."""
-
-    def __init__(self, patches):
-        self._patches = patches
-        self._undo = []
-        self._done = set()
-
-    def _apply(self, name):
-        module = sys.modules.get(name)
-        if module is not None and name not in self._done:
-            self._done.add(name)
-            self._patches[name](module, self._undo)
-
-    def find_spec(self, name, path=None, target=None):
-        if name not in self._patches or name in self._done:
-            return None
-        finder = self
-
-        for other in sys.meta_path:
-            if other is self:
-                continue
-            spec = getattr(other, "find_spec", lambda *a: None)(name, path, target)
-            if spec is not None:
-                loader = spec.loader
-                exec_module = loader.exec_module
-
-                def patched_exec(module, exec_module=exec_module):
-                    exec_module(module)
-                    sys.modules[name] = module
-                    finder._apply(name)
-
-                spec.loader = types.SimpleNamespace(create_module=loader.create_module, exec_module=patched_exec)
-                return spec
-        return None
-
-    @contextlib.contextmanager
-    def installed(self):
-        try:
-            sys.meta_path.insert(0, self)
-            for name in self._patches:
-                self._apply(name)
-            yield
-        finally:
-            sys.meta_path.remove(self)
-            with contextlib.ExitStack() as stack:  # every undo runs, even after one fails
-                for undo in self._undo:
-                    stack.callback(undo)
 
 
 def _replace(record, owner, name, replacement, active):

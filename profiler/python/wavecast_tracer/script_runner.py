@@ -34,7 +34,8 @@ from .errors import ScriptControl, TraceError, TraceInterrupted, error_at
 from .loader import PROVIDER_NAMES, load_entry_module, find_providers
 from .memory import MemoryTracker
 from .recorder import OpRecorder, TraceState
-from .sandbox import Blocked, PatchOnImport, Sandbox
+from .patching import PatchOnImport, attributes_set
+from .sandbox import Blocked, Sandbox
 from .target_gpu import answering_as
 from .trace_warnings import warning
 from .values import Shadows, flatten_tensors
@@ -318,15 +319,9 @@ def _real_tensors_to_transformers(module, undo):
     undo.append(lambda: setattr(module, "is_fake_tensor", original))
 
 
-@contextlib.contextmanager
 def _pinning_ignored():
     """`tensor.pin_memory()` needs a GPU; page-locked memory changes no GPU work."""
-    original = torch.Tensor.pin_memory
-    torch.Tensor.pin_memory = lambda self, *args, **kwargs: self
-    try:
-        yield
-    finally:
-        torch.Tensor.pin_memory = original
+    return attributes_set(torch.Tensor, {"pin_memory": lambda self, *args, **kwargs: self})
 
 
 def trace_script(project, mode, progress, assume_gpu, rank, script_args, device):

@@ -11,6 +11,8 @@ import types
 
 import torch
 
+from .patching import attributes_set
+
 DEFAULT = {"name": "NVIDIA H100 80GB HBM3", "memory_bytes": 80 * 1024 ** 3, "capability": [9, 0],
            "multiprocessors": 132}
 
@@ -96,14 +98,5 @@ def answering_as(device=None):
         "is_bf16_supported": lambda including_emulation=True: properties.major >= 8,
         "get_arch_list": lambda: [f"sm_{properties.major}{properties.minor}"],
     }
-    saved = {name: getattr(torch.cuda, name) for name in answers if hasattr(torch.cuda, name)}
-    for name, answer in answers.items():
-        setattr(torch.cuda, name, answer)
-    try:
+    with attributes_set(torch.cuda, answers):
         yield properties
-    finally:
-        for name in answers:
-            if name in saved:
-                setattr(torch.cuda, name, saved[name])
-            else:
-                delattr(torch.cuda, name)

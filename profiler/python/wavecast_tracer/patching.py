@@ -1,0 +1,94 @@
+"""Patches a trace makes to the process and undoes after it: the worker traces again and
+again in one process, so each is restored (or removed) however the trace ends."""
+
+import contextlib
+import os
+import sys
+import types
+
+_MISSING = object()
+
+
+@contextlib.contextmanager
+def attributes_set(owner, values):
+    """While active, `owner`'s attributes `values` ({name: value}) are set; each is put back
+    (or removed, where `owner` had none) afterwards."""
+    saved = {name: getattr(owner, name, _MISSING) for name in values}
+    try:
+        for name, value in values.items():
+            setattr(owner, name, value)
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is _MISSING:
+                if hasattr(owner, name):
+                    delattr(owner, name)
+            else:
+                setattr(owner, name, value)
+
+
+@contextlib.contextmanager
+def variables_set(values):
+    """While active, the process's environment variables `values` ({name: text}) are set;
+    each is restored (or removed) afterwards."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+class PatchOnImport:
+    """Patches a module as soon as it is imported (or at once when it already is), and
+    undoes every patch on leaving."""
+
+    def __init__(self, patches):
+        self._patches = patches
+        self._undo = []
+        self._done = set()
+
+    def _apply(self, name):
+        module = sys.modules.get(name)
+        if module is not None and name not in self._done:
+            self._done.add(name)
+            self._patches[name](module, self._undo)
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in self._patches or name in self._done:
+            return None
+        finder = self
+
+        for other in sys.meta_path:
+            if other is self:
+                continue
+            spec = getattr(other, "find_spec", lambda *a: None)(name, path, target)
+            if spec is not None:
+                loader = spec.loader
+                exec_module = loader.exec_module
+
+                def patched_exec(module, exec_module=exec_module):
+                    exec_module(module)
+                    sys.modules[name] = module
+                    finder._apply(name)
+
+                spec.loader = types.SimpleNamespace(create_module=loader.create_module, exec_module=patched_exec)
+                return spec
+        return None
+
+    @contextlib.contextmanager
+    def installed(self):
+        try:
+            sys.meta_path.insert(0, self)
+            for name in self._patches:
+                self._apply(name)
+            yield
+        finally:
+            sys.meta_path.remove(self)
+            with contextlib.ExitStack() as stack:  # every undo runs, even after one fails
+                for undo in self._undo:
+                    stack.callback(undo)
