@@ -12,7 +12,8 @@ absolute percentage errors against kernel time and against wall time.
     bench/truth/compare.py ../shared/truth/h100/sweep.json --markdown out.md
     bench/truth/compare.py TRUTH.json --runs 'small_cnn|resnet50.py:8' --json
 
-The predicted GPU time (`gpu_ms`) is compared with the kernel sum, and the
+The predicted GPU time (`gpu_ms`) is compared with the kernel sum (less CUPTI's own
+buffer requests, which the profiler lists among device activities), and the
 predicted wall time (`iteration_ms`: host model and GPU on two clocks) with the
 measured wall time; per op family with torch.profiler's per-op times; per
 source line with the truth's `lines_us` where it has them (bench/truth/record.py
@@ -81,6 +82,15 @@ FAMILY_PATTERNS = [
 # (fill_, zero_, masked_fill_, the allocator's Memset) included.
 LINES_SHOWN = 12
 PROFILER_RANGES = re.compile(r"^(Optimizer\.|Activity Buffer|ProfilerStep|cudaDeviceSynchronize)")
+CUPTI_OVERHEAD = re.compile(r"^Activity Buffer Request")
+
+
+def kernel_ms(lines):
+    """The GPU time of the iteration: the kernel sum less CUPTI's own buffer requests, which
+    torch.profiler counts among the device activities and an unprofiled iteration never runs."""
+    overhead = sum(entry["self_device_us"] for name, entry in lines["per_op"].items()
+                   if CUPTI_OVERHEAD.match(name))
+    return (lines["kernel_sum_us"] - overhead) / 1000.0
 
 
 def family_of(op_name):
@@ -214,7 +224,7 @@ def run(options):
         field = "fp32_default" if precision == "fp32" else "bf16_autocast"
         row = {"run": key, "precision": precision, "wall_ms": measured[field]["median_ms"]}
         if precision == "fp32":
-            row["kernel_ms"] = measured["lines"]["kernel_sum_us"] / 1000.0
+            row["kernel_ms"] = kernel_ms(measured["lines"])
             row["truth_families"] = truth_families(measured["lines"]["per_op"])
             row["truth_lines"] = truth_lines(measured["lines"].get("lines_us", {}))
         if "error" in prediction:

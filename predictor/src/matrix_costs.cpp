@@ -52,12 +52,21 @@ std::vector<int64_t> convolutionOutputShape(const OpRecord& op, const TensorMeta
   return shape;
 }
 
+// Whether PyTorch runs the convolution on its own depthwise kernel (_conv_depthwise2d)
+// rather than cuDNN: NCHW depthwise convolutions, except float16 ones
+// (ConvParams::use_cudnn_depthwise). That kernel adds the bias itself and reads NCHW.
+bool runsOwnDepthwiseKernel(const TensorMeta& input, double groups, bool transposed) {
+  const bool depthwise = !transposed && groups > 1 && rank(&input) == 4 && dim(&input, 1) == groups;
+  return depthwise && input.contiguous && input.dtype != ScalarType::Float16;
+}
+
 // cuDNN's half-precision (tensor-core) convolutions run on NHWC: an NCHW tensor is
 // transformed on the way in and out, one read and one write each.
-bool transposesLayout(const TensorMeta* input) {
-  return input && input->contiguous &&
-         (input->dtype == ScalarType::Float16 || input->dtype == ScalarType::BFloat16) &&
-         (rank(input) == 4 || rank(input) == 5);
+bool transposesLayout(const TensorMeta& input, double groups, bool transposed) {
+  return input.contiguous &&
+         (input.dtype == ScalarType::Float16 || input.dtype == ScalarType::BFloat16) &&
+         (rank(&input) == 4 || rank(&input) == 5) &&
+         !runsOwnDepthwiseKernel(input, groups, transposed);
 }
 
 } // namespace
@@ -86,16 +95,23 @@ OpCost convolution(const OpRecord& op) {
   // Non-transposed: positions of the output; transposed: of the input.
   const TensorMeta* positionsSide = transposed ? input : &output;
   cost.flops = 2 * convolutionMacPositions(positionsSide, weight);
-  if (bias || op.boolArg("bias").value_or(false))
+  cost.bytes = bytesOf(input) + bytesOf(weight) + bytesOf(&output);
+  const double groups = std::max<double>(1, op.intArg("groups").value_or(1));
+  if (bias || op.boolArg("bias").value_or(false)) {
     cost.flops += numel(&output);
-  cost.bytes = bytesOf(input) + bytesOf(weight) + bytesOf(bias) + bytesOf(&output);
+    if (runsOwnDepthwiseKernel(*input, groups, transposed)) {
+      cost.bytes += bytesOf(bias);
+    } else { // cuDNN's path calls output.add_(bias): it reads and writes the whole output
+      cost.helperBytes += 2 * bytesOf(&output) + bytesOf(bias);
+      ++cost.kernels;
+    }
+  }
   // Implicit GEMM: M = N * positions, N = output channels, K = receptive field.
   const double positions = numel(positionsSide) / std::max(1.0, dim(positionsSide, 1));
-  const double groups = std::max<double>(1, op.intArg("groups").value_or(1));
   cost.gemm = {groups, positions, dim(weight, 0) / (transposed ? 1 : groups),
                numel(weight) / std::max(1.0, dim(weight, 0))};
-  if (transposesLayout(input)) {
-    cost.layoutBytes = 2 * (bytesOf(input) + bytesOf(weight) + bytesOf(&output));
+  if (transposesLayout(*input, groups, transposed)) {
+    cost.helperBytes += 2 * (bytesOf(input) + bytesOf(weight) + bytesOf(&output));
     cost.kernels += 3;
   }
   return cost;
@@ -125,9 +141,9 @@ OpCost convolutionBackward(const OpRecord& op) {
   const double gradOutBytes = bytesOf(gradOutput);
   cost.kernels = 0;
   // Each of the two cuDNN calls transforms its three operands when they are NCHW halves.
-  const bool layouts = transposesLayout(input);
-  const double layoutPerCall = 2 * (gradOutBytes + bytesOf(weight) + bytesOf(input));
   const double groups = std::max<double>(1, op.intArg("groups").value_or(1));
+  const bool layouts = transposesLayout(*input, groups, transposed);
+  const double layoutPerCall = 2 * (gradOutBytes + bytesOf(weight) + bytesOf(input));
   // weight: (Cout, Cin / groups, R, S); transposed: (Cin, Cout / groups, R, S).
   const double w0 = dim(weight, 0) / groups, w1 = dim(weight, 1);
   const double taps = numel(weight) / std::max(1.0, dim(weight, 0) * w1);
@@ -144,7 +160,7 @@ OpCost convolutionBackward(const OpRecord& op) {
     cost.bytes += gradOutBytes + bytesOf(weight) + bytesOf(input);
     ++cost.kernels;
     if (layouts) {
-      cost.layoutBytes += layoutPerCall;
+      cost.helperBytes += layoutPerCall;
       cost.kernels += 3;
     }
   }
@@ -158,13 +174,13 @@ OpCost convolutionBackward(const OpRecord& op) {
     cost.bytes += gradOutBytes + bytesOf(input) + bytesOf(weight);
     ++cost.kernels;
     if (layouts) {
-      cost.layoutBytes += layoutPerCall;
+      cost.helperBytes += layoutPerCall;
       cost.kernels += 3;
     }
   }
-  if (mask[2]) { // grad_bias = sum of grad_output over N and positions
+  if (mask[2]) { // grad_bias = grad_output.sum over N and positions, a reduction of its own
     cost.flops += numel(gradOutput);
-    cost.bytes += gradOutBytes + dim(gradOutput, 1) * gradOutput->elementSize();
+    cost.helperBytes += gradOutBytes + dim(gradOutput, 1) * gradOutput->elementSize();
     ++cost.kernels;
   }
   cost.kernels = std::max(cost.kernels, 1);

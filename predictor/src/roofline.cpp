@@ -186,9 +186,9 @@ RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
   t.waveEfficiency = computeEfficiency;
   t.computeMs = peak > 0 ? cost.flops / (peak * computeEfficiency) * 1e3 : 0;
   t.memoryMs = bandwidth > 0 ? cost.bytes / (bandwidth * memoryEfficiency) * 1e3 : 0;
-  const double layoutMs = bandwidth > 0 ? cost.layoutBytes / bandwidth * 1e3 : 0;
+  const double helperMs = bandwidth > 0 ? cost.helperBytes / bandwidth * 1e3 : 0;
   t.timeMs = std::max(
-      {t.computeMs + layoutMs, t.memoryMs + layoutMs, cost.kernels * options.launchFloorUs * 1e-3});
+      {t.computeMs + helperMs, t.memoryMs + helperMs, cost.kernels * options.launchFloorUs * 1e-3});
   return t;
 }
 

@@ -36,11 +36,14 @@ TEST(OpCost, Convolution) {
   EXPECT_EQ(conv.family, CostFamily::Conv);
   EXPECT_EQ(conv.unit, ComputeUnit::Matrix);
   EXPECT_DOUBLE_EQ(conv.flops, 28835840);
-  EXPECT_DOUBLE_EQ(conv.bytes, 4.0 * (98304 + 432 + 16 + 524288));
+  EXPECT_DOUBLE_EQ(conv.bytes, 4.0 * (98304 + 432 + 524288));
   EXPECT_DOUBLE_EQ(conv.gemm.m, 32 * 1024);
   EXPECT_DOUBLE_EQ(conv.gemm.n, 16);
   EXPECT_DOUBLE_EQ(conv.gemm.k, 27);
-  EXPECT_DOUBLE_EQ(conv.layoutBytes, 0) << "float32: no layout transforms";
+  // float32: no layout transforms, but PyTorch adds the bias after cuDNN in a kernel of
+  // its own (output.add_(bias)), reading and writing the whole output.
+  EXPECT_DOUBLE_EQ(conv.helperBytes, 4.0 * (2 * 524288 + 16));
+  EXPECT_EQ(conv.kernels, 2);
   // bfloat16 on NCHW: cuDNN's tensor-core kernels run on NHWC, so input, weight and
   // output are each transformed (read and written) around the convolution.
   const auto half = estimateOpCost(
@@ -49,8 +52,8 @@ TEST(OpCost, Convolution) {
           tensor({16, 3, 3, 3}, ScalarType::BFloat16), tensor({16}, ScalarType::BFloat16)},
          {tensor({32, 16, 32, 32}, ScalarType::BFloat16)},
          {{"stride", Ints{1, 1}}, {"padding", Ints{1, 1}}}));
-  EXPECT_DOUBLE_EQ(half.layoutBytes, 2 * 2.0 * (98304 + 432 + 524288));
-  EXPECT_EQ(half.kernels, 4);
+  EXPECT_DOUBLE_EQ(half.helperBytes, 2 * 2.0 * (98304 + 432 + 524288) + 2.0 * (2 * 524288 + 16));
+  EXPECT_EQ(half.kernels, 5);
   // Backward: each of the two cuDNN calls transforms grad_output, weight and input.
   const auto halfBack = estimateOpCost(op(
       "aten::convolution_backward",
@@ -59,7 +62,7 @@ TEST(OpCost, Convolution) {
       {tensor({32, 3, 32, 32}, ScalarType::BFloat16), tensor({16, 3, 3, 3}, ScalarType::BFloat16),
        std::nullopt},
       {{"output_mask", Ints{1, 1, 0}}}, Phase::Backward));
-  EXPECT_DOUBLE_EQ(halfBack.layoutBytes, 2 * 2 * 2.0 * (524288 + 432 + 98304));
+  EXPECT_DOUBLE_EQ(halfBack.helperBytes, 2 * 2 * 2.0 * (524288 + 432 + 98304));
   EXPECT_EQ(halfBack.kernels, 2 + 6);
 }
 
@@ -71,6 +74,24 @@ TEST(OpCost, GroupedStridedConvolutionWithoutTracedOutput) {
   EXPECT_DOUBLE_EQ(conv.flops, 294912);
   EXPECT_DOUBLE_EQ(conv.bytes, 4.0 * (65536 + 288 + 16384));
   EXPECT_DOUBLE_EQ(conv.gemm.batch, 32);
+  // With a bias: PyTorch's own depthwise kernel adds it (no kernel of its own) in float32
+  // and bfloat16, on NCHW (no layout transforms either); float16 and channels_last
+  // depthwise convolutions go to cuDNN, which leaves the bias to an add_ after it.
+  const auto withBias = [](ScalarType dtype, bool contiguous) {
+    TensorMeta input = tensor({8, 32, 16, 16}, dtype);
+    input.contiguous = contiguous;
+    return estimateOpCost(
+        op("aten::convolution", {input, tensor({32, 1, 3, 3}, dtype), tensor({32}, dtype)}, {},
+           {{"stride", Ints{2, 2}}, {"padding", Ints{1, 1}}, {"groups", int64_t{32}}}));
+  };
+  for (const ScalarType dtype : {ScalarType::Float32, ScalarType::BFloat16}) {
+    const auto own = withBias(dtype, true);
+    EXPECT_DOUBLE_EQ(own.helperBytes, 0);
+    EXPECT_EQ(own.kernels, 1);
+  }
+  const auto half = withBias(ScalarType::Float16, true);
+  EXPECT_DOUBLE_EQ(half.helperBytes, 2.0 * (2 * 16384 + 32) + 2 * 2.0 * (65536 + 288 + 16384));
+  EXPECT_DOUBLE_EQ(withBias(ScalarType::Float32, false).helperBytes, 4.0 * (2 * 16384 + 32));
 }
 
 TEST(OpCost, DilatedAndTransposedConvolution) {
@@ -99,7 +120,9 @@ TEST(OpCost, ConvolutionBackwardHonoursOutputMask) {
   const auto noInput = estimateOpCost(op("aten::convolution_backward", inputs, {},
                                          {{"output_mask", Ints{0, 1, 1}}}, Phase::Backward));
   EXPECT_DOUBLE_EQ(noInput.flops, 28311552.0 + 524288);
-  EXPECT_DOUBLE_EQ(noInput.bytes, (2097152.0 + 393216 + 1728) + (2097152.0 + 64));
+  EXPECT_DOUBLE_EQ(noInput.bytes, 2097152.0 + 393216 + 1728);
+  // grad_bias is grad_output.sum over (N, H, W), a reduction after cuDNN's kernels.
+  EXPECT_DOUBLE_EQ(noInput.helperBytes, 2097152.0 + 64);
   EXPECT_EQ(noInput.kernels, 2);
 }
 

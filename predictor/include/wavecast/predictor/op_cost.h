@@ -77,8 +77,9 @@ struct OpCost {
   double parallelBlocks = 0;
   int kernels = 1; // kernel launches; 0 for metadata-only ops
   // DRAM traffic of helper kernels that run before and after the main one, serially:
-  // cuDNN's NCHW <-> NHWC transforms around half-precision convolutions.
-  double layoutBytes = 0;
+  // cuDNN's NCHW <-> NHWC transforms around half-precision convolutions, the bias
+  // PyTorch adds to a cuDNN convolution's output and sums out of its gradient.
+  double helperBytes = 0;
   AttentionWork attention;        // scaled-dot-product-attention kernels only
   CollectiveWork collective;      // CostFamily::Collective only
   bool approximate = false;       // no formula of its own: closest family used
