@@ -95,7 +95,28 @@ def _conv2d(p, dtype, device, grad):
     w = torch.randn(p["out_channels"], p["in_channels"] // p["groups"], p["kernel"], p["kernel"],
                     dtype=dtype, device=device)
     x, w = x.to(memory_format=fmt).requires_grad_(grad), w.to(memory_format=fmt).requires_grad_(grad)
-    return (lambda: F.conv2d(x, w, None, p["stride"], p["padding"], 1, p["groups"])), [x, w]
+    b = _tensor([p["out_channels"]], dtype, device, grad) if p.get("bias") else None
+    return (lambda: F.conv2d(x, w, b, p["stride"], p["padding"], 1, p["groups"])), \
+        [t for t in (x, w, b) if t is not None]
+
+
+def _batch_norm(p, dtype, device, grad):
+    """Training-mode batch norm as autocast runs it: the activation in the case's dtype, the
+    affine parameters and running statistics in float32 (autocast leaves the module's)."""
+    fmt = torch.channels_last if p.get("channels_last") else torch.contiguous_format
+    x = _tensor(p["shape"], dtype, device).to(memory_format=fmt).requires_grad_(grad)
+    channels = p["shape"][1]
+    weight, bias = (_tensor([channels], torch.float32, device, grad) for _ in range(2))
+    mean = torch.zeros(channels, device=device)
+    var = torch.ones(channels, device=device)
+    return (lambda: F.batch_norm(x, mean, var, weight, bias, training=True)), [x, weight, bias]
+
+
+def _pool2d(p, dtype, device, grad):
+    fmt = torch.channels_last if p.get("channels_last") else torch.contiguous_format
+    x = _tensor(p["shape"], dtype, device).to(memory_format=fmt).requires_grad_(grad)
+    pool = F.max_pool2d if p["op"] == "max" else F.avg_pool2d
+    return (lambda: pool(x, p["kernel"], p["stride"], p["padding"])), [x]
 
 
 def _sdpa_context(backend):
@@ -192,6 +213,8 @@ def _copy(p, dtype, device):
         fn = lambda: x.clone()  # noqa: E731
     elif op == "transpose_copy":
         fn = lambda: x.t().contiguous()  # noqa: E731
+    elif op == "permute":  # a head split or merge, or k.transpose(-2, -1) made contiguous
+        fn = lambda: x.permute(*p["dims"]).contiguous()  # noqa: E731
     elif op == "cat":
         fn = lambda: torch.cat([x, x, x, x], dim=-1)  # noqa: E731
     else:
@@ -219,7 +242,8 @@ def _optimizer(p, dtype, device):
 
 
 _WITH_GRAD = {
-    "linear": _linear, "matmul": _matmul, "conv2d": _conv2d, "sdpa": _sdpa,
+    "linear": _linear, "matmul": _matmul, "conv2d": _conv2d, "batch_norm": _batch_norm,
+    "pool2d": _pool2d, "sdpa": _sdpa,
     "layer_norm": _norm("layer_norm"), "rms_norm": _norm("rms_norm"),
     "softmax": _softmax(False), "log_softmax": _softmax(True),
     "cross_entropy": _cross_entropy, "elementwise": _elementwise, "reduction": _reduction,

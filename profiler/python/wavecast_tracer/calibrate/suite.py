@@ -48,12 +48,34 @@ class OpTimingMode(compat.TorchDispatchMode):
             return func(*args, **kwargs)
         token = self.timer.start()
         out = func(*args, **kwargs)
-        inputs, op_args = describe_call(func, name, args, kwargs)
+        traced_func, traced_args, traced_kwargs, traced_out = as_shape_traced(func, args, kwargs, out)
+        name = compat.op_name(traced_func)
+        inputs, op_args = describe_call(traced_func, name, traced_args, traced_kwargs)
         call = {"name": name, "phase": self.phase, "inputs": inputs,
-                "outputs": [tensor_meta(t) for t in flatten_tensors(out)], "args": op_args}
+                "outputs": [tensor_meta(t) for t in flatten_tensors(traced_out)], "args": op_args}
         self.tokens.append(self.timer.stop(token, call))
         self.calls.append(call)
         return out
+
+
+def as_shape_traced(func, args, kwargs, out):
+    """The op as a shape-mode trace records it: (func, args, kwargs, outputs). Shape mode
+    runs CUDA code on the CPU, where a composite that picks a backend at run time picks the
+    generic kernel; on the GPU the same call reaches cuDNN's. Entries take the traced name,
+    or a prediction would never find them. (The dispatcher passes every argument that is
+    not keyword-only positionally.)"""
+    aten = torch.ops.aten
+    if func is aten.cudnn_batch_norm.default:
+        # (input, weight, bias, running_mean, running_var, training, factor, epsilon):
+        # native_batch_norm's order; cuDNN's fourth output is its reserve space.
+        return aten.native_batch_norm.default, args, kwargs, out[:3]
+    if func is aten.cudnn_batch_norm_backward.default:
+        x, grad, weight, running_mean, running_var, save_mean, save_var, epsilon = args[:8]
+        mask = [True, weight is not None, weight is not None]
+        return (aten.native_batch_norm_backward.default,
+                (grad, x, weight, running_mean, running_var, save_mean, save_var, True, epsilon,
+                 mask), {}, out)
+    return func, args, kwargs, out
 
 
 def _is_view(func):
