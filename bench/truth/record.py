@@ -236,8 +236,10 @@ def main(argv=None):
             key = f"{os.path.relpath(path, options.root)}:{batch}"
             print(f"record.py: {key}", file=sys.stderr)
             truth["samples"][key] = record_run(path, batch, options, options.root)
-            with open(options.out, "w", encoding="utf-8") as f:  # kept after every run
+            # Kept after every run, whole: a run cut off by a time limit loses only itself.
+            with open(options.out + ".partial", "w", encoding="utf-8") as f:
                 json.dump(truth, f, indent=1)
+            os.replace(options.out + ".partial", options.out)
     return 0
 
 

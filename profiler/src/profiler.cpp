@@ -415,11 +415,14 @@ TraceResult Profiler::trace(const TraceRequest& request, const CancelToken& canc
     params["world_size"] = *request.worldSize;
   if (!request.scriptArgs.empty())
     params["script_args"] = request.scriptArgs;
-  if (const auto& device = request.device)
+  if (const auto& device = request.device) {
     params["device"] = {{"name", device->name},
                         {"memory_bytes", device->memoryBytes},
                         {"capability", {device->capabilityMajor, device->capabilityMinor}},
                         {"multiprocessors", device->multiprocessors}};
+    if (device->l2CacheBytes > 0)
+      params["device"]["l2_cache_bytes"] = device->l2CacheBytes;
+  }
   const json message{{"id", id}, {"method", "trace"}, {"params", params}};
 
   auto workerDied = [&]() -> TraceResult {

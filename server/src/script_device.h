@@ -8,8 +8,12 @@
 namespace wavecast {
 
 inline ScriptDevice scriptDevice(const DeviceSpec& spec) {
-  return {spec.name, spec.memoryBytes(), spec.computeCapabilityMajor, spec.computeCapabilityMinor,
-          spec.smCount};
+  return {spec.name,
+          spec.memoryBytes(),
+          spec.computeCapabilityMajor,
+          spec.computeCapabilityMinor,
+          spec.smCount,
+          static_cast<int64_t>(spec.l2CacheMiB * 1024 * 1024)};
 }
 
 } // namespace wavecast

@@ -30,9 +30,10 @@ class ScriptRunnerTest(unittest.TestCase):
             import torch
             assert torch.cuda.get_device_capability() == (7, 5)
             assert not torch.cuda.is_bf16_supported(), "a T4 has no bf16"
+            assert torch.cuda.get_device_properties(0).L2_cache_size == 4 * 2 ** 20
             """) + TRAIN)
         device = {"name": "Tesla T4", "memory_bytes": 16 * 2 ** 30, "capability": [7, 5],
-                  "multiprocessors": 40}
+                  "multiprocessors": 40, "l2_cache_bytes": 4 * 2 ** 20}
         self.assertEqual(run_trace(path, device=device)["batch_size"], 4)
 
     def test_the_batch_size_is_the_batchs_not_a_transforms(self):

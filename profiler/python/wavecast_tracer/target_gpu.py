@@ -2,8 +2,9 @@
 written ask them: Lightning and Accelerate pick bf16 or TF32 from the capability, timm
 and many loops print the device's name and memory).
 
-The request names the GPU (`device`: its name, memory, compute capability and
-multiprocessors, from wavecast's GPU database); without one, an H100 SXM answers.
+The request names the GPU (`device`: its name, memory, compute capability,
+multiprocessors and L2 cache, from wavecast's GPU database); without one, an H100 SXM
+answers.
 """
 
 import contextlib
@@ -14,7 +15,7 @@ import torch
 from .patching import attributes_set
 
 DEFAULT = {"name": "NVIDIA H100 80GB HBM3", "memory_bytes": 80 * 1024 ** 3, "capability": [9, 0],
-           "multiprocessors": 132}
+           "multiprocessors": 132, "l2_cache_bytes": 50 * 1024 ** 2}
 
 
 class _Event:
@@ -73,7 +74,7 @@ def _properties(device):
         name=device["name"], total_memory=int(device["memory_bytes"]), major=int(capability[0]),
         minor=int(capability[1]), multi_processor_count=int(device["multiprocessors"]),
         is_integrated=False, is_multi_gpu_board=False, uuid="GPU-00000000-0000-0000-0000-000000000000",
-        L2_cache_size=50 * 1024 ** 2, gcnArchName="")
+        L2_cache_size=int(device["l2_cache_bytes"]), gcnArchName="")
 
 
 @contextlib.contextmanager

@@ -29,13 +29,14 @@ private:
 };
 
 // The GPU a script run as written finds when it asks torch.cuda (its name, memory,
-// compute capability, multiprocessors): the first target GPU.
+// compute capability, multiprocessors, L2 cache): the first target GPU.
 struct ScriptDevice {
   std::string name;
   int64_t memoryBytes = 0;
   int capabilityMajor = 0;
   int capabilityMinor = 0;
   int multiprocessors = 0;
+  int64_t l2CacheBytes = 0; // 0: not known; the worker answers an H100's
 };
 
 struct TraceRequest {

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The checks a lent GPU machine is for, as one prepared command that fits one device call
+# (at most 10 minutes): `wavecast calibrate` on that GPU, then the ground truth of every
+# sample run of ../shared/truth/h100/sweep.json, with per-shape and bf16 per-op kernel
+# times (bench/truth/record.py). Each step has a time budget and keeps what it measured
+# when the budget ends; the files land in OUT, which the device tool brings back.
+#
+#   bench/gpu_session.sh OUT       (from the repository root, on the GPU machine)
+#
+# It needs only Python with a CUDA torch (the machine's python3): no wavecast build, so no
+# per-line truth (record.py --wavecast gives that where wavecast is built). Environment:
+# PYTHON (default python3), CALIBRATE_S (default 270), TRUTH_S (default 240),
+# WAVECAST_GPU_SESSION_DRY=1 (no GPU: the calibration's fake timer, no truth; for tests).
+set -uo pipefail
+
+out=${1:?usage: bench/gpu_session.sh OUT}
+root=$(cd "$(dirname "$0")/.." && pwd)
+python=${PYTHON:-python3}
+calibrate_s=${CALIBRATE_S:-270}
+truth_s=${TRUTH_S:-240}
+mkdir -p "$out"
+export PYTHONPATH="$root/profiler/python${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+cd "$root"
+
+# Most informative first: the truth runs whose per-shape kernels the cost model lacks
+# (batch norm, strided copies, small attention, cuDNN RNNs), then the rest of the sweep.
+runs=(samples/resnet50.py:32,128,256 samples/gpt2.py:8,1,16 samples/inception_v3.py:128,32
+      samples/transformer.py:16,64,256 samples/gnmt.py:16,64,256 samples/small_cnn.py:64,1024
+      samples/small_transformer.py:32,256 samples/dcgan.py:32,128,512 samples/resnet50.py:8)
+
+status=0
+if [[ "${WAVECAST_GPU_SESSION_DRY:-}" == 1 ]]; then
+  "$python" -m wavecast_tracer.calibrate --out-dir "$out" --timer fake --fake-gpu "NVIDIA H100 80GB HBM3" \
+    --only "cast to bfloat16" --repeats 2 >"$out/calibrate.out" 2>"$out/calibrate.log" || status=1
+  echo "gpu_session.sh: dry run (fake timer, no truth)" >&2
+  exit $status
+fi
+
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv >"$out/gpu.csv" 2>&1
+# calibrate stops starting cases at its budget and writes what it measured; the timeout is
+# only for a hang.
+timeout $((calibrate_s + 120)) "$python" -m wavecast_tracer.calibrate --out-dir "$out" \
+  --budget "$calibrate_s" >"$out/calibrate.out" 2>"$out/calibrate.log" || status=1
+# record.py rewrites its file after every run: a run cut off by the budget loses itself only.
+timeout "$truth_s" "$python" bench/truth/record.py "$out/truth.json" "${runs[@]}" 2>"$out/truth.log" ||
+  status=1
+tail -n 3 "$out/calibrate.log" "$out/truth.log" >&2
+exit $status
