@@ -98,6 +98,34 @@ class ScriptRunnerTest(unittest.TestCase):
             shapes = [op["outputs"][0]["shape"] for op in trace["ops"] if op["name"] == "aten::addmm"]
             self.assertEqual(shapes[0], [4, width], path)
 
+    def test_transformers_sees_fake_tensors_as_fake_again_after_the_trace(self):
+        # During the trace transformers' is_fake_tensor says False (its value checks run);
+        # a transformers module that took the function meanwhile keeps a replacement that
+        # hands back to the real one once the trace is over.
+        try:
+            import transformers.utils.import_utils as import_utils
+        except ImportError:
+            self.skipTest("transformers is not installed in this Python (the test environment has it)")
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        import torch
+
+        path = self.write(textwrap.dedent("""
+            import transformers
+            from transformers.utils.import_utils import is_fake_tensor
+            transformers._wavecast_test_kept = is_fake_tensor
+            assert not is_fake_tensor(None), "the trace's answer"
+            """) + TRAIN)
+        original = import_utils.is_fake_tensor
+        run_trace(path)
+        import transformers
+
+        kept = transformers._wavecast_test_kept
+        del transformers._wavecast_test_kept
+        self.assertIs(import_utils.is_fake_tensor, original)
+        fake = FakeTensorMode().from_tensor(torch.zeros(2))
+        self.assertTrue(kept(fake), "the kept replacement hands off to the real function")
+        self.assertTrue(original(fake))
+
 
 if __name__ == "__main__":
     unittest.main()

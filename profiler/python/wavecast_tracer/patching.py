@@ -2,6 +2,7 @@
 again in one process, so each is restored (or removed) however the trace ends."""
 
 import contextlib
+import functools
 import os
 import sys
 import types
@@ -43,14 +44,39 @@ def variables_set(values):
                 os.environ[name] = value
 
 
+def replace_while_active(record, owner, name, replacement, active):
+    """Sets `owner.name` to `replacement`, and passes `record` the function that sets it
+    back. A module first imported meanwhile may keep the replacement (`from os.path
+    import exists`): called when `active()` is false, it hands off to whatever
+    `owner.name` is then (the original, or a later trace's replacement)."""
+    current = getattr(owner, name)
+    # A class's inherited attribute is deleted again rather than set on the class.
+    saved = owner.__dict__.get(name, _MISSING) if isinstance(owner, type) else current
+
+    @functools.wraps(current)
+    def replaced(*args, **kwargs):
+        if active():
+            return replacement(*args, **kwargs)
+        now = getattr(owner, name)
+        return (current if now is replaced else now)(*args, **kwargs)
+
+    setattr(owner, name, replaced)
+    record(lambda: delattr(owner, name) if saved is _MISSING else setattr(owner, name, saved))
+
+
 class PatchOnImport:
     """Patches a module as soon as it is imported (or at once when it already is), and
-    undoes every patch on leaving."""
+    undoes every patch on leaving. `active()` says whether it is in force (for patches
+    made with `replace_while_active`)."""
 
     def __init__(self, patches):
         self._patches = patches
         self._undo = []
         self._done = set()
+        self._installed = False
+
+    def active(self):
+        return self._installed
 
     def _apply(self, name):
         module = sys.modules.get(name)
@@ -84,10 +110,12 @@ class PatchOnImport:
     def installed(self):
         try:
             sys.meta_path.insert(0, self)
+            self._installed = True
             for name in self._patches:
                 self._apply(name)
             yield
         finally:
+            self._installed = False
             sys.meta_path.remove(self)
             with contextlib.ExitStack() as stack:  # every undo runs, even after one fails
                 for undo in self._undo:

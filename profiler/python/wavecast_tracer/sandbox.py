@@ -33,8 +33,9 @@ import sys
 import tempfile
 import types
 
+from . import patching
 from .errors import ScriptControl, TraceError
-from .patching import PatchOnImport, variables_set
+from .patching import PatchOnImport, replace_while_active, variables_set
 from .sandbox_files import ShadowFiles
 
 _HF_OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
@@ -109,7 +110,7 @@ class Sandbox:
     def _patch_function(self, name, call):
         """A patch that stubs the module's function `name`."""
         def patch(module, undo):
-            _replace(undo.append, module, name, self._stub_function(call), self._is_active)
+            replace_while_active(undo.append, module, name, self._stub_function(call), self._is_active)
 
         return patch
 
@@ -176,9 +177,11 @@ class Sandbox:
 
     def _called_from_project(self):
         """Whether the code that made the call being refused is the script's (the first
-        frame outside the standard library's process modules and this one)."""
+        frame outside the standard library's process modules, this one and the
+        replacements' wrappers)."""
         frame = sys._getframe(2)
-        while frame is not None and frame.f_code.co_filename in (subprocess.__file__, os.__file__, __file__):
+        ours = (subprocess.__file__, os.__file__, __file__, patching.__file__)
+        while frame is not None and frame.f_code.co_filename in ours:
             frame = frame.f_back
         return frame is not None and self.project.contains(frame.f_code.co_filename)
 
@@ -298,7 +301,7 @@ class Sandbox:
             replacements = [*ShadowFiles(self.folder).replacements(), *self._stubs(), *self._blocked_calls(),
                             *self._in_process_data_loading()]
             for owner, name, value in replacements:
-                _replace(stack.callback, owner, name, value, self._is_active)
+                replace_while_active(stack.callback, owner, name, value, self._is_active)
             stack.enter_context(self._stand_in_modules())
             stack.enter_context(self._framework_settings())
             yield self
@@ -393,26 +396,6 @@ def _stub_module(name, sandbox):
 
     module.__getattr__ = attribute_of
     return module
-
-
-def _replace(record, owner, name, replacement, active):
-    """Sets `owner.name` to `replacement`, and passes `record` the function that sets it
-    back. A module first imported meanwhile may keep the replacement (`from os.path
-    import exists`): called when `active()` is false, it hands off to whatever
-    `owner.name` is then (the original, or a later sandbox's replacement)."""
-    current = getattr(owner, name)
-    # A class's inherited attribute is deleted again rather than set on the class.
-    saved = owner.__dict__.get(name, _MISSING) if isinstance(owner, type) else current
-
-    @functools.wraps(current)
-    def replaced(*args, **kwargs):
-        if active():
-            return replacement(*args, **kwargs)
-        now = getattr(owner, name)
-        return (current if now is replaced else now)(*args, **kwargs)
-
-    setattr(owner, name, replaced)
-    record(lambda: delattr(owner, name) if saved is _MISSING else setattr(owner, name, saved))
 
 
 _MISSING = object()

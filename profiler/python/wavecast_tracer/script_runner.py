@@ -34,7 +34,7 @@ from .errors import ScriptControl, TraceError, TraceInterrupted, error_at
 from .loader import PROVIDER_NAMES, load_entry_module, find_providers
 from .memory import MemoryTracker
 from .recorder import OpRecorder, TraceState
-from .patching import PatchOnImport, attributes_set
+from .patching import PatchOnImport, attributes_set, replace_while_active
 from .sandbox import Blocked, Sandbox
 from .target_gpu import answering_as
 from .trace_warnings import warning
@@ -309,14 +309,17 @@ def _script_process_state(project, argv):
 _SIGNALS = (signal.SIGUSR1, signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGHUP)
 
 
-def _real_tensors_to_transformers(module, undo):
+def _real_tensors_to_transformers():
     """transformers takes a fake tensor for a graph being compiled (`is_tracing`) and skips
     its value checks: a Trainer's model (no cache) then builds an explicit attention mask
     where the GPU run uses causal flash attention. The trace follows the values those
-    checks read (position ids), so they run as on the GPU."""
-    original = module.is_fake_tensor
-    module.is_fake_tensor = lambda tensor: False
-    undo.append(lambda: setattr(module, "is_fake_tensor", original))
+    checks read (position ids), so they run as on the GPU. A transformers module that
+    copies the function meanwhile gets the real one back after the trace."""
+    def patch(module, undo):
+        replace_while_active(undo.append, module, "is_fake_tensor", lambda tensor: False, imports.active)
+
+    imports = PatchOnImport({"transformers.utils.import_utils": patch})
+    return imports.installed()
 
 
 def _pinning_ignored():
@@ -358,8 +361,7 @@ def trace_script(project, mode, progress, assume_gpu, rank, script_args, device)
             # their stand-ins for any GPU.
             stack.enter_context(answering_as(device))
             stack.enter_context(_pinning_ignored())
-            stack.enter_context(PatchOnImport({"transformers.utils.import_utils": _real_tensors_to_transformers})
-                                .installed())
+            stack.enter_context(_real_tensors_to_transformers())
             stack.enter_context(recorder)
             stack.enter_context(run.real_data_loading())
             stack.enter_context(run.hooks())
