@@ -18,6 +18,13 @@
 
 namespace wavecast {
 
+// A time in milliseconds, written to the nanosecond (at most six decimals): fixed-point
+// text made with integer formatting, several times faster than a double's shortest
+// round-trip form and half as long, and finer than any kernel time.
+struct Milliseconds {
+  double value;
+};
+
 class JsonWriter {
 public:
   explicit JsonWriter(std::string& out) : out_(out), size_(out.size()) {}
@@ -138,6 +145,37 @@ private:
     } else {
       size_ += std::to_chars(begin, begin + kRoom, value).ptr - begin;
     }
+  }
+
+  void write(Milliseconds ms) {
+    const double value = ms.value;
+    if (!std::isfinite(value) || std::abs(value) >= 9e12) { // past int64 nanoseconds
+      write(value);
+      return;
+    }
+    const double scaled = value * 1e6;
+    const auto nanoseconds = static_cast<int64_t>(scaled < 0 ? scaled - 0.5 : scaled + 0.5);
+    const uint64_t magnitude =
+        nanoseconds < 0 ? uint64_t(0) - uint64_t(nanoseconds) : uint64_t(nanoseconds);
+    char* const begin = room(32);
+    char* p = begin;
+    if (nanoseconds < 0)
+      *p++ = '-';
+    p = std::to_chars(p, p + 24, magnitude / 1000000).ptr;
+    *p++ = '.';
+    // Six fraction digits, two at a time; trailing zeros dropped, one digit kept.
+    static constexpr char kPairs[] = "00010203040506070809101112131415161718192021222324"
+                                     "25262728293031323334353637383940414243444546474849"
+                                     "50515253545556575859606162636465666768697071727374"
+                                     "75767778798081828384858687888990919293949596979899";
+    const auto fraction = static_cast<uint32_t>(magnitude % 1000000);
+    std::memcpy(p, kPairs + 2 * (fraction / 10000), 2);
+    std::memcpy(p + 2, kPairs + 2 * (fraction / 100 % 100), 2);
+    std::memcpy(p + 4, kPairs + 2 * (fraction % 100), 2);
+    int kept = 6;
+    while (kept > 1 && p[kept - 1] == '0')
+      --kept;
+    size_ += p + kept - begin;
   }
 
   void string(std::string_view text) {

@@ -38,15 +38,15 @@ void writeSummaries(JsonWriter& w, const Prediction& prediction) {
         .field("gpu", s.gpuId)
         .field("name", s.gpuName)
         .field("method", gpuMethodText(s.methods))
-        .field("iteration_ms", s.iterationMs)
-        .field("forward_ms", s.forwardMs)
-        .field("backward_ms", s.backwardMs)
-        .field("optimizer_ms", s.optimizerMs)
-        .field("gpu_ms", s.gpuMs)
-        .field("host_ms", s.hostMs)
-        .field("gpu_idle_ms", s.gpuIdleMs)
-        .field("comm_ms", s.commMs)
-        .field("comm_hidden_ms", s.commHiddenMs)
+        .field("iteration_ms", Milliseconds{s.iterationMs})
+        .field("forward_ms", Milliseconds{s.forwardMs})
+        .field("backward_ms", Milliseconds{s.backwardMs})
+        .field("optimizer_ms", Milliseconds{s.optimizerMs})
+        .field("gpu_ms", Milliseconds{s.gpuMs})
+        .field("host_ms", Milliseconds{s.hostMs})
+        .field("gpu_idle_ms", Milliseconds{s.gpuIdleMs})
+        .field("comm_ms", Milliseconds{s.commMs})
+        .field("comm_hidden_ms", Milliseconds{s.commHiddenMs})
         .field("host_bound", s.hostBound)
         .field("samples_per_second", s.samplesPerSecond)
         .field("cost_per_1k_samples_usd", s.costPer1kSamplesUsd)
@@ -66,17 +66,17 @@ void writePerGpuTimes(JsonWriter& w, const std::vector<LineTimes>& times,
   w.beginArray();
   for (size_t g = 0; g < count; ++g)
     w.beginObject()
-        .field("backward_ms", times[g].backwardMs)
-        .field("comm_hidden_ms", times[g].commHiddenMs)
-        .field("comm_ms", times[g].commMs)
-        .field("forward_ms", times[g].forwardMs)
+        .field("backward_ms", Milliseconds{times[g].backwardMs})
+        .field("comm_hidden_ms", Milliseconds{times[g].commHiddenMs})
+        .field("comm_ms", Milliseconds{times[g].commMs})
+        .field("forward_ms", Milliseconds{times[g].forwardMs})
         .field("gpu", gpuIds[g])
-        .field("gpu_idle_ms", times[g].gpuIdleMs)
-        .field("gpu_ms", times[g].gpuMs)
+        .field("gpu_idle_ms", Milliseconds{times[g].gpuIdleMs})
+        .field("gpu_ms", Milliseconds{times[g].gpuMs})
         .field("host_bound", times[g].hostBound)
-        .field("optimizer_ms", times[g].optimizerMs)
+        .field("optimizer_ms", Milliseconds{times[g].optimizerMs})
         .field("share", times[g].shareOfIteration)
-        .field("total_ms", times[g].totalMs())
+        .field("total_ms", Milliseconds{times[g].totalMs()})
         .endObject();
   w.endArray();
 }
@@ -92,7 +92,7 @@ void writeOp(JsonWriter& w, const Prediction& prediction, size_t i) {
       .field("family", first ? toString(first->family) : "")
       .field("file", info.loc.file)
       .field("flops", first ? first->flops : 0.0)
-      .field("host_ms", info.hostMs)
+      .field("host_ms", Milliseconds{info.hostMs})
       .field("id", info.id)
       .field("line", info.loc.line)
       .field("module", info.module)
@@ -105,11 +105,11 @@ void writeOp(JsonWriter& w, const Prediction& prediction, size_t i) {
     const OpPrediction& p = prediction.ops[g][i];
     w.beginObject();
     if (p.family == CostFamily::Collective)
-      w.field("comm_hidden_ms", p.commHiddenMs);
+      w.field("comm_hidden_ms", Milliseconds{p.commHiddenMs});
     w.field("gpu", gpuIds[g])
         .field("method", toString(p.method))
-        .field("time_ms", p.timeMs)
-        .field("wall_ms", p.wallMs)
+        .field("time_ms", Milliseconds{p.timeMs})
+        .field("wall_ms", Milliseconds{p.wallMs})
         .endObject();
   }
   w.endArray().field("phase", toString(info.phase)).endObject();
@@ -142,9 +142,9 @@ struct AdvisoryFacts {
   }
   void operator()(const advisory::HostBound& facts) const {
     out.field("gpu", facts.gpu)
-        .field("gpu_idle_ms", facts.gpuIdleMs)
-        .field("gpu_ms", facts.gpuMs)
-        .field("iteration_ms", facts.iterationMs);
+        .field("gpu_idle_ms", Milliseconds{facts.gpuIdleMs})
+        .field("gpu_ms", Milliseconds{facts.gpuMs})
+        .field("iteration_ms", Milliseconds{facts.iterationMs});
   }
   void operator()(const advisory::OutOfMemory& facts) const {
     out.field("activations_upper_bound", facts.activationsUpperBound)
@@ -210,27 +210,27 @@ void writeParallel(JsonWriter& w, const std::vector<ParallelSummary>& layouts) {
     w.beginObject()
         .field("batch_per_replica", s.batchPerReplica)
         .field("bubble_fraction", s.bubbleFraction)
-        .field("bubble_ms", s.bubbleMs)
-        .field("communication_exposed_ms", s.communication.exposedMs)
-        .field("communication_hidden_ms", s.communication.hiddenMs())
-        .field("communication_ms", s.communication.ms)
+        .field("bubble_ms", Milliseconds{s.bubbleMs})
+        .field("communication_exposed_ms", Milliseconds{s.communication.exposedMs})
+        .field("communication_hidden_ms", Milliseconds{s.communication.hiddenMs()})
+        .field("communication_ms", Milliseconds{s.communication.ms})
         .field("communication_text",
                communicationText(s.communication.ms, s.communication.hiddenMs()))
-        .field("compute_ms", s.computeMs)
+        .field("compute_ms", Milliseconds{s.computeMs})
         .field("cost_per_1k_samples_usd", s.costPer1kSamplesUsd)
         .field("dp", c.dp)
         .field("fits_in_memory", s.fitsInMemory)
         .field("global_batch", s.globalBatch)
         .field("gpu", s.gpuId)
         .field("gpus", s.gpus)
-        .field("iteration_ms", s.iterationMs)
+        .field("iteration_ms", Milliseconds{s.iterationMs})
         .field("label", parallelConfigLabel(c, s.gpuId))
         .field("mfu", s.mfu)
         .field("mfu_precision", s.mfuPrecision)
         .field("microbatches", c.microbatches)
         .field("model_flops", s.modelFlops)
         .field("nodes", s.nodes)
-        .field("point_to_point_ms", s.pointToPointMs)
+        .field("point_to_point_ms", Milliseconds{s.pointToPointMs})
         .field("pp", c.pp)
         .field("price_per_hour_usd", s.clusterPricePerHourUsd)
         .field("samples_per_second", s.samplesPerSecond)
@@ -243,15 +243,15 @@ void writeParallel(JsonWriter& w, const std::vector<ParallelSummary>& layouts) {
         .beginArray();
     for (const auto& stage : s.stages) {
       w.beginObject()
-          .field("backward_ms", stage.backwardMs)
+          .field("backward_ms", Milliseconds{stage.backwardMs})
           .field("first_block", stage.firstBlock)
           .field("fits_in_memory", stage.fitsInMemory)
-          .field("forward_ms", stage.forwardMs)
+          .field("forward_ms", Milliseconds{stage.forwardMs})
           .field("last_block", stage.lastBlock)
           .key("memory");
       writeMemory(w, stage.memory);
       w.field("microbatches_in_flight", stage.microbatchesInFlight)
-          .field("optimizer_ms", stage.optimizerMs)
+          .field("optimizer_ms", Milliseconds{stage.optimizerMs})
           .endObject();
     }
     w.endArray()
@@ -279,7 +279,7 @@ void writeRefusals(JsonWriter& w, const std::vector<ParallelRefusal>& refusals) 
 
 void writeResults(JsonWriter& w, const Prediction& prediction, const TraceFacts& trace,
                   const std::vector<ParallelSummary>& parallel,
-                  const std::vector<ParallelRefusal>& refusals) {
+                  const std::vector<ParallelRefusal>& refusals, ResultsParts parts) {
   w.beginObject().field("method", predictionMethodText(prediction)).key("precision").beginObject();
   for (const auto& entry : prediction.precisions)
     w.field(toString(entry.family), entry.precision);
@@ -309,7 +309,7 @@ void writeResults(JsonWriter& w, const Prediction& prediction, const TraceFacts&
     w.endObject();
   }
   w.endArray().key("ops").beginArray();
-  for (size_t i = 0; i < prediction.opInfo.size(); ++i)
+  for (size_t i = 0; parts.ops && i < prediction.opInfo.size(); ++i)
     writeOp(w, prediction, i);
   w.endArray().key("advisories");
   writeAdvisories(w, prediction.advisories);
@@ -336,13 +336,13 @@ void writeResults(JsonWriter& w, const Prediction& prediction, const TraceFacts&
 
 std::string resultsJsonText(const Prediction& prediction, const TraceFacts& trace,
                             const std::vector<ParallelSummary>& parallel,
-                            const std::vector<ParallelRefusal>& refusals) {
+                            const std::vector<ParallelRefusal>& refusals, ResultsParts parts) {
   std::string out;
-  // About 90 bytes per op and GPU, the bulk of a large model's results.
-  out.reserve(4096 + prediction.opInfo.size() * (300 + 90 * prediction.gpus.size()) +
-              prediction.lines.size() * (200 + 260 * prediction.gpus.size()));
+  // About 80 bytes per op and GPU, the bulk of a large model's results.
+  const size_t opBytes = parts.ops ? prediction.opInfo.size() * (300 + 80 * prediction.gpus.size()) : 0;
+  out.reserve(4096 + opBytes + prediction.lines.size() * (200 + 260 * prediction.gpus.size()));
   JsonWriter w(out);
-  writeResults(w, prediction, trace, parallel, refusals);
+  writeResults(w, prediction, trace, parallel, refusals, parts);
   w.finish();
   return out;
 }

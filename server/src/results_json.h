@@ -26,13 +26,20 @@ inline TraceFacts traceFacts(const Trace& trace) {
           trace.pythonEnv, trace.fallbackOps, trace.warnings};
 }
 
+// Which optional parts a results JSON carries. Per-op detail is most of a large model's
+// results (10,000 ops on 20 GPUs: 200,000 per-GPU entries); without it `ops` is empty.
+struct ResultsParts {
+  bool ops = true;
+};
+
 // The results JSON's text, written straight into a string (no JSON tree: for a large model
 // the tree cost several times as much to build, dump and free). `parallel`: the multi-GPU
 // layouts predicted (`parallel` in the JSON), empty for one GPU; `refusals`: those asked
 // for that the model cannot run (`parallel_refusals`).
 std::string resultsJsonText(const Prediction& prediction, const TraceFacts& trace,
                             const std::vector<ParallelSummary>& parallel = {},
-                            const std::vector<ParallelRefusal>& refusals = {});
+                            const std::vector<ParallelRefusal>& refusals = {},
+                            ResultsParts parts = {});
 // The same document as a JSON value, for callers that read or re-indent it.
 nlohmann::json resultsJson(const Prediction& prediction, const TraceFacts& trace,
                            const std::vector<ParallelSummary>& parallel = {},

@@ -43,6 +43,10 @@ inline AnalysisOutput sampleOutput(const std::string& file, int64_t batchSize = 
   step.opNames = {"aten::add_"};
   step.opCount = 1;
   p.lines = {conv, step};
+  // Its first op, in the per-op detail.
+  p.opInfo = {{0, "aten::convolution", Phase::Forward, conv.loc, "conv", CostNote::None, 0.05}};
+  p.ops = {{{0, CostFamily::Conv, PredictionMethod::Roofline, 0.3, 0.5}},
+           {{0, CostFamily::Conv, PredictionMethod::Roofline, 2.4, 4.0}}};
   output.providerLines = {{Provider::Model, 1}, {Provider::Input, 7}, {Provider::Iteration, 9}};
   output.entryFile = file;
   output.torchVersion = "2.11.0+cu130";

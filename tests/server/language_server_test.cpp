@@ -107,6 +107,12 @@ TEST_F(ServerTest, SaveAnalysesAfterTheDebounceAndServesHintsHoverAndLenses) {
   EXPECT_EQ(results["state"], "ready");
   EXPECT_EQ(results["content_version"], 1);
   EXPECT_EQ(results["prediction"]["batch_size"], 32);
+  ASSERT_FALSE(results["prediction"]["ops"].empty());
+  const Json lean =
+      request("wavecast/results", {{"uri", uri("train.py")}, {"ops", false}})["result"];
+  EXPECT_TRUE(lean["prediction"]["ops"].empty()) << "the per-op detail left out, as asked";
+  EXPECT_EQ(lean["prediction"]["lines"], results["prediction"]["lines"]);
+  EXPECT_EQ(lean["prediction"]["summaries"], results["prediction"]["summaries"]);
   EXPECT_FALSE(sent("workspace/inlayHint/refresh").empty());
   EXPECT_FALSE(sent("workspace/codeLens/refresh").empty());
 }

@@ -1,21 +1,21 @@
 #include "lsp/indexed_result.h"
 
 #include "lsp/files.h"
-#include "results_json.h"
 
 namespace wavecast::lsp {
 
-std::shared_ptr<const std::string> IndexedResult::resultsJson() const {
-  std::call_once(resultsJsonWritten_, [this] {
+std::shared_ptr<const std::string> IndexedResult::resultsJson(ResultsParts parts) const {
+  CachedText& cached = parts.ops ? withOps_ : withoutOps_;
+  std::call_once(cached.written, [&] {
     const TraceFacts facts{output.entryFile, output.traceMode,  output.torchVersion,
                            output.pythonEnv, output.fallbackOps, output.traceWarnings};
     std::vector<ParallelSummary> layouts;
     for (const auto& layout : output.layouts)
       layouts.push_back(layout.summary);
-    resultsJson_ = std::make_shared<const std::string>(
-        resultsJsonText(output.prediction, facts, layouts, output.refusals));
+    cached.text = std::make_shared<const std::string>(
+        resultsJsonText(output.prediction, facts, layouts, output.refusals, parts));
   });
-  return resultsJson_;
+  return cached.text;
 }
 
 std::shared_ptr<IndexedResult> indexResult(AnalysisOutput output, uint64_t sequence) {

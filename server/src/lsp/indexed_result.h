@@ -3,6 +3,7 @@
 #pragma once
 
 #include "lsp/analyzer.h"
+#include "results_json.h"
 
 #include <cstdint>
 #include <map>
@@ -22,14 +23,19 @@ struct IndexedResult {
   std::map<std::string, std::string> analysedText; // path -> the text those lines number
   uint64_t sequence = 0;                           // completion order, to prefer the newest result
 
-  // The results JSON's text (resultsJsonText), written the first time a client asks for it
-  // and then kept: for a large model it takes tens of milliseconds that a save's
-  // notification, hints and lenses do not need. Thread-safe.
-  std::shared_ptr<const std::string> resultsJson() const;
+  // The results JSON's text (resultsJsonText), with or without the per-op detail, each
+  // written the first time a client asks for it and then kept: for a large model it takes
+  // tens of milliseconds that a save's notification, hints and lenses do not need.
+  // Thread-safe.
+  std::shared_ptr<const std::string> resultsJson(ResultsParts parts = {}) const;
 
 private:
-  mutable std::once_flag resultsJsonWritten_;
-  mutable std::shared_ptr<const std::string> resultsJson_;
+  struct CachedText {
+    std::once_flag written;
+    std::shared_ptr<const std::string> text;
+  };
+  mutable CachedText withOps_;
+  mutable CachedText withoutOps_;
 };
 
 // Indexes `output`'s lines and line warnings by canonical file and makes its source files

@@ -576,8 +576,8 @@ std::optional<Json> LanguageServer::analyze(ClientId client, const Json& id, con
 
 std::optional<Json> LanguageServer::results(ClientId client, const Json& id, const Json& params) {
   // The results JSON is spliced in as written, not parsed into a tree and written again.
-  const std::string uri = resultsParamsFromJson(params).uri;
-  send(client, encodeResultText(id, toJsonText(resultsOf(entries_, uri))));
+  const ResultsParams request = resultsParamsFromJson(params);
+  send(client, encodeResultText(id, toJsonText(resultsOf(entries_, request.uri, {request.ops}))));
   return std::nullopt;
 }
 

@@ -191,7 +191,7 @@ std::vector<Diagnostic> diagnosticsFor(const Entries& entries, const std::string
   return out;
 }
 
-Results resultsOf(const Entries& entries, const std::string& uri) {
+Results resultsOf(const Entries& entries, const std::string& uri, ResultsParts parts) {
   Results out;
   out.uri = uri;
   auto it = entries.find(uri);
@@ -201,7 +201,7 @@ Results resultsOf(const Entries& entries, const std::string& uri) {
   out.state = entry.state;
   out.contentVersion = entry.contentVersion;
   if (entry.result)
-    out.prediction = entry.result->resultsJson();
+    out.prediction = entry.result->resultsJson(parts);
   if (entry.error)
     out.error = errorInfo(*entry.error);
   return out;

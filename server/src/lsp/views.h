@@ -6,6 +6,7 @@
 
 #include "lsp/entries.h"
 #include "lsp/line_map.h"
+#include "results_json.h"
 #include "wavecast/predictor/device_spec.h"
 #include "wavecast/protocol/lsp.h"
 #include "wavecast/protocol/wavecast.h"
@@ -54,8 +55,9 @@ std::vector<protocol::Diagnostic> diagnosticsFor(const Entries& entries, const s
                                                  bool lineDiagnostics,
                                                  const std::function<std::string()>& text);
 
-// wavecast/results and wavecast/analyze replies.
-protocol::Results resultsOf(const Entries& entries, const std::string& uri);
+// wavecast/results and wavecast/analyze replies; `parts`: what the client asked for.
+protocol::Results resultsOf(const Entries& entries, const std::string& uri,
+                            ResultsParts parts = {});
 // wavecast/listGpus items.
 protocol::GpuInfo gpuInfo(const DeviceSpec& spec);
 

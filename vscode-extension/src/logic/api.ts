@@ -47,8 +47,9 @@ export class WavecastApi {
     return this.endpoint.sendRequest(AnalyzeRequest, batchSize === undefined ? { uri } : { uri, batch_size: batchSize });
   }
 
+  /** Without the per-op detail: the extension shows lines, modules and summaries, and a large model's ops are most of its results. */
   results(uri: string): Promise<Results> {
-    return this.endpoint.sendRequest(ResultsRequest, { uri });
+    return this.endpoint.sendRequest(ResultsRequest, { uri, ops: false });
   }
 
   /** The daemon's inlay hints for `range` of `uri`, placed on the document as the daemon last saw it (unsaved edits included). */

@@ -273,7 +273,7 @@ test('the results panel is restored after a reload and refilled once the daemon 
   await tick();
   assert.equal(restored.title, 'wavecast: train_resnet.py');
   assert.match(restored.webview.html, /dist\/webview.js/);
-  assert.deepEqual(clients[0].requestsOf('wavecast/results'), [{ uri: URI }]);
+  assert.deepEqual(clients[0].requestsOf('wavecast/results'), [{ uri: URI, ops: false }], 'lines and summaries, not the per-op detail');
   assert.equal(restored.webview.posted.length, 1);
   assert.equal(restored.webview.posted[0].results.prediction.batch_size, 192);
 
@@ -301,6 +301,6 @@ test('a restored panel keeps its saved view while the fresh daemon knows nothing
   await controller.activate();
   const restored = new FakeWebviewPanel('wavecast.results', 'old', {});
   await harness.serializers.get('wavecast.results')!.deserializeWebviewPanel(restored, { results: { uri: URI } });
-  assert.deepEqual(clients[0].requestsOf('wavecast/results'), [{ uri: URI }]);
+  assert.deepEqual(clients[0].requestsOf('wavecast/results'), [{ uri: URI, ops: false }], 'lines and summaries, not the per-op detail');
   assert.deepEqual(restored.webview.posted, []);
 });

@@ -124,6 +124,9 @@ AnalyzeParams analyzeFromJson(const Json& params);
 
 struct ResultsParams {
   std::string uri;
+  // Whether the result carries the per-op detail (`ops`), by far its largest part for a
+  // large model; a client that shows lines, modules and summaries leaves it out.
+  bool ops = true;
 };
 ResultsParams resultsParamsFromJson(const Json& params);
 
