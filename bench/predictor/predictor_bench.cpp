@@ -152,13 +152,15 @@ int main() {
   std::printf("predict: %zu ops x %zu GPUs: median %.1f ms (min %.1f); goal < 100 ms\n",
               trace.ops.size(), gpus.size(), medianMs(predictMs),
               *std::min_element(predictMs.begin(), predictMs.end()));
-  std::printf("results JSON text (%.1f MB): written in median %.1f ms (min %.1f), freed in %.1f ms; "
-              "together %.1f ms; goal < 30 ms\n",
-              bytes / 1e6, medianMs(jsonMs), *std::min_element(jsonMs.begin(), jsonMs.end()),
-              medianMs(freeJsonMs), medianMs(jsonTotalMs));
-  std::printf("results JSON text without the per-op detail, as the editor asks (%.2f MB): written in "
-              "median %.1f ms\n",
-              leanBytes / 1e6, medianMs(leanJsonMs));
+  std::printf(
+      "results JSON text (%.1f MB): written in median %.1f ms (min %.1f), freed in %.1f ms; "
+      "together %.1f ms; goal < 30 ms\n",
+      bytes / 1e6, medianMs(jsonMs), *std::min_element(jsonMs.begin(), jsonMs.end()),
+      medianMs(freeJsonMs), medianMs(jsonTotalMs));
+  std::printf(
+      "results JSON text without the per-op detail, as the editor asks (%.2f MB): written in "
+      "median %.1f ms\n",
+      leanBytes / 1e6, medianMs(leanJsonMs));
   std::printf("freeing the prediction: median %.1f ms\n", medianMs(teardownMs));
   return sink == 0;
 }

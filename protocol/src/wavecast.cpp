@@ -290,7 +290,8 @@ AnalyzeParams analyzeFromJson(const Json& params) {
 
 ResultsParams resultsParamsFromJson(const Json& params) {
   requireObject(params, "params");
-  return {requireString(params, "uri", "params"), optionalBool(params, "ops", "params").value_or(true)};
+  return {requireString(params, "uri", "params"),
+          optionalBool(params, "ops", "params").value_or(true)};
 }
 
 const char* toString(ResultsState state) {
