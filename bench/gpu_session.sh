@@ -2,14 +2,15 @@
 # The checks a lent GPU machine is for, as one prepared command that fits one device call
 # (at most 10 minutes): `wavecast calibrate` on that GPU, then the ground truth of every
 # sample run of ../shared/truth/h100/sweep.json, with per-shape and bf16 per-op kernel
-# times (bench/truth/record.py). Each step has a time budget and keeps what it measured
-# when the budget ends; the files land in OUT, which the device tool brings back.
+# times (bench/truth/record.py), then cuDNN's RNN reserve sizes (bench/truth/rnn_reserve.py).
+# Each step has a time budget and keeps what it measured when the budget ends; the files
+# land in OUT, which the device tool brings back.
 #
 #   bench/gpu_session.sh OUT       (from the repository root, on the GPU machine)
 #
 # It needs only Python with a CUDA torch (the machine's python3): no wavecast build, so no
 # per-line truth (record.py --wavecast gives that where wavecast is built). Environment:
-# PYTHON (default python3), CALIBRATE_S (default 270), TRUTH_S (default 240),
+# PYTHON (default python3), CALIBRATE_S (default 270), TRUTH_S (default 230),
 # WAVECAST_GPU_SESSION_DRY=1 (no GPU: the calibration's fake timer, no truth; for tests).
 set -uo pipefail
 
@@ -17,7 +18,7 @@ out=${1:?usage: bench/gpu_session.sh OUT}
 root=$(cd "$(dirname "$0")/.." && pwd)
 python=${PYTHON:-python3}
 calibrate_s=${CALIBRATE_S:-270}
-truth_s=${TRUTH_S:-240}
+truth_s=${TRUTH_S:-230}
 mkdir -p "$out"
 export PYTHONPATH="$root/profiler/python${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 cd "$root"
@@ -44,5 +45,7 @@ timeout $((calibrate_s + 120)) "$python" -m wavecast_tracer.calibrate --out-dir 
 # record.py rewrites its file after every run: a run cut off by the budget loses itself only.
 timeout "$truth_s" "$python" bench/truth/record.py "$out/truth.json" "${runs[@]}" 2>"$out/truth.log" ||
   status=1
+# cuDNN's RNN reserve space, which peak memory counts and shape tracing cannot see (seconds).
+timeout 60 "$python" bench/truth/rnn_reserve.py "$out/rnn_reserve.json" 2>>"$out/truth.log" || status=1
 tail -n 3 "$out/calibrate.log" "$out/truth.log" >&2
 exit $status
