@@ -119,15 +119,22 @@ def profiled(step, inputs, autocast=False):
     run = in_precision(step, autocast)
     run(*inputs)
     torch.cuda.synchronize()
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+    # CPU events too: they name the ATen op each kernel's time belongs to (with CUDA alone,
+    # the rows would be kernels).
+    activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=activities) as prof:
         run(*inputs)
         torch.cuda.synchronize()
     per_op = {}
     for event in prof.key_averages():
-        if event.self_device_time_total > 0:
+        if event.self_device_time_total > 0 and not str(event.device_type).endswith("CUDA"):
             per_op[event.key] = {"self_device_us": round(event.self_device_time_total, 3),
                                  "count": event.count}
-    total = sum(entry["self_device_us"] for entry in per_op.values())
+    # Every kernel once, as ../shared/tools/gpu_truth.py sums them: summing per_op would
+    # count an optimizer step's kernels twice (its Optimizer.step# range has them as its
+    # own device time as well as its ops').
+    total = sum(kernel.duration for event in prof.events()
+                for kernel in (getattr(event, "kernels", None) or []))
     return round(total, 3), per_op, per_shape(run, inputs)
 
 
