@@ -80,7 +80,9 @@ void appendArg(std::ostringstream& out, const ArgValue& value) {
 
 // What two ops must share to be timed alike, with or without their exact dimensions:
 // name, phase, TF32, arguments, and per input its dtype, layout and rank (exact: its
-// shape; near, for matrix work: whether each dimension is a multiple of 8).
+// shape; near, for matrix work: whether each dimension is a multiple of 8). A
+// non-contiguous input's layout says whether its last dimension is unit-stride (a kernel
+// reads whole rows) or not (it reads across rows, as a copy of a transposed view does).
 std::string opKey(const OpRecord& op, const OpCost& cost, bool exact) {
   const bool tf32 = cost.tf32;
   const bool alignment = cost.unit == ComputeUnit::Matrix;
@@ -97,7 +99,10 @@ std::string opKey(const OpRecord& op, const OpCost& cost, bool exact) {
       out << "-,";
       continue;
     }
-    out << toString(input->dtype) << (input->contiguous ? 'c' : 'n') << '[';
+    out << toString(input->dtype) << (input->contiguous ? 'c' : 'n');
+    if (!input->strides.empty())
+      out << (input->strides.back() == 1 ? 'r' : 't');
+    out << '[';
     for (const int64_t d : input->shape)
       if (exact)
         out << d << ' ';

@@ -5,11 +5,10 @@
 #include "wavecast/predictor/gpu_database.h"
 #include "wavecast/predictor/predictor.h"
 
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
 #include <fstream>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace wavecast {
 namespace {
@@ -31,7 +30,9 @@ json mmEntry(int64_t m, const std::string& dtype, bool tf32, double ms) {
           {"inputs", {tensorJson({m, 768}, dtype), tensorJson({768, 3072}, dtype)}},
           {"outputs", {tensorJson({m, 3072}, dtype)}},
           {"args", json::object()},
-          {"precision", tf32 ? "tf32" : dtype == "float32" ? "fp32" : "bf16"},
+          {"precision", tf32                 ? "tf32"
+                        : dtype == "float32" ? "fp32"
+                                             : "bf16"},
           {"tf32", tf32},
           {"median_ms", ms},
           {"spread_ms", 0.01},
@@ -40,9 +41,8 @@ json mmEntry(int64_t m, const std::string& dtype, bool tf32, double ms) {
 
 json addEntry(int64_t rows, double ms) {
   const json t = tensorJson({rows, 768}, "float32");
-  return {{"name", "aten::add"}, {"phase", "forward"},  {"inputs", {t, t}},
-          {"outputs", {t}},      {"args", {{"alpha", 1}}}, {"precision", "fp32"},
-          {"median_ms", ms},     {"repeats", 10}};
+  return {{"name", "aten::add"},    {"phase", "forward"},  {"inputs", {t, t}}, {"outputs", {t}},
+          {"args", {{"alpha", 1}}}, {"precision", "fp32"}, {"median_ms", ms},  {"repeats", 10}};
 }
 
 json h100Calibration() {
@@ -164,11 +164,11 @@ OpRecord add(int64_t id, int64_t rows) {
 TEST(Calibration, ACalibratedGpuTakesTheMeasuredTimesOfExactlyTheMatchedOps) {
   Trace trace;
   trace.batchSize = 8;
-  trace.ops = {mm(0, 1024, ScalarType::BFloat16),  // its own shape: 0.5 ms
-               mm(1, 1536, ScalarType::BFloat16),  // near: 1.5x the FLOPs, 0.75 ms
-               mm(2, 1023, ScalarType::BFloat16),  // rows not a multiple of 8: other kernels
-               mm(3, 1024, ScalarType::Float32),   // float32 without TF32: the entry ran TF32
-               add(4, 6144),                       // near: 0.75x the bytes, 0.06 ms
+  trace.ops = {mm(0, 1024, ScalarType::BFloat16), // its own shape: 0.5 ms
+               mm(1, 1536, ScalarType::BFloat16), // near: 1.5x the FLOPs, 0.75 ms
+               mm(2, 1023, ScalarType::BFloat16), // rows not a multiple of 8: other kernels
+               mm(3, 1024, ScalarType::Float32),  // float32 without TF32: the entry ran TF32
+               add(4, 6144),                      // near: 0.75x the bytes, 0.06 ms
                mm(5, 1024, ScalarType::BFloat16, Phase::Backward)}; // another phase
   trace.precision = FloatPrecision{false, true, std::nullopt};
 
@@ -230,6 +230,53 @@ TEST(Calibration, TheFirstOfEqualEntriesWinsAndFarShapesAreNotScaled) {
   ASSERT_TRUE(near.has_value());
   EXPECT_FALSE(near->exact);
   EXPECT_NEAR(near->timeMs, 0.08 * 6143.0 / 8192.0, 1e-12);
+}
+
+// A copy of a non-contiguous view into a contiguous tensor (x.permute(...).contiguous()).
+OpRecord clone(int64_t id, std::vector<int64_t> shape, std::vector<int64_t> strides) {
+  OpRecord op;
+  op.id = id;
+  op.name = "aten::clone";
+  op.loc = {"/p/model.py", 10 + static_cast<int>(id), "forward"};
+  TensorMeta view{shape, ScalarType::Float32};
+  view.contiguous = false;
+  view.strides = std::move(strides);
+  op.inputs = {view};
+  op.outputs = {TensorMeta{std::move(shape), ScalarType::Float32}};
+  return op;
+}
+
+json cloneEntry(std::vector<int64_t> shape, std::vector<int64_t> strides, double ms) {
+  json view = tensorJson(shape, "float32");
+  view["contiguous"] = false;
+  view["strides"] = strides;
+  return {{"name", "aten::clone"},  {"phase", "forward"},
+          {"inputs", {view}},       {"outputs", {tensorJson(shape, "float32")}},
+          {"args", json::object()}, {"precision", "fp32"},
+          {"median_ms", ms},        {"repeats", 10}};
+}
+
+TEST(Calibration, ACopyAcrossRowsAndACopyOfWholeRowsAreTimedApart) {
+  // x [8, 1024, 12, 64] (the heads of a [8, 1024, 768] activation): its head split
+  // permute(0, 2, 1, 3) keeps rows of 64 whole; permute(0, 2, 3, 1), k.transpose(-2, -1)'s
+  // layout, reads across rows. Same shape class, same bytes: only the strides tell them.
+  auto doc = h100Calibration();
+  doc["entries"].push_back(cloneEntry({8, 12, 1024, 64}, {786432, 64, 768, 1}, 0.02));
+  doc["entries"].push_back(cloneEntry({8, 12, 64, 1024}, {786432, 64, 1, 768}, 0.15));
+  const CalibrationTable table(calibrationFromJson(doc, "h100"));
+  // GPT-2's views of its qkv projection (rows of 2,304), 1,023 tokens: near, not exact.
+  const OpRecord heads = clone(0, {8, 12, 1023, 64}, {2356992, 64, 2304, 1});
+  const OpRecord keys = clone(1, {8, 12, 64, 1023}, {2356992, 64, 1, 2304});
+  const auto rows = table.find(heads, estimateOpCost(heads));
+  const auto across = table.find(keys, estimateOpCost(keys));
+  ASSERT_TRUE(rows.has_value());
+  ASSERT_TRUE(across.has_value());
+  EXPECT_NEAR(rows->timeMs, 0.02 * 1023.0 / 1024.0, 1e-12);
+  EXPECT_NEAR(across->timeMs, 0.15 * 1023.0 / 1024.0, 1e-12);
+  // A trace from before strides were recorded matches neither.
+  OpRecord unknown = keys;
+  unknown.inputs[0]->strides.clear();
+  EXPECT_FALSE(table.find(unknown, estimateOpCost(unknown)).has_value());
 }
 
 } // namespace

@@ -94,7 +94,8 @@ class ScaledDotProductAttention(unittest.TestCase):
         trace = trace_sdpa(self.directory, mask="torch.ones(16, 16, dtype=torch.bool).tril()")
         forward = ops_named(trace, "scaled_dot_product")[0]
         self.assertEqual(forward["name"], "aten::_scaled_dot_product_efficient_attention")
-        self.assertEqual(forward["inputs"][3], {"shape": [2, 4, 16, 16], "dtype": "bfloat16", "contiguous": False})
+        self.assertEqual(forward["inputs"][3], {"shape": [2, 4, 16, 16], "dtype": "bfloat16", "contiguous": False,
+                                                "strides": [0, 0, 16, 1]})  # one 16 x 16 bias, expanded
 
     def test_unaligned_head_dim_runs_the_math_path(self):
         # head_dim 12 of bf16 is not a multiple of 8 (16 bytes) for memory-efficient, and a

@@ -147,6 +147,8 @@ class FakeSuiteTest(unittest.TestCase):
         clone = entries_named(doc, "aten::clone", "forward", "fp32")[0]
         self.assertEqual(clone["inputs"][0]["shape"], [2, 4, 8, 16])
         self.assertFalse(clone["inputs"][0]["contiguous"])
+        self.assertEqual(clone["inputs"][0]["strides"], [512, 8, 1, 32],
+                         "the view reads across rows: its last dimension is not unit-stride")
 
     def test_cudnn_batch_norm_is_recorded_as_a_shape_trace_records_batch_norm(self):
         # On a GPU, F.batch_norm reaches cudnn_batch_norm; a shape-mode trace (CUDA code on

@@ -122,9 +122,10 @@ class ChannelsLast(unittest.TestCase):
         trace = run_trace(os.path.join(FIXTURES, "channels_last.py"), batch_size=8)
         conv = next(op for op in trace["ops"] if op["name"] == "aten::convolution")
         nhwc = {"dtype": "float32", "contiguous": False, "memory_format": "channels_last"}
-        self.assertEqual(conv["inputs"][0], dict(nhwc, shape=[8, 3, 32, 32]))
-        self.assertEqual(conv["inputs"][1], dict(nhwc, shape=[16, 3, 3, 3]))
-        self.assertEqual(conv["outputs"][0], dict(nhwc, shape=[8, 16, 32, 32]))
+        # NHWC strides: channels innermost.
+        self.assertEqual(conv["inputs"][0], dict(nhwc, shape=[8, 3, 32, 32], strides=[3072, 1, 96, 3]))
+        self.assertEqual(conv["inputs"][1], dict(nhwc, shape=[16, 3, 3, 3], strides=[27, 1, 9, 3]))
+        self.assertEqual(conv["outputs"][0], dict(nhwc, shape=[8, 16, 32, 32], strides=[16384, 1, 512, 16]))
         self.assertEqual(trace["memory"]["parameters_bytes"], 4 * (16 * 27 + 16 + 2 * 16 + 16 * 10 + 10))
 
 

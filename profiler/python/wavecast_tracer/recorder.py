@@ -43,6 +43,9 @@ def tensor_meta(t):
         layout = _CHANNELS_LAST.get(t.dim())
         if layout is not None and t.is_contiguous(memory_format=layout[0]):
             meta["memory_format"] = layout[1]
+        # How a kernel walks it: a copy of k.transpose(-2, -1) reads across rows, a head
+        # split's copy reads whole rows; both are only "not contiguous".
+        meta["strides"] = [int(s) for s in t.stride()]
     return meta
 
 

@@ -34,6 +34,15 @@ std::optional<TensorMeta> tensorFromJson(const json& j, const std::string& where
   }
   t.dtype = scalarTypeFromString(j.value("dtype", std::string("float32")));
   t.contiguous = j.value("contiguous", true);
+  if (const auto strides = j.find("strides"); strides != j.end()) {
+    if (!strides->is_array() || strides->size() != t.shape.size())
+      failField(where + ".strides must be a list of integers, one per dimension");
+    for (const auto& s : *strides) {
+      if (!s.is_number_integer())
+        failField(where + ".strides must be a list of integers, one per dimension");
+      t.strides.push_back(s.get<int64_t>());
+    }
+  }
   if (const auto same = j.find("same_as"); same != j.end()) {
     if (!same->is_number_integer() || same->get<int64_t>() < 0)
       failField(where + ".same_as must be the index of an earlier input");
@@ -46,6 +55,8 @@ json tensorToJson(const std::optional<TensorMeta>& t) {
   if (!t)
     return nullptr;
   json j{{"shape", t->shape}, {"dtype", toString(t->dtype)}, {"contiguous", t->contiguous}};
+  if (!t->strides.empty())
+    j["strides"] = t->strides;
   if (t->sameAs >= 0)
     j["same_as"] = t->sameAs;
   return j;

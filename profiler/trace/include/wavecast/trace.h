@@ -88,6 +88,8 @@ struct TensorMeta {
   std::vector<int64_t> shape;
   ScalarType dtype = ScalarType::Float32;
   bool contiguous = true;
+  // A non-contiguous tensor's strides, in elements; empty: contiguous, or not recorded.
+  std::vector<int64_t> strides{};
   // An op input that is the very tensor of an earlier input of the same op (x * x,
   // Adam's addcmul_(v, grad, grad)): that input's index; memory reads it once. -1: none.
   int sameAs = -1;
