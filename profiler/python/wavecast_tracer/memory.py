@@ -112,6 +112,68 @@ class MemoryTracker:
             del self._live[key]
             self._events.append((storage.serial, -storage.nbytes, None, None))
 
+    # --- storages a replayed model call stands for (replay.py) -----------------
+    def serial_of(self, t):
+        """The serial of the live storage under `t`, or None."""
+        with compat.no_torch_function():
+            identity = compat.storage_identity(t) if isinstance(t, torch.Tensor) else None
+        storage = self._live.get(identity[0]) if identity else None
+        return storage.serial if storage is not None else None
+
+    def events(self):
+        """(serial, bytes delta, op index or None, phase or None) of every allocation and free
+        so far, in order."""
+        return self._events
+
+    def saved_serials(self):
+        return set(self._saved)
+
+    def allocate_unbacked(self, nbytes, op_index, phase, saved):
+        """A storage with no tensor: one a replayed op made and its recorded lifetime frees
+        (`release`). Returns its handle."""
+        self._serials += 1
+        storage = _Storage(self._serials, nbytes, op_index)
+        storage.tensors = 1
+        key = ("unbacked", storage.serial)
+        self._live[key] = storage
+        self._events.append((storage.serial, nbytes, op_index, phase))
+        if saved:
+            self._saved[storage.serial] = storage
+        return key
+
+    def hold(self, t, saved):
+        """Keeps the storage under `t` live until `release(handle)`, as autograd keeps a saved
+        output; returns the handle, or None when it is not followed."""
+        with compat.no_torch_function():
+            identity = compat.storage_identity(t)
+        storage = self._live.get(identity[0]) if identity else None
+        if storage is None:
+            return None
+        storage.tensors += 1
+        if saved and storage.producer is not None:
+            self._saved[storage.serial] = storage
+        return identity[0]
+
+    def release(self, key):
+        """Drops one hold (allocate_unbacked, hold): the storage dies with its last one."""
+        storage = self._live.get(key)
+        if storage is None:
+            return
+        storage.tensors -= 1
+        if storage.tensors <= 0:
+            del self._live[key]
+            self._events.append((storage.serial, -storage.nbytes, None, None))
+
+    def free_now(self, t):
+        """The storage under `t` dies here, whatever still refers to it: an incoming gradient
+        the engine holds until a replayed backward returns, where the recorded nodes freed
+        it earlier."""
+        with compat.no_torch_function():
+            identity = compat.storage_identity(t)
+        storage = self._live.pop(identity[0], None) if identity else None
+        if storage is not None:
+            self._events.append((storage.serial, -storage.nbytes, None, None))
+
     # --- gradients set to None -----------------------------------------------
     @contextlib.contextmanager
     def watching_zero_grad(self):
@@ -169,7 +231,10 @@ class MemoryTracker:
             storage = self._live.get(identity[0])
             if storage is not None and storage.producer is not None:
                 self._saved[storage.serial] = storage
-        return compat.saveable(t)
+        saveable = compat.saveable(t)
+        # A copy stands in for `t` (torch 1.13's 0-dim numbers): `t` stays live as long,
+        # as the storage autograd saves on a GPU does.
+        return saveable if saveable is t else (saveable, t)
 
     def backward_started(self):
         """Saved storages still live now are what the forward pass kept for backward."""
@@ -238,5 +303,5 @@ class MemoryTracker:
         return figures
 
 
-def _unpack(t):
-    return t
+def _unpack(packed):
+    return packed[0] if isinstance(packed, tuple) else packed

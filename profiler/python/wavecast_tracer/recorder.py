@@ -4,6 +4,7 @@ import contextlib
 import functools
 import math
 import sys
+import weakref
 
 import torch
 
@@ -150,6 +151,8 @@ class TraceState:
         # With a kept model: the optimizer state its optimizers built in an earlier trace,
         # for this trace's optimizers to adopt (tracer.KeptOptimizerStates), else None.
         self.kept_optimizer_states = None
+        # Called after each outermost backward pass (replay.ModelCalls reads the gradients).
+        self.backward_listeners = []
 
     def records(self, name):
         """Whether an op of this name is recorded now: not a view or allocation, and not
@@ -261,10 +264,13 @@ class TraceState:
         for entry in self._pending_outputs:
             index, tensors, checks_left = entry
             unresolved = []
-            for t in tensors:
+            for ref in tensors:
+                t = ref()
+                if t is None:
+                    continue
                 node = t.grad_fn
                 if node is None:
-                    unresolved.append(t)
+                    unresolved.append(ref)
                 elif id(node) not in self._node_records:
                     self._node_records[id(node)] = (node, index)
             if unresolved and checks_left > 1:
@@ -274,7 +280,8 @@ class TraceState:
     def expect_grad_fn(self, index, tensors):
         """The autograd node `tensors` get (after the op returned) belongs to op `index`."""
         if tensors:
-            self._pending_outputs.append((index, tensors, _GRAD_FN_CHECKS))
+            # Weakly: an output the iteration drops dies then, not some dispatches later.
+            self._pending_outputs.append((index, [weakref.ref(t) for t in tensors], _GRAD_FN_CHECKS))
 
     def begin_backward(self, roots):
         self._backward_depth += 1
@@ -324,6 +331,8 @@ class TraceState:
             self._credit_backward(self.ops[index], None)
         self._unattributed.clear()
         self.phase = "forward"
+        for listener in self.backward_listeners:
+            listener()
 
     def _credit_backward(self, op, forward_index):
         if forward_index is None:
@@ -368,6 +377,11 @@ class TraceState:
             self.warnings.extend(self.placement.warnings())
 
     # --- recording ----------------------------------------------------------
+    def append_replayed(self, op):
+        """Appends an op record a replayed model call made complete (replay.py): its id,
+        location and forward op are set, and it needs no attribution."""
+        self.ops.append(op)
+
     def record(self, func, name, args, kwargs, out):
         inputs, op_args = describe_call(func, name, args, kwargs)
         self.append_op(name, inputs, flatten_tensors(out), op_args)

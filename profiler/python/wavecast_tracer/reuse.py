@@ -106,9 +106,11 @@ class BuiltModel:
         self.training = [(m, m.training) for m in model.modules()]
         self.requires_grad = [(p, p.requires_grad) for p in model.parameters()]
         self.grads = [(p, p.grad) for p in model.parameters()]
-        self.fingerprint = _fingerprint(model)
+        self.fingerprint = fingerprint(model)
         # What the iteration's optimizers built over these parameters in their first step.
         self.optimizer_states = OptimizerStates()
+        # Its forward and backward as the last traces recorded them (replay.RecordedCalls).
+        self.calls = None
 
     def restore(self):
         """Puts the model back as it was built; returns False when the last trace changed
@@ -120,7 +122,7 @@ class BuiltModel:
             parameter.requires_grad_(requires_grad)
         for parameter, grad in self.grads:
             parameter.grad = grad
-        return _fingerprint(self.model) == self.fingerprint
+        return fingerprint(self.model) == self.fingerprint
 
 
 def _hook_counts(owner, names):
@@ -132,7 +134,7 @@ _MODULE_HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_ba
 _TENSOR_HOOKS = ("_backward_hooks", "_post_accumulate_grad_hooks")
 
 
-def _fingerprint(model):
+def fingerprint(model):
     modules = []
     for name, module in model.named_modules(remove_duplicate=False):
         modules.append((

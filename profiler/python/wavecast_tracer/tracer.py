@@ -19,6 +19,7 @@ from .loader import (ENTRY_MODULE_NAME, PROVIDER_NAMES, find_providers, load_ent
 from .memory import MemoryTracker
 from .project import Project
 from .recorder import OpRecorder, TraceState
+from .replay import ModelCalls, ReplayMismatch
 from . import reuse
 from .trace_warnings import warning
 from .values import flatten_tensors
@@ -157,8 +158,16 @@ def _trace(project, batch_size, mode, progress, assume_gpu, rank, cache=None):
     reused, model_key = _reusable_model(cache, modules_kept, project, module, source, mode,
                                         rank.world_size)
     try:
-        document = _trace_providers(project, providers, batch_size, mode, progress, assume_gpu, rank,
-                                    cache, reused, model_key)
+        try:
+            document = _trace_providers(project, providers, batch_size, mode, progress, assume_gpu, rank,
+                                        cache, reused, model_key)
+        except ReplayMismatch:
+            # The kept model's call was replayed, and its backward then met another gradient
+            # (the loss changed): traced again, the call is recorded anew.
+            if reused is None or not reused.restore():
+                raise _ReusedModelFailed() from None
+            document = _trace_providers(project, providers, batch_size, mode, progress, assume_gpu, rank,
+                                        cache, reused, model_key)
     except TraceError as error:
         if reused is not None and error.kind != "timeout":
             raise _ReusedModelFailed() from None
@@ -234,6 +243,10 @@ def _trace_providers(project, providers, batch_size, mode, progress, assume_gpu,
                 stack.enter_context(fuse_recurrent_layers(state, compute_values=not shape_only))
                 state.memory = MemoryTracker()
                 state.memory.add_baseline(_baseline_tensors(model, inputs))
+                calls = None
+                if built is not None and shape_only and not rank.initialized:
+                    built.calls = {} if built.calls is None else built.calls
+                    calls = stack.enter_context(ModelCalls(model, built.calls, recorder, state))
                 progress("tracing forward")
                 recorder.recording = True
                 state.placement.recording = True
@@ -242,6 +255,8 @@ def _trace_providers(project, providers, batch_size, mode, progress, assume_gpu,
                         _call_user(iteration, project, "during the training iteration", *inputs)
                 finally:
                     state.placement.recording = False
+                if calls is not None:
+                    calls.finish()
             state.finish()
             precision_settings = precision(autocast)
             memory = _memory(model, state.optimizers)
@@ -384,7 +399,7 @@ def _call_provider(fn, project, what, *args, **kwargs):
 def _call_user(fn, project, during, *args, **kwargs):
     try:
         return fn(*args, **kwargs)
-    except (TraceError, TraceInterrupted):
+    except (TraceError, TraceInterrupted, ReplayMismatch):
         raise
     except MemoryError as exc:
         raise out_of_memory_error(exc, project) from None

@@ -1,0 +1,182 @@
+"""A kept model called as in the last trace is replayed from that trace's records
+(replay.py), and the trace is the one a fresh worker makes: ops, lines, memory figures."""
+
+import os
+import sys
+import tempfile
+import textwrap
+import unittest
+
+from wavecast_tracer.reuse import TraceCache
+from wavecast_tracer.tracer import run_trace
+
+REPLAYED = "replaying the model's traced ops"
+
+ENTRY = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+VOCAB = 50
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.token = nn.Embedding(VOCAB, 8)
+        self.head = nn.Linear(8, VOCAB, bias=False)
+        self.head.weight = self.token.weight  # tied: two gradients summed into one
+        self.extra = False
+
+    def forward(self, images, tokens):
+        x = F.relu(self.bn(self.conv(images))).mean(dim=(2, 3))
+        x = x[:, None, :] + self.token(tokens)
+        if self.extra:
+            x = x * 2
+        return self.head(x)
+
+
+def wavecast_model():
+    return Net()
+
+
+def wavecast_input(batch_size=4):
+    return torch.randn(batch_size, 3, 8, 8), torch.randint(0, VOCAB, (batch_size, 5))
+
+
+def wavecast_iteration(model):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    def iteration(images, tokens):
+        optimizer.zero_grad()
+        logits = model(images, tokens)
+        loss = F.cross_entropy(logits.reshape(-1, VOCAB), tokens.reshape(-1))
+        loss.backward()
+        optimizer.step()
+
+    return iteration
+"""
+
+
+def _facts(document):
+    return {key: value for key, value in document.items() if key != "trace_seconds"}
+
+
+class ReplayTest(unittest.TestCase):
+    def setUp(self):
+        self.directory = tempfile.TemporaryDirectory()
+        self.entry = os.path.join(self.directory.name, "train.py")
+        self.write(ENTRY)
+        self.cache = TraceCache()
+        self.steps = []
+
+    def tearDown(self):
+        self.directory.cleanup()
+
+    def write(self, text):
+        with open(self.entry, "w") as f:
+            f.write(textwrap.dedent(text))
+        os.utime(self.entry, ns=(1, 1))
+
+    def edit(self, old, new):
+        with open(self.entry) as f:
+            text = f.read()
+        self.assertIn(old, text)
+        self.write(text.replace(old, new))
+
+    def kept(self):
+        self.steps = []
+        return run_trace(self.entry, None, "shape", self.steps.append, cache=self.cache)
+
+    def assertSameAsFresh(self, document):
+        fresh = run_trace(self.entry, None, "shape")
+        self.assertEqual(_facts(document)["ops"], _facts(fresh)["ops"])
+        self.assertEqual(_facts(document), _facts(fresh))
+
+    def test_an_unchanged_call_is_replayed_and_traces_the_same(self):
+        first = self.kept()
+        self.assertNotIn(REPLAYED, self.steps)
+        second = self.kept()
+        self.assertIn(REPLAYED, self.steps)
+        self.assertEqual(_facts(first), _facts(second))
+        self.assertSameAsFresh(second)
+        names = [op["name"] for op in second["ops"]]
+        self.assertIn("aten::convolution_backward", names)
+        self.assertIn("aten::embedding_dense_backward", names)
+        self.assertGreater(second["memory"]["activations_saved_bytes"], 0)
+
+    def test_a_moved_call_is_replayed_with_its_new_line(self):
+        self.kept()
+        self.edit("        optimizer.zero_grad()\n",
+                  "        optimizer.zero_grad()\n        # two lines that move the call\n\n")
+        document = self.kept()
+        self.assertIn(REPLAYED, self.steps)
+        call_line = next(op["stack"][0]["line"] for op in document["ops"] if op["name"] == "aten::convolution")
+        with open(self.entry) as f:
+            self.assertIn("model(images, tokens)", f.read().splitlines()[call_line - 1])
+        self.assertSameAsFresh(document)
+
+    def test_a_loss_that_sends_another_gradient_back_is_traced_again(self):
+        self.kept()
+        self.kept()
+        # sum's gradient reaches the model's last op expanded (strides 0), not contiguous
+        self.edit("        loss.backward()", "        logits.sum().backward()")
+        document = self.kept()
+        self.assertIn(REPLAYED, self.steps)  # found out only in the backward: traced again
+        self.assertEqual(self.steps.count("tracing forward"), 2)
+        self.assertSameAsFresh(document)
+        document = self.kept()
+        self.assertIn(REPLAYED, self.steps)
+        self.assertEqual(self.steps.count("tracing forward"), 1)
+        self.assertSameAsFresh(document)
+
+    def test_a_setting_the_iteration_changes_is_traced_again(self):
+        self.kept()
+        self.kept()
+        self.edit("        logits = model(images, tokens)", "        model.extra = True\n        logits = model(images, tokens)")
+        document = self.kept()
+        self.assertNotIn(REPLAYED, self.steps)
+        self.assertSameAsFresh(document)
+        document = self.kept()  # the new setting's call was recorded in turn
+        self.assertIn(REPLAYED, self.steps)
+        self.assertSameAsFresh(document)
+
+    def test_a_call_that_reads_a_value_is_not_recorded(self):
+        self.edit("        if self.extra:", "        if bool(tokens.max() > 0):")
+        self.kept()
+        document = self.kept()
+        self.assertNotIn(REPLAYED, self.steps)
+        self.assertSameAsFresh(document)
+
+    def test_an_input_that_needs_a_gradient_is_traced_again(self):
+        self.edit("        logits = model(images, tokens)",
+                  "        images = images.requires_grad_()\n        logits = model(images, tokens)")
+        self.kept()
+        document = self.kept()
+        self.assertNotIn(REPLAYED, self.steps)
+        self.assertSameAsFresh(document)
+
+    def test_an_autocast_call_is_traced_again(self):
+        self.edit("        logits = model(images, tokens)",
+                  "        with torch.autocast(\"cuda\", dtype=torch.bfloat16):\n"
+                  "            logits = model(images, tokens)")
+        self.kept()
+        document = self.kept()
+        self.assertNotIn(REPLAYED, self.steps)
+        self.assertSameAsFresh(document)
+
+    def test_a_model_called_twice_traces_as_a_fresh_worker(self):
+        # The engine runs the two calls' backward nodes interleaved: neither call's backward
+        # is a run of its own ops, so neither is replayed.
+        self.edit("        logits = model(images, tokens)",
+                  "        logits = model(images, tokens) + model(images[:2].repeat(2, 1, 1, 1), tokens)")
+        self.kept()
+        document = self.kept()
+        self.assertNotIn(REPLAYED, self.steps)
+        self.assertSameAsFresh(document)
+
+
+if __name__ == "__main__":
+    sys.exit(unittest.main())
