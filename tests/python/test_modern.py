@@ -10,6 +10,7 @@ from unittest import mock
 import torch
 from torch.optim import optimizer as optimizer_module
 
+from wavecast_tracer import recorder
 from wavecast_tracer.tracer import run_trace
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -95,6 +96,23 @@ class Optimizers(unittest.TestCase):
             self.assertEqual(names.count("aten::clone"), 4)
             self.assertEqual(names.count("aten::add_"), 4)
         self.assertEqual(trace["memory"]["optimizer_state_bytes"], 4 * PARAMETERS)
+
+    @unittest.skipUnless(FOREACH_DEFAULT, "torch 1.13 has no foreach default")
+    def test_a_new_list_of_a_multi_tensor_op_is_as_fake_tensor_mode_makes_it(self):
+        # SGD's weight decay (grads + wd * params) and AdamW's sqrt make new tensors; the
+        # recorder makes them directly instead of FakeTensorMode's decomposition per tensor.
+        optimizers = ("torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)",
+                      "torch.optim.AdamW(model.parameters(), lr=1e-3)")
+        for optimizer in optimizers:
+            direct = trace_mlp(optimizer)
+            with mock.patch.object(recorder, "_out_of_place_elementwise_foreach", lambda func: False):
+                decomposed = trace_mlp(optimizer)
+            strip = lambda trace: [{k: v for k, v in op.items() if k not in ("loc", "stack")}  # noqa: E731
+                                   for op in trace["ops"]]
+            self.assertEqual(strip(direct), strip(decomposed))
+            self.assertEqual(direct["memory"], decomposed["memory"])
+            made = next(op for op in direct["ops"] if op["name"] in ("aten::_foreach_add", "aten::_foreach_sqrt"))
+            self.assertEqual([o["shape"] for o in made["outputs"]], [[64, 32], [64], [10, 64], [10]])
 
     @unittest.skipUnless(FOREACH_DEFAULT, "torch 1.13 has no foreach default")
     def test_sgd_momentum_defaults_to_foreach(self):

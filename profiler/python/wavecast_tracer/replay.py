@@ -63,6 +63,10 @@ class _Tensor:
             self.storage_elements = compat.storage_identity(t)[1] // t.element_size()
         self.requires_grad = t.requires_grad
 
+    def layout(self):
+        """For compat.fake_tensors."""
+        return self.shape, self.stride, self.offset, self.dtype, self.storage_elements, self.device
+
     def make(self):
         exact = 1 + sum((size - 1) * stride for size, stride in zip(self.shape, self.stride)) \
             if all(self.shape) else 0
@@ -390,11 +394,15 @@ class _Player:
         leaves = [next(tensors) if isinstance(leaf, _Tensor) else leaf for leaf in recorded.outputs]
         return pytree.tree_unflatten(leaves, recorded.spec)
 
-    def _untraced(self, make):
+    def _tensors(self, descriptions):
+        """Fake tensors like `descriptions` (_Tensor), not recorded as ops."""
+        fakes = compat.fake_tensors(self._recorder.fake_mode, [d.layout() for d in descriptions])
+        if fakes is not None:
+            return fakes
         recording = self._recorder.recording
         self._recorder.recording = False
         try:
-            return make()
+            return [d.make() for d in descriptions]
         finally:
             self._recorder.recording = recording
 
@@ -408,6 +416,8 @@ class _Player:
             stack.apply(op)
             self._forward_ops.append(op)
             state.append_replayed(op)
+        leaves = [index for index, leaf in enumerate(recorded.outputs) if isinstance(leaf, _Tensor)]
+        made = dict(zip(leaves, self._tensors([recorded.outputs[index] for index in leaves])))
         outputs = {}
         handles = {}
         for event in recorded.forward_events:
@@ -416,7 +426,7 @@ class _Player:
                 handles[local] = memory.allocate_unbacked(nbytes, base + op, "forward", saved)
             elif event[0] == "output":
                 _, leaf, op, saved = event
-                t = self._untraced(recorded.outputs[leaf].make)
+                t = made[leaf]
                 memory.allocated([t], base + op, "forward")
                 outputs[leaf] = t
                 if saved:
@@ -431,7 +441,8 @@ class _Player:
 
     def backward(self, incoming):
         recorded, state, memory = self._recorded, self._state, self._state.memory
-        if [_looks(g) if g is not None else None for g in incoming] != recorded.incoming or torch.is_grad_enabled():
+        if ([_looks(g) if g is not None else None for g in incoming] != recorded.incoming or torch.is_grad_enabled()
+                or any(p.grad is not None for p in self._parameters)):
             self._forget()
             raise ReplayMismatch()
         base = len(state.ops)
@@ -449,7 +460,13 @@ class _Player:
                 leaf_positions[leaf_index] = position
                 position += 1
         grads = [None] * len(self._parameters)
+        # Set here, rather than handed to autograd's AccumulateGrad: each of those dispatches
+        # some ops through both dispatch modes (most of a replayed backward's time) only to
+        # take the gradient as it is. Not for a parameter with hooks that must see it.
+        direct = not any(_hook_count(p) for p in self._parameters)
         handles = self._handles
+        positions = sorted(recorded.grads)
+        made = dict(zip(positions, self._tensors([recorded.grads[position] for position in positions])))
         for event in recorded.backward_events:
             kind = event[0]
             if kind == "alloc":
@@ -457,9 +474,12 @@ class _Player:
                 handles[local] = memory.allocate_unbacked(nbytes, base + op, "backward", False)
             elif kind == "grad":
                 _, parameter, op = event
-                grad = self._untraced(recorded.grads[parameter].make)
+                grad = made[parameter]
                 memory.allocated([grad], base + op, "backward")
-                grads[parameter] = grad
+                if direct:
+                    self._parameters[parameter].grad = grad
+                else:
+                    grads[parameter] = grad
             elif kind == "free":
                 memory.release(handles.pop(event[1]))
             elif kind == "release":
@@ -515,6 +535,11 @@ class _Restack:
             moved = (self._state.stack_json(frames), self._state.loc_json(frames))
             self._stacks[id(stack)] = moved
         op["stack"], op["loc"] = moved
+
+
+def _hook_count(parameter):
+    return len(getattr(parameter, "_post_accumulate_grad_hooks", None) or ()) + \
+        len(getattr(parameter, "_backward_hooks", None) or ())
 
 
 def _looks(t):
