@@ -426,6 +426,7 @@ _LIFT_OPS = frozenset({torch.ops.aten.lift_fresh.default, torch.ops.aten.lift.de
 # A tensor's device as torch's C++ asks for it (autograd's engine, the optimizers' grouping
 # by device): thousands per iteration, none of them work, answered by the fake mode below.
 _DEVICE_QUERY = torch.ops.prim.device.default
+_LOCAL_SCALAR_DENSE = torch.ops.aten._local_scalar_dense.default
 
 
 @functools.lru_cache(maxsize=None)
@@ -572,6 +573,17 @@ class OpRecorder(compat.TorchDispatchMode):
         return out
 
     def _run_shape_only(self, func, args, kwargs):
+        if func is _LOCAL_SCALAR_DENSE:
+            # `.item()` of a tensor whose value is known (Adam reads each step's twice per
+            # step): the value, without FakeTensorMode's way round to it.
+            real = getattr(args[0], "constant", None)  # FakeTensorMode's own (torch.tensor(0.0))
+            if real is None:
+                real = self.shadows.real(args[0])
+                if real is not None:
+                    self.state.on_fallback(func)  # a value FakeTensorMode does not know
+            if real is not None:
+                with compat.real_execution():
+                    return real.item()
         if _in_place_foreach(func) and not compat.has_fake_constant(args[0]):
             # FakeTensorMode runs these through a Python decomposition per tensor (most of
             # an optimizer step's tracing); they change no metadata and return nothing. Not
