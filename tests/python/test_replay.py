@@ -143,6 +143,16 @@ class ReplayTest(unittest.TestCase):
         self.assertIn(REPLAYED, self.steps)
         self.assertSameAsFresh(document)
 
+    def test_a_mask_made_on_the_host_inside_the_call_is_replayed(self):
+        # nn.Transformer's generate_square_subsequent_mask: a host tensor moved to the GPU.
+        self.edit("        if self.extra:",
+                  "        x = x + torch.zeros(x.shape[1], x.shape[2]).to(images.device)\n        if self.extra:")
+        self.kept()
+        document = self.kept()
+        self.assertIn(REPLAYED, self.steps)
+        self.assertIn("cpu", [op.get("device") for op in document["ops"]])
+        self.assertSameAsFresh(document)
+
     def test_a_call_that_reads_a_value_is_not_recorded(self):
         self.edit("        if self.extra:", "        if bool(tokens.max() > 0):")
         self.kept()

@@ -14,6 +14,7 @@ from torch.nn.modules import module as nn_module
 from torch.utils import _pytree as pytree
 
 from . import compat, reuse
+from .devices import is_host
 
 # Ops whose result depends on tensor values (FakeTensorMode's fallbacks aside).
 _VALUE_READS = frozenset({"aten::_local_scalar_dense", "aten::item", "aten::equal", "aten::is_nonzero"})
@@ -26,13 +27,14 @@ class RecordedCall:
     """One call of the model as a trace recorded it, with its op and storage indices made
     relative to the call (forward ops from 0, backward ops from 0)."""
 
-    __slots__ = ("frames", "warnings", "cuda_mapped", "forward_ops", "backward_ops", "forward_events",
+    __slots__ = ("frames", "warnings", "cuda_mapped", "any_host", "forward_ops", "backward_ops", "forward_events",
                  "backward_events", "outputs", "spec", "grads", "incoming")
 
     def __init__(self):
         self.frames = ()  # the project frames of the call site
         self.warnings = []
         self.cuda_mapped = False
+        self.any_host = False
         self.forward_ops = []
         self.backward_ops = []
         # forward: ("alloc", local, bytes, op, saved) | ("output", leaf, op, saved) | ("free", local)
@@ -119,7 +121,7 @@ class ModelCalls:
         cannot be told."""
         state = self._state
         if (state.phase != "forward" or state.suppressed or state._backward_depth or state._regions
-                or state.memory is None or not self._recorder.recording or state.placement.any_host
+                or state.memory is None or not self._recorder.recording
                 or (state.distributed is not None and state.distributed.initialized)
                 or _autocast_enabled() or torch.is_inference_mode_enabled()):
             return None
@@ -133,7 +135,7 @@ class ModelCalls:
                 if leaf.requires_grad:
                     return None
                 described.append((tuple(leaf.shape), leaf.stride(), leaf.storage_offset(), leaf.dtype,
-                                  str(leaf.device)))
+                                  str(leaf.device), is_host(leaf)))
             elif isinstance(leaf, _PRIMITIVES):
                 described.append((type(leaf), leaf))
             else:
@@ -192,6 +194,8 @@ class _Capture:
         self._saved_before = memory.saved_serials()
         self._warnings_start = len(state.warnings)
         self._cuda_mapped = state.cuda_mapped
+        self._any_host = state.placement.any_host
+        self._mixed = len(state.placement.mixed)
         self._fingerprint = reuse.fingerprint(model)
         self._parameters = [p for p in model.parameters() if p.requires_grad]
         self._op_end = self._event_end = None
@@ -205,19 +209,20 @@ class _Capture:
         state, memory = self._state, self._state.memory
         self._op_end = len(state.ops)
         self._event_end = len(memory.events())
-        if state.placement.any_host or reuse.fingerprint(self._model) != self._fingerprint:
-            return False
+        if len(state.placement.mixed) != self._mixed or reuse.fingerprint(self._model) != self._fingerprint:
+            return False  # a host tensor met GPU ones (a warning at a line), or the model changed
         if state.cuda_mapped != self._cuda_mapped and not state.cuda_mapped:
             return False
         for op in state.ops[self._op_start:self._op_end]:
-            if op["fallback"] or op["name"] in _VALUE_READS or "device" in op or op["phase"] != "forward":
+            if op["fallback"] or op["name"] in _VALUE_READS or op["phase"] != "forward":
                 return False
         leaves, self._spec = pytree.tree_flatten(out)
         self._leaves = []
         for index, leaf in enumerate(leaves):
             if isinstance(leaf, torch.Tensor):
                 serial = memory.serial_of(leaf)
-                if serial is None or serial in self._output_serials or self._recorder.shadows.real(leaf) is not None:
+                if (serial is None or serial in self._output_serials or self._recorder.shadows.real(leaf) is not None
+                        or is_host(leaf)):
                     return False
                 self._output_serials[serial] = index
                 self._leaves.append(_Tensor(leaf))
@@ -255,6 +260,7 @@ class _Capture:
         recorded.frames = self._frames
         recorded.warnings = list(state.warnings[self._warnings_start:])
         recorded.cuda_mapped = state.cuda_mapped and not self._cuda_mapped
+        recorded.any_host = state.placement.any_host and not self._any_host
         recorded.spec = self._spec
         recorded.outputs = self._leaves
         recorded.incoming = [self._incoming_looks.get(index) for index, leaf in enumerate(self._leaves)
@@ -285,8 +291,6 @@ class _Capture:
             elif serial in live:
                 live.discard(serial)
                 recorded.forward_events.append(("free", locals_[serial]))
-        if any(serial not in self._output_serials and serial not in saved for serial in live):
-            return None  # kept by something else than the outputs and autograd
         if not all(serial in live for serial in self._output_serials):
             return None  # an output the call did not make (a parameter, an input, a view of one)
         return recorded if self._backward(recorded, events, locals_, live, saved) else None
@@ -299,8 +303,8 @@ class _Capture:
                     if op["phase"] == "backward" and start <= op.get("forward_id", -1) < end]
         needs_gradient = any(isinstance(leaf, _Tensor) and leaf.requires_grad for leaf in self._leaves)
         if not backward:
-            # A call nothing flowed back through: its saved storages would die with its outputs.
-            return not needs_gradient and not (live - set(self._output_serials))
+            # A call nothing flowed back through: its saved storages die with its outputs.
+            return not needs_gradient and not _freed_later(events, self._event_end, live - set(self._output_serials))
         first, last = backward[0], backward[-1] + 1
         if backward != list(range(first, last)) or self._grads is None:
             return False
@@ -356,10 +360,7 @@ class _Capture:
                     return False
                 live.discard(serial)
                 recorded.backward_events.append(("free", locals_[serial]))
-        outliving = live - set(self._output_serials)
-        if outliving and any(phase is None and serial in outliving for serial, _, _, phase in events[indices[-1]:]):
-            # Freed later in the iteration; one that lives to its end (a tensor whose values
-            # the trace follows) stays live in a replay too.
+        if _freed_later(events, indices[-1], live - set(self._output_serials)):
             return False
         if sum(event[0] == "grad" for event in recorded.backward_events) != len(grad_serials):
             return False  # a gradient another op made (a tied weight's sum after the call's nodes)
@@ -387,6 +388,8 @@ class _Player:
         recorded, state = self._recorded, self._state
         if recorded.cuda_mapped:
             state.on_cuda_mapped()
+        if recorded.any_host:  # the call made a tensor on the host (a mask, moved to the GPU)
+            state.placement.any_host = True
         for record in recorded.warnings:
             state.warn_once(record)
         results = _Replayed.apply(self, *self._parameters)
@@ -535,6 +538,13 @@ class _Restack:
             moved = (self._state.stack_json(frames), self._state.loc_json(frames))
             self._stacks[id(stack)] = moved
         op["stack"], op["loc"] = moved
+
+
+def _freed_later(events, start, serials):
+    """Whether a storage of `serials` dies after event `start`. One that lives to the end of
+    the trace (a tensor whose values the trace follows: Shadows holds it) stays live in a
+    replay too; one that dies at some point cannot be told when."""
+    return bool(serials) and any(phase is None and serial in serials for serial, _, _, phase in events[start:])
 
 
 def _hook_count(parameter):
