@@ -145,7 +145,7 @@ class ModelCalls:
             return None
         return (self._ordinal, repr(spec), tuple(described), torch.is_grad_enabled(), torch.get_default_dtype(),
                 tuple(p.requires_grad for p in parameters), _settings(self._model), _flags(),
-                tuple(state.module_stack), _entry_globals())
+                tuple(state.module_stack), _entry_globals(), _frozen(reuse.fingerprint(self._model)))
 
     # --- calls --------------------------------------------------------------
     def _call(self, original, args, kwargs):
@@ -538,6 +538,11 @@ class _Restack:
             moved = (self._state.stack_json(frames), self._state.loc_json(frames))
             self._stacks[id(stack)] = moved
         op["stack"], op["loc"] = moved
+
+
+def _frozen(fingerprint):
+    modules, tensors = fingerprint  # reuse.fingerprint: two lists of tuples
+    return tuple(modules), tuple(tensors)
 
 
 def _freed_later(events, start, serials):
