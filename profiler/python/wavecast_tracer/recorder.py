@@ -159,6 +159,11 @@ class TraceState:
         inside a suppressed region (a warm-up optimizer step, a fused RNN's inner ops)."""
         return name not in METADATA_OPS and not self.suppressed
 
+    def in_plain_forward(self):
+        """Whether the iteration runs forward code now: not a backward pass (a reentrant
+        checkpoint's recompute included), an optimizer step or a suppressed region."""
+        return self.phase == "forward" and not self.suppressed and not self._backward_depth and not self._regions
+
     @contextlib.contextmanager
     def untracked_memory(self):
         """While active, the memory tracker does not follow new outputs."""

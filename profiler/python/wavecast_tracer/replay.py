@@ -7,6 +7,7 @@ run them again: most of a trace's time (docs/performance.md). A call is recorded
 its records say all it did, and replayed only when everything it could depend on matches.
 """
 
+import functools
 import sys
 
 import torch
@@ -120,8 +121,7 @@ class ModelCalls:
         """All a call's ops could depend on that the model key does not cover; None when it
         cannot be told."""
         state = self._state
-        if (state.phase != "forward" or state.suppressed or state._backward_depth or state._regions
-                or state.memory is None or not self._recorder.recording
+        if (not state.in_plain_forward() or state.memory is None or not self._recorder.recording
                 or (state.distributed is not None and state.distributed.initialized)
                 or _autocast_enabled() or torch.is_inference_mode_enabled()):
             return None
@@ -156,7 +156,7 @@ class ModelCalls:
         recorded = self._recorded.get(key)
         if recorded is not None:
             self._state.progress("replaying the model's traced ops")
-            forget = lambda: self._recorded.pop(key, None)  # noqa: E731
+            forget = functools.partial(self._recorded.pop, key, None)
             return _Player(recorded, self._recorder, self._state, self._model, forget).call()
         for other in [k for k in self._recorded if k[0] == key[0]]:
             del self._recorded[other]
@@ -211,8 +211,6 @@ class _Capture:
         self._event_end = len(memory.events())
         if len(state.placement.mixed) != self._mixed or reuse.fingerprint(self._model) != self._fingerprint:
             return False  # a host tensor met GPU ones (a warning at a line), or the model changed
-        if state.cuda_mapped != self._cuda_mapped and not state.cuda_mapped:
-            return False
         for op in state.ops[self._op_start:self._op_end]:
             if op["fallback"] or op["name"] in _VALUE_READS or op["phase"] != "forward":
                 return False
