@@ -135,7 +135,8 @@ class ReplayTest(unittest.TestCase):
     def test_a_setting_the_iteration_changes_is_traced_again(self):
         self.kept()
         self.kept()
-        self.edit("        logits = model(images, tokens)", "        model.extra = True\n        logits = model(images, tokens)")
+        self.edit("        logits = model(images, tokens)",
+                  "        model.extra = True\n        logits = model(images, tokens)")
         document = self.kept()
         self.assertNotIn(REPLAYED, self.steps)
         self.assertSameAsFresh(document)
@@ -151,6 +152,27 @@ class ReplayTest(unittest.TestCase):
         document = self.kept()
         self.assertIn(REPLAYED, self.steps)
         self.assertIn("cpu", [op.get("device") for op in document["ops"]])
+        self.assertSameAsFresh(document)
+
+    def test_what_the_call_prints_is_printed_again(self):
+        self.edit("        if self.extra:", "        print(\"tokens\", tuple(tokens.shape))\n        if self.extra:")
+        self.kept()
+        document = self.kept()
+        self.assertIn(REPLAYED, self.steps)
+        self.assertIn("tokens (4, 5)", document["user_output"])
+        self.assertSameAsFresh(document)
+
+    def test_checkpointed_blocks_are_replayed_with_their_recompute(self):
+        self.edit("import torch.nn.functional as F",
+                  "import torch.nn.functional as F\nfrom torch.utils.checkpoint import checkpoint")
+        self.edit("        x = F.relu(self.bn(self.conv(images))).mean(dim=(2, 3))",
+                  "        x = checkpoint(lambda i: F.relu(self.bn(self.conv(i))), images, use_reentrant=False)\n"
+                  "        x = checkpoint(lambda t: t.mean(dim=(2, 3)), x, use_reentrant=False)")
+        self.kept()
+        document = self.kept()
+        self.assertIn(REPLAYED, self.steps)
+        names = [op["name"] for op in document["ops"] if op["phase"] == "backward"]
+        self.assertIn("aten::convolution", names)  # the recompute
         self.assertSameAsFresh(document)
 
     def test_a_call_that_reads_a_value_is_not_recorded(self):

@@ -133,6 +133,7 @@ class TraceState:
         self._unattributed = []
         self._regions = []
         self._backward_site = None
+        self._modules_at_backward = 0
         # > 1 while a backward runs inside a backward (reentrant torch.utils.checkpoint).
         self._backward_depth = 0
         self._stack_json = {}
@@ -299,6 +300,7 @@ class TraceState:
         if self.memory is not None:
             self.memory.backward_started()
         self._backward_site = self.project_frames()
+        self._modules_at_backward = len(self.module_stack)
         seen = set()
         todo = []
         for root in roots:
@@ -335,6 +337,10 @@ class TraceState:
         for index in self._unattributed:
             self._credit_backward(self.ops[index], None)
         self._unattributed.clear()
+        # A non-reentrant checkpoint stops its recompute once it has what backward needs,
+        # before the recomputed modules' forward hooks return: their names are not left
+        # on the stack for the ops after backward.
+        del self.module_stack[self._modules_at_backward:]
         self.phase = "forward"
         for listener in self.backward_listeners:
             listener()

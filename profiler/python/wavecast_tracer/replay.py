@@ -28,12 +28,13 @@ class RecordedCall:
     """One call of the model as a trace recorded it, with its op and storage indices made
     relative to the call (forward ops from 0, backward ops from 0)."""
 
-    __slots__ = ("frames", "warnings", "cuda_mapped", "any_host", "forward_ops", "backward_ops", "forward_events",
-                 "backward_events", "outputs", "spec", "grads", "incoming")
+    __slots__ = ("frames", "warnings", "output", "cuda_mapped", "any_host", "forward_ops", "backward_ops",
+                 "forward_events", "backward_events", "outputs", "spec", "grads", "incoming")
 
     def __init__(self):
         self.frames = ()  # the project frames of the call site
         self.warnings = []
+        self.output = ""  # what the call printed (a shape it logs, a torch warning)
         self.cuda_mapped = False
         self.any_host = False
         self.forward_ops = []
@@ -193,6 +194,7 @@ class _Capture:
         self._event_start = len(memory.events())
         self._saved_before = memory.saved_serials()
         self._warnings_start = len(state.warnings)
+        self._output = [_output_position(), None]
         self._cuda_mapped = state.cuda_mapped
         self._any_host = state.placement.any_host
         self._mixed = len(state.placement.mixed)
@@ -209,6 +211,7 @@ class _Capture:
         state, memory = self._state, self._state.memory
         self._op_end = len(state.ops)
         self._event_end = len(memory.events())
+        self._output[1] = _output_position()
         if len(state.placement.mixed) != self._mixed or reuse.fingerprint(self._model) != self._fingerprint:
             return False  # a host tensor met GPU ones (a warning at a line), or the model changed
         for op in state.ops[self._op_start:self._op_end]:
@@ -257,6 +260,11 @@ class _Capture:
         recorded = RecordedCall()
         recorded.frames = self._frames
         recorded.warnings = list(state.warnings[self._warnings_start:])
+        start, end = self._output
+        if start != end:
+            if start is None or end is None:
+                return None  # printed where the trace does not keep it
+            recorded.output = sys.stdout.getvalue()[start:end]
         recorded.cuda_mapped = state.cuda_mapped and not self._cuda_mapped
         recorded.any_host = state.placement.any_host and not self._any_host
         recorded.spec = self._spec
@@ -273,8 +281,6 @@ class _Capture:
         live = set()
         first_serial = None
         for serial, delta, op_index, phase in events[self._event_start:self._event_end]:
-            if phase is not None and delta == 0:
-                continue  # an empty storage (cuDNN batch norm's reserve) moves no figure
             if phase is not None:  # an allocation; a free has no phase
                 if not start <= op_index <= end:
                     return None
@@ -390,6 +396,8 @@ class _Player:
             state.placement.any_host = True
         for record in recorded.warnings:
             state.warn_once(record)
+        if recorded.output:
+            sys.stdout.write(recorded.output)
         results = _Replayed.apply(self, *self._parameters)
         tensors = iter(results)
         leaves = [next(tensors) if isinstance(leaf, _Tensor) else leaf for leaf in recorded.outputs]
@@ -538,16 +546,26 @@ class _Restack:
         op["stack"], op["loc"] = moved
 
 
+def _output_position():
+    """Where the script's output stands (run_trace keeps it in a StringIO), or None."""
+    tell = getattr(sys.stdout, "tell", None)
+    try:
+        return tell() if tell is not None and hasattr(sys.stdout, "getvalue") else None
+    except (OSError, ValueError):
+        return None
+
+
 def _frozen(fingerprint):
     modules, tensors = fingerprint  # reuse.fingerprint: two lists of tuples
     return tuple(modules), tuple(tensors)
 
 
 def _freed_later(events, start, serials):
-    """Whether a storage of `serials` dies after event `start`. One that lives to the end of
+    """Whether a storage of `serials` with bytes dies after event `start`. One that lives to the end of
     the trace (a tensor whose values the trace follows: Shadows holds it) stays live in a
     replay too; one that dies at some point cannot be told when."""
-    return bool(serials) and any(phase is None and serial in serials for serial, _, _, phase in events[start:])
+    return bool(serials) and any(phase is None and delta and serial in serials
+                                 for serial, delta, _, phase in events[start:])  # an empty one moves no figure
 
 
 def _hook_count(parameter):
