@@ -190,10 +190,38 @@ class ReplayTest(unittest.TestCase):
         self.assertNotIn(REPLAYED, self.steps)
         self.assertSameAsFresh(document)
 
-    def test_an_autocast_call_is_traced_again(self):
+    def test_an_autocast_call_is_replayed_with_its_casts(self):
+        # The weights' bf16 copies live in the autocast cache until the region ends: before
+        # the backward here, after it in the next test.
         self.edit("        logits = model(images, tokens)",
                   "        with torch.autocast(\"cuda\", dtype=torch.bfloat16):\n"
                   "            logits = model(images, tokens)")
+        self.kept()
+        document = self.kept()
+        self.assertIn(REPLAYED, self.steps)
+        self.assertEqual(document["precision"]["autocast"], "bfloat16")
+        self.assertIn("aten::_to_copy", [op["name"] for op in document["ops"]])
+        self.assertSameAsFresh(document)
+
+    def test_a_backward_inside_the_autocast_region_is_replayed(self):
+        self.edit("        logits = model(images, tokens)\n"
+                  "        loss = F.cross_entropy(logits.reshape(-1, VOCAB), tokens.reshape(-1))\n"
+                  "        loss.backward()\n",
+                  "        with torch.autocast(\"cuda\", dtype=torch.float16):\n"
+                  "            logits = model(images, tokens)\n"
+                  "            loss = F.cross_entropy(logits.reshape(-1, VOCAB), tokens.reshape(-1))\n"
+                  "            loss.backward()\n")
+        self.kept()
+        document = self.kept()
+        self.assertIn(REPLAYED, self.steps)
+        self.assertSameAsFresh(document)
+
+    def test_a_cast_used_after_the_call_is_not_recorded(self):
+        # The cache hands the head's copy to code after the call: a replay would not know it.
+        self.edit("        logits = model(images, tokens)\n",
+                  "        with torch.autocast(\"cuda\", dtype=torch.bfloat16):\n"
+                  "            logits = model(images, tokens)\n"
+                  "            logits = logits + F.linear(logits[..., :8].float(), model.head.weight).mean()\n")
         self.kept()
         document = self.kept()
         self.assertNotIn(REPLAYED, self.steps)

@@ -79,6 +79,9 @@ class CudaAutocast:
     def __init__(self):
         self.inside = False  # running a listed op: its inner calls are not cast again
         self.cache = {}  # id(leaf weight) -> (weight, its low-precision copy), per autocast region
+        self.cache_hits = []  # id(leaf weight) of each cast the cache answered, in order
+        # Called once when the cache is next cleared (a replayed call's casts die then).
+        self.clear_listeners = []
         self.dtypes = []  # autocast dtypes the iteration used, in order of first use
 
     def dtype(self):
@@ -89,7 +92,7 @@ class CudaAutocast:
         dtype = compat.cuda_autocast_dtype()
         return dtype if dtype in CUDA_AUTOCAST_DTYPES else None
 
-    def _note(self, dtype):
+    def note(self, dtype):
         if dtype not in self.dtypes:
             self.dtypes.append(dtype)
 
@@ -98,6 +101,7 @@ class CudaAutocast:
             return value
         cacheable = dtype != torch.float32 and value.is_leaf and value.requires_grad and torch.is_autocast_cache_enabled()
         if cacheable and id(value) in self.cache:
+            self.cache_hits.append(id(value))
             return self.cache[id(value)][1]
         cast = value.to(dtype)
         if cacheable:
@@ -117,7 +121,7 @@ class CudaAutocast:
             dtype = autocast.dtype()
             if dtype is None:
                 return original(*args, **kwargs)
-            autocast._note(dtype)
+            autocast.note(dtype)
             target = policy(dtype, args, kwargs)
             if target is not None:
                 args = autocast.cast_all(args, target)
@@ -178,6 +182,9 @@ def cuda_autocast():
     def clear_autocast_cache():  # autocast.__exit__ of the outermost region
         autocast.cache.clear()
         clear()
+        listeners, autocast.clear_listeners = autocast.clear_listeners, []
+        for listener in listeners:
+            listener()
 
     torch.clear_autocast_cache = clear_autocast_cache
     try:

@@ -133,7 +133,6 @@ class MemoryTracker:
         (`release`). Returns its handle."""
         self._serials += 1
         storage = _Storage(self._serials, nbytes, op_index)
-        storage.tensors = 1
         key = ("unbacked", storage.serial)
         self._live[key] = storage
         self._events.append((storage.serial, nbytes, op_index, phase))
@@ -141,27 +140,18 @@ class MemoryTracker:
             self._saved[storage.serial] = storage
         return key
 
-    def hold(self, t, saved):
-        """Keeps the storage under `t` live until `release(handle)`, as autograd keeps a saved
-        output; returns the handle, or None when it is not followed."""
+    def mark_saved(self, t):
+        """The storage under `t` is one autograd saved for backward (a replayed call's)."""
         with compat.no_torch_function():
             identity = compat.storage_identity(t)
         storage = self._live.get(identity[0]) if identity else None
-        if storage is None:
-            return None
-        storage.tensors += 1
-        if saved and storage.producer is not None:
+        if storage is not None and storage.producer is not None:
             self._saved[storage.serial] = storage
-        return identity[0]
 
     def release(self, key):
-        """Drops one hold (allocate_unbacked, hold): the storage dies with its last one."""
-        storage = self._live.get(key)
-        if storage is None:
-            return
-        storage.tensors -= 1
-        if storage.tensors <= 0:
-            del self._live[key]
+        """The storage of `key` (allocate_unbacked) dies here."""
+        storage = self._live.pop(key, None)
+        if storage is not None:
             self._events.append((storage.serial, -storage.nbytes, None, None))
 
     def free_now(self, t):

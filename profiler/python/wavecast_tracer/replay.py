@@ -29,7 +29,8 @@ class RecordedCall:
     relative to the call (forward ops from 0, backward ops from 0)."""
 
     __slots__ = ("frames", "warnings", "output", "cuda_mapped", "any_host", "forward_ops", "backward_ops",
-                 "forward_events", "backward_events", "outputs", "spec", "grads", "incoming")
+                 "forward_events", "backward_events", "outputs", "spec", "grads", "incoming", "casts",
+                 "autocast_dtypes")
 
     def __init__(self):
         self.frames = ()  # the project frames of the call site
@@ -39,12 +40,17 @@ class RecordedCall:
         self.any_host = False
         self.forward_ops = []
         self.backward_ops = []
-        # forward: ("alloc", local, bytes, op, saved) | ("output", leaf, op, saved) | ("free", local)
+        # forward: ("alloc", local, bytes, op, saved) | ("kept", kept, op, saved) | ("free", local)
+        # where `kept` is ("output", leaf) or ("cast", parameter): tensors the replay makes
         self.forward_events = []
         # backward: ("alloc", local, bytes, op) | ("grad", parameter, op) | ("free", local)
-        #           | ("release", leaf) (a saved output) | ("incoming", leaf) (its gradient)
+        #           | ("release", kept) (a saved one) | ("incoming", leaf) (an output's gradient)
         self.backward_events = []
         self.outputs = []  # per leaf: a tensor description, or the leaf itself
+        # parameter position -> description of its autocast copy, which the autocast cache
+        # keeps until its region ends
+        self.casts = {}
+        self.autocast_dtypes = []
         self.spec = None
         self.grads = {}  # parameter position -> description of the gradient it got
         # Per tensor output: what its incoming gradient looked like (None: it got none); the
@@ -84,8 +90,9 @@ class ModelCalls:
     """While active, calls of `model` replay a recorded call that matches, and record the
     others (BuiltModel.calls keeps the records for the next trace)."""
 
-    def __init__(self, model, recorded, recorder, state):
+    def __init__(self, model, recorded, recorder, state, autocast):
         self._model = model
+        self._autocast = autocast  # autocast.CudaAutocast
         self._recorded = recorded  # key -> RecordedCall, kept between traces
         self._recorder = recorder
         self._state = state
@@ -124,8 +131,11 @@ class ModelCalls:
         state = self._state
         if (not state.in_plain_forward() or state.memory is None or not self._recorder.recording
                 or (state.distributed is not None and state.distributed.initialized)
-                or _autocast_enabled() or torch.is_inference_mode_enabled()):
+                or _cpu_autocast_enabled() or torch.is_inference_mode_enabled()):
             return None
+        autocast = self._autocast.dtype()
+        if autocast is not None and self._autocast.cache:
+            return None  # another call's casts in the cache: this one would reuse them
         leaves, spec = pytree.tree_flatten((args, kwargs))
         described = []
         for leaf in leaves:
@@ -146,7 +156,8 @@ class ModelCalls:
             return None
         return (self._ordinal, repr(spec), tuple(described), torch.is_grad_enabled(), torch.get_default_dtype(),
                 tuple(p.requires_grad for p in parameters), _settings(self._model), _flags(),
-                tuple(state.module_stack), _entry_globals(), _frozen(reuse.fingerprint(self._model)))
+                tuple(state.module_stack), _entry_globals(), _frozen(reuse.fingerprint(self._model)),
+                autocast, autocast is not None and torch.is_autocast_cache_enabled())
 
     # --- calls --------------------------------------------------------------
     def _call(self, original, args, kwargs):
@@ -158,10 +169,10 @@ class ModelCalls:
         if recorded is not None:
             self._state.progress("replaying the model's traced ops")
             forget = functools.partial(self._recorded.pop, key, None)
-            return _Player(recorded, self._recorder, self._state, self._model, forget).call()
+            return _Player(recorded, self._recorder, self._state, self._model, self._autocast, forget).call()
         for other in [k for k in self._recorded if k[0] == key[0]]:
             del self._recorded[other]
-        capture = _Capture(key, self._model, self._recorder, self._state)
+        capture = _Capture(key, self._model, self._recorder, self._state, self._autocast)
         out = original(self._model, *args, **kwargs)
         if capture.forward_done(out):
             self._captures.append(capture)
@@ -183,9 +194,11 @@ class ModelCalls:
 class _Capture:
     """A call being recorded: the trace's marks around it, completed after the iteration."""
 
-    def __init__(self, key, model, recorder, state):
+    def __init__(self, key, model, recorder, state, autocast):
         self.key = key
         self._model = model
+        self._autocast = autocast
+        self._dtypes_start = len(autocast.dtypes)
         self._state = state
         self._recorder = recorder
         memory = state.memory
@@ -202,7 +215,10 @@ class _Capture:
         self._parameters = [p for p in model.parameters() if p.requires_grad]
         self._op_end = self._event_end = None
         self._leaves = self._spec = None
-        self._output_serials = {}  # storage serial -> leaf
+        self._kept = {}  # storage serial -> ("output", leaf) or ("cast", parameter position)
+        self._casts = {}  # parameter position -> _Tensor of its autocast copy
+        self._cast_ids = set()
+        self._hits_start = None
         self._incoming = {}  # serial of an output's incoming gradient -> leaf
         self._incoming_looks = {}  # leaf -> _looks of its incoming gradient
         self._grads = None  # [(position, serial, description)] after the first backward
@@ -222,10 +238,10 @@ class _Capture:
         for index, leaf in enumerate(leaves):
             if isinstance(leaf, torch.Tensor):
                 serial = memory.serial_of(leaf)
-                if (serial is None or serial in self._output_serials or self._recorder.shadows.real(leaf) is not None
+                if (serial is None or serial in self._kept or self._recorder.shadows.real(leaf) is not None
                         or is_host(leaf)):
                     return False
-                self._output_serials[serial] = index
+                self._kept[serial] = ("output", index)
                 self._leaves.append(_Tensor(leaf))
                 if leaf.requires_grad:
                     leaf.register_hook(self._incoming_gradient(index))
@@ -233,6 +249,21 @@ class _Capture:
                 self._leaves.append(leaf)
             else:
                 return False
+        return self._cached_casts()
+
+    def _cached_casts(self):
+        """Keeps the autocast copies of parameters the call cached (all of them: the cache
+        was empty), which live until the region ends."""
+        positions = {id(p): position for position, p in enumerate(self._parameters)}
+        for weight, cast in self._autocast.cache.values():
+            position = positions.get(id(weight))
+            serial = self._state.memory.serial_of(cast)
+            if position is None or serial is None or serial in self._kept:
+                return False
+            self._kept[serial] = ("cast", position)
+            self._casts[position] = _Tensor(cast)
+            self._cast_ids.add(id(weight))
+        self._hits_start = len(self._autocast.cache_hits)
         return True
 
     def _incoming_gradient(self, index):
@@ -269,6 +300,10 @@ class _Capture:
         recorded.any_host = state.placement.any_host and not self._any_host
         recorded.spec = self._spec
         recorded.outputs = self._leaves
+        recorded.casts = self._casts
+        recorded.autocast_dtypes = list(self._autocast.dtypes[self._dtypes_start:])
+        if any(hit in self._cast_ids for hit in self._autocast.cache_hits[self._hits_start:]):
+            return None  # code after the call used its casts from the cache
         recorded.incoming = [self._incoming_looks.get(index) for index, leaf in enumerate(self._leaves)
                              if isinstance(leaf, _Tensor)]
         start, end = self._op_start, self._op_end
@@ -285,9 +320,9 @@ class _Capture:
                 if not start <= op_index <= end:
                     return None
                 first_serial = serial if first_serial is None else first_serial
-                leaf = self._output_serials.get(serial)
-                if leaf is not None:
-                    recorded.forward_events.append(("output", leaf, op_index - start, serial in saved))
+                kept = self._kept.get(serial)
+                if kept is not None:
+                    recorded.forward_events.append(("kept", kept, op_index - start, serial in saved))
                 else:
                     locals_[serial] = len(locals_)
                     recorded.forward_events.append(("alloc", locals_[serial], delta, op_index - start, serial in saved))
@@ -295,7 +330,7 @@ class _Capture:
             elif serial in live:
                 live.discard(serial)
                 recorded.forward_events.append(("free", locals_[serial]))
-        if not all(serial in live for serial in self._output_serials):
+        if not all(serial in live for serial in self._kept):
             return None  # an output the call did not make (a parameter, an input, a view of one)
         return recorded if self._backward(recorded, events, locals_, live, saved) else None
 
@@ -308,7 +343,7 @@ class _Capture:
         needs_gradient = any(isinstance(leaf, _Tensor) and leaf.requires_grad for leaf in self._leaves)
         if not backward:
             # A call nothing flowed back through: its saved storages die with its outputs.
-            return not needs_gradient and not _freed_later(events, self._event_end, live - set(self._output_serials))
+            return not needs_gradient and not _freed_later(events, self._event_end, live - set(self._kept))
         first, last = backward[0], backward[-1] + 1
         if backward != list(range(first, last)) or self._grads is None:
             return False
@@ -333,7 +368,7 @@ class _Capture:
                     return True
                 return False
             # An output that autograd did not save dies when the iteration drops it, as it will.
-            return serial in known or (serial in self._output_serials and serial in saved) or serial in self._incoming
+            return serial in known or (serial in self._kept and serial in saved) or serial in self._incoming
 
         indices = [i for i in range(self._event_end, len(events))
                    if events[i][1] != 0 and belongs(events[i][0], events[i][2], events[i][3])]
@@ -354,9 +389,9 @@ class _Capture:
                 locals_[serial] = len(locals_)
                 live.add(serial)
                 recorded.backward_events.append(("alloc", locals_[serial], delta, op_index - first))
-            elif serial in self._output_serials:
+            elif serial in self._kept:
                 released.add(serial)
-                recorded.backward_events.append(("release", self._output_serials[serial]))
+                recorded.backward_events.append(("release", self._kept[serial]))
             elif serial in self._incoming:
                 recorded.backward_events.append(("incoming", self._incoming[serial]))
             else:
@@ -364,13 +399,13 @@ class _Capture:
                     return False
                 live.discard(serial)
                 recorded.backward_events.append(("free", locals_[serial]))
-        if _freed_later(events, indices[-1], live - set(self._output_serials)):
+        if _freed_later(events, indices[-1], live - set(self._kept)):
             return False
         if sum(event[0] == "grad" for event in recorded.backward_events) != len(grad_serials):
             return False  # a gradient another op made (a tied weight's sum after the call's nodes)
-        for serial, leaf in self._output_serials.items():
+        for serial, kept in self._kept.items():
             if serial not in released and serial in saved:
-                recorded.backward_events.append(("release", leaf))
+                recorded.backward_events.append(("release", kept))
         return True
 
 
@@ -378,14 +413,17 @@ class _Player:
     """Replays a RecordedCall into this trace: its op records, its memory events, outputs
     like its outputs and, through an autograd Function, its backward and gradients."""
 
-    def __init__(self, recorded, recorder, state, model, forget):
+    def __init__(self, recorded, recorder, state, model, autocast, forget):
         self._recorded = recorded
+        self._autocast = autocast
         self._forget = forget
         self._recorder = recorder
         self._state = state
         self._parameters = [p for p in model.parameters() if p.requires_grad]
         self._forward_ops = []
-        self._held = {}  # leaf -> memory handle of a saved output
+        # kept key -> a saved output or cast, held as autograd holds it until its node ran
+        # (the tracker counts Python tensors; the storage must not die and be reused meanwhile)
+        self._held = {}
         self._handles = {}
 
     def call(self):
@@ -425,27 +463,31 @@ class _Player:
             stack.apply(op)
             self._forward_ops.append(op)
             state.append_replayed(op)
-        leaves = [index for index, leaf in enumerate(recorded.outputs) if isinstance(leaf, _Tensor)]
-        made = dict(zip(leaves, self._tensors([recorded.outputs[index] for index in leaves])))
-        outputs = {}
+        kept = [("output", index) for index, leaf in enumerate(recorded.outputs) if isinstance(leaf, _Tensor)]
+        kept += [("cast", position) for position in recorded.casts]
+        made = dict(zip(kept, self._tensors([recorded.outputs[i] if kind == "output" else recorded.casts[i]
+                                             for kind, i in kept])))
         handles = {}
         for event in recorded.forward_events:
             if event[0] == "alloc":
                 _, local, nbytes, op, saved = event
                 handles[local] = memory.allocate_unbacked(nbytes, base + op, "forward", saved)
-            elif event[0] == "output":
-                _, leaf, op, saved = event
-                t = made[leaf]
-                memory.allocated([t], base + op, "forward")
-                outputs[leaf] = t
+            elif event[0] == "kept":
+                _, key, op, saved = event
+                memory.allocated([made[key]], base + op, "forward")
                 if saved:
-                    self._held[leaf] = memory.hold(t, saved=True)
+                    memory.mark_saved(made[key])
+                    self._held[key] = made[key]
             else:
                 memory.release(handles.pop(event[1]))
         self._handles = handles  # saved storages, freed by the backward
+        for position in recorded.casts:  # the autocast cache keeps them to the region's end
+            self._autocast.clear_listeners.append(functools.partial(_drop, [made[("cast", position)]]))
+        for dtype in recorded.autocast_dtypes:
+            self._autocast.note(dtype)
         # (tensor outputs, those that needed no gradient); not kept here: the iteration decides
         # when they die.
-        tensors = [(outputs[i], leaf) for i, leaf in enumerate(recorded.outputs) if isinstance(leaf, _Tensor)]
+        tensors = [(made[("output", i)], leaf) for i, leaf in enumerate(recorded.outputs) if isinstance(leaf, _Tensor)]
         return [t for t, _ in tensors], [t for t, leaf in tensors if not leaf.requires_grad]
 
     def backward(self, incoming):
@@ -492,9 +534,7 @@ class _Player:
             elif kind == "free":
                 memory.release(handles.pop(event[1]))
             elif kind == "release":
-                handle = self._held.pop(event[1], None)
-                if handle is not None:
-                    memory.release(handle)
+                self._held.pop(event[1], None)
             else:
                 gradient = incoming[leaf_positions[event[1]]]
                 if gradient is not None:
@@ -555,6 +595,10 @@ def _output_position():
         return None
 
 
+def _drop(held):
+    held.clear()
+
+
 def _frozen(fingerprint):
     modules, tensors = fingerprint  # reuse.fingerprint: two lists of tuples
     return tuple(modules), tuple(tensors)
@@ -583,14 +627,11 @@ def _without_memory(op):
     return op
 
 
-def _autocast_enabled():
-    for device in ("cuda", "cpu"):
-        try:
-            if torch.is_autocast_enabled(device):
-                return True
-        except TypeError:  # torch 1.13: no device argument
-            return torch.is_autocast_enabled() or torch.is_autocast_cpu_enabled()
-    return False
+def _cpu_autocast_enabled():
+    try:
+        return torch.is_autocast_enabled("cpu")
+    except TypeError:  # torch 1.13: no device argument
+        return torch.is_autocast_cpu_enabled()
 
 
 def _plain(value):

@@ -246,7 +246,7 @@ def _trace_providers(project, providers, batch_size, mode, progress, assume_gpu,
                 calls = None
                 if built is not None and shape_only and not rank.initialized:
                     built.calls = {} if built.calls is None else built.calls
-                    calls = stack.enter_context(ModelCalls(model, built.calls, recorder, state))
+                    calls = stack.enter_context(ModelCalls(model, built.calls, recorder, state, autocast))
                 progress("tracing forward")
                 recorder.recording = True
                 state.placement.recording = True
