@@ -10,7 +10,7 @@ from unittest import mock
 import torch
 from torch.optim import optimizer as optimizer_module
 
-from wavecast_tracer import recorder
+from wavecast_tracer import multi_tensor
 from wavecast_tracer.tracer import run_trace
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -105,7 +105,7 @@ class Optimizers(unittest.TestCase):
                       "torch.optim.AdamW(model.parameters(), lr=1e-3)")
         for optimizer in optimizers:
             direct = trace_mlp(optimizer)
-            with mock.patch.object(recorder, "_out_of_place_elementwise_foreach", lambda func: False):
+            with mock.patch.object(multi_tensor, "makes_elementwise_list", lambda func: False):
                 decomposed = trace_mlp(optimizer)
             strip = lambda trace: [{k: v for k, v in op.items() if k not in ("loc", "stack")}  # noqa: E731
                                    for op in trace["ops"]]

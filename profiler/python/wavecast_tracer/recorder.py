@@ -8,7 +8,7 @@ import weakref
 
 import torch
 
-from . import compat
+from . import compat, multi_tensor
 from .attention import BACKEND_OF_OP
 from .devices import Placement
 from .distributed import local_tensor
@@ -440,53 +440,6 @@ _DEVICE_QUERY = torch.ops.prim.device.default
 _LOCAL_SCALAR_DENSE = torch.ops.aten._local_scalar_dense.default
 
 
-@functools.lru_cache(maxsize=None)
-def _in_place_foreach(func):
-    """A multi-tensor op that writes its tensor list in place (`_foreach_add_`)."""
-    schema = func._schema
-    return schema.name.startswith("aten::_foreach_") and schema.name.endswith("_") and not schema.returns
-
-
-# Multi-tensor ops whose every output is shaped and laid out as its first list's tensor.
-_ELEMENTWISE_FOREACH = frozenset(
-    f"aten::_foreach_{name}" for name in (
-        "add", "sub", "mul", "div", "sqrt", "neg", "abs", "exp", "log", "reciprocal", "sign", "lerp",
-        "addcmul", "addcdiv", "maximum", "minimum", "clamp_min", "clamp_max", "pow"))
-
-
-@functools.lru_cache(maxsize=None)
-def _out_of_place_elementwise_foreach(func):
-    schema = func._schema
-    return schema.name in _ELEMENTWISE_FOREACH and len(schema.returns) == 1
-
-
-def _like_first_list(args, kwargs):
-    """The layouts of an elementwise multi-tensor op's outputs (compat.fake_tensors), when each
-    is plainly its first list's tensor's: at every position, every list's tensor has the
-    same shape, strides and floating dtype, dense; the other arguments are numbers. Else None."""
-    lists = [a for a in (*args, *kwargs.values()) if isinstance(a, (list, tuple)) and a
-             and isinstance(a[0], torch.Tensor)]
-    if not lists or lists[0] is not args[0] or compat.has_fake_constant(args[0]):
-        return None
-    for value in (*args, *kwargs.values()):
-        if not (any(value is l for l in lists) or isinstance(value, (int, float, type(None)))
-                or (isinstance(value, (list, tuple)) and all(isinstance(v, (int, float)) for v in value))):
-            return None
-    layouts = []
-    for tensors in zip(*lists):
-        first = tensors[0]
-        shape, stride, dtype = first.shape, first.stride(), first.dtype
-        if not dtype.is_floating_point or first.storage_offset() or not compat.is_fake(first):
-            return None
-        if not (first.is_contiguous() or first.is_contiguous(memory_format=torch.channels_last)):
-            return None
-        for t in tensors[1:]:
-            if t.shape != shape or t.stride() != stride or t.dtype != dtype:
-                return None
-        layouts.append((tuple(shape), stride, 0, dtype, first.numel(), first.device))
-    return layouts
-
-
 def _has_real_tensor(values):
     for value in values:
         if isinstance(value, torch.Tensor):
@@ -595,17 +548,17 @@ class OpRecorder(compat.TorchDispatchMode):
             if real is not None:
                 with compat.real_execution():
                     return real.item()
-        if _in_place_foreach(func) and not compat.has_fake_constant(args[0]):
+        if multi_tensor.writes_in_place(func) and not compat.has_fake_constant(args[0]):
             # FakeTensorMode runs these through a Python decomposition per tensor (most of
             # an optimizer step's tracing); they change no metadata and return nothing. Not
             # skipped when FakeTensorMode follows a value (Adam's steps, made by
             # torch.tensor(0.0), which `step.item()` reads).
             self.shadows.follow(func, args, kwargs, None)
             return None
-        if _out_of_place_elementwise_foreach(func):
+        if multi_tensor.makes_elementwise_list(func):
             # The same per-tensor decomposition (an SGD's weight decay, Adam's sqrt), whose
             # outputs are new tensors like the inputs: made directly.
-            layouts = _like_first_list(args, kwargs)
+            layouts = multi_tensor.new_list_layouts(args, kwargs)
             made = compat.fake_tensors(self.fake_mode, layouts) if layouts is not None else None
             if made is not None:
                 return made
