@@ -119,6 +119,25 @@ TEST(ShippedWeights, PinnedPredictions) {
   }
 }
 
+TEST(ShippedWeights, ARepeatedKernelInABatchGetsTheAnswerItGetsAlone) {
+  // Repeated layers ask for one kernel many times; each distinct one runs once.
+  const LearnedModels models = LearnedModels::open(kWeights);
+  const KernelQuery linear{KernelShape::linear(4096, 1024, 4096), h100()};
+  const KernelQuery norm{KernelShape::layerNorm(4096, 1024), h100()};
+  const KernelQuery otherGpu{KernelShape::linear(4096, 1024, 4096), t4()};
+  const auto batch = models.predictMs({linear, norm, linear, otherGpu, linear, norm});
+  const auto alone = models.predictMs({linear});
+  const auto normAlone = models.predictMs({norm});
+  const auto otherAlone = models.predictMs({otherGpu});
+  ASSERT_EQ(batch.size(), 6u);
+  for (size_t i : {0, 2, 4})
+    EXPECT_EQ(*batch[i], *alone[0]);
+  EXPECT_EQ(*batch[1], *normAlone[0]);
+  EXPECT_EQ(*batch[5], *normAlone[0]);
+  EXPECT_EQ(*batch[3], *otherAlone[0]);
+  EXPECT_NE(*batch[3], *batch[0]);
+}
+
 TEST(ShippedWeights, BeyondTheTrainingRangeTheUtilisationStaysAtItsEdge) {
   // Far larger than any measured layer norm (rows a multiple of the SMs, so every
   // wave is full): the inputs are held at the training range, the utilisation no

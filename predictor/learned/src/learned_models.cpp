@@ -10,6 +10,8 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <string>
+#include <unordered_map>
 
 namespace fs = std::filesystem;
 
@@ -144,9 +146,13 @@ LearnedModels::predictMs(const std::vector<KernelQuery>& queries) const {
     if (indices.empty())
       continue;
     FamilyModel& model = impl_->loadedModel(KernelFamily(f));
+    // A model's repeated layers ask for the same kernel again and again: each distinct
+    // row runs through the networks once (a row's answer does not depend on the batch).
     std::vector<float> rows;
-    rows.reserve(indices.size() * size_t(model.features));
+    std::unordered_map<std::string, size_t> distinct;
+    std::vector<size_t> rowOf;
     std::vector<double> bounds;
+    std::vector<float> row(size_t(model.features));
     for (size_t i : indices) {
       const KernelShape shape = launchBoundFloor(queries[i].shape);
       const std::vector<float> x = kernelFeatures(shape, queries[i].gpu);
@@ -154,19 +160,25 @@ LearnedModels::predictMs(const std::vector<KernelQuery>& queries) const {
       // linearly, so a GPU or shape beyond it (H100's 132 SMs, a 7x7 stem) would
       // otherwise get an unbounded answer rather than that of its nearest kin.
       for (size_t j = 0; j < size_t(model.features); ++j)
-        rows.push_back((std::clamp(x[j], model.lowest[j], model.highest[j]) - model.mean[j]) /
-                       model.scale[j]);
+        row[j] =
+            (std::clamp(x[j], model.lowest[j], model.highest[j]) - model.mean[j]) / model.scale[j];
+      const auto [it, added] = distinct.try_emplace(
+          std::string(reinterpret_cast<const char*>(row.data()), row.size() * sizeof(float)),
+          distinct.size());
+      if (added)
+        rows.insert(rows.end(), row.begin(), row.end());
+      rowOf.push_back(it->second);
       bounds.push_back(rooflineCost(shape, queries[i].gpu).boundMs());
     }
-    std::vector<float> logRatio(indices.size(), 0.0f);
+    std::vector<float> logRatio(distinct.size(), 0.0f);
     for (const DenseNetwork& net : model.nets) {
-      const std::vector<float> out = net.forward(rows, indices.size());
-      for (size_t r = 0; r < indices.size(); ++r)
+      const std::vector<float> out = net.forward(rows, distinct.size());
+      for (size_t r = 0; r < distinct.size(); ++r)
         logRatio[r] += out[r] / float(model.nets.size());
     }
     for (size_t r = 0; r < indices.size(); ++r)
       answers[indices[r]] =
-          bounds[r] * std::exp(std::clamp(double(logRatio[r]), kMinLogRatio, kMaxLogRatio));
+          bounds[r] * std::exp(std::clamp(double(logRatio[rowOf[r]]), kMinLogRatio, kMaxLogRatio));
   }
   return answers;
 }
