@@ -538,7 +538,7 @@ class OpRecorder(compat.TorchDispatchMode):
 
     def _run_shape_only(self, func, args, kwargs):
         if func is _LOCAL_SCALAR_DENSE:
-            # `.item()` of a tensor whose value is known (Adam reads each step's twice per
+            # `.item()` of a tensor whose value is known (Adam reads each step tensor twice per
             # step): the value, without FakeTensorMode's way round to it.
             real = getattr(args[0], "constant", None)  # FakeTensorMode's own (torch.tensor(0.0))
             if real is None:
