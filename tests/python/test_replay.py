@@ -122,10 +122,11 @@ class ReplayTest(unittest.TestCase):
         self.kept()
         self.kept()
         # sum's gradient reaches the model's last op expanded (strides 0), not contiguous
-        self.edit("        loss.backward()", "        logits.sum().backward()")
+        self.edit("        loss.backward()", "        print(\"step\")\n        logits.sum().backward()")
         document = self.kept()
         self.assertIn(REPLAYED, self.steps)  # found out only in the backward: traced again
         self.assertEqual(self.steps.count("tracing forward"), 2)
+        self.assertEqual(document["user_output"], "step\n")  # printed by the trace that counts
         self.assertSameAsFresh(document)
         document = self.kept()
         self.assertIn(REPLAYED, self.steps)

@@ -3,6 +3,7 @@
 import contextlib
 import functools
 import io
+import sys
 import time
 
 import torch
@@ -157,6 +158,8 @@ def _trace(project, batch_size, mode, progress, assume_gpu, rank, cache=None):
     providers = find_providers(module, project)
     reused, model_key = _reusable_model(cache, modules_kept, project, module, source, mode,
                                         rank.world_size)
+    output = sys.stdout  # run_trace's StringIO: what the script printed
+    printed = output.tell() if isinstance(output, io.StringIO) else None
     try:
         try:
             document = _trace_providers(project, providers, batch_size, mode, progress, assume_gpu, rank,
@@ -166,6 +169,9 @@ def _trace(project, batch_size, mode, progress, assume_gpu, rank, cache=None):
             # (the loss changed): traced again, the call is recorded anew.
             if reused is None or not reused.restore():
                 raise _ReusedModelFailed() from None
+            if printed is not None:  # the iteration prints again
+                output.seek(printed)
+                output.truncate()
             document = _trace_providers(project, providers, batch_size, mode, progress, assume_gpu, rank,
                                         cache, reused, model_key)
     except TraceError as error:
