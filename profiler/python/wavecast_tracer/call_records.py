@@ -84,7 +84,7 @@ class TensorLayout:
 class Capture:
     """A call being recorded: the trace's marks around it, completed after the iteration."""
 
-    def __init__(self, key, model, recorder, state, autocast):
+    def __init__(self, key, fingerprint, model, recorder, state, autocast):
         self.key = key
         self._model = model
         self._autocast = autocast
@@ -101,7 +101,7 @@ class Capture:
         self._cuda_mapped = state.cuda_mapped
         self._any_host = state.placement.any_host
         self._mixed = len(state.placement.mixed)
-        self._fingerprint = reuse.fingerprint(model)
+        self._fingerprint = fingerprint  # reuse.fingerprint(model) as the call began
         self._parameters = [p for p in model.parameters() if p.requires_grad]
         self._op_end = self._event_end = None
         self._leaves = self._spec = None

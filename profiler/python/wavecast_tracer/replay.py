@@ -92,8 +92,8 @@ class ModelCalls:
             return None
         return (self._ordinal, repr(spec), tuple(described), torch.is_grad_enabled(), torch.get_default_dtype(),
                 tuple(p.requires_grad for p in parameters), _settings(self._model), _flags(),
-                tuple(state.module_stack), _entry_globals(), _frozen(reuse.fingerprint(self._model)),
-                autocast, autocast is not None and torch.is_autocast_cache_enabled())
+                tuple(state.module_stack), _entry_globals(), autocast,
+                autocast is not None and torch.is_autocast_cache_enabled(), reuse.fingerprint(self._model))
 
     # --- calls --------------------------------------------------------------
     def _call(self, original, args, kwargs):
@@ -108,7 +108,8 @@ class ModelCalls:
             return _Player(recorded, self._recorder, self._state, self._model, self._autocast, forget).call()
         for other in [k for k in self._recorded if k[0] == key[0]]:
             del self._recorded[other]
-        capture = Capture(key, self._model, self._recorder, self._state, self._autocast)
+        # The key's last part is the model's fingerprint, which the capture checks again.
+        capture = Capture(key, key[-1], self._model, self._recorder, self._state, self._autocast)
         out = original(self._model, *args, **kwargs)
         if capture.forward_done(out):
             self._captures.append(capture)
@@ -200,7 +201,7 @@ class _Player:
                 memory.release(handles.pop(event[1]))
         self._handles = handles  # saved storages, freed by the backward
         for position in recorded.casts:  # the autocast cache keeps them to the region's end
-            self._autocast.clear_listeners.append(functools.partial(_drop, [made[("cast", position)]]))
+            self._autocast.clear_listeners.append([made[("cast", position)]].clear)
         for dtype in recorded.autocast_dtypes:
             self._autocast.note(dtype)
         # (tensor outputs, those that needed no gradient); not kept here: the iteration decides
@@ -302,15 +303,6 @@ class _Restack:
             moved = (self._state.stack_json(frames), self._state.loc_json(frames))
             self._stacks[id(stack)] = moved
         op["stack"], op["loc"] = moved
-
-
-def _drop(held):
-    held.clear()
-
-
-def _frozen(fingerprint):
-    modules, tensors = fingerprint  # reuse.fingerprint: two lists of tuples
-    return tuple(modules), tuple(tensors)
 
 
 def _hook_count(parameter):

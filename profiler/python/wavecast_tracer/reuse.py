@@ -146,7 +146,7 @@ def fingerprint(model):
     for tensor in (*model.parameters(), *model.buffers()):
         tensors.append((id(tensor), tensor.dtype, tuple(tensor.shape), tuple(tensor.stride()),
                         tensor.storage_offset(), _hook_counts(tensor, _TENSOR_HOOKS)))
-    return modules, tensors
+    return tuple(modules), tuple(tensors)
 
 
 def adopt_classes(model, module, entry_module_name):
