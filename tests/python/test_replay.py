@@ -90,6 +90,11 @@ class ReplayTest(unittest.TestCase):
         self.steps = []
         return run_trace(self.entry, None, "shape", self.steps.append, cache=self.cache)
 
+    def second_trace(self):
+        """The trace after one that recorded the model's calls."""
+        self.kept()
+        return self.kept()
+
     def assertSameAsFresh(self, document):
         fresh = run_trace(self.entry, None, "shape")
         self.assertEqual(_facts(document)["ops"], _facts(fresh)["ops"])
@@ -149,16 +154,14 @@ class ReplayTest(unittest.TestCase):
         # nn.Transformer's generate_square_subsequent_mask: a host tensor moved to the GPU.
         self.edit("        if self.extra:",
                   "        x = x + torch.zeros(x.shape[1], x.shape[2]).to(images.device)\n        if self.extra:")
-        self.kept()
-        document = self.kept()
+        document = self.second_trace()
         self.assertIn(REPLAYED, self.steps)
         self.assertIn("cpu", [op.get("device") for op in document["ops"]])
         self.assertSameAsFresh(document)
 
     def test_what_the_call_prints_is_printed_again(self):
         self.edit("        if self.extra:", "        print(\"tokens\", tuple(tokens.shape))\n        if self.extra:")
-        self.kept()
-        document = self.kept()
+        document = self.second_trace()
         self.assertIn(REPLAYED, self.steps)
         self.assertIn("tokens (4, 5)", document["user_output"])
         self.assertSameAsFresh(document)
@@ -169,8 +172,7 @@ class ReplayTest(unittest.TestCase):
         self.edit("        x = F.relu(self.bn(self.conv(images))).mean(dim=(2, 3))",
                   "        x = checkpoint(lambda i: F.relu(self.bn(self.conv(i))), images, use_reentrant=False)\n"
                   "        x = checkpoint(lambda t: t.mean(dim=(2, 3)), x, use_reentrant=False)")
-        self.kept()
-        document = self.kept()
+        document = self.second_trace()
         self.assertIn(REPLAYED, self.steps)
         names = [op["name"] for op in document["ops"] if op["phase"] == "backward"]
         self.assertIn("aten::convolution", names)  # the recompute
@@ -178,16 +180,14 @@ class ReplayTest(unittest.TestCase):
 
     def test_a_call_that_reads_a_value_is_not_recorded(self):
         self.edit("        if self.extra:", "        if bool(tokens.max() > 0):")
-        self.kept()
-        document = self.kept()
+        document = self.second_trace()
         self.assertNotIn(REPLAYED, self.steps)
         self.assertSameAsFresh(document)
 
     def test_an_input_that_needs_a_gradient_is_traced_again(self):
         self.edit("        logits = model(images, tokens)",
                   "        images = images.requires_grad_()\n        logits = model(images, tokens)")
-        self.kept()
-        document = self.kept()
+        document = self.second_trace()
         self.assertNotIn(REPLAYED, self.steps)
         self.assertSameAsFresh(document)
 
@@ -197,8 +197,7 @@ class ReplayTest(unittest.TestCase):
         self.edit("        logits = model(images, tokens)",
                   "        with torch.autocast(\"cuda\", dtype=torch.bfloat16):\n"
                   "            logits = model(images, tokens)")
-        self.kept()
-        document = self.kept()
+        document = self.second_trace()
         self.assertIn(REPLAYED, self.steps)
         self.assertEqual(document["precision"]["autocast"], "bfloat16")
         self.assertIn("aten::_to_copy", [op["name"] for op in document["ops"]])
@@ -212,8 +211,7 @@ class ReplayTest(unittest.TestCase):
                   "            logits = model(images, tokens)\n"
                   "            loss = F.cross_entropy(logits.reshape(-1, VOCAB), tokens.reshape(-1))\n"
                   "            loss.backward()\n")
-        self.kept()
-        document = self.kept()
+        document = self.second_trace()
         self.assertIn(REPLAYED, self.steps)
         self.assertSameAsFresh(document)
 
@@ -223,8 +221,7 @@ class ReplayTest(unittest.TestCase):
                   "        with torch.autocast(\"cuda\", dtype=torch.bfloat16):\n"
                   "            logits = model(images, tokens)\n"
                   "            logits = logits + F.linear(logits[..., :8].float(), model.head.weight).mean()\n")
-        self.kept()
-        document = self.kept()
+        document = self.second_trace()
         self.assertNotIn(REPLAYED, self.steps)
         self.assertSameAsFresh(document)
 
@@ -233,8 +230,7 @@ class ReplayTest(unittest.TestCase):
         # is a run of its own ops, so neither is replayed.
         self.edit("        logits = model(images, tokens)",
                   "        logits = model(images, tokens) + model(images[:2].repeat(2, 1, 1, 1), tokens)")
-        self.kept()
-        document = self.kept()
+        document = self.second_trace()
         self.assertNotIn(REPLAYED, self.steps)
         self.assertSameAsFresh(document)
 
