@@ -90,6 +90,25 @@ class ScaledFromAnotherGpu(unittest.TestCase):
         self.assertIn("| small_cnn.py:22 | 0.118 | 0.088 |", text)  # measured on H100: its kernels
         self.assertIn("measured on H100-SXM", text)
 
+    def test_a_bf16_run_is_compared_with_the_kernels_of_its_bf16_profile(self):
+        # The truth recorded on an H100 in this repository has a bf16 profile per run.
+        truth = os.path.join(ROOT, "bench", "truth", "data", "h100", "truth.json")
+        with open(truth, encoding="utf-8") as f:
+            measured = json.load(f)["samples"]["samples/small_cnn.py:64"]
+        out = io.StringIO()
+        with redirect_stdout(out):
+            status = compare.main([truth, "--wavecast", WAVECAST, "--runs", "small_cnn.py:64",
+                                   "--precision", "bf16", "--json"])
+        self.assertEqual(status, 0, out.getvalue())
+        report = json.loads(out.getvalue().split("\nTruth:")[0])
+        row = report["rows"][0]
+        self.assertEqual(row["precision"], "bf16")
+        self.assertAlmostEqual(row["kernel_ms"], compare.kernel_ms(measured["bf16_lines"]))
+        self.assertNotAlmostEqual(row["kernel_ms"], compare.kernel_ms(measured["lines"]))
+        self.assertIn("conv", row["truth_families"])
+        self.assertAlmostEqual(report["metrics"]["bf16_kernel_mape"],
+                               compare.ape(row["predicted_gpu_ms"], row["kernel_ms"]))
+
 
 if __name__ == "__main__":
     unittest.main()

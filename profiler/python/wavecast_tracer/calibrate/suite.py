@@ -48,12 +48,15 @@ class OpTimingMode(compat.TorchDispatchMode):
             return func(*args, **kwargs)
         token = self.timer.start()
         out = func(*args, **kwargs)
+        # Stopped before the op is described: the description is the suite's CPU work, and
+        # a GPU that waits for it must not count the wait as the op's.
+        token = self.timer.stop(token)
         traced_func, traced_args, traced_kwargs, traced_out = as_shape_traced(func, args, kwargs, out)
         name = compat.op_name(traced_func)
         inputs, op_args = describe_call(traced_func, name, traced_args, traced_kwargs)
         call = {"name": name, "phase": self.phase, "inputs": inputs,
                 "outputs": [tensor_meta(t) for t in flatten_tensors(traced_out)], "args": op_args}
-        self.tokens.append(self.timer.stop(token, call))
+        self.tokens.append(token)
         self.calls.append(call)
         return out
 
@@ -160,7 +163,7 @@ class Suite:
                     for phase, step in workload.steps:
                         mode.phase = phase
                         step()
-                times = self.timer.finish(mode.tokens)
+                times = self.timer.finish(mode.tokens, mode.calls)
                 current = [c["name"] for c in mode.calls]
                 if names is None:
                     names, calls = current, mode.calls

@@ -1,11 +1,14 @@
 """Timing backends of the calibration suite, one interface.
 
 The suite runs a workload's steps under an op-recording dispatch mode; around each ATen
-op it calls `start()` and `stop(token, call)`, and after the iteration
-`finish(tokens)` gives each op's GPU time in ms. Backends:
+op it calls `start()` and `stop(token)`, and after the iteration `finish(tokens, calls)`
+gives each op's GPU time in ms (`calls`: the ops' descriptions, in the same order).
+Backends:
 
 - `EventsTimer`: a CUDA event recorded on the current stream before and after each op;
-  the elapsed time between the two (a tiny op's includes its launch gap);
+  the elapsed time between the two. A short spin kernel queued before the first event
+  keeps the GPU busy while the CPU launches the op, so the op's kernels run back to back
+  and its time is theirs, not the launch's;
 - `CuptiTimer`: each op in a `torch.profiler.record_function` range, its time the sum
   of the CUDA kernels CUPTI attributes to the range (kernel time only);
 - `FakeTimer`: no GPU; ops run on meta tensors and each takes a deterministic time from
@@ -99,6 +102,12 @@ def check_cuda():
             "build of PyTorch; --python-env names the environment that has it")
 
 
+# How long the spin kernel before each op keeps the GPU busy: longer than the CPU takes to
+# record an event and dispatch and launch one op (tens of microseconds), in SM cycles at
+# up to 2 GHz.
+LAUNCH_COVER_CYCLES = 400_000
+
+
 class EventsTimer:
     name = "cuda_events"
     device = "cuda"
@@ -110,16 +119,17 @@ class EventsTimer:
         pass
 
     def start(self):
+        torch.cuda._sleep(LAUNCH_COVER_CYCLES)
         event = torch.cuda.Event(enable_timing=True)
         event.record()
         return event
 
-    def stop(self, token, call):
+    def stop(self, token):
         end = torch.cuda.Event(enable_timing=True)
         end.record()
         return (token, end)
 
-    def finish(self, tokens):
+    def finish(self, tokens, calls):
         torch.cuda.synchronize()
         return [start.elapsed_time(end) for start, end in tokens]
 
@@ -154,7 +164,7 @@ class CuptiTimer:
         self.begin()
         token = self.start()
         x.mul_(2)
-        times = self.finish([self.stop(token, None)])
+        times = self.finish([self.stop(token)], [None])
         if not times or times[0] <= 0:
             raise SetupError(
                 "CUPTI recorded no kernels: profiling this GPU is not permitted for this user",
@@ -175,11 +185,11 @@ class CuptiTimer:
         scope.__enter__()
         return (index, scope)
 
-    def stop(self, token, call):
+    def stop(self, token):
         token[1].__exit__(None, None, None)
         return token[0]
 
-    def finish(self, tokens):
+    def finish(self, tokens, calls):
         torch.cuda.synchronize()
         self._profiler.__exit__(None, None, None)
         by_index = {}
@@ -223,11 +233,11 @@ class FakeTimer:
     def start(self):
         return None
 
-    def stop(self, token, call):
-        return fake_op_ms(call)
+    def stop(self, token):
+        return None
 
-    def finish(self, tokens):
-        return list(tokens)
+    def finish(self, tokens, calls):
+        return [fake_op_ms(call) for call in calls]
 
     def describe(self):
         gpu = {"name": self.gpu_name, "compute_capability": "0.0", "sm_count": 0, "memory_bytes": 0}
