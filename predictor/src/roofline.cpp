@@ -178,7 +178,8 @@ RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
     const double blocks = cost.parallelBlocks > 0
                               ? cost.parallelBlocks
                               : std::ceil(cost.parallelElements / kElementsPerBlock);
-    const int blocksPerSm = std::max(1, gpu.limits.maxThreadsPerSm / 128);
+    const int blocksPerSm =
+        cost.blocksPerSm > 0 ? cost.blocksPerSm : std::max(1, gpu.limits.maxThreadsPerSm / 128);
     const double wave = static_cast<double>(sms) * blocksPerSm;
     computeEfficiency = blocks / (std::ceil(blocks / wave) * wave);
     memoryEfficiency = std::min(1.0, blocks / sms);

@@ -127,6 +127,23 @@ OpCost softmax(const OpRecord& op, const std::string& stem) {
   return cost;
 }
 
+// Training batch norm on NCHW runs a per-channel reduction, one thread block per
+// channel (cuDNN's CUDNN_BATCHNORM_SPATIAL, and PyTorch's own kernels that bfloat16 goes
+// to, _select_batch_norm_backend), then an elementwise pass over the whole GPU. The
+// reduction's blocks stream slowly: on an H100 and an H200 alike each takes the same
+// time, whatever their bandwidth, so it is priced as work per element at blocks per SM,
+// fitted by bench/truth/fit_batch_norm.py to the per-shape kernel times of
+// bench/truth/data/h100 (ResNet-50, Inception-v3, DCGAN; FP32 and bf16 autocast).
+struct PerChannelReduction {
+  int blocksPerSm;
+  double opsPerElement; // FP32-operation units
+};
+struct BatchNormKernels {
+  PerChannelReduction forward, backward;
+};
+constexpr BatchNormKernels kCudnnBatchNorm{{2, 90}, {6, 90}};
+constexpr BatchNormKernels kNativeBatchNorm{{1, 380}, {3, 240}};
+
 // Batch/group/instance norm (statistics over all but the channel dim) and layer norm.
 OpCost normalization(const OpRecord& op, const std::string& stem) {
   OpCost cost;
@@ -138,38 +155,43 @@ OpCost normalization(const OpRecord& op, const std::string& stem) {
   const double elements = numel(x);
   const bool layerNorm = contains(stem, "layer_norm") || contains(stem, "rms_norm");
   const bool training = op.boolArg("training").value_or(op.boolArg("train").value_or(true));
-  // cuDNN's batch norm on NCHW (CUDNN_BATCHNORM_SPATIAL, which PyTorch uses unless the
-  // input is channels_last) reduces each channel in one thread block, in forward and
-  // backward: a layer with fewer channels than SMs leaves SMs without work.
   const bool batchNorm = contains(stem, "batch_norm") && !contains(stem, "elemt") &&
                          !contains(stem, "stats") && !contains(stem, "gather") &&
                          !contains(stem, "reduce");
   const bool perChannel = batchNorm && training && x && x->contiguous && x->shape.size() >= 3;
-  if (perChannel)
-    cost.parallelBlocks = static_cast<double>(std::max<int64_t>(1, x->shape[1]));
-  // PyTorch sends bfloat16 batch norm to its own kernels, not cuDNN's
-  // (_select_batch_norm_backend): one block per channel too, reading element by
-  // element into float32 math, so they take as long as on float32 data.
-  const double widen =
-      perChannel && x->dtype == ScalarType::BFloat16 ? 4.0 / x->elementSize() : 1.0;
   const double xBytes = bytesOf(x);
   const double paramBytes = inputBytes(op) - (backward ? bytesOf(op.input(0)) + xBytes : xBytes);
-  const double outBytes = outputBytes(op) + (widen - 1) * bytesOf(op.output(0));
+  const double outBytes = outputBytes(op);
+  cost.parallelElements = elements;
+  if (perChannel) {
+    const BatchNormKernels& kernels =
+        x->dtype == ScalarType::BFloat16 ? kNativeBatchNorm : kCudnnBatchNorm;
+    const PerChannelReduction& reduction = backward ? kernels.backward : kernels.forward;
+    const double dyBytes = backward ? bytesOf(op.input(0)) : 0;
+    // The reduction reads x (backward: dy and x); the elementwise pass reads them again
+    // and writes y (dx).
+    cost.bytes = dyBytes + xBytes + std::max(0.0, paramBytes);
+    cost.helperBytes = dyBytes + xBytes + outBytes;
+    cost.flops = reduction.opsPerElement * elements;
+    cost.parallelBlocks = static_cast<double>(std::max<int64_t>(1, x->shape[1]));
+    cost.blocksPerSm = reduction.blocksPerSm;
+    cost.kernels = backward ? 2 : 1;
+    return cost;
+  }
   if (!backward) {
     // Batch/group norm in training read x for the statistics and again to normalise;
     // layer norm keeps a row on chip. Eval batch norm is a single elementwise pass.
     const double reads = (layerNorm || !training) ? 1 : 2;
-    cost.bytes = reads * xBytes * widen + outBytes + std::max(0.0, paramBytes);
+    cost.bytes = reads * xBytes + outBytes + std::max(0.0, paramBytes);
     cost.flops = 8 * elements;
   } else {
     // Reduction pass over (dy, x) for the weight/statistics gradients, then an
     // elementwise pass reading (dy, x) and writing dx.
     const double dyBytes = bytesOf(op.input(0));
-    cost.bytes = 2 * (dyBytes + xBytes) * widen + outBytes + std::max(0.0, paramBytes);
+    cost.bytes = 2 * (dyBytes + xBytes) + outBytes + std::max(0.0, paramBytes);
     cost.flops = 12 * elements;
     cost.kernels = layerNorm ? 2 : 1;
   }
-  cost.parallelElements = elements;
   return cost;
 }
 

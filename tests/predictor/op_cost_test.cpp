@@ -284,30 +284,41 @@ TEST(OpCost, Normalisation) {
   EXPECT_EQ(ln.family, CostFamily::Norm);
   EXPECT_DOUBLE_EQ(ln.flops, 8.0 * 3145728);
   EXPECT_DOUBLE_EQ(ln.bytes, 12582912.0 + (12582912.0 + 2 * 16384) + 6144);
-  // Batch norm in training reads x twice.
+  // Batch norm in training: a per-channel reduction reading x (its cost), then an
+  // elementwise pass reading x and writing y at full bandwidth (helperBytes).
   const auto bn = estimateOpCost(
       op("aten::native_batch_norm",
          {tensor({8, 16, 4, 4}), tensor({16}), tensor({16}), tensor({16}), tensor({16})},
          {tensor({8, 16, 4, 4}), tensor({16}), tensor({16})}, {{"training", true}}));
-  EXPECT_DOUBLE_EQ(bn.bytes, 2 * 8192.0 + 8320 + 256);
+  EXPECT_DOUBLE_EQ(bn.bytes, 8192.0 + 256);
+  EXPECT_DOUBLE_EQ(bn.helperBytes, 8192.0 + 8320);
+  EXPECT_DOUBLE_EQ(bn.flops, 90.0 * 2048);
+  EXPECT_EQ(bn.blocksPerSm, 2);
+  EXPECT_EQ(bn.kernels, 1);
   const auto bnEval = estimateOpCost(
       op("aten::native_batch_norm",
          {tensor({8, 16, 4, 4}), tensor({16}), tensor({16}), tensor({16}), tensor({16})},
          {tensor({8, 16, 4, 4}), tensor({0}), tensor({0})}, {{"training", false}}));
   EXPECT_DOUBLE_EQ(bnEval.bytes, 8192.0 + 8192 + 256);
-  // Backward: (dy, x) twice, write dx (+ the small weight/bias gradients).
+  EXPECT_DOUBLE_EQ(bnEval.helperBytes, 0);
+  // Backward: the reduction reads (dy, x); the elementwise pass reads them again and
+  // writes dx (+ the small weight/bias gradients).
   const auto bnBack =
       estimateOpCost(op("aten::native_batch_norm_backward",
                         {tensor({8, 16, 4, 4}), tensor({8, 16, 4, 4}), tensor({16})},
                         {tensor({8, 16, 4, 4}), tensor({16}), tensor({16})}, {}, Phase::Backward));
-  EXPECT_DOUBLE_EQ(bnBack.bytes, 2 * (8192.0 + 8192) + 8320 + 64);
-  EXPECT_DOUBLE_EQ(bnBack.flops, 12.0 * 2048);
-  // cuDNN reduces each NCHW channel in one block, in both directions; layer norm and
-  // channels_last batch norm spread per element.
+  EXPECT_DOUBLE_EQ(bnBack.bytes, 8192.0 + 8192 + 64);
+  EXPECT_DOUBLE_EQ(bnBack.helperBytes, 8192.0 + 8192 + 8320);
+  EXPECT_DOUBLE_EQ(bnBack.flops, 90.0 * 2048);
+  EXPECT_EQ(bnBack.blocksPerSm, 6);
+  EXPECT_EQ(bnBack.kernels, 2);
+  // One block per NCHW channel, in both directions; layer norm and channels_last batch
+  // norm spread per element.
   EXPECT_DOUBLE_EQ(bn.parallelBlocks, 16);
   EXPECT_DOUBLE_EQ(bnBack.parallelBlocks, 16);
   EXPECT_DOUBLE_EQ(bnEval.parallelBlocks, 0) << "inference: one elementwise pass";
   EXPECT_DOUBLE_EQ(ln.parallelBlocks, 0);
+  EXPECT_EQ(ln.blocksPerSm, 0);
   auto nhwc = tensor({8, 16, 4, 4});
   nhwc.contiguous = false;
   EXPECT_DOUBLE_EQ(estimateOpCost(op("aten::native_batch_norm",
@@ -315,18 +326,22 @@ TEST(OpCost, Normalisation) {
                                      {nhwc, tensor({16}), tensor({16})}, {{"training", true}}))
                        .parallelBlocks,
                    0);
-  // bfloat16 (autocast: float32 weights): PyTorch's own per-channel kernels, as long as
-  // on float32 data; the fp16 input still goes to cuDNN at its own size.
+  // bfloat16 (autocast: float32 weights) goes to PyTorch's own kernels, whose reduction is
+  // slower per element and holds an SM per block; float16 still goes to cuDNN.
   const auto bf16 = tensor({8, 16, 4, 4}, ScalarType::BFloat16);
   const auto bnBf16 = estimateOpCost(
       op("aten::native_batch_norm", {bf16, tensor({16}), tensor({16}), tensor({16}), tensor({16})},
          {bf16, tensor({16}), tensor({16})}, {{"training", true}}));
-  EXPECT_DOUBLE_EQ(bnBf16.bytes, bn.bytes);
+  EXPECT_DOUBLE_EQ(bnBf16.bytes, 4096.0 + 256);
+  EXPECT_DOUBLE_EQ(bnBf16.flops, 380.0 * 2048);
+  EXPECT_EQ(bnBf16.blocksPerSm, 1);
   const auto fp16 = tensor({8, 16, 4, 4}, ScalarType::Float16);
   const auto bnFp16 = estimateOpCost(
       op("aten::native_batch_norm", {fp16, tensor({16}), tensor({16}), tensor({16}), tensor({16})},
          {fp16, tensor({16}), tensor({16})}, {{"training", true}}));
-  EXPECT_DOUBLE_EQ(bnFp16.bytes, 2 * 4096.0 + 4096 + 128 + 256);
+  EXPECT_DOUBLE_EQ(bnFp16.bytes, 4096.0 + 256);
+  EXPECT_DOUBLE_EQ(bnFp16.helperBytes, 4096.0 + 4096 + 128);
+  EXPECT_DOUBLE_EQ(bnFp16.flops, bn.flops);
   const auto gn =
       estimateOpCost(op("aten::native_group_norm", {tensor({2, 4, 8, 8}), tensor({4}), tensor({4})},
                         {tensor({2, 4, 8, 8}), tensor({2, 2}), tensor({2, 2})}));

@@ -75,6 +75,9 @@ struct OpCost {
   // Thread blocks the kernel runs when its parallelism is not per element but per
   // reduction (one block per channel); 0: from parallelElements.
   double parallelBlocks = 0;
+  // Blocks of this kernel one SM runs at once, where its block size or resources say
+  // so; 0: as many 128-thread blocks as the SM holds threads.
+  int blocksPerSm = 0;
   int kernels = 1; // kernel launches; 0 for metadata-only ops
   // DRAM traffic of helper kernels that run before and after the main one, serially:
   // cuDNN's NCHW <-> NHWC transforms around half-precision convolutions, the bias
