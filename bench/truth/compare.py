@@ -28,6 +28,7 @@ whose prediction for the truth's GPU is then scaled from that GPU.
 import argparse
 import concurrent.futures
 import json
+import math
 import os
 import re
 import subprocess
@@ -276,17 +277,18 @@ def markdown(report):
     out = [f"Truth: `{os.path.relpath(report['truth'], ROOT)}` ({report['device']}, torch "
            f"{report['torch']}), predicted on `{report['gpu']}`.", "",
            f"- FP32, MAPE against kernel time: **{m['fp32_kernel_mape']:.1f}%**",
-           f"- FP32, MAPE against wall time: **{m['fp32_wall_mape']:.1f}%**",
-           f"- bf16 autocast, MAPE against kernel time: **{m['bf16_kernel_mape']:.1f}%**",
-           f"- bf16 autocast, MAPE against wall time: **{m['bf16_wall_mape']:.1f}%**",
-           f"- Peak allocated memory, MAPE against torch.cuda.max_memory_allocated(): "
-           f"**{m['memory_mape']:.1f}%**",
-           f"- runs compared: {m['runs']}" + (f", failed to predict: {m['failed']}" if m["failed"] else ""),
-           "", "| run | precision | method | predicted GPU ms | real kernels ms | predicted wall ms "
-           "| real wall ms | error vs kernels | error vs wall |", "|---|---|---|---|---|---|---|---|---|"]
+           f"- FP32, MAPE against wall time: **{m['fp32_wall_mape']:.1f}%**"]
     if any(r.get("truth_lines") for r in report["rows"]):
-        out.insert(5, f"- FP32, per-line error (misses over the lines' kernel time): "
-                      f"**{m['fp32_line_error']:.1f}%**")
+        out.append(f"- FP32, per-line error (misses over the lines' kernel time): "
+                   f"**{m['fp32_line_error']:.1f}%**")
+    if not math.isnan(m["bf16_kernel_mape"]):  # the truth has bf16 profiles
+        out.append(f"- bf16 autocast, MAPE against kernel time: **{m['bf16_kernel_mape']:.1f}%**")
+    out += [f"- bf16 autocast, MAPE against wall time: **{m['bf16_wall_mape']:.1f}%**",
+            f"- Peak allocated memory, MAPE against torch.cuda.max_memory_allocated(): "
+            f"**{m['memory_mape']:.1f}%**",
+            f"- runs compared: {m['runs']}" + (f", failed to predict: {m['failed']}" if m["failed"] else ""),
+            "", "| run | precision | method | predicted GPU ms | real kernels ms | predicted wall ms "
+            "| real wall ms | error vs kernels | error vs wall |", "|---|---|---|---|---|---|---|---|---|"]
     for r in report["rows"]:
         if "error" in r:
             out.append(f"| {r['run']} | {r['precision']} | failed: {r['error']} | | | | | | |")
