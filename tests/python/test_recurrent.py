@@ -1,10 +1,15 @@
 """Recurrent layers are recorded as one fused op forward and one backward per call."""
 
+import json
 import os
+import tempfile
+import textwrap
 import unittest
+from unittest import mock
 
 import torch
 
+from wavecast_tracer import rnn
 from wavecast_tracer.project import Project
 from wavecast_tracer.recorder import TraceState
 from wavecast_tracer.rnn import fuse_recurrent_layers
@@ -14,6 +19,9 @@ FIXTURES = os.path.abspath(os.environ.get(
     "WAVECAST_FIXTURES_DIR", os.path.join(os.path.dirname(__file__), "..", "profiler", "fixtures")
 ))
 RECURRENT = os.path.join(FIXTURES, "recurrent.py")
+# cuDNN's reserve sizes measured on an H100 (bench/truth/rnn_reserve.py).
+RESERVE_TRUTH = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "truth", "data", "h100",
+                             "rnn_reserve.json")
 
 
 def ops_named(trace, name):
@@ -87,6 +95,59 @@ class FusedRecurrentValues(unittest.TestCase):
             self.assertIn("lstm", torch._VF.__dict__)
         self.assertNotIn("lstm", torch._VF.__dict__)
         self.assertIs(torch._VF.lstm, torch._C._VariableFunctions.lstm)
+
+
+class ReserveSpace(unittest.TestCase):
+    """cuDNN's reserve space, kept from a training forward to its backward."""
+
+    def test_sizes_are_cudnns_on_a_gpu(self):
+        with open(RESERVE_TRUTH, encoding="utf-8") as f:
+            rows = json.load(f)["rows"]
+        self.assertGreaterEqual(len(rows), 24)
+        for row in rows:
+            layer = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU}[row["kind"]](
+                row["input"], row["hidden"], num_layers=row["layers"], bidirectional=row["bidirectional"])
+            dtype = getattr(torch, row["dtype"])
+            x = torch.empty(row["steps"], row["batch"], row["input"], dtype=dtype, device="meta")
+            hx = torch.empty(row["layers"] * (2 if row["bidirectional"] else 1), row["batch"], row["hidden"])
+            hx = [hx, hx] if row["kind"] == "lstm" else hx
+            call = rnn._RecurrentCall(None, row["kind"], None, False,
+                                      (x, hx, list(layer.parameters()), True, row["layers"], 0.0, True,
+                                       row["bidirectional"], False))
+            with self.subTest(row=row):
+                self.assertEqual(call.reserve_bytes(x), row["reserve_bytes"])
+                call.train = False
+                self.assertEqual(call.reserve_bytes(x), 0, "inference keeps no reserve")
+
+    def test_the_reserve_counts_toward_the_peak(self):
+        # A 3-layer LSTM whose reserve (50 x 64 x 512 x (5 x 3 + 2) float32s) dwarfs the rest.
+        script = textwrap.dedent("""
+            import torch
+
+
+            def wavecast_model():
+                return torch.nn.LSTM(16, 512, num_layers=3)
+
+
+            def wavecast_input(batch_size=64):
+                return (torch.randn(50, batch_size, 16),)
+
+
+            def wavecast_iteration(model):
+                def iteration(x):
+                    model(x)[0].sum().backward()
+
+                return iteration
+        """)
+        reserve = 50 * 64 * 512 * (5 * 3 + 2) * 4 + rnn.RESERVE_HEADER_BYTES
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "lstm.py")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(script)
+            with_reserve = run_trace(path, batch_size=64)["memory"]
+            with mock.patch.dict(rnn.RESERVE_PER_LAYER, clear=True):
+                without = run_trace(path, batch_size=64)["memory"]
+        self.assertEqual(with_reserve["peak_live_bytes"] - without["peak_live_bytes"], reserve)
 
 
 if __name__ == "__main__":

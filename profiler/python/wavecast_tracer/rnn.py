@@ -19,6 +19,15 @@ from .recorder import tensor_meta
 # cuDNN's RNN mode numbers (cudnnRNNMode_t), also the predictor's gate count key.
 CUDNN_MODES = {"rnn_relu": 0, "rnn_tanh": 1, "lstm": 2, "gru": 3}
 BACKWARD_NAME = "aten::_cudnn_rnn_backward"
+# cuDNN's reserve space, which a training forward fills for the backward and torch's meta
+# kernel leaves empty: per (time step x batch row x hidden unit x direction), elements of
+# the layer's dtype for each layer's gate activations and cell (LSTM 5, GRU 6) and for
+# each output passed to the next layer, plus a small header. Exact for LSTM and GRU in
+# float32 and float16 with cuDNN 9.19 on an H100 and an H200
+# (bench/truth/data/*/rnn_reserve.json, bench/truth/rnn_reserve.py); the plain RNNs were
+# not measured, and get none.
+RESERVE_PER_LAYER = {"lstm": 5, "gru": 6}
+RESERVE_HEADER_BYTES = 256
 
 
 class _RecurrentCall:
@@ -61,6 +70,20 @@ class _RecurrentCall:
         return self.original(input, self.batch_sizes, hx, params, self.has_biases, self.num_layers,
                              self.dropout, self.train, self.bidirectional)
 
+    def reserve_bytes(self, input):
+        """The reserve space cuDNN allocates for this call's backward (0 when it keeps none)."""
+        per_layer = RESERVE_PER_LAYER.get(self.kind)
+        if per_layer is None or not self.train:
+            return 0
+        if self.batch_sizes is None:
+            rows = input.numel() // max(1, int(input.shape[-1]))  # time steps x batch
+        else:
+            rows = int(input.shape[0])  # a packed sequence: the sum of its batch sizes
+        layers = int(self.num_layers)
+        directions = 2 if self.bidirectional else 1
+        units = rows * int(self.hx[-1].shape[-1]) * directions * (per_layer * layers + layers - 1)
+        return units * input.element_size() + RESERVE_HEADER_BYTES
+
     def output_shapes(self):
         directions = 2 if self.bidirectional else 1
         output = list(self.input.shape[:-1]) + [directions * int(self.hx[0].shape[-1])]
@@ -97,6 +120,12 @@ class _FusedRecurrent(torch.autograd.Function):
         ctx.set_materialize_grads(False)
         ctx.save_for_backward(*tensors)
         with call.state.suppressing():
+            # Allocated before the outputs, as cuDNN's forward takes it; kept until the
+            # backward has run, or dropped at once when no gradient will be asked for.
+            reserve = call.reserve_bytes(tensors[0])
+            if reserve:
+                reserve = tensors[0].new_empty((reserve,), dtype=torch.uint8)
+                ctx.reserve = reserve if any(ctx.needs_input_grad) else None
             if call.compute_values:
                 return tuple(call.run(list(tensors)))
             return tuple(tensors[0].new_empty(shape) for shape in call.output_shapes())
@@ -114,6 +143,7 @@ class _FusedRecurrent(torch.autograd.Function):
         inputs = [tensor_meta(t) for t in tensors]
         inputs += [tensor_meta(g) if g is not None else None for g in grad_outputs]
         call.state.append_op(BACKWARD_NAME, inputs, [g for g in grads if g is not None], call.args())
+        ctx.reserve = None  # freed once the backward op has run
         return (None, *grads)
 
 
