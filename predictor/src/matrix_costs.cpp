@@ -111,8 +111,8 @@ OpCost convolution(const OpRecord& op) {
   cost.gemm = {groups, positions, dim(weight, 0) / (transposed ? 1 : groups),
                numel(weight) / std::max(1.0, dim(weight, 0))};
   if (transposesLayout(*input, groups, transposed)) {
-    cost.helperBytes += 2 * (bytesOf(input) + bytesOf(weight) + bytesOf(&output));
-    cost.kernels += 3;
+    cost.layoutTransformBytes += 2 * (bytesOf(input) + bytesOf(weight) + bytesOf(&output));
+    cost.layoutTransformKernels += 3;
   }
   return cost;
 }
@@ -160,8 +160,8 @@ OpCost convolutionBackward(const OpRecord& op) {
     cost.bytes += gradOutBytes + bytesOf(weight) + bytesOf(input);
     ++cost.kernels;
     if (layouts) {
-      cost.helperBytes += layoutPerCall;
-      cost.kernels += 3;
+      cost.layoutTransformBytes += layoutPerCall;
+      cost.layoutTransformKernels += 3;
     }
   }
   if (mask[1]) { // grad_weight = correlate(input, grad_output)
@@ -174,8 +174,8 @@ OpCost convolutionBackward(const OpRecord& op) {
     cost.bytes += gradOutBytes + bytesOf(input) + bytesOf(weight);
     ++cost.kernels;
     if (layouts) {
-      cost.helperBytes += layoutPerCall;
-      cost.kernels += 3;
+      cost.layoutTransformBytes += layoutPerCall;
+      cost.layoutTransformKernels += 3;
     }
   }
   if (mask[2]) { // grad_bias = grad_output.sum over N and positions, a reduction of its own

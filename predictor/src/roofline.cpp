@@ -141,6 +141,10 @@ OpCost asRunOn(const OpCost& cost, const DeviceSpec& gpu) {
   return run;
 }
 
+bool layoutTransformsOn(const DeviceSpec& gpu) {
+  return gpu.computeCapabilityMajor < 9;
+}
+
 RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
                           const RooflineOptions& options) {
   if (cost.attention.backend != AttentionBackend::None &&
@@ -187,9 +191,12 @@ RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
   t.waveEfficiency = computeEfficiency;
   t.computeMs = peak > 0 ? cost.flops / (peak * computeEfficiency) * 1e3 : 0;
   t.memoryMs = bandwidth > 0 ? cost.bytes / (bandwidth * memoryEfficiency) * 1e3 : 0;
-  const double helperMs = bandwidth > 0 ? cost.helperBytes / bandwidth * 1e3 : 0;
+  const bool transforms = layoutTransformsOn(gpu);
+  const double helperBytes = cost.helperBytes + (transforms ? cost.layoutTransformBytes : 0);
+  const int kernels = cost.kernels + (transforms ? cost.layoutTransformKernels : 0);
+  const double helperMs = bandwidth > 0 ? helperBytes / bandwidth * 1e3 : 0;
   t.timeMs = std::max(
-      {t.computeMs + helperMs, t.memoryMs + helperMs, cost.kernels * options.launchFloorUs * 1e-3});
+      {t.computeMs + helperMs, t.memoryMs + helperMs, kernels * options.launchFloorUs * 1e-3});
   return t;
 }
 

@@ -44,16 +44,20 @@ TEST(OpCost, Convolution) {
   // its own (output.add_(bias)), reading and writing the whole output.
   EXPECT_DOUBLE_EQ(conv.helperBytes, 4.0 * (2 * 524288 + 16));
   EXPECT_EQ(conv.kernels, 2);
-  // bfloat16 on NCHW: cuDNN's tensor-core kernels run on NHWC, so input, weight and
-  // output are each transformed (read and written) around the convolution.
+  // bfloat16 on NCHW: where cuDNN's tensor-core kernels run on NHWC, input, weight and
+  // output are each transformed (read and written) around the convolution, in kernels
+  // of their own (layoutTransformsOn says on which GPUs).
   const auto half = estimateOpCost(
       op("aten::convolution",
          {tensor({32, 3, 32, 32}, ScalarType::BFloat16),
           tensor({16, 3, 3, 3}, ScalarType::BFloat16), tensor({16}, ScalarType::BFloat16)},
          {tensor({32, 16, 32, 32}, ScalarType::BFloat16)},
          {{"stride", Ints{1, 1}}, {"padding", Ints{1, 1}}}));
-  EXPECT_DOUBLE_EQ(half.helperBytes, 2 * 2.0 * (98304 + 432 + 524288) + 2.0 * (2 * 524288 + 16));
-  EXPECT_EQ(half.kernels, 5);
+  EXPECT_DOUBLE_EQ(half.helperBytes, 2.0 * (2 * 524288 + 16));
+  EXPECT_DOUBLE_EQ(half.layoutTransformBytes, 2 * 2.0 * (98304 + 432 + 524288));
+  EXPECT_EQ(half.kernels, 2);
+  EXPECT_EQ(half.layoutTransformKernels, 3);
+  EXPECT_DOUBLE_EQ(conv.layoutTransformBytes, 0);
   // Backward: each of the two cuDNN calls transforms grad_output, weight and input.
   const auto halfBack = estimateOpCost(op(
       "aten::convolution_backward",
@@ -62,8 +66,9 @@ TEST(OpCost, Convolution) {
       {tensor({32, 3, 32, 32}, ScalarType::BFloat16), tensor({16, 3, 3, 3}, ScalarType::BFloat16),
        std::nullopt},
       {{"output_mask", Ints{1, 1, 0}}}, Phase::Backward));
-  EXPECT_DOUBLE_EQ(halfBack.helperBytes, 2 * 2 * 2.0 * (524288 + 432 + 98304));
-  EXPECT_EQ(halfBack.kernels, 2 + 6);
+  EXPECT_DOUBLE_EQ(halfBack.layoutTransformBytes, 2 * 2 * 2.0 * (524288 + 432 + 98304));
+  EXPECT_EQ(halfBack.kernels, 2);
+  EXPECT_EQ(halfBack.layoutTransformKernels, 6);
 }
 
 TEST(OpCost, GroupedStridedConvolutionWithoutTracedOutput) {
@@ -90,7 +95,8 @@ TEST(OpCost, GroupedStridedConvolutionWithoutTracedOutput) {
     EXPECT_EQ(own.kernels, 1);
   }
   const auto half = withBias(ScalarType::Float16, true);
-  EXPECT_DOUBLE_EQ(half.helperBytes, 2.0 * (2 * 16384 + 32) + 2 * 2.0 * (65536 + 288 + 16384));
+  EXPECT_DOUBLE_EQ(half.helperBytes, 2.0 * (2 * 16384 + 32));
+  EXPECT_DOUBLE_EQ(half.layoutTransformBytes, 2 * 2.0 * (65536 + 288 + 16384));
   EXPECT_DOUBLE_EQ(withBias(ScalarType::Float32, false).helperBytes, 4.0 * (2 * 16384 + 32));
 }
 

@@ -187,27 +187,36 @@ TEST(Predictor, BatchNormWithFewChannelsLeavesSmsIdle) {
   EXPECT_NEAR(narrow / wide, 4.0, 0.01);
 }
 
-TEST(Predictor, LayoutTransformsAddToTheConvolution) {
-  // A layout transform is a kernel of its own: its bytes add to the convolution's time.
-  const auto gpus = db().resolve({"H100"});
+TEST(Predictor, LayoutTransformsAddToTheConvolutionBeforeHopper) {
+  // A layout transform is a kernel of its own: on an A100 its bytes add to an NCHW bf16
+  // convolution's time; an H100 runs the convolution on NCHW as it is.
+  const auto gpus = db().resolve({"A100", "H100"});
   Trace trace;
   trace.ops.push_back(op(0, "aten::convolution", Phase::Forward, 1,
                          {tensor({64, 64, 56, 56}), tensor({64, 64, 3, 3})},
                          {tensor({64, 64, 56, 56})}));
   trace.ops.back().args = {{"padding", std::vector<int64_t>{1, 1}}};
-  const double tf32 = Predictor().predict(trace, gpus).ops[0][0].timeMs;
+  const Prediction fp32 = Predictor().predict(trace, gpus);
   for (auto& t : trace.ops[0].inputs)
     t->dtype = ScalarType::BFloat16;
   trace.ops[0].outputs[0]->dtype = ScalarType::BFloat16;
   const Prediction p = Predictor().predict(trace, gpus);
   OpCost cost = estimateOpCost(trace.ops[0]);
-  const double layoutMs = cost.helperBytes /
+  ASSERT_GT(cost.layoutTransformBytes, 0);
+  const double layoutMs = cost.layoutTransformBytes /
                           (gpus[0].memoryBandwidthGBs * 1e9 * RooflineOptions().memoryEfficiency) *
                           1e3;
-  ASSERT_GT(layoutMs, 0);
-  cost.helperBytes = 0;
-  EXPECT_NEAR(p.ops[0][0].timeMs, rooflineTime(cost, gpus[0], {}).timeMs + layoutMs, 1e-12);
-  EXPECT_LT(p.ops[0][0].timeMs, tf32) << "bf16 tensor cores still beat cuDNN's TF32";
+  EXPECT_TRUE(layoutTransformsOn(gpus[0]));
+  EXPECT_FALSE(layoutTransformsOn(gpus[1]));
+  OpCost withoutTransforms = cost;
+  withoutTransforms.layoutTransformBytes = 0;
+  withoutTransforms.layoutTransformKernels = 0;
+  EXPECT_NEAR(p.ops[0][0].timeMs, rooflineTime(withoutTransforms, gpus[0], {}).timeMs + layoutMs,
+              1e-12);
+  EXPECT_DOUBLE_EQ(p.ops[1][0].timeMs, rooflineTime(withoutTransforms, gpus[1], {}).timeMs);
+  for (size_t g = 0; g < gpus.size(); ++g)
+    EXPECT_LT(p.ops[g][0].timeMs, fp32.ops[g][0].timeMs)
+        << "bf16 tensor cores still beat cuDNN's TF32 on " << gpus[g].id;
 }
 
 TEST(Predictor, Tf32OptionSpeedsUpFloat32Matmuls) {

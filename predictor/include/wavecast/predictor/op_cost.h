@@ -80,9 +80,13 @@ struct OpCost {
   int blocksPerSm = 0;
   int kernels = 1; // kernel launches; 0 for metadata-only ops
   // DRAM traffic of helper kernels that run before and after the main one, serially:
-  // cuDNN's NCHW <-> NHWC transforms around half-precision convolutions, the bias
-  // PyTorch adds to a cuDNN convolution's output and sums out of its gradient.
+  // the bias PyTorch adds to a cuDNN convolution's output and sums out of its gradient,
+  // batch norm's elementwise pass.
   double helperBytes = 0;
+  // cuDNN's NCHW <-> NHWC transforms around a half-precision convolution, in kernels of
+  // their own, on the GPUs that still run them (layoutTransformsOn); not in helperBytes.
+  double layoutTransformBytes = 0;
+  int layoutTransformKernels = 0;
   AttentionWork attention;        // scaled-dot-product-attention kernels only
   CollectiveWork collective;      // CostFamily::Collective only
   bool approximate = false;       // no formula of its own: closest family used

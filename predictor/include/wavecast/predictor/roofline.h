@@ -56,6 +56,12 @@ AttentionBackend attentionBackendOn(const OpCost& cost, const DeviceSpec& gpu);
 // math decomposition writes the L x S scores to DRAM and reads them back).
 OpCost asRunOn(const OpCost& cost, const DeviceSpec& gpu);
 
+// Whether cuDNN transforms an NCHW half-precision convolution's tensors to NHWC and back
+// on `gpu` (OpCost::layoutTransformBytes). Not on sm90 and later: on an H100 and an H200
+// (cuDNN 9.19) an NCHW bf16 ResNet-50's convolutions take the time of their own traffic
+// (bench/truth/data). Earlier GPUs keep the transforms cuDNN documented; none measured.
+bool layoutTransformsOn(const DeviceSpec& gpu);
+
 struct RooflineTime {
   double computeMs = 0;
   double memoryMs = 0;
