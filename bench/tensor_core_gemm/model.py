@@ -69,6 +69,8 @@ def gemm_seconds(p, gpu, dtype, b, m, n, k, element_bytes):
         if output_tiles < gpu.sms:
             slices = max(1, min(gpu.sms // output_tiles, int(k // p.split_k_min_slice_k)))
         waves = math.ceil(output_tiles * slices / gpu.sms)
+        if output_tiles > gpu.sms and k >= 2 * p.split_k_min_slice_k:  # stream-K
+            waves = output_tiles / gpu.sms
         tile = (k / slices + p.tile_prologue_k) * 2 * rows * cols / (
             peak_per_sm * p.efficiency * tile_efficiency)
         reduction = b * m * n * PARTIAL_BYTES * slices / gpu.bandwidth if slices > 1 else 0

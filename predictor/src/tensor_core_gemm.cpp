@@ -91,7 +91,12 @@ TensorCoreGemmTime tensorCoreGemmTime(const GemmShape& gemm, double bytes, const
           outputTiles < sms ? std::max(1.0, std::min(std::floor(sms / outputTiles),
                                                      std::floor(gemm.k / model.splitKMinSliceK)))
                             : 1.0;
-      const double waves = std::ceil(outputTiles * slices / sms);
+      double waves = std::ceil(outputTiles * slices / sms);
+      // Stream-K (cuBLAS's persistent kernels): with more tiles than SMs and a K of at
+      // least two minimum slices, the K loops of what would be a partial last wave are
+      // shared out over every SM, so the work divides with no idle SMs.
+      if (outputTiles > sms && gemm.k >= 2 * model.splitKMinSliceK)
+        waves = outputTiles / sms;
       const double tileSeconds = (gemm.k / slices + model.tilePrologueK) * 2 * tile.rows *
                                  tile.cols / (peakPerSm * model.efficiency * tile.efficiency);
       const double reductionSeconds =

@@ -64,10 +64,20 @@ TEST(TensorCoreGemm, AWaveOfTilesTakesOneTileTimePlusTheKernelsFixedTime) {
 }
 
 TEST(TensorCoreGemm, OneTileMoreThanTheSmsCostsASecondWave) {
+  // K = 1500: shorter than two minimum slices, so no stream-K.
+  const TensorCoreGemmTime t =
+      tensorCoreGemmTime({101, 128, 128, 1500}, 0, {300e12, 1e12, 100, 1e9}, handModel());
+  EXPECT_NEAR(t.computeMs, 2 * tileSeconds(1500) * 1e3, 1e-12);
+  EXPECT_NEAR(t.occupancy, 101.0 / 200, 1e-12);
+}
+
+TEST(TensorCoreGemm, ALongKSharesThePartialLastWaveOutOverEverySm) {
+  // K = 4096, at least two minimum slices of 1000: stream-K spreads the 101st tile's K
+  // loop over the 100 SMs, 1.01 waves' time instead of 2.
   const TensorCoreGemmTime t =
       tensorCoreGemmTime({101, 128, 128, 4096}, 0, {300e12, 1e12, 100, 1e9}, handModel());
-  EXPECT_NEAR(t.computeMs, 2 * tileSeconds(4096) * 1e3, 1e-12);
-  EXPECT_NEAR(t.occupancy, 101.0 / 200, 1e-12);
+  EXPECT_NEAR(t.computeMs, 1.01 * tileSeconds(4096) * 1e3, 1e-12);
+  EXPECT_NEAR(t.occupancy, 1.0, 1e-12);
 }
 
 TEST(TensorCoreGemm, APartTileCostsAWholeTile) {
@@ -100,8 +110,8 @@ TEST(TensorCoreGemm, AnOddLeadingDimensionRunsAtTheElementWiseKernelsRate) {
   const GemmDevice device{300e12, 1e12, 100, 1e9};
   GemmShape shape{1, 4096, 4096, 4096};
   const TensorCoreGemmTime aligned = tensorCoreGemmTime(shape, 0, device, model);
-  // 32 x 32 tiles over 100 SMs: 11 waves of one tile time.
-  EXPECT_NEAR(aligned.computeMs, 11 * tileSeconds(4096) * 1e3, 1e-12);
+  // 32 x 32 tiles over 100 SMs, K long enough for stream-K: 10.24 waves of one tile time.
+  EXPECT_NEAR(aligned.computeMs, 10.24 * tileSeconds(4096) * 1e3, 1e-12);
   EXPECT_FALSE(aligned.unalignedKernel);
 
   // 300 FLOP per SM per clock on 100 SMs at 1 GHz: 3e13 FLOP/s.
