@@ -34,6 +34,12 @@ fi
 # wall time against the measured kernel sum and wall time.
 truth=${WAVECAST_TRUTH:-$root/../shared/truth/h100/sweep.json}
 python3 "$root/bench/truth/compare.py" "$truth" --wavecast "$tool" --markdown "$work/truth.md" >/dev/null
+# Truth recorded from this repository (bench/truth/data, with bf16 per-op profiles): the
+# H100, whose calibration data/calibration holds, and the H200, which has none.
+for gpu in h100:H100-SXM h200:H200; do
+  python3 "$root/bench/truth/compare.py" "$root/bench/truth/data/${gpu%%:*}/truth.json" \
+    --wavecast "$tool" --gpu "${gpu##*:}" --markdown "$work/truth_${gpu%%:*}.md" >/dev/null
+done
 # Tensor-core GEMMs against OpenXLA's measured GEMM table (../shared/reference).
 python3 "$root/bench/tensor_core_gemm/report.py" --wavecast "$tool" --markdown "$work/gemm.md" >/dev/null
 elapsed=$(( $(date +%s) - start ))
@@ -63,6 +69,22 @@ of small batches carry that noise.
 
 HEADER
   cat "$work/truth.md"
+  cat <<'RECORDED'
+
+### Recorded here: H100 and H200 (bench/truth/data)
+
+The same samples on an H100 SXM and an H200, recorded on 2026-11-26 by
+`bench/gpu_session.sh` (bench/truth/README.md), with per-op kernel times of the bf16
+runs too (`bf16_lines`), so bf16 is also compared against kernel time. The H100 is
+predicted with its calibration (`data/calibration`, docs/calibration.md), the H200 from
+the models alone: it is the figure for a GPU without one. Host-bound runs (small CNN,
+small transformer, DCGAN and ResNet-50 at small batches) ran up to twice as fast on
+these machines' hosts as in `../shared/truth`, so their wall figures differ most.
+
+RECORDED
+  cat "$work/truth_h100.md"
+  echo
+  cat "$work/truth_h200.md"
   echo
   cat "$work/gemm.md"
   echo
@@ -86,8 +108,44 @@ in float32 under autocast, while torch runs cuDNN RNNs in float16 under either
 mostly host-bound runs: GPT-2 b1 (54% over: the host model's 50 us per op is
 too much for autocast's casts there, though about right for the Transformer's)
 and NCHW convolutions (Inception-v3 b128 20% under, as its batch norm is in
-FP32). The truth has no per-op figures for its bf16 runs;
-`bench/truth/record.py` records them (`bf16_lines`) on a GPU.
+FP32).
+
+### Batch norm: where the norm gap was
+
+From development runs of `bench/truth/compare.py` on bench/truth/data (not from this
+script's run). The recorded per-shape kernel times showed NCHW training batch norm
+taking the same time on the H100 and the H200 (within 0-15%), though the H200 has 43%
+more bandwidth: its per-channel reduction (one block per channel) is bound by how fast
+an SM works through it, not by DRAM, and bfloat16 goes to PyTorch's own kernels, slower
+per element than cuDNN's. The roofline priced both as streams at the SMs' share of the
+bandwidth: on the H200 it put batch norm at 0.56 of its real time in FP32 and 0.42 in
+bf16. Priced as a reduction of fitted work per element at fitted blocks per SM, then an
+elementwise pass (`bench/truth/fit_batch_norm.py`, fitted on the H100's shapes only), the
+H200's per-shape median error is 10-14% for cuDNN's kernels and the backward, 26% for the
+bf16 forward (one constant cannot follow all its shapes), and the family sums 0.90 (FP32)
+and 0.94 (bf16). On the H200, FP32 kernel MAPE went from 9.0% to 8.3%, FP32 wall from
+12.0% to 10.0%, bf16 kernel from 14.4% to 12.7% and bf16 wall from 13.9% to 10.8%; on
+the calibrated H100, FP32 kernel from 7.9% to 7.5% and bf16 kernel from 12.3% to 12.1%.
+
+### Convolutions under bf16 on Hopper: no layout transforms
+
+From development runs of `bench/truth/compare.py` on bench/truth/data/h200 (not from
+this script's run). The predictor priced NCHW bf16 convolutions with cuDNN's NCHW <->
+NHWC transforms around them (1 GB more traffic for one 1x1 convolution of ResNet-50 at
+batch 256, which really takes 127 us, the time of its own 514 MB). The recorded bf16
+profiles leave no room for them on an H100 or an H200 (cuDNN 9.19), so they are priced
+only before sm90 (docs/predictor.md, 'Layout transforms'). On the H200's CNN runs
+(ResNet-50, Inception-v3, small CNN) bf16 convolutions went from 1.32 to 0.93 of their
+real time and the bf16 kernel MAPE of those runs from 15.0% to 8.1%.
+
+### Calibration on the H100
+
+From development runs of `bench/truth/compare.py` on bench/truth/data/h100 (not from
+this script's run). Without the calibration file the H100's FP32 kernel MAPE was 8.2%;
+with it 7.9%, before the batch-norm change above. The first calibration, timed with
+events that counted each op's launch gap and the suite's own Python, made it 49%
+(ResNet-50 at batch 8: 19.2 ms predicted against 6.7 ms of kernels); that timer was
+fixed and the file measured again (docs/calibration.md).
 
 ### Peak memory: how it got here
 
@@ -102,8 +160,10 @@ thread that runs GEMMs 6.6%; GNMT's LSTMs in float16 under autocast (their float
 weight copies) 6.8%. ResNet-50 at batch 896 on the H100-SXM fits, as it did on the GPU.
 Still under: DCGAN (0.67-0.87) and small_cnn b64 (0.66), whose cuDNN convolution
 workspace counts as allocated while each convolution runs (its size depends on cuDNN's
-algorithm choice; a calibration can measure it), and GNMT at 64 and 256 tokens (0.93,
-0.87), whose cuDNN LSTM reserve space the tracer does not see.
+algorithm choice; a calibration can measure it). GNMT at 64 and 256 tokens was at 0.93
+and 0.87 while the tracer did not see cuDNN's LSTM reserve space; with its size as
+measured on the H100 (bench/truth/data/h100/rnn_reserve.json), 0.997 and 0.988 on the
+H100 recorded here.
 BF16
   cat <<'HEADER'
 
