@@ -16,14 +16,15 @@ FORMAT = "wavecast-tensor-core-gemm"
 
 
 class Gpu:
-    """What the model reads of a GPU: SM count, dense tensor peaks (FLOP/s), bandwidth (B/s)."""
+    """What the models read of a GPU: SM count, dense peaks (FLOP/s: the tensor cores', and
+    fp32 on CUDA cores), bandwidth (B/s, at the share a kernel streams at)."""
 
     def __init__(self, entry):
         self.id = entry["id"]
         self.sms = entry["sms"]
         peaks = entry["peak_tflops"]
         self.peak = {"bf16": peaks["bf16"] * 1e12, "fp16": peaks["fp16"] * 1e12,
-                     "tf32": peaks["tf32"] * 1e12}
+                     "tf32": peaks["tf32"] * 1e12, "fp32": peaks["fp32"] * 1e12}
         self.bandwidth = entry["memory_bandwidth_gbs"] * 1e9 * MEMORY_EFFICIENCY
 
 

@@ -8,9 +8,11 @@ it: `ops` FP32 operations per element at `blocks` blocks per SM (wave-quantised)
 bytes at the bandwidth of the SMs it keeps busy, whichever is longer; the elementwise
 pass at full bandwidth. For each kernel (cuDNN: float32 and float16; PyTorch's own:
 bfloat16) and direction it picks the (blocks, ops) with the least mean |log error| on the
-truth's GPU, and reports the error there and on the other truth files given.
+first truth file, and reports the error there and on the others. Each file is named with
+wavecast's id of its GPU (data/gpus.json), as `compare.py --gpu` takes it.
 
-    bench/truth/fit_batch_norm.py bench/truth/data/h100/truth.json bench/truth/data/h200/truth.json
+    bench/truth/fit_batch_norm.py bench/truth/data/h100/truth.json:H100-SXM \
+        bench/truth/data/h200/truth.json:H200
 """
 
 import argparse
@@ -18,23 +20,18 @@ import json
 import math
 import os
 import statistics
+import sys
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-# RooflineOptions' defaults (predictor/include/wavecast/predictor/roofline.h).
-MEMORY_EFFICIENCY = 0.85
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "bench", "tensor_core_gemm"))
+import model  # noqa: E402  (the GPU database as the GEMM model reads it)
+
+# RooflineOptions' defaults (predictor/include/wavecast/predictor/roofline.h); the memory
+# efficiency is in model.Gpu's bandwidth.
 VECTOR_EFFICIENCY = 0.85
 LAUNCH_FLOOR_US = 4.0
 BLOCKS_PER_SM = (1, 2, 3, 4, 6, 8, 16)
-
-
-def gpu_spec(device):
-    with open(os.path.join(ROOT, "data", "gpus.json"), encoding="utf-8") as f:
-        gpus = json.load(f)["gpus"]
-    for gpu in gpus:
-        if device == gpu["name"] or device in gpu.get("aliases", []):
-            return {"sms": gpu["sms"], "fp32_tflops": gpu["peak_tflops"]["fp32"],
-                    "bandwidth_gbs": gpu["memory_bandwidth_gbs"]}
-    raise SystemExit(f"fit_batch_norm.py: '{device}' is not in data/gpus.json")
 
 
 def per_shape(truth):
@@ -55,12 +52,12 @@ def per_shape(truth):
 def predicted_us(gpu, precision, backward, shape, blocks_per_sm, ops):
     n, channels = shape[0] * shape[2] * shape[3], shape[1]
     x_bytes = n * channels * (4 if precision == "fp32" else 2)
-    bandwidth = gpu["bandwidth_gbs"] * 1e3 * MEMORY_EFFICIENCY  # bytes per us
-    wave = gpu["sms"] * blocks_per_sm
+    bandwidth = gpu.bandwidth * 1e-6  # bytes per us
+    wave = gpu.sms * blocks_per_sm
     busy = channels / (math.ceil(channels / wave) * wave)
-    compute = channels * n * ops / (gpu["fp32_tflops"] * 1e6 * VECTOR_EFFICIENCY * busy)
+    compute = channels * n * ops / (gpu.peak["fp32"] * 1e-6 * VECTOR_EFFICIENCY * busy)
     reduction_bytes = x_bytes * (2 if backward else 1)
-    memory = reduction_bytes / (bandwidth * min(1.0, channels / gpu["sms"]))
+    memory = reduction_bytes / (bandwidth * min(1.0, channels / gpu.sms))
     elementwise = x_bytes * (3 if backward else 2) / bandwidth
     return max(LAUNCH_FLOOR_US * (2 if backward else 1), max(compute, memory) + elementwise)
 
@@ -82,13 +79,19 @@ def fit(gpu, rows):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("truth", help="the truth file fitted on")
-    parser.add_argument("check", nargs="*", help="truth files only checked")
+    parser.add_argument("truth", help="FILE:GPU_ID, the truth file fitted on")
+    parser.add_argument("check", nargs="*", help="FILE:GPU_ID, truth files only checked")
     options = parser.parse_args(argv)
-    files = [options.truth] + options.check
-    truths = [json.load(open(path, encoding="utf-8")) for path in files]
-    gpus = [gpu_spec(truth["device"]) for truth in truths]
-    tables = [per_shape(truth) for truth in truths]
+    database = model.load_gpus(os.path.join(ROOT, "data", "gpus.json"))
+    files, gpus, tables = [], [], []
+    for argument in [options.truth] + options.check:
+        path, _, gpu_id = argument.rpartition(":")
+        if gpu_id not in database:
+            parser.error(f"'{argument}': name the file's GPU by its id in data/gpus.json (FILE:H100-SXM)")
+        with open(path, encoding="utf-8") as f:
+            tables.append(per_shape(json.load(f)))
+        files.append(path)
+        gpus.append(database[gpu_id])
     for kernel, precision in (("cuDNN", "fp32"), ("PyTorch native", "bf16")):
         for backward in (False, True):
             select = [{k: v for k, v in table.items() if k[0] == precision and k[1] == backward}

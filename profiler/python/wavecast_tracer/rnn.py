@@ -122,9 +122,9 @@ class _FusedRecurrent(torch.autograd.Function):
         with call.state.suppressing():
             # Allocated before the outputs, as cuDNN's forward takes it; kept until the
             # backward has run, or dropped at once when no gradient will be asked for.
-            reserve = call.reserve_bytes(tensors[0])
-            if reserve:
-                reserve = tensors[0].new_empty((reserve,), dtype=torch.uint8)
+            reserve_bytes = call.reserve_bytes(tensors[0])
+            if reserve_bytes:
+                reserve = tensors[0].new_empty((reserve_bytes,), dtype=torch.uint8)
                 ctx.reserve = reserve if any(ctx.needs_input_grad) else None
             if call.compute_values:
                 return tuple(call.run(list(tensors)))
