@@ -98,6 +98,29 @@ python_env_install() {
   # clean clone or a new build folder installs without downloading again.
   local wheels=${WAVECAST_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/wavecast/wheels}
   say "installing torch 2.x ($1.lock) into ${python_env#$root/}, wheels cached in $wheels"
+  # A full disk fails deep inside pip with errno 28; say what is needed first.
+  # The environment takes 5 GB installed; downloading the wheels 2.6 GB more.
+  mkdir -p "$wheels"
+  local need_env_mb=6000 need_wheels_mb=0 free_env_mb free_wheels_mb
+  ls "$wheels"/torch-*.whl >/dev/null 2>&1 || need_wheels_mb=3000
+  free_env_mb=$(df -Pm "$build" | awk 'NR == 2 { print $4 }')
+  free_wheels_mb=$(df -Pm "$wheels" | awk 'NR == 2 { print $4 }')
+  if [ "$(stat -c %d "$build")" = "$(stat -c %d "$wheels")" ]; then
+    need_env_mb=$((need_env_mb + need_wheels_mb))
+    need_wheels_mb=0
+  fi
+  local short=()
+  [ "$free_env_mb" -ge "$need_env_mb" ] || short+=("$build needs about $need_env_mb MB free and has $free_env_mb MB")
+  [ "$free_wheels_mb" -ge "$need_wheels_mb" ] ||
+    short+=("the wheel cache $wheels needs about $need_wheels_mb MB free and has $free_wheels_mb MB")
+  if [ ${#short[@]} -gt 0 ]; then
+    local joined
+    joined=$(printf '%s; ' "${short[@]}")
+    echo "setup: not enough disk space to install torch 2.x: ${joined%; }." \
+      "Free some (old build folders and clones of this repository take 5-7 GB each)," \
+      "or point WAVECAST_BUILD_DIR or WAVECAST_WHEEL_CACHE at a larger disk." >&2
+    exit 1
+  fi
   [ -x "$python_env/bin/python" ] || step /usr/bin/python3 -m venv "$python_env"
   step "$python_env/bin/python" -m pip download --quiet --disable-pip-version-check \
     --require-hashes --no-deps -r "$lock" -d "$wheels"
