@@ -17,7 +17,7 @@ FORMAT = "wavecast-tensor-core-gemm"
 
 class Gpu:
     """What the models read of a GPU: SM count, dense peaks (FLOP/s: the tensor cores', and
-    fp32 on CUDA cores), bandwidth (B/s, at the share a kernel streams at)."""
+    fp32 on CUDA cores), bandwidth (B/s, at the share a kernel streams at), boost clock."""
 
     def __init__(self, entry):
         self.id = entry["id"]
@@ -26,6 +26,7 @@ class Gpu:
         self.peak = {"bf16": peaks["bf16"] * 1e12, "fp16": peaks["fp16"] * 1e12,
                      "tf32": peaks["tf32"] * 1e12, "fp32": peaks["fp32"] * 1e12}
         self.bandwidth = entry["memory_bandwidth_gbs"] * 1e9 * MEMORY_EFFICIENCY
+        self.clock_hz = entry["boost_clock_mhz"] * 1e6
 
 
 def load_gpus(*paths):

@@ -190,6 +190,8 @@ RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
   }
   t.waveEfficiency = computeEfficiency;
   t.computeMs = peak > 0 ? cost.flops / (peak * computeEfficiency) * 1e3 : 0;
+  if (cost.smCycles > 0 && gpu.boostClockMHz > 0)
+    t.computeMs += cost.smCycles / (sms * gpu.boostClockMHz * 1e6) * 1e3;
   t.memoryMs = bandwidth > 0 ? cost.bytes / (bandwidth * memoryEfficiency) * 1e3 : 0;
   const bool transforms = layoutTransformsOn(gpu);
   const double helperBytes = cost.helperBytes + (transforms ? cost.layoutTransformBytes : 0);

@@ -144,6 +144,19 @@ struct BatchNormKernels {
 constexpr BatchNormKernels kCudnnBatchNorm{{2, 90}, {6, 90}};
 constexpr BatchNormKernels kNativeBatchNorm{{1, 380}, {3, 240}};
 
+// PyTorch's layer norm runs one 128-thread block per row (vectorized_layer_norm_kernel;
+// backward adds a kernel reducing the weight and bias gradients over the rows). On an H100
+// and an H200 alike a row takes the same time, whatever their bandwidth: the blocks wait
+// on their row's loads and reductions. So a row costs SM cycles, fixed plus per element,
+// fitted by bench/truth/fit_layer_norm.py to the per-shape kernel times of
+// bench/truth/data/h100 (GPT-2, the transformers; FP32 and bf16 autocast, which keeps
+// layer norm in fp32).
+struct RowCycles {
+  double perRow, perElement;
+};
+constexpr RowCycles kLayerNormForward{316, 0.672};
+constexpr RowCycles kLayerNormBackward{731, 1.898};
+
 // Batch/group/instance norm (statistics over all but the channel dim) and layer norm.
 OpCost normalization(const OpRecord& op, const std::string& stem) {
   OpCost cost;
@@ -177,6 +190,17 @@ OpCost normalization(const OpRecord& op, const std::string& stem) {
     cost.blocksPerSm = reduction.blocksPerSm;
     cost.kernels = backward ? 2 : 1;
     return cost;
+  }
+  if (layerNorm && x && !x->shape.empty()) {
+    double rowLength = dim(x, -1);
+    if (const auto normalized = op.intListArg("normalized_shape");
+        normalized && !normalized->empty()) {
+      rowLength = 1;
+      for (const int64_t d : *normalized)
+        rowLength *= static_cast<double>(std::max<int64_t>(1, d));
+    }
+    const RowCycles& row = backward ? kLayerNormBackward : kLayerNormForward;
+    cost.smCycles = elements / std::max(1.0, rowLength) * row.perRow + elements * row.perElement;
   }
   if (!backward) {
     // Batch/group norm in training read x for the statistics and again to normalise;

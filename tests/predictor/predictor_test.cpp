@@ -187,6 +187,33 @@ TEST(Predictor, BatchNormWithFewChannelsLeavesSmsIdle) {
   EXPECT_NEAR(narrow / wide, 4.0, 0.01);
 }
 
+TEST(Predictor, LayerNormRowsTakeTheSameTimeWhateverTheBandwidth) {
+  // Real kernel times (bench/truth/data/h100 and h200, the small transformer at batch 256):
+  // 16,384 rows of 128 take 25.5 us forward and 61 us backward on an H100 and an H200
+  // alike, though the H200 has 43% more bandwidth: each row's block waits on its loads.
+  const auto gpus = db().resolve({"H100", "H200"});
+  const auto layerNorm = [](bool backward) {
+    const auto x = tensor({256, 64, 128});
+    const auto stats = tensor({256, 64, 1});
+    auto record = backward ? op(0, "aten::native_layer_norm_backward", Phase::Backward, 1,
+                                {x, x, stats, stats, tensor({128}), tensor({128})},
+                                {x, tensor({128}), tensor({128})})
+                           : op(0, "aten::native_layer_norm", Phase::Forward, 1,
+                                {x, tensor({128}), tensor({128})}, {x, stats, stats});
+    record.args = {{"normalized_shape", std::vector<int64_t>{128}}};
+    Trace trace;
+    trace.ops.push_back(record);
+    return trace;
+  };
+  const Prediction forward = Predictor().predict(layerNorm(false), gpus);
+  const Prediction backward = Predictor().predict(layerNorm(true), gpus);
+  for (size_t g = 0; g < gpus.size(); ++g) {
+    EXPECT_NEAR(forward.ops[g][0].timeMs, 0.0255, 0.0255 * 0.1) << gpus[g].name;
+    EXPECT_NEAR(backward.ops[g][0].timeMs, 0.061, 0.061 * 0.1) << gpus[g].name;
+  }
+  EXPECT_DOUBLE_EQ(forward.ops[0][0].timeMs, forward.ops[1][0].timeMs);
+}
+
 TEST(Predictor, LayoutTransformsAddToTheConvolutionBeforeHopper) {
   // A layout transform is a kernel of its own: on an A100 its bytes add to an NCHW bf16
   // convolution's time; an H100 runs the convolution on NCHW as it is.

@@ -78,6 +78,10 @@ struct OpCost {
   // Blocks of this kernel one SM runs at once, where its block size or resources say
   // so; 0: as many 128-thread blocks as the SM holds threads.
   int blocksPerSm = 0;
+  // Work bound by each thread block's latency rather than by arithmetic or bandwidth (a
+  // block per row that waits on its row's loads and reductions): SM cycles summed over
+  // the blocks, spread over the SMs at the boost clock; added to the FLOPs' time.
+  double smCycles = 0;
   int kernels = 1; // kernel launches; 0 for metadata-only ops
   // DRAM traffic of helper kernels that run before and after the main one, serially:
   // the bias PyTorch adds to a cuDNN convolution's output and sums out of its gradient,
