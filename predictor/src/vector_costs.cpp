@@ -254,6 +254,12 @@ OpCost embedding(const OpRecord& op, const std::string& stem) {
 // on an H100 (../shared/truth/h100, docs/predictor.md).
 constexpr double kPoolingIndexOps = 350;
 constexpr double kPoolingWindowOps = 55;
+// Average pooling's backward thread also works out each window's bounds and divisor
+// before dividing by it: fitted on Inception-v3's 3x3 and 5x5 average pools (the
+// per-shape kernels of bench/truth/data, FP32 and bf16 alike, H100 and H200 alike), which
+// took twice the time of the max-pool figures above.
+constexpr double kAvgPoolBackwardIndexOps = 845;
+constexpr double kAvgPoolBackwardWindowOps = 93;
 
 OpCost pooling(const OpRecord& op, const std::string& stem) {
   OpCost cost;
@@ -288,7 +294,9 @@ OpCost pooling(const OpRecord& op, const std::string& stem) {
     const bool maxPool = contains(stem, "max");
     // Max pooling backward zero-fills grad_input then scatters through the indices.
     cost.bytes = inputBytes(op) + outputBytes(op) * (maxPool ? 2 : 1);
-    cost.flops = windowed ? gradInElems * (kPoolingIndexOps + kPoolingWindowOps * covering)
+    const double indexOps = maxPool ? kPoolingIndexOps : kAvgPoolBackwardIndexOps;
+    const double windowOps = maxPool ? kPoolingWindowOps : kAvgPoolBackwardWindowOps;
+    cost.flops = windowed ? gradInElems * (indexOps + windowOps * covering)
                           : std::max(gradInElems, numel(op.input(0)) * window);
     cost.parallelElements = gradInElems;
     if (maxPool)

@@ -481,13 +481,14 @@ TEST(OpCost, Pooling) {
   EXPECT_DOUBLE_EQ(back.bytes, (524288.0 + 2097152 + 1048576) + 2 * 2097152.0);
   // Per input gradient: its position, then the windows touching it (stride = kernel: 1).
   EXPECT_DOUBLE_EQ(back.flops, 524288.0 * (350 + 55 * 1));
-  // 3x3 windows at stride 1 (Inception's average pooling): nine windows touch an input.
+  // 3x3 windows at stride 1 (Inception's average pooling): nine windows touch an input,
+  // each with its own bounds and divisor to work out.
   const auto avgBack = estimateOpCost(
       op("aten::avg_pool2d_backward", {tensor({8, 64, 32, 32}), tensor({8, 64, 32, 32})},
          {tensor({8, 64, 32, 32})},
          {{"kernel_size", Ints{3, 3}}, {"stride", Ints{1, 1}}, {"padding", Ints{1, 1}}},
          Phase::Backward));
-  EXPECT_DOUBLE_EQ(avgBack.flops, 524288.0 * (350 + 55 * 9));
+  EXPECT_DOUBLE_EQ(avgBack.flops, 524288.0 * (845 + 93 * 9));
 }
 
 TEST(OpCost, DropoutAndLosses) {
