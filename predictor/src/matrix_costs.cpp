@@ -341,6 +341,9 @@ OpCost attention(const OpRecord& op, const std::string& stem) {
     cost.attention.backward = backward;
     cost.attention.dropout = op.floatArg("dropout_p").value_or(0.0) > 0;
     cost.attention.scores = batch * l * s;
+    cost.attention.batchHeads = batch;
+    cost.attention.queries = l;
+    cost.attention.keys = s;
     cost.attention.allScoresFlops =
         flopsOf(forwardMatmuls / causalShare, softmaxFlops / causalShare);
   }

@@ -65,6 +65,36 @@ TileUse matrixTileUse(const OpCost& cost, int sms, double minSliceK) {
   return gemmTileUse(cost.gemm, sms, minSliceK);
 }
 
+// A fused attention kernel runs a thread block per (batch, head) and tile of queries
+// (forward) or keys (backward), two to an SM. However short the sequence, a block takes a
+// fixed time to load its tiles, keep the softmax statistics and write out: the recorded
+// kernels of the transformers (bench/truth/data: 50 and 64 tokens, 2-15.5 waves of
+// blocks) take the same time per wave on an H100 and an H200, whatever their FLOPs and
+// bytes. SM cycles per wave, at the boost clock: cuDNN's (what torch 2.11 runs for bf16
+// on sm90) 9 us forward and 14.3 us backward, priced for flash alike; the
+// memory-efficient kernel's (float32) 14.5 us and 26 us.
+struct FusedAttentionBlocks {
+  double tile;
+  double forwardCyclesPerWave, backwardCyclesPerWave;
+};
+constexpr FusedAttentionBlocks kFlashAttentionBlocks{128, 17800, 28300};
+constexpr FusedAttentionBlocks kEfficientAttentionBlocks{64, 28700, 51500};
+constexpr int kAttentionBlocksPerSm = 2;
+
+double fusedAttentionLatencyMs(const AttentionWork& work, AttentionBackend backend,
+                               const DeviceSpec& gpu) {
+  if (backend == AttentionBackend::None || backend == AttentionBackend::Math ||
+      gpu.boostClockMHz <= 0)
+    return 0;
+  const FusedAttentionBlocks& kernel =
+      backend == AttentionBackend::Efficient ? kEfficientAttentionBlocks : kFlashAttentionBlocks;
+  const double tiled = work.backward ? work.keys : work.queries;
+  const double blocks = work.batchHeads * std::ceil(tiled / kernel.tile);
+  const double waves = std::ceil(blocks / (std::max(1, gpu.smCount) * kAttentionBlocksPerSm));
+  const double cycles = work.backward ? kernel.backwardCyclesPerWave : kernel.forwardCyclesPerWave;
+  return waves * cycles / (gpu.boostClockMHz * 1e6) * 1e3;
+}
+
 // Elementwise-style kernels: 128 threads x 4 elements per block; the memory system is
 // saturated once every SM has a block, compute once every wave is full.
 constexpr double kElementsPerBlock = 512;
@@ -192,6 +222,8 @@ RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
   t.computeMs = peak > 0 ? cost.flops / (peak * computeEfficiency) * 1e3 : 0;
   if (cost.smCycles > 0 && gpu.boostClockMHz > 0)
     t.computeMs += cost.smCycles / (sms * gpu.boostClockMHz * 1e6) * 1e3;
+  t.computeMs =
+      std::max(t.computeMs, fusedAttentionLatencyMs(cost.attention, cost.attention.backend, gpu));
   t.memoryMs = bandwidth > 0 ? cost.bytes / (bandwidth * memoryEfficiency) * 1e3 : 0;
   const bool transforms = layoutTransformsOn(gpu);
   const double helperBytes = cost.helperBytes + (transforms ? cost.layoutTransformBytes : 0);

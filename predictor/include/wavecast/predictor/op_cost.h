@@ -45,8 +45,10 @@ struct AttentionWork {
   AttentionBackend backend = AttentionBackend::None; // None: not an SDPA kernel
   bool backward = false;
   bool dropout = false;
-  double scores = 0;         // batch x heads x L x S
-  double allScoresFlops = 0; // FLOPs with every score computed (no causal block skipped)
+  double scores = 0;            // batch x heads x L x S
+  double allScoresFlops = 0;    // FLOPs with every score computed (no causal block skipped)
+  double batchHeads = 0;        // batch x heads
+  double queries = 0, keys = 0; // L and S
 };
 
 // What a collective op moves and how the script waits for it (docs/trace-format.md,
