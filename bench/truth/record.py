@@ -21,7 +21,10 @@ model and batch on the GPU (as measured mode does) and writes, in the format of
   trace --mode cuda` when --wavecast is given (measured mode, CUPTI kernels);
   `lines.measured_kernel_sum_us`: the same trace's total, to hold against
   torch.profiler's;
-- `peak_mem_bytes`: torch.cuda.max_memory_allocated() over the runs;
+- `peak_mem_bytes`: torch.cuda.max_memory_allocated() over the runs; and per
+  precision (`fp32_default`, `bf16_autocast`), `peak_allocated_bytes` and
+  `peak_reserved_bytes` (torch.cuda.max_memory_reserved(): the caching
+  allocator's segments), each from a fresh model with the peak statistics reset;
 - the GPU, driver, CUDA, torch and cuDNN versions at the top.
 
 Run it from the repository root on the GPU machine:
@@ -189,27 +192,44 @@ def versions():
             "recorded": time.strftime("%Y-%m-%d")}
 
 
+def peak_memory():
+    """The caching allocator's peaks since they were last reset."""
+    import torch
+
+    return {"peak_allocated_bytes": torch.cuda.max_memory_allocated(),
+            "peak_reserved_bytes": torch.cuda.max_memory_reserved()}
+
+
 def record_run(path, batch, options, root):
     import torch
 
     started = time.perf_counter()
+    torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
     model, inputs, step = prepare(path, batch)
     run = {"batch_size": batch, "fp32_default": timed(step, inputs, options.iterations, autocast=False)}
     kernel_sum, per_op, shapes = profiled(step, inputs)
     run["lines"] = {"kernel_sum_us": kernel_sum, "per_op": per_op, "per_shape": shapes, "lines_us": {}}
+    run["fp32_default"].update(peak_memory())
+    peak = run["fp32_default"]["peak_allocated_bytes"]
+    del model, inputs, step
     if options.bf16:
+        # A fresh model and optimizer for bf16, the FP32 one gone first, so its peak is its own.
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
         try:
-            model, inputs, step = prepare(path, batch)  # fresh optimizer state for bf16
+            model, inputs, step = prepare(path, batch)
             run["bf16_autocast"] = timed(step, inputs, options.iterations, autocast=True)
             # Per-op kernel time under autocast too: which kernels bf16 really runs.
             bf16_sum, bf16_per_op, bf16_shapes = profiled(step, inputs, autocast=True)
             run["bf16_lines"] = {"kernel_sum_us": bf16_sum, "per_op": bf16_per_op,
                                  "per_shape": bf16_shapes}
+            run["bf16_autocast"].update(peak_memory())
+            del model, inputs, step
         except Exception as error:  # noqa: B902 - e.g. BCELoss refuses autocast: recorded, not fatal
             run["bf16_error"] = f"{type(error).__name__}: {error}"
-    run["peak_mem_bytes"] = torch.cuda.max_memory_allocated()
-    del model, inputs, step
+        peak = max(peak, torch.cuda.max_memory_allocated())
+    run["peak_mem_bytes"] = peak
     torch.cuda.empty_cache()
     if options.wavecast:
         lines, total, warnings = measured_lines(options.wavecast, path, batch, root)
