@@ -265,6 +265,8 @@ OpCost gemm(const OpRecord& op, const std::string& stem) {
       g.batch = dim(a, 0);
     g.leadingDimAlignmentBytes = operandAlignmentBytes(a, b, g.n);
   }
+  // cuBLAS cuts K into slices when the output tiles cannot fill the GPU.
+  g.splitK = true;
   cost.gemm = g;
   if (g.leadingDimAlignmentBytes <= 2)
     cost.note = CostNote::OddLeadingDimension;

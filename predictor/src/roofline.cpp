@@ -205,7 +205,12 @@ RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
   double computeEfficiency = 1;
   double memoryEfficiency = 1;
   if (cost.unit == ComputeUnit::Matrix) {
-    const TileUse use = matrixTileUse(cost, sms, options.splitKMinSliceK);
+    // cuBLAS splits K by the same heuristics on CUDA cores as on tensor cores: the
+    // shortest slice fitted on its tensor-core GEMMs; cuDNN keeps its slices long.
+    const double minSliceK = runsOnCudnn(cost) || !options.tensorCoreGemm
+                                 ? options.splitKMinSliceK
+                                 : options.tensorCoreGemm->splitKMinSliceK;
+    const TileUse use = matrixTileUse(cost, sms, minSliceK);
     computeEfficiency = use.useful;
     memoryEfficiency = std::min(1.0, use.occupancy * 4); // a few busy SMs stream well
   } else if (cost.parallelElements > 0 || cost.parallelBlocks > 0) {

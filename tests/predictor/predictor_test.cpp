@@ -4,6 +4,7 @@
 #include "wavecast/predictor/op_cost.h"
 #include "wavecast/predictor/predictor.h"
 #include "wavecast/predictor/system_database.h"
+#include "wavecast/predictor/tensor_core_gemm.h"
 
 #include <algorithm>
 #include <cmath>
@@ -212,6 +213,20 @@ TEST(Predictor, LayerNormRowsTakeTheSameTimeWhateverTheBandwidth) {
     EXPECT_NEAR(backward.ops[g][0].timeMs, 0.061, 0.061 * 0.1) << gpus[g].name;
   }
   EXPECT_DOUBLE_EQ(forward.ops[0][0].timeMs, forward.ops[1][0].timeMs);
+}
+
+TEST(Predictor, CublasSplitsTheLongKOfASmallFloat32WeightGradient) {
+  // The small transformer's weight gradient at batch 256: a 128 x 128 output over a K of
+  // 16,384, one tile of 128 x 128. cuBLAS cuts K into slices to fill the GPU; it took
+  // 22.5 us on an H200 (bench/truth/data/h200), not the 176 us of one tile's worth.
+  const auto gpus = db().resolve({"H200"});
+  Trace trace;
+  trace.ops.push_back(op(0, "aten::mm", Phase::Backward, 1,
+                         {tensor({128, 16384}), tensor({16384, 128})}, {tensor({128, 128})}));
+  PredictorOptions options; // the shortest slice is the one fitted on cuBLAS's tensor-core GEMMs
+  options.roofline.tensorCoreGemm = TensorCoreGemmModel::fromFile(WAVECAST_TENSOR_CORE_GEMM_JSON);
+  const Prediction p = Predictor(options).predict(trace, gpus);
+  EXPECT_NEAR(p.ops[0][0].timeMs, 0.0225, 0.0225 * 0.1);
 }
 
 TEST(Predictor, LayoutTransformsAddToTheConvolutionBeforeHopper) {
