@@ -234,8 +234,9 @@ RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
   const double helperBytes = cost.helperBytes + (transforms ? cost.layoutTransformBytes : 0);
   const int kernels = cost.kernels + (transforms ? cost.layoutTransformKernels : 0);
   const double helperMs = bandwidth > 0 ? helperBytes / bandwidth * 1e3 : 0;
-  t.timeMs = std::max(
-      {t.computeMs + helperMs, t.memoryMs + helperMs, kernels * options.launchFloorUs * 1e-3});
+  const double serialMs = cost.serialUs * 1e-3;
+  t.timeMs = std::max({t.computeMs + helperMs + serialMs, t.memoryMs + helperMs + serialMs,
+                       kernels * options.launchFloorUs * 1e-3});
   return t;
 }
 

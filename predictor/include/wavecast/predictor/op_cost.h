@@ -84,6 +84,9 @@ struct OpCost {
   // block per row that waits on its row's loads and reductions): SM cycles summed over
   // the blocks, spread over the SMs at the boost clock; added to the FLOPs' time.
   double smCycles = 0;
+  // Time a kernel spends in serial phases whatever its size (us): a split reduction's
+  // last block summing every block's partial results.
+  double serialUs = 0;
   int kernels = 1; // kernel launches; 0 for metadata-only ops
   // DRAM traffic of helper kernels that run before and after the main one, serially:
   // the bias PyTorch adds to a cuDNN convolution's output and sums out of its gradient,
