@@ -147,6 +147,31 @@ events that counted each op's launch gap and the suite's own Python, made it 49%
 (ResNet-50 at batch 8: 19.2 ms predicted against 6.7 ms of kernels); that timer was
 fixed and the file measured again (docs/calibration.md).
 
+### Kernels bound by latency, not by FLOPs or bytes
+
+From development runs of `bench/truth/compare.py` on bench/truth/data and
+../shared/truth (not from this script's run). The recorded per-shape kernels showed
+several kinds that take the same time on an H100 and an H200 (43% more bandwidth) and
+far longer than their FLOPs and bytes need; each is now priced by what bounds it
+(docs/predictor.md):
+- layer norm, one block per row: SM cycles per row and per element
+  (`bench/truth/fit_layer_norm.py`); the small transformer's had been 4x under;
+- fused attention on 50-64 tokens: a fixed time per wave of blocks, cuDNN's kernel (what
+  torch 2.11 runs for bf16 on sm90) and the memory-efficient one; it had been at
+  0.26-0.7 of its time;
+- sums over 1,000+ rows (bias gradients): cycles per row, then the bytes, then the last
+  block's pass; 0.25-0.8 before;
+- average pooling's backward: its own per-thread work; 0.5 before.
+And cuBLAS's float32 GEMMs now split a long K as its tensor-core ones do: the small
+transformer's weight gradients had been priced at one tile's time, 2-8x over. Together,
+FP32 kernel MAPE went from 7.0% to 5.7% on ../shared/truth, from 7.5% to 6.1% on the
+H100 recorded here and from 8.3% to 7.9% on the H200 (model only); bf16 kernel MAPE from
+10.1% to 9.3% (H100) and 9.9% to 6.7% (H200). Tried and not kept: a shorter minimum
+split-K slice for cuDNN's weight gradients (8K and 16K bring ResNet-50 on the H200 from
+10-13% over to 2-5%, but DCGAN and the small CNN from 2-12% under to 13-28%), and
+scaling a near calibrated shape by the cost model's ratio rather than the FLOPs' (better
+for the transformer's small bf16 GEMMs, worse overall: H100 FP32 kernel 6.1% to 7.6%).
+
 ### Peak memory: how it got here
 
 From development runs of `bench/truth/compare.py` (not from this script's run). The
