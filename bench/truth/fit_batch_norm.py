@@ -15,17 +15,12 @@ wavecast's id of its GPU (data/gpus.json), as `compare.py --gpu` takes it.
         bench/truth/data/h200/truth.json:H200
 """
 
-import argparse
-import json
 import math
 import os
-import statistics
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "bench", "tensor_core_gemm"))
-import model  # noqa: E402  (the GPU database as the GEMM model reads it)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import per_shape_fit  # noqa: E402
 
 # RooflineOptions' defaults (predictor/include/wavecast/predictor/roofline.h); the memory
 # efficiency is in model.Gpu's bandwidth.
@@ -62,51 +57,26 @@ def predicted_us(gpu, precision, backward, shape, blocks_per_sm, ops):
     return max(LAUNCH_FLOOR_US * (2 if backward else 1), max(compute, memory) + elementwise)
 
 
-def errors(gpu, rows, blocks_per_sm, ops):
-    ratios = [predicted_us(gpu, *key, blocks_per_sm, ops) / real for key, real in rows.items()]
-    total = sum(predicted_us(gpu, *key, blocks_per_sm, ops) for key in rows) / sum(rows.values())
-    return {"median_ape": statistics.median(abs(r - 1) for r in ratios) * 100,
-            "mean_ape": statistics.mean(abs(r - 1) for r in ratios) * 100,
-            "sum_ratio": total, "shapes": len(ratios)}
-
-
 def fit(gpu, rows):
     def loss(blocks, ops):
-        return statistics.mean(abs(math.log(predicted_us(gpu, *key, blocks, ops) / real))
-                               for key, real in rows.items())
+        return per_shape_fit.mean_log_error(lambda key: predicted_us(gpu, *key, blocks, ops), rows)
     return min(((loss(b, o), b, o) for b in BLOCKS_PER_SM for o in range(10, 2000, 10)))[1:]
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("truth", help="FILE:GPU_ID, the truth file fitted on")
-    parser.add_argument("check", nargs="*", help="FILE:GPU_ID, truth files only checked")
-    options = parser.parse_args(argv)
-    database = model.load_gpus(os.path.join(ROOT, "data", "gpus.json"))
-    files, gpus, tables = [], [], []
-    for argument in [options.truth] + options.check:
-        path, _, gpu_id = argument.rpartition(":")
-        if gpu_id not in database:
-            parser.error(f"'{argument}': name the file's GPU by its id in data/gpus.json (FILE:H100-SXM)")
-        with open(path, encoding="utf-8") as f:
-            tables.append(per_shape(json.load(f)))
-        files.append(path)
-        gpus.append(database[gpu_id])
+    files = per_shape_fit.truth_files(__doc__.splitlines()[0], argv, per_shape)
     for kernel, precision in (("cuDNN", "fp32"), ("PyTorch native", "bf16")):
         for backward in (False, True):
-            select = [{k: v for k, v in table.items() if k[0] == precision and k[1] == backward}
-                      for table in tables]
-            if not select[0]:
+            def select(table, precision=precision, backward=backward):
+                return {k: v for k, v in table.items() if k[0] == precision and k[1] == backward}
+            path, gpu, table = files[0]
+            if not select(table):
                 continue
-            blocks, ops = fit(gpus[0], select[0])
+            blocks, ops = fit(gpu, select(table))
             print(f"{kernel} ({precision}) {'backward' if backward else 'forward'}: "
                   f"blocks per SM {blocks}, {ops} ops per element")
-            for path, gpu, rows in zip(files, gpus, select):
-                if rows:
-                    e = errors(gpu, rows, blocks, ops)
-                    print(f"  {os.path.relpath(path, ROOT)}: {e['shapes']} shapes, median "
-                          f"{e['median_ape']:.1f}%, mean {e['mean_ape']:.1f}%, "
-                          f"sum predicted / real {e['sum_ratio']:.2f}")
+            per_shape_fit.report(files, select,
+                                 lambda gpu, key, blocks=blocks, ops=ops: predicted_us(gpu, *key, blocks, ops))
     return 0
 
 

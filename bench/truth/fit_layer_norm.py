@@ -17,17 +17,12 @@ GPU (data/gpus.json), as `compare.py --gpu` takes it.
         bench/truth/data/h200/truth.json:H200
 """
 
-import argparse
-import json
 import math
 import os
-import statistics
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "bench", "tensor_core_gemm"))
-import model  # noqa: E402  (the GPU database as the GEMM model reads it)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import per_shape_fit  # noqa: E402
 
 LAUNCH_FLOOR_US = 4.0  # RooflineOptions::launchFloorUs
 
@@ -59,18 +54,10 @@ def predicted_us(gpu, backward, rows, length, element_bytes, row_cycles, element
     return max(LAUNCH_FLOOR_US * (2 if backward else 1), compute, memory)
 
 
-def errors(gpu, rows, row_cycles, element_cycles):
-    ratios = [predicted_us(gpu, *key, row_cycles, element_cycles) / real for key, real in rows.items()]
-    total = sum(predicted_us(gpu, *key, row_cycles, element_cycles) for key in rows)
-    return {"median_ape": statistics.median(abs(r - 1) for r in ratios) * 100,
-            "mean_ape": statistics.mean(abs(r - 1) for r in ratios) * 100,
-            "sum_ratio": total / sum(rows.values()), "shapes": len(ratios)}
-
-
 def fit(gpu, rows):
     def loss(row_cycles, element_cycles):
-        return statistics.mean(abs(math.log(predicted_us(gpu, *key, row_cycles, element_cycles) / real))
-                               for key, real in rows.items())
+        return per_shape_fit.mean_log_error(
+            lambda key: predicted_us(gpu, *key, row_cycles, element_cycles), rows)
     # A coarse grid, then a fine one around its best point.
     best = min((loss(r, e / 100), r, e / 100) for r in range(0, 2001, 20) for e in range(0, 301, 5))
     _, row0, element0 = best
@@ -81,33 +68,19 @@ def fit(gpu, rows):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("truth", help="FILE:GPU_ID, the truth file fitted on")
-    parser.add_argument("check", nargs="*", help="FILE:GPU_ID, truth files only checked")
-    options = parser.parse_args(argv)
-    database = model.load_gpus(os.path.join(ROOT, "data", "gpus.json"))
-    files, gpus, tables = [], [], []
-    for argument in [options.truth] + options.check:
-        path, _, gpu_id = argument.rpartition(":")
-        if gpu_id not in database:
-            parser.error(f"'{argument}': name the file's GPU by its id in data/gpus.json (FILE:H100-SXM)")
-        with open(path, encoding="utf-8") as f:
-            tables.append(per_shape(json.load(f)))
-        files.append(path)
-        gpus.append(database[gpu_id])
+    files = per_shape_fit.truth_files(__doc__.splitlines()[0], argv, per_shape)
     for backward in (False, True):
-        select = [{k: v for k, v in table.items() if k[0] == backward} for table in tables]
-        if not select[0]:
+        def select(table, backward=backward):
+            return {k: v for k, v in table.items() if k[0] == backward}
+        path, gpu, table = files[0]
+        if not select(table):
             continue
-        row_cycles, element_cycles = fit(gpus[0], select[0])
+        row_cycles, element_cycles = fit(gpu, select(table))
         print(f"{'backward' if backward else 'forward'}: {row_cycles} SM cycles per row, "
               f"{element_cycles} per element")
-        for path, gpu, rows in zip(files, gpus, select):
-            if rows:
-                e = errors(gpu, rows, row_cycles, element_cycles)
-                print(f"  {os.path.relpath(path, ROOT)}: {e['shapes']} shapes, median "
-                      f"{e['median_ape']:.1f}%, mean {e['mean_ape']:.1f}%, "
-                      f"sum predicted / real {e['sum_ratio']:.2f}")
+        per_shape_fit.report(
+            files, select,
+            lambda gpu, key, r=row_cycles, e=element_cycles: predicted_us(gpu, *key, r, e))
     return 0
 
 
