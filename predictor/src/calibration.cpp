@@ -116,7 +116,7 @@ std::string opKey(const OpRecord& op, const OpCost& cost, bool exact) {
 }
 
 double work(const OpCost& cost) {
-  return cost.unit == ComputeUnit::Matrix && cost.flops > 0 ? cost.flops : cost.bytes;
+  return cost.unit == ComputeUnit::Matrix && cost.flops > 0 ? cost.flops : cost.dramBytes();
 }
 
 } // namespace
@@ -132,8 +132,7 @@ Calibration calibrationFromJson(const json& doc, const std::string& path) {
     fail(path, "\"version\" is missing");
   if (version->get<int>() != kCalibrationFormatVersion)
     fail(path, "\"version\" is " + std::to_string(version->get<int>()) +
-                   " but this wavecast reads version " +
-                   std::to_string(kCalibrationFormatVersion) +
+                   " but this wavecast reads version " + std::to_string(kCalibrationFormatVersion) +
                    "; calibrate again or use a wavecast of that version");
   Calibration out;
   out.path = path;
@@ -181,8 +180,7 @@ Calibration loadCalibration(const std::string& path) {
   return calibrationFromJson(doc, path);
 }
 
-CalibrationTable::CalibrationTable(Calibration calibration)
-    : calibration_(std::move(calibration)) {
+CalibrationTable::CalibrationTable(Calibration calibration) : calibration_(std::move(calibration)) {
   costs_.reserve(calibration_.entries.size());
   for (size_t i = 0; i < calibration_.entries.size(); ++i) {
     const CalibrationEntry& entry = calibration_.entries[i];
@@ -196,8 +194,7 @@ CalibrationTable::CalibrationTable(Calibration calibration)
   }
 }
 
-std::optional<CalibratedTime> CalibrationTable::find(const OpRecord& op,
-                                                     const OpCost& cost) const {
+std::optional<CalibratedTime> CalibrationTable::find(const OpRecord& op, const OpCost& cost) const {
   if (cost.metadataOnly() || op.onHost)
     return std::nullopt;
   if (const auto it = exact_.find(opKey(op, cost, true)); it != exact_.end())

@@ -29,7 +29,7 @@ double waveScaledOpMs(const OpRecord& op, const OpCost& cost, const DeviceSpec& 
                       const DeviceSpec& gpu, std::map<WaveScalingKey, int>& problems) {
   // Eq. 3 needs the kernel's arithmetic intensity; without hardware counters the
   // op's analytic FLOPs/bytes stand in for every kernel of the op.
-  const double intensity = cost.bytes > 0 ? cost.flops / cost.bytes : -1;
+  const double intensity = cost.dramBytes() > 0 ? cost.flops / cost.dramBytes() : -1;
   const double ridge = peakTflops(gpu, cost) * 1e12 / (gpu.memoryBandwidthGBs * 1e9);
   const double gamma = waveScalingGamma(intensity, ridge);
   double total = 0;
@@ -192,7 +192,7 @@ OpTimes timeOps(const Trace& trace, const std::vector<OpCost>& costs,
       op.opId = trace.ops[i].id;
       op.family = cost.family;
       op.flops = cost.flops;
-      op.bytes = cost.bytes;
+      op.bytes = cost.dramBytes();
       op.approximate = cost.approximate;
       if (cost.family == CostFamily::Collective) {
         op.method = PredictionMethod::Collective;

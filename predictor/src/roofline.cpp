@@ -81,13 +81,13 @@ constexpr FusedAttentionBlocks kFlashAttentionBlocks{128, 17800, 28300};
 constexpr FusedAttentionBlocks kEfficientAttentionBlocks{64, 28700, 51500};
 constexpr int kAttentionBlocksPerSm = 2;
 
-double fusedAttentionLatencyMs(const AttentionWork& work, AttentionBackend backend,
-                               const DeviceSpec& gpu) {
-  if (backend == AttentionBackend::None || backend == AttentionBackend::Math ||
+double fusedAttentionLatencyMs(const AttentionWork& work, const DeviceSpec& gpu) {
+  if (work.backend == AttentionBackend::None || work.backend == AttentionBackend::Math ||
       gpu.boostClockMHz <= 0)
     return 0;
-  const FusedAttentionBlocks& kernel =
-      backend == AttentionBackend::Efficient ? kEfficientAttentionBlocks : kFlashAttentionBlocks;
+  const FusedAttentionBlocks& kernel = work.backend == AttentionBackend::Efficient
+                                           ? kEfficientAttentionBlocks
+                                           : kFlashAttentionBlocks;
   const double tiled = work.backward ? work.keys : work.queries;
   const double blocks = work.batchHeads * std::ceil(tiled / kernel.tile);
   const double waves = std::ceil(blocks / (std::max(1, gpu.smCount) * kAttentionBlocksPerSm));
@@ -227,8 +227,7 @@ RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
   t.computeMs = peak > 0 ? cost.flops / (peak * computeEfficiency) * 1e3 : 0;
   if (cost.smCycles > 0 && gpu.boostClockMHz > 0)
     t.computeMs += cost.smCycles / (sms * gpu.boostClockMHz * 1e6) * 1e3;
-  t.computeMs =
-      std::max(t.computeMs, fusedAttentionLatencyMs(cost.attention, cost.attention.backend, gpu));
+  t.computeMs = std::max(t.computeMs, fusedAttentionLatencyMs(cost.attention, gpu));
   t.memoryMs = bandwidth > 0 ? cost.bytes / (bandwidth * memoryEfficiency) * 1e3 : 0;
   const bool transforms = layoutTransformsOn(gpu);
   const double helperBytes = cost.helperBytes + (transforms ? cost.layoutTransformBytes : 0);

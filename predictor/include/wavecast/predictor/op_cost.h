@@ -65,7 +65,7 @@ struct CollectiveWork {
 struct OpCost {
   CostFamily family = CostFamily::Elementwise;
   double flops = 0;
-  double bytes = 0; // DRAM traffic: tensors read + written
+  double bytes = 0; // DRAM traffic of the main kernel, streamed beside its compute
   ComputeUnit unit = ComputeUnit::Vector;
   ScalarType dtype = ScalarType::Float32; // compute dtype (first floating input)
   bool tf32 = false; // float32 matrix work on TF32 tensor cores (set by the predictor)
@@ -88,9 +88,10 @@ struct OpCost {
   // last block summing every block's partial results.
   double serialUs = 0;
   int kernels = 1; // kernel launches; 0 for metadata-only ops
-  // DRAM traffic of helper kernels that run before and after the main one, serially:
-  // the bias PyTorch adds to a cuDNN convolution's output and sums out of its gradient,
-  // batch norm's elementwise pass.
+  // DRAM traffic that streams serially, before or after the main kernel's compute: helper
+  // kernels (the bias PyTorch adds to a cuDNN convolution's output and sums out of its
+  // gradient, batch norm's elementwise pass) or a phase of its own (a split reduction's
+  // stream after its rows' latency).
   double helperBytes = 0;
   // cuDNN's NCHW <-> NHWC transforms around a half-precision convolution, in kernels of
   // their own, on the GPUs that still run them (layoutTransformsOn); not in helperBytes.
@@ -102,6 +103,9 @@ struct OpCost {
   CostNote note = CostNote::None; // why approximate, zero or unusual
 
   bool metadataOnly() const { return kernels == 0; }
+  // All its DRAM traffic, what the results report (layout transforms, which depend on
+  // the GPU, aside).
+  double dramBytes() const { return bytes + helperBytes; }
 };
 
 // FLOPs and bytes of `op` from its shapes, dtypes and arguments. Never throws on odd
