@@ -65,18 +65,14 @@ def fit(gpu, rows):
 
 def main(argv=None):
     files = per_shape_fit.truth_files(__doc__.splitlines()[0], argv, per_shape)
-    for kernel, precision in (("cuDNN", "fp32"), ("PyTorch native", "bf16")):
-        for backward in (False, True):
-            def select(table, precision=precision, backward=backward):
-                return {k: v for k, v in table.items() if k[0] == precision and k[1] == backward}
-            path, gpu, table = files[0]
-            if not select(table):
-                continue
-            blocks, ops = fit(gpu, select(table))
-            print(f"{kernel} ({precision}) {'backward' if backward else 'forward'}: "
-                  f"blocks per SM {blocks}, {ops} ops per element")
-            per_shape_fit.report(files, select,
-                                 lambda gpu, key, blocks=blocks, ops=ops: predicted_us(gpu, *key, blocks, ops))
+    groups = [(f"{kernel} ({precision}) {'backward' if backward else 'forward'}",
+               lambda table, precision=precision, backward=backward:
+               {k: v for k, v in table.items() if k[0] == precision and k[1] == backward})
+              for kernel, precision in (("cuDNN", "fp32"), ("PyTorch native", "bf16"))
+              for backward in (False, True)]
+    per_shape_fit.fit_each(files, groups, fit,
+                           lambda gpu, key, fitted: predicted_us(gpu, *key, *fitted),
+                           lambda fitted: f"blocks per SM {fitted[0]}, {fitted[1]} ops per element")
     return 0
 
 

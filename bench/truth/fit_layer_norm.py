@@ -69,18 +69,12 @@ def fit(gpu, rows):
 
 def main(argv=None):
     files = per_shape_fit.truth_files(__doc__.splitlines()[0], argv, per_shape)
-    for backward in (False, True):
-        def select(table, backward=backward):
-            return {k: v for k, v in table.items() if k[0] == backward}
-        path, gpu, table = files[0]
-        if not select(table):
-            continue
-        row_cycles, element_cycles = fit(gpu, select(table))
-        print(f"{'backward' if backward else 'forward'}: {row_cycles} SM cycles per row, "
-              f"{element_cycles} per element")
-        per_shape_fit.report(
-            files, select,
-            lambda gpu, key, r=row_cycles, e=element_cycles: predicted_us(gpu, *key, r, e))
+    groups = [("backward" if backward else "forward",
+               lambda table, backward=backward: {k: v for k, v in table.items() if k[0] == backward})
+              for backward in (False, True)]
+    per_shape_fit.fit_each(files, groups, fit,
+                           lambda gpu, key, cycles: predicted_us(gpu, *key, *cycles),
+                           lambda cycles: f"{cycles[0]} SM cycles per row, {cycles[1]} per element")
     return 0
 
 

@@ -50,3 +50,17 @@ def report(files, select, predicted_us):
               f"{statistics.median(abs(r - 1) for r in ratios) * 100:.1f}%, mean "
               f"{statistics.mean(abs(r - 1) for r in ratios) * 100:.1f}%, "
               f"sum predicted / real {total:.2f}")
+
+
+def fit_each(files, groups, fit, predicted_us, describe):
+    """For each (label, select) of `groups`: fits parameters on the first file's rows
+    select(table) with fit(gpu, rows), prints label and describe(parameters), then the
+    error of predicted_us(gpu, key, parameters) on every file."""
+    _, gpu, table = files[0]
+    for label, select in groups:
+        rows = select(table)
+        if not rows:
+            continue
+        parameters = fit(gpu, rows)
+        print(f"{label}: {describe(parameters)}")
+        report(files, select, lambda gpu, key, p=parameters: predicted_us(gpu, key, p))
