@@ -1,5 +1,6 @@
 #include "wavecast/predictor/calibration.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -115,6 +116,22 @@ std::string opKey(const OpRecord& op, const OpCost& cost, bool exact) {
   return out.str();
 }
 
+// Matrix work: the GEMM's rows (batch included), columns and K each within the near
+// ratio, as its tiles, waves and slices follow them; equal FLOPs are not enough (a
+// 1,024 x 64 output over a K of 16,384 is not a 1,536 x 512 one over 800).
+bool nearGemm(const OpCost& traced, const OpCost& measured) {
+  const GemmShape& a = traced.gemm;
+  const GemmShape& b = measured.gemm;
+  if (traced.unit != ComputeUnit::Matrix || a.m <= 0 || a.n <= 0 || a.k <= 0 || b.m <= 0 ||
+      b.n <= 0 || b.k <= 0)
+    return true;
+  const auto near = [](double x, double y) {
+    return x <= y * kNearWorkRatio && y <= x * kNearWorkRatio;
+  };
+  return near(std::max(1.0, a.batch) * a.m, std::max(1.0, b.batch) * b.m) && near(a.n, b.n) &&
+         near(a.k, b.k);
+}
+
 double work(const OpCost& cost) {
   return cost.unit == ComputeUnit::Matrix && cost.flops > 0 ? cost.flops : cost.dramBytes();
 }
@@ -210,7 +227,7 @@ std::optional<CalibratedTime> CalibrationTable::find(const OpRecord& op, const O
     if (measured <= 0 || traced <= 0)
       continue;
     const double ratio = traced / measured;
-    if (ratio > kNearWorkRatio || ratio < 1 / kNearWorkRatio)
+    if (ratio > kNearWorkRatio || ratio < 1 / kNearWorkRatio || !nearGemm(cost, costs_[i]))
       continue;
     const double distance = std::abs(std::log(ratio));
     if (!best || distance < bestDistance) {

@@ -232,6 +232,21 @@ TEST(Calibration, TheFirstOfEqualEntriesWinsAndFarShapesAreNotScaled) {
   EXPECT_NEAR(near->timeMs, 0.08 * 6143.0 / 8192.0, 1e-12);
 }
 
+TEST(Calibration, ANearGemmHasNearRowsColumnsAndKNotJustNearFlops) {
+  // The entry: 1,024 x 768 times 768 x 3,072. A 4,096 x 192 times 192 x 3,072 GEMM does the
+  // same FLOPs over a K a quarter as long: other tiles, other slices, not near.
+  const CalibrationTable table(calibrationFromJson(h100Calibration(), "h100"));
+  OpRecord shortK = mm(0, 4096, ScalarType::BFloat16);
+  shortK.inputs = {TensorMeta{{4096, 192}, ScalarType::BFloat16},
+                   TensorMeta{{192, 3072}, ScalarType::BFloat16}};
+  const OpCost cost = estimateOpCost(shortK);
+  ASSERT_DOUBLE_EQ(cost.flops, estimateOpCost(mm(1, 1024, ScalarType::BFloat16)).flops);
+  EXPECT_FALSE(table.find(shortK, cost).has_value());
+  // 1,536 rows: each dimension within 2x of the entry's, near.
+  const OpRecord moreRows = mm(2, 1536, ScalarType::BFloat16);
+  EXPECT_TRUE(table.find(moreRows, estimateOpCost(moreRows)).has_value());
+}
+
 // A copy of a non-contiguous view into a contiguous tensor (x.permute(...).contiguous()).
 OpRecord clone(int64_t id, std::vector<int64_t> shape, std::vector<int64_t> strides) {
   OpRecord op;
