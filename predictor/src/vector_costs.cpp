@@ -110,7 +110,7 @@ OpCost reduction(const OpRecord& op, const std::string& stem) {
   }
   cost.flops = inElems * flopsPerElement;
   cost.parallelElements = inElems;
-  if (const auto rows = outerReductionRows(op); (stem == "sum" || stem == "mean") && rows) {
+  if (const auto rows = stem == "sum" || stem == "mean" ? outerReductionRows(op) : std::nullopt) {
     // Summing over leading dims (a Linear's bias gradient): each thread walks its
     // columns down the rows in blocks that split the rows, and the last block to finish
     // sums every block's partial results. The rows cost SM cycles, the bytes stream
