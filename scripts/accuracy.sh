@@ -380,8 +380,10 @@ No multi-GPU run was measured for this work (no GPU here). What is checked:
   single-GPU script transformed by `--dp 8`, `--fsdp --dp 8` and `--tp 8` against the same
   model written with DDP, FSDP2 and DTensor and traced under the fake process group, on
   HGX H100: the same collectives byte for byte, iterations within 0.3% (DDP), 1.3%
-  (FSDP2) and 7.4% (tp 8, where DTensor's extra ops show on a host-bound rank). This
-  checks the two front ends against each other, not against hardware.
+  (FSDP2) and 7.4% (tp 8, where DTensor's extra ops show on a host-bound rank); and
+  `--recompute` against the same model with `torch.utils.checkpoint` around each block:
+  iteration within 0.1%, peak allocated memory within 0.5%. This checks the two front ends
+  against each other, not against hardware.
 
 Published end-to-end figures to report against (never fitted on), and why wavecast does
 not yet give a comparable prediction for them:
@@ -392,11 +394,12 @@ not yet give a comparable prediction for them:
 | torchtitan, same page, older revision | Llama 3 8B, FSDP2, 64x A100 80GB, local batch 1, selective layer / op checkpointing | 2,904 / 2,973 tokens/s per GPU (56.8% / 58.2% MFU) |
 | Megatron-LM README (../shared/reference/multi-gpu.md) | GPT-3 175B, TP 4, PP 8, H100 clusters | up to 47% MFU, ~390 TFLOP/s per GPU |
 
-All three train in bf16 with activation recomputation. wavecast does not model
-recomputation (docs/parallel.md, "Not modelled"): its forward would be counted once where
-those runs compute part of it twice, so its tokens/s would be high by construction, and
-its bf16 matrix costs are being reworked. A comparison with these figures waits for both;
-none is reported rather than one known to be biased.
+All three train in bf16 with selective activation recomputation (torchtitan per layer or
+per op, Megatron-LM attention's scores). wavecast models full recomputation per block
+(`--recompute`), not selective (docs/parallel.md, "Not modelled"): full would rerun more of
+the forward than those runs do, none less, so its tokens/s would be off by construction
+either way, and its bf16 matrix costs are being reworked. A comparison with these figures
+waits for both; none is reported rather than one known to be biased.
 COLLECTIVES
 } > "$out"
 echo "wrote $out (${elapsed} s)"

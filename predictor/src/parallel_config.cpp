@@ -68,6 +68,8 @@ std::variant<ParallelTarget, TargetTextProblem> parseParallelTarget(std::string_
       target.config.schedule = *schedule;
     } else if (word == "sp") {
       target.config.sequenceParallel = true;
+    } else if (word == "recompute") {
+      target.config.recompute = true;
     } else if (word == "ddp") {
       target.config.sharding = Sharding::None;
     } else if (const auto x = word.find('x'); x != std::string::npos && x > 0 &&
@@ -121,6 +123,8 @@ std::string parallelConfigText(const ParallelConfig& config) {
                      toString(config.sharding);
   if (config.sequenceParallel)
     text += " sp";
+  if (config.recompute)
+    text += " recompute";
   text += std::string(" ") + toString(config.schedule);
   return text;
 }

@@ -237,6 +237,31 @@ MemoryEstimate stageMemory(const MemoryEstimate& single, const ModelStructure& m
   m.activationsSavedBytes =
       static_cast<int64_t>(single.activationsSavedBytes * perMicrobatch * inFlight);
   const int64_t stepGradients = gradientsOf(allGradients);
+  // Recomputing, the peak can come in backward instead: every checkpoint, the activations
+  // one block's rerun saves, and the gradients of every block but the stage's first (the
+  // last to rerun).
+  const size_t lastBlock = s + 1 < count ? stages.blockFirst[s + 1] : model.blocks.size();
+  if (!rank.recomputedSavedBytes.empty() && savedSingle > 0 &&
+      static_cast<size_t>(stages.blockFirst[s]) < lastBlock) {
+    const size_t firstBlock = stages.blockFirst[s];
+    int64_t rerun = 0;
+    for (size_t b = firstBlock; b < lastBlock; ++b)
+      rerun = std::max(rerun, rank.recomputedSavedBytes[b]);
+    const double rerunShare = rerun / savedSingle / config.microbatches;
+    const auto activations =
+        m.activationsBytes + static_cast<int64_t>(single.activationsBytes * rerunShare);
+    const auto firstBlockGradients =
+        static_cast<int64_t>(blockBytes[firstBlock] * perWeight(allGradients)) /
+        (config.sharding >= Sharding::Zero2 ? dp : 1);
+    const int64_t gradients = std::max<int64_t>(0, stepGradients - firstBlockGradients);
+    if (gradients + activations > m.gradientsBytes + m.activationsBytes) {
+      m.activationsSavedBytes += static_cast<int64_t>(single.activationsSavedBytes * rerunShare);
+      m.activationsBytes = activations;
+      m.gradientsBytes = gradients;
+      m.peakPhase = Phase::Backward;
+      m.peakOpId.reset();
+    }
+  }
   if (stepGradients > m.gradientsBytes + m.activationsBytes) {
     m.gradientsBytes = stepGradients;
     m.activationsBytes = 0;

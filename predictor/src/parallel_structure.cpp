@@ -348,6 +348,8 @@ std::optional<LayoutProblem> validateLayout(const ParallelConfig& config,
     if (config.tp > system.gpusPerNode)
       return LayoutProblem{LayoutProblemKind::TpAcrossNodes, config.tp, system.gpusPerNode};
   }
+  if (config.recompute && model.blocks.empty())
+    return LayoutProblem{LayoutProblemKind::RecomputeWithoutBlocks, 0, 0};
   if (config.pp > 1 && config.pp > static_cast<int>(model.blocks.size()))
     return LayoutProblem{LayoutProblemKind::PpExceedsLayers, config.pp,
                          static_cast<int64_t>(model.blocks.size())};

@@ -8,8 +8,10 @@
 #include "wavecast/predictor/parallel.h"
 
 #include <algorithm>
+#include <iterator>
 #include <unordered_map>
 #include <unordered_set>
+#include <variant>
 
 namespace wavecast {
 namespace {
@@ -493,6 +495,75 @@ void shardOptimizer(const ModelStructure& model, const ParallelConfig& config, E
   }
 }
 
+// Full activation recomputation (torch.utils.checkpoint around each block): a block's
+// forward keeps only its input for backward, and runs again, tensor-parallel collectives
+// included, right before the block's backward (after FSDP's gather of its parameters).
+// The rerun stops once every tensor the block's backward needs is made again, as the
+// non-reentrant checkpoint (torch's default, FSDP's checkpoint wrapper) does: a
+// transformer block's last GEMM and residual add do not run again. A block's output is
+// the next block's input, kept as it was (by whatever saved it). What the rerun saves lives
+// only while that backward runs: returned per block, for memory.
+std::vector<int64_t> insertRecompute(const ModelStructure& model, Edits& edits) {
+  std::vector<int64_t> recomputed(model.blocks.size(), 0);
+  const auto tensorParallel = [](const OpRecord& op) {
+    const auto group = op.args.find("group");
+    return op.phase == Phase::Forward && group != op.args.end() &&
+           std::get_if<std::string>(&group->second) && std::get<std::string>(group->second) == "tp";
+  };
+  bool inputKept = false; // the previous block's output, saved: this block's input
+  for (size_t b = 0; b < model.blocks.size(); ++b) {
+    const RepeatedBlock& block = model.blocks[b];
+    std::vector<size_t> ops; // the block's forward ops with arithmetic
+    for (size_t i = block.firstForward; i <= block.lastForward; ++i)
+      if (model.opBlock[i] == static_cast<int>(b) && edits.ops[i].phase == Phase::Forward &&
+          !isMetadata(edits.ops[i]))
+        ops.push_back(i);
+    if (ops.empty() || !block.firstBackward) {
+      inputKept = false;
+      continue;
+    }
+    const size_t output = ops.back();
+    size_t lastNeeded = ops.front();
+    for (size_t i : ops)
+      if (i != output && edits.ops[i].savedBytes.value_or(0) > 0)
+        lastNeeded = i;
+    std::vector<OpRecord> rerun;
+    const auto again = [&](OpRecord op) {
+      op.id = -1;
+      op.phase = Phase::Backward;
+      op.forwardId.reset();
+      op.savedBytes.reset();
+      rerun.push_back(std::move(op));
+    };
+    for (size_t i = block.firstForward; i <= lastNeeded; ++i) {
+      if (model.opBlock[i] != static_cast<int>(b) || edits.ops[i].phase != Phase::Forward)
+        continue;
+      for (const auto& collective : edits.before[i])
+        if (tensorParallel(collective))
+          again(collective);
+      again(edits.ops[i]);
+      for (const auto& collective : edits.after[i])
+        if (tensorParallel(collective))
+          again(collective);
+    }
+    for (size_t i = block.firstForward; i <= block.lastForward; ++i) {
+      if (i == output || model.opBlock[i] != static_cast<int>(b) ||
+          edits.ops[i].phase != Phase::Forward)
+        continue;
+      recomputed[b] += edits.ops[i].savedBytes.value_or(0);
+      edits.ops[i].savedBytes.reset();
+    }
+    OpRecord& first = edits.ops[ops.front()];
+    if (!inputKept && first.input(0))
+      first.savedBytes = first.input(0)->bytes();
+    inputKept = edits.ops[output].savedBytes.value_or(0) > 0;
+    auto& before = edits.before[*block.firstBackward];
+    before.insert(before.end(), std::make_move_iterator(rerun.begin()),
+                  std::make_move_iterator(rerun.end()));
+  }
+  return recomputed;
+}
+
 } // namespace
 
 OpRecord collectiveOp(const CollectiveCall& call, const OpRecord& near, Phase phase) {
@@ -533,6 +604,8 @@ RankTrace transformForRank(const Trace& trace, const ModelStructure& model,
     shardOptimizer(model, config, edits);
 
   RankTrace rank;
+  if (config.recompute)
+    rank.recomputedSavedBytes = insertRecompute(model, edits);
   rank.trace = trace;
   rank.trace.ops.clear();
   rank.trace.ops.reserve(trace.ops.size());

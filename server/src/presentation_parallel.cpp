@@ -28,6 +28,8 @@ std::string parallelConfigLabel(const ParallelConfig& config, const std::string&
     label += ", pp " + std::to_string(config.pp) + " (" + std::to_string(config.microbatches) +
              " microbatches, " + (config.schedule == PipelineSchedule::GPipe ? "GPipe" : "1F1B") +
              ")";
+  if (config.recompute)
+    label += ", recompute";
   return label;
 }
 
@@ -58,6 +60,9 @@ std::string layoutProblemMessage(const LayoutProblem& problem) {
   case LayoutProblemKind::BatchNotDivisible:
     return "the batch of " + limit + " per replica does not divide into " + value +
            " microbatches: choose --microbatches dividing " + limit + " or change --batch-size";
+  case LayoutProblemKind::RecomputeWithoutBlocks:
+    return "activation recomputation reruns each repeated block (layer) before its backward, "
+           "and this model has none: leave out --recompute";
   }
   return "this layout cannot run";
 }
@@ -72,7 +77,7 @@ std::string targetTextProblemMessage(const std::string& text, const TargetTextPr
   switch (problem.kind) {
   case TargetTextProblemKind::UnknownWord:
     return at + "write it as words such as \"8x H100-SXM, FSDP\" (NxGPU, dpN, tpN, ppN, mbN, "
-                "zero1|zero2|zero3|fsdp|ddp, sp, gpipe|1f1b; docs/parallel.md)";
+                "zero1|zero2|zero3|fsdp|ddp, sp, recompute, gpipe|1f1b; docs/parallel.md)";
   case TargetTextProblemKind::BadNumber:
     return at + "counts and degrees are whole numbers of 1 or more, e.g. 8xH100-SXM, tp2";
   case TargetTextProblemKind::CountNotDivisible:

@@ -233,6 +233,7 @@ void writeParallel(JsonWriter& w, const std::vector<ParallelSummary>& layouts) {
         .field("point_to_point_ms", Milliseconds{s.pointToPointMs})
         .field("pp", c.pp)
         .field("price_per_hour_usd", s.clusterPricePerHourUsd)
+        .field("recompute", c.recompute)
         .field("samples_per_second", s.samplesPerSecond)
         .field("samples_per_second_per_gpu", s.samplesPerSecondPerGpu)
         .field("schedule", toString(c.schedule))
@@ -301,10 +302,7 @@ void writeResults(JsonWriter& w, const Prediction& prediction, const TraceFacts&
   }
   w.endArray().key("modules").beginArray();
   for (const auto& module : prediction.modules) {
-    w.beginObject()
-        .field("module", module.module)
-        .field("op_count", module.opCount)
-        .key("per_gpu");
+    w.beginObject().field("module", module.module).field("op_count", module.opCount).key("per_gpu");
     writePerGpuTimes(w, module.perGpu, prediction.gpus);
     w.endObject();
   }
@@ -339,7 +337,8 @@ std::string resultsJsonText(const Prediction& prediction, const TraceFacts& trac
                             const std::vector<ParallelRefusal>& refusals, ResultsParts parts) {
   std::string out;
   // About 80 bytes per op and GPU, the bulk of a large model's results.
-  const size_t opBytes = parts.ops ? prediction.opInfo.size() * (300 + 80 * prediction.gpus.size()) : 0;
+  const size_t opBytes =
+      parts.ops ? prediction.opInfo.size() * (300 + 80 * prediction.gpus.size()) : 0;
   out.reserve(4096 + opBytes + prediction.lines.size() * (200 + 260 * prediction.gpus.size()));
   JsonWriter w(out);
   writeResults(w, prediction, trace, parallel, refusals, parts);

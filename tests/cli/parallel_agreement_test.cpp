@@ -1,8 +1,9 @@
 // The two ways into a multi-GPU prediction must agree (docs/parallel.md, "The two ways
 // agree"): a single-GPU script transformed by --dp/--fsdp/--tp, and the same model written
 // with DDP, FSDP2 or DTensor tensor parallelism and traced as one rank under torch's fake
-// process group. The twins are tests/cli/fixtures/twins/: one model (twin_model.py), four
-// ways to launch it.
+// process group; and --recompute against the same model with torch.utils.checkpoint around
+// each block. The twins are tests/cli/fixtures/twins/: one model (twin_model.py), five ways
+// to launch it.
 //
 // Bytes: the same collectives of the same sizes, per kind. The fake process group's side is
 // what PyTorch really issues; each expected figure is also worked out by hand from the
@@ -217,6 +218,47 @@ TEST_F(TwoWaysAgree, TensorParallelAllReducesAndTime) {
   // of CPU time show in the iteration: the DTensor script is up to 10% slower.
   EXPECT_GE(rank.iterationMs, layout.iterationMs);
   expectClose(rank.iterationMs, layout.iterationMs, 0.10, "iteration");
+}
+
+// Activation recomputation: the twin with each block under torch.utils.checkpoint
+// (non-reentrant), traced on one GPU, against the single-GPU trace transformed by
+// --recompute. Autograd keeps each block's input instead of its activations, and before a
+// block's backward its forward runs again up to GELU (the down projection and the residual
+// add make nothing its backward needs). Same kernels, same iteration, same memory at the
+// backward peak (the last block to rerun, with every other block's gradients).
+TEST_F(TwoWaysAgree, RecomputeRerunsEachBlockAndKeepsItsInput) {
+  ASSERT_FALSE(single_.empty());
+  const std::string checkpointed = traceTo("checkpointed.py");
+  ASSERT_FALSE(checkpointed.empty());
+  const json traced = predict(checkpointed, "");
+  const json whatIf = predict(single_, "--recompute");
+  const json plain = predict(single_, "");
+  ASSERT_FALSE(whatIf.at("parallel").empty());
+  const auto& layout = whatIf.at("parallel")[0];
+  EXPECT_TRUE(layout.at("recompute").get<bool>());
+  EXPECT_EQ(layout.at("gpus"), 1);
+
+  const auto& rank = traced.at("summaries")[0];
+  const auto& transformed = whatIf.at("summaries")[0];
+  expectClose(rank.at("gpu_ms").get<double>(), transformed.at("gpu_ms").get<double>(), 0.01,
+              "kernels");
+  expectClose(rank.at("iteration_ms").get<double>(), layout.at("iteration_ms").get<double>(),
+              kTimeTolerance, "iteration");
+  // The rerun costs about the blocks' forward: more than a fifth of the plain iteration.
+  EXPECT_GT(layout.at("iteration_ms").get<double>(),
+            1.2 * plain.at("summaries")[0].at("iteration_ms").get<double>());
+
+  const auto memory = [](const json& summary, const char* field) {
+    return summary.at("memory").at(field).get<double>();
+  };
+  expectClose(memory(rank, "peak_allocated_bytes"), memory(transformed, "peak_allocated_bytes"),
+              0.02, "peak allocated");
+  // Kept through backward: the four blocks' inputs and the final norm's, [32, 128, 1024]
+  // float32 each, and a few small tensors of the loss.
+  EXPECT_NEAR(memory(rank, "activations_saved_bytes"), (kDepth + 1) * kActivationBytes,
+              0.01 * kActivationBytes);
+  EXPECT_LT(memory(transformed, "peak_allocated_bytes"),
+            0.75 * memory(plain.at("summaries")[0], "peak_allocated_bytes"));
 }
 
 } // namespace

@@ -277,6 +277,11 @@ TEST(ParallelLayout, EachImpossibleLayoutGivesItsKind) {
   plain.groups.clear();
   c.tp = 2;
   EXPECT_EQ(validateLayout(c, plain, 4, system)->kind, LayoutProblemKind::TpWithoutHeads);
+  ModelStructure flat = model;
+  flat.blocks.clear();
+  c = {};
+  c.recompute = true;
+  EXPECT_EQ(validateLayout(c, flat, 4, system)->kind, LayoutProblemKind::RecomputeWithoutBlocks);
 }
 
 TEST(ParallelTarget, ParsesTheCompactText) {
@@ -331,6 +336,60 @@ ParallelSummary predictLayout(const Trace& trace, ParallelConfig config) {
       predictParallel(trace, analyzeModel(trace), config, h100(), node8(), collectiveOptions());
   EXPECT_FALSE(outcome.problem.has_value());
   return outcome.prediction->summary;
+}
+
+// Recomputation: before each block's backward, its forward runs again up to the last op
+// whose output that backward needs; here every op saves its output, so all but the closing
+// residual add (the next block's input). Forward keeps the first block's input and each
+// block's output, nothing else of the blocks.
+TEST(ParallelTransform, RecomputeRerunsEachBlockBeforeItsBackwardAndKeepsItsInput) {
+  const Trace trace = syntheticTransformer(4);
+  const ModelStructure model = analyzeModel(trace);
+  ASSERT_EQ(model.blocks.size(), static_cast<size_t>(kBlocks));
+  ParallelConfig config;
+  config.recompute = true;
+  const RankTrace rank = transformForRank(trace, model, config);
+  const std::vector<std::string> rerun = {
+      "aten::native_layer_norm", "aten::addmm", "aten::view",  "aten::bmm",
+      "aten::_softmax",          "aten::bmm",   "aten::addmm", "aten::add",
+      "aten::native_layer_norm", "aten::addmm", "aten::gelu",  "aten::addmm"};
+  ASSERT_EQ(rank.trace.ops.size(), trace.ops.size() + kBlocks * rerun.size());
+  const int64_t activation = 4 * 8 * 16 * 4; // [B, L, h] float32
+  for (size_t b = 0; b < model.blocks.size(); ++b) {
+    const OpRecord& firstBackward = trace.ops[*model.blocks[b].firstBackward];
+    const auto at = std::find_if(rank.trace.ops.begin(), rank.trace.ops.end(),
+                                 [&](const OpRecord& op) { return op.id == firstBackward.id; });
+    ASSERT_NE(at, rank.trace.ops.end());
+    const auto start = at - static_cast<std::ptrdiff_t>(rerun.size());
+    for (size_t k = 0; k < rerun.size(); ++k) {
+      const OpRecord& op = start[static_cast<std::ptrdiff_t>(k)];
+      EXPECT_EQ(op.name, rerun[k]) << "block " << b << ", rerun op " << k;
+      EXPECT_EQ(op.phase, Phase::Backward);
+      EXPECT_EQ(op.module.rfind("blocks." + std::to_string(b), 0), 0u) << op.module;
+      EXPECT_FALSE(op.savedBytes.has_value());
+    }
+    // What the rerun saves: the outputs of those ops (the synthetic trace saves every one).
+    int64_t saved = 0;
+    for (size_t i = model.blocks[b].firstForward; i < model.blocks[b].lastForward; ++i)
+      saved += trace.ops[i].savedBytes.value_or(0);
+    EXPECT_EQ(rank.recomputedSavedBytes[b], saved);
+  }
+  int64_t keptInBlocks = 0;
+  for (size_t i = 0; i < rank.trace.ops.size(); ++i)
+    if (rank.opBlock[i] >= 0 && rank.trace.ops[i].phase == Phase::Forward)
+      keptInBlocks += rank.trace.ops[i].savedBytes.value_or(0);
+  EXPECT_EQ(keptInBlocks, activation + kBlocks * activation);
+
+  // Priced: the same forward, a backward longer by the reruns, and less memory.
+  ParallelConfig plain;
+  const ParallelSummary without = predictLayout(trace, plain);
+  const ParallelSummary with = predictLayout(trace, config);
+  EXPECT_GT(with.iterationMs, without.iterationMs);
+  EXPECT_EQ(with.stages[0].forwardMs, without.stages[0].forwardMs);
+  EXPECT_LT(with.stages[0].memory.activationsBytes, without.stages[0].memory.activationsBytes);
+  EXPECT_DOUBLE_EQ(with.modelFlops, without.modelFlops) << "MFU counts the model's FLOPs once";
+  const auto parsed = parseParallelTarget(parallelConfigText(config));
+  EXPECT_TRUE(std::get<ParallelTarget>(parsed).config.recompute);
 }
 
 TEST(ParallelPrediction, OneGpuEqualsTheSingleGpuPrediction) {

@@ -23,7 +23,7 @@ namespace wavecast {
 
 // A target written as words: "8xH100-SXM fsdp tp2", "dp4 tp2 pp2 mb8 zero1 sp gpipe".
 // Words: NxGPU (GPU count and GPU), dpN, tpN, ppN, mbN, zero1|zero2|zero3|fsdp, sp,
-// gpipe|1f1b, bucketN (MiB). A count without dp gives dp = count / (tp x pp).
+// recompute, gpipe|1f1b, bucketN (MiB). A count without dp gives dp = count / (tp x pp).
 struct ParallelTarget {
   std::string gpu;  // empty: not given
   int gpuCount = 0; // 0: not given
@@ -108,10 +108,14 @@ struct RankTrace {
   std::vector<int> opBlock;          // [op of trace]: its repeated block, -1 outside
   std::vector<size_t> opOrigin;      // [op of trace]: the single-GPU op it is or sits beside
   int64_t parameterBytesPerRank = 0; // after tp (and zero3: of its own shard)
+  // With recomputation: [block] what its recomputed forward saves for its backward, live
+  // only while that backward runs (the rank's forward ops keep only each block's input).
+  std::vector<int64_t> recomputedSavedBytes;
 };
 
 // The trace one rank of `config` records for the whole model (tensor parallelism, data
-// parallel gradient collectives, ZeRO/FSDP gathers) on nodes of `gpusPerNode`. Pipeline
+// parallel gradient collectives, ZeRO/FSDP gathers, recomputed blocks) on nodes of
+// `gpusPerNode`. Pipeline
 // stages are cut from it.
 RankTrace transformForRank(const Trace& trace, const ModelStructure& model,
                            const ParallelConfig& config, int gpusPerNode = 8);

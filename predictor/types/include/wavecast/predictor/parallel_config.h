@@ -70,6 +70,10 @@ struct ParallelConfig {
   int microbatches = 1; // per iteration and data-parallel replica
   Sharding sharding = Sharding::None;
   bool sequenceParallel = false; // Megatron's: norms and dropout on 1/tp of the sequence
+  // Full activation recomputation per repeated block (torch.utils.checkpoint around each
+  // block, Megatron's --recompute-granularity full): autograd keeps only a block's input,
+  // and the block's forward runs again before its backward.
+  bool recompute = false;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   // DDP's bucket_cap_mb (25 MiB) and its first bucket (dist._DEFAULT_FIRST_BUCKET_BYTES).
   int64_t bucketBytes = int64_t{25} << 20;
@@ -96,6 +100,7 @@ enum class LayoutProblemKind {
   WorldSizeNotFittingNodes, // `value` GPUs over nodes of `limit`: not a multiple
   TpAcrossNodes,            // tp `value` is more than the `limit` GPUs of one node
   BatchNotDivisible,        // batch `limit` per replica is not divisible by `value` microbatches
+  RecomputeWithoutBlocks,   // recompute asked of a model without repeated blocks
 };
 constexpr const char* toString(LayoutProblemKind kind) {
   switch (kind) {
@@ -115,6 +120,8 @@ constexpr const char* toString(LayoutProblemKind kind) {
     return "tp_across_nodes";
   case LayoutProblemKind::BatchNotDivisible:
     return "batch_not_divisible";
+  case LayoutProblemKind::RecomputeWithoutBlocks:
+    return "recompute_without_blocks";
   }
   return "unknown";
 }
