@@ -132,6 +132,31 @@ bool nearGemm(const OpCost& traced, const OpCost& measured) {
          near(a.k, b.k);
 }
 
+// Norms, softmax, reductions, pooling and losses: each dimension of each input within the
+// near ratio. Their blocks follow the shape, not the bytes alone (a batch norm runs a block
+// per channel over the rest), so a [8, 256, 56, 56] batch norm is not timed as a
+// [32, 192, 35, 35] one. Elementwise work and copies stream their bytes whatever the shape.
+bool nearShapes(const OpRecord& traced, const OpRecord& measured, CostFamily family) {
+  if (family != CostFamily::Norm && family != CostFamily::Softmax &&
+      family != CostFamily::Reduction && family != CostFamily::Pooling &&
+      family != CostFamily::Loss)
+    return true;
+  const size_t inputs = std::min(traced.inputs.size(), measured.inputs.size());
+  for (size_t i = 0; i < inputs; ++i) {
+    const auto& a = traced.inputs[i];
+    const auto& b = measured.inputs[i];
+    if (!a || !b || a->shape.size() != b->shape.size())
+      continue;
+    for (size_t d = 0; d < a->shape.size(); ++d) {
+      const double x = std::max<int64_t>(1, a->shape[d]);
+      const double y = std::max<int64_t>(1, b->shape[d]);
+      if (x > y * kNearWorkRatio || y > x * kNearWorkRatio)
+        return false;
+    }
+  }
+  return true;
+}
+
 double work(const OpCost& cost) {
   return cost.unit == ComputeUnit::Matrix && cost.flops > 0 ? cost.flops : cost.dramBytes();
 }
@@ -227,7 +252,10 @@ std::optional<CalibratedTime> CalibrationTable::find(const OpRecord& op, const O
     if (measured <= 0 || traced <= 0)
       continue;
     const double ratio = traced / measured;
-    if (ratio > kNearWorkRatio || ratio < 1 / kNearWorkRatio || !nearGemm(cost, costs_[i]))
+    if (ratio > kNearWorkRatio || ratio < 1 / kNearWorkRatio ||
+        !(cost.unit == ComputeUnit::Matrix
+              ? nearGemm(cost, costs_[i])
+              : nearShapes(op, calibration_.entries[i].op, cost.family)))
       continue;
     const double distance = std::abs(std::log(ratio));
     if (!best || distance < bestDistance) {

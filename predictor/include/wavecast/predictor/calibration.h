@@ -66,8 +66,9 @@ struct CalibratedTime {
 
 // Near shapes: the same op, phase, arguments, dtypes, ranks and layouts, for matrix work
 // the same alignment of every dimension (a multiple of 8 or not, as cuBLAS and cuDNN pick
-// kernels by it) and the GEMM's rows, columns and K each within kNearWorkRatio, and a
-// work ratio within [1 / kNearWorkRatio, kNearWorkRatio].
+// kernels by it) and the GEMM's rows, columns and K each within kNearWorkRatio, for norms,
+// softmax, reductions, pooling and losses each input dimension within it, and a work ratio
+// within [1 / kNearWorkRatio, kNearWorkRatio].
 inline constexpr double kNearWorkRatio = 2.0;
 
 // One GPU's calibration, indexed for lookups: entries by their exact key, and by op name
