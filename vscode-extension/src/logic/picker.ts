@@ -81,12 +81,13 @@ function targetKey(target: ParallelTargetSetting): string {
 
 /**
  * Multi-GPU targets beside the GPUs: those in the settings (ticked) and, for each current
- * target GPU, DDP and FSDP over its usual 8-GPU node (the daemon picks the node).
+ * target GPU, DDP, FSDP and FSDP with activation recomputation (what a model too large for
+ * FSDP alone needs) over its usual 8-GPU node (the daemon picks the node).
  */
 export function buildParallelPickItems(list: ListGpusResult, current: readonly ParallelTargetSetting[]): GpuPickItem[] {
   const offered: ParallelTargetSetting[] = [...current];
   for (const gpu of list.targets) {
-    for (const layout of ['DDP', 'FSDP']) offered.push(`${OFFERED_NODE_GPUS}x ${gpu}, ${layout}`);
+    for (const layout of ['DDP', 'FSDP', 'FSDP, recompute']) offered.push(`${OFFERED_NODE_GPUS}x ${gpu}, ${layout}`);
   }
   const seen = new Set<string>();
   const picked = new Set(current.map(targetKey));

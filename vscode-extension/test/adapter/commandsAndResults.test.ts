@@ -41,11 +41,13 @@ test('the GPU picker lists the daemon’s GPUs, applies and persists the choice 
       ['T4', true],
       ['MI210', false],
       ['Multi-GPU targets', undefined],
-      // DDP and FSDP over the node of each GPU targeted now.
+      // DDP, FSDP and FSDP recomputing activations over the node of each GPU targeted now.
       ['8× H100-SXM, DDP', false],
       ['8× H100-SXM, FSDP', false],
+      ['8× H100-SXM, FSDP, recompute', false],
       ['8× T4, DDP', false],
       ['8× T4, FSDP', false],
+      ['8× T4, FSDP, recompute', false],
     ],
   );
   assert.equal(offered[1].description, '40 GiB · 312 TFLOP/s BF16 · $1.29/h');
