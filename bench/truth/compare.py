@@ -134,7 +134,8 @@ def summarize(prediction, gpu):
     memory = summary["memory"]
     # An older wavecast reported one figure, peak_bytes (then tensors + workspaces + 10%).
     allocated = memory.get("peak_allocated_bytes", memory["peak_bytes"])
-    return {"gpu_ms": summary["gpu_ms"], "wall_ms": summary["iteration_ms"], "families": families,
+    return {"gpu_ms": summary["gpu_ms"], "wall_ms": summary["iteration_ms"],
+            "host_ms": summary["host_ms"], "families": families,
             "lines": lines, "method": summary.get("method", prediction.get("method", "")),
             "peak_allocated_bytes": allocated, "process_bytes": memory["peak_bytes"],
             "fits_in_memory": summary["fits_in_memory"]}
@@ -224,6 +225,8 @@ def run(options):
     for (key, _, _, precision, measured), prediction in results:
         field = "fp32_default" if precision == "fp32" else "bf16_autocast"
         row = {"run": key, "precision": precision, "wall_ms": measured[field]["median_ms"]}
+        if "issue_ms" in measured[field]:
+            row["issue_ms"] = measured[field]["issue_ms"]
         # bf16_lines: the same profile under bf16 autocast, where the truth has one.
         lines = measured.get("lines" if precision == "fp32" else "bf16_lines")
         if lines:
