@@ -137,6 +137,19 @@ void findBlocks(const Trace& trace, ModelStructure& model) {
       b.firstBackward = i;
     b.lastBackward = i;
   }
+  // A script that checkpoints its blocks runs each block's forward again in backward: its
+  // first op, by name and input, among the block's backward ops.
+  for (const auto& block : model.blocks) {
+    const OpRecord& first = trace.ops[block.firstForward];
+    if (!block.firstBackward || !first.input(0))
+      continue;
+    for (size_t i = *block.firstBackward; i <= *block.lastBackward && !model.recomputesBlocks;
+         ++i) {
+      const OpRecord& op = trace.ops[i];
+      model.recomputesBlocks = op.phase == Phase::Backward && op.name == first.name &&
+                               op.input(0) && op.input(0)->shape == first.input(0)->shape;
+    }
+  }
 }
 
 void findDimensions(const Trace& trace, ModelStructure& model) {
@@ -350,6 +363,8 @@ std::optional<LayoutProblem> validateLayout(const ParallelConfig& config,
   }
   if (config.recompute && model.blocks.empty())
     return LayoutProblem{LayoutProblemKind::RecomputeWithoutBlocks, 0, 0};
+  if (config.recompute && model.recomputesBlocks)
+    return LayoutProblem{LayoutProblemKind::RecomputeAlready, 0, 0};
   if (config.pp > 1 && config.pp > static_cast<int>(model.blocks.size()))
     return LayoutProblem{LayoutProblemKind::PpExceedsLayers, config.pp,
                          static_cast<int64_t>(model.blocks.size())};

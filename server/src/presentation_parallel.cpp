@@ -63,6 +63,9 @@ std::string layoutProblemMessage(const LayoutProblem& problem) {
   case LayoutProblemKind::RecomputeWithoutBlocks:
     return "activation recomputation reruns each repeated block (layer) before its backward, "
            "and this model has none: leave out --recompute";
+  case LayoutProblemKind::RecomputeAlready:
+    return "the script already recomputes its blocks' activations in backward "
+           "(torch.utils.checkpoint): leave out --recompute";
   }
   return "this layout cannot run";
 }

@@ -259,6 +259,11 @@ TEST_F(TwoWaysAgree, RecomputeRerunsEachBlockAndKeepsItsInput) {
               0.01 * kActivationBytes);
   EXPECT_LT(memory(transformed, "peak_allocated_bytes"),
             0.75 * memory(plain.at("summaries")[0], "peak_allocated_bytes"));
+
+  // The checkpointed script recomputes already: asked again, the layout is refused.
+  const CliRun twice = wavecast("predict " + checkpointed + " --gpu H100 --roofline --recompute");
+  EXPECT_NE(twice.status, 0);
+  EXPECT_NE(twice.err.find("already recomputes"), std::string::npos) << twice.err;
 }
 
 } // namespace

@@ -282,6 +282,18 @@ TEST(ParallelLayout, EachImpossibleLayoutGivesItsKind) {
   c = {};
   c.recompute = true;
   EXPECT_EQ(validateLayout(c, flat, 4, system)->kind, LayoutProblemKind::RecomputeWithoutBlocks);
+  // A script that checkpoints its blocks: the first block's norm again, in its backward.
+  Trace checkpointed = trace;
+  const RepeatedBlock& first = model.blocks.front();
+  OpRecord rerun = checkpointed.ops[first.firstForward];
+  rerun.phase = Phase::Backward;
+  rerun.forwardId = checkpointed.ops[first.lastForward].id;
+  checkpointed.ops.insert(
+      checkpointed.ops.begin() + static_cast<std::ptrdiff_t>(*first.lastBackward), rerun);
+  const ModelStructure rerunning = analyzeModel(checkpointed);
+  EXPECT_TRUE(rerunning.recomputesBlocks);
+  EXPECT_FALSE(model.recomputesBlocks);
+  EXPECT_EQ(validateLayout(c, rerunning, 4, system)->kind, LayoutProblemKind::RecomputeAlready);
 }
 
 TEST(ParallelTarget, ParsesTheCompactText) {

@@ -79,6 +79,7 @@ struct ModelStructure {
   int64_t sequence = 0; // 0: no sequence dimension found
   int64_t vocab = 0;    // rows of the largest embedding; 0: none
   std::vector<RepeatedBlock> blocks;
+  bool recomputesBlocks = false; // the script reruns its blocks' forward in backward already
   std::vector<int> opBlock;      // [op]: its block, -1 outside
   std::vector<size_t> opForward; // [op]: the forward op it differentiates (itself in forward)
   std::vector<int> opLinear;     // [op]: the Linear call it is or differentiates, -1 none

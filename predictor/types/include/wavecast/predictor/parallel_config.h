@@ -101,6 +101,7 @@ enum class LayoutProblemKind {
   TpAcrossNodes,            // tp `value` is more than the `limit` GPUs of one node
   BatchNotDivisible,        // batch `limit` per replica is not divisible by `value` microbatches
   RecomputeWithoutBlocks,   // recompute asked of a model without repeated blocks
+  RecomputeAlready,         // recompute asked of a script that checkpoints its blocks
 };
 constexpr const char* toString(LayoutProblemKind kind) {
   switch (kind) {
@@ -122,6 +123,8 @@ constexpr const char* toString(LayoutProblemKind kind) {
     return "batch_not_divisible";
   case LayoutProblemKind::RecomputeWithoutBlocks:
     return "recompute_without_blocks";
+  case LayoutProblemKind::RecomputeAlready:
+    return "recompute_already";
   }
   return "unknown";
 }
