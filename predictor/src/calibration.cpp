@@ -116,18 +116,18 @@ std::string opKey(const OpRecord& op, const OpCost& cost, bool exact) {
   return out.str();
 }
 
+bool near(double x, double y) {
+  return x <= y * kNearWorkRatio && y <= x * kNearWorkRatio;
+}
+
 // Matrix work: the GEMM's rows (batch included), columns and K each within the near
 // ratio, as its tiles, waves and slices follow them; equal FLOPs are not enough (a
 // 1,024 x 64 output over a K of 16,384 is not a 1,536 x 512 one over 800).
 bool nearGemm(const OpCost& traced, const OpCost& measured) {
   const GemmShape& a = traced.gemm;
   const GemmShape& b = measured.gemm;
-  if (traced.unit != ComputeUnit::Matrix || a.m <= 0 || a.n <= 0 || a.k <= 0 || b.m <= 0 ||
-      b.n <= 0 || b.k <= 0)
+  if (a.m <= 0 || a.n <= 0 || a.k <= 0 || b.m <= 0 || b.n <= 0 || b.k <= 0)
     return true;
-  const auto near = [](double x, double y) {
-    return x <= y * kNearWorkRatio && y <= x * kNearWorkRatio;
-  };
   return near(std::max(1.0, a.batch) * a.m, std::max(1.0, b.batch) * b.m) && near(a.n, b.n) &&
          near(a.k, b.k);
 }
@@ -147,12 +147,9 @@ bool nearShapes(const OpRecord& traced, const OpRecord& measured, CostFamily fam
     const auto& b = measured.inputs[i];
     if (!a || !b || a->shape.size() != b->shape.size())
       continue;
-    for (size_t d = 0; d < a->shape.size(); ++d) {
-      const double x = std::max<int64_t>(1, a->shape[d]);
-      const double y = std::max<int64_t>(1, b->shape[d]);
-      if (x > y * kNearWorkRatio || y > x * kNearWorkRatio)
+    for (size_t d = 0; d < a->shape.size(); ++d)
+      if (!near(std::max<int64_t>(1, a->shape[d]), std::max<int64_t>(1, b->shape[d])))
         return false;
-    }
   }
   return true;
 }
@@ -241,22 +238,20 @@ std::optional<CalibratedTime> CalibrationTable::find(const OpRecord& op, const O
     return std::nullopt;
   if (const auto it = exact_.find(opKey(op, cost, true)); it != exact_.end())
     return CalibratedTime{calibration_.entries[it->second].medianMs, true, 1.0};
-  const auto near = byName_.find(opKey(op, cost, false));
-  if (near == byName_.end())
+  const auto sameKind = byName_.find(opKey(op, cost, false));
+  const double traced = work(cost);
+  if (sameKind == byName_.end() || traced <= 0)
     return std::nullopt;
   std::optional<CalibratedTime> best;
   double bestDistance = 0;
-  for (const size_t i : near->second) {
+  for (const size_t i : sameKind->second) {
     const double measured = work(costs_[i]);
-    const double traced = work(cost);
-    if (measured <= 0 || traced <= 0)
-      continue;
-    const double ratio = traced / measured;
-    if (ratio > kNearWorkRatio || ratio < 1 / kNearWorkRatio ||
+    if (measured <= 0 || !near(traced, measured) ||
         !(cost.unit == ComputeUnit::Matrix
               ? nearGemm(cost, costs_[i])
               : nearShapes(op, calibration_.entries[i].op, cost.family)))
       continue;
+    const double ratio = traced / measured;
     const double distance = std::abs(std::log(ratio));
     if (!best || distance < bestDistance) {
       best = CalibratedTime{calibration_.entries[i].medianMs * ratio, false, ratio};

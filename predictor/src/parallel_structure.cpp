@@ -89,6 +89,21 @@ int mostCommon(const std::map<int64_t, int>& counts) {
   return static_cast<int>(best);
 }
 
+// A script that checkpoints its blocks runs each block's forward again in backward: the
+// block's first op, by name and input, among its backward ops.
+bool rerunsInBackward(const Trace& trace, const RepeatedBlock& block) {
+  const OpRecord& first = trace.ops[block.firstForward];
+  if (!block.firstBackward || !first.input(0))
+    return false;
+  for (size_t i = *block.firstBackward; i <= *block.lastBackward; ++i) {
+    const OpRecord& op = trace.ops[i];
+    if (op.phase == Phase::Backward && op.name == first.name && op.input(0) &&
+        op.input(0)->shape == first.input(0)->shape)
+      return true;
+  }
+  return false;
+}
+
 void findBlocks(const Trace& trace, ModelStructure& model) {
   std::map<std::string, std::vector<std::string>> containers; // prefix -> block keys in order
   std::unordered_map<std::string, int> blockIndex;
@@ -137,19 +152,9 @@ void findBlocks(const Trace& trace, ModelStructure& model) {
       b.firstBackward = i;
     b.lastBackward = i;
   }
-  // A script that checkpoints its blocks runs each block's forward again in backward: its
-  // first op, by name and input, among the block's backward ops.
-  for (const auto& block : model.blocks) {
-    const OpRecord& first = trace.ops[block.firstForward];
-    if (!block.firstBackward || !first.input(0))
-      continue;
-    for (size_t i = *block.firstBackward; i <= *block.lastBackward && !model.recomputesBlocks;
-         ++i) {
-      const OpRecord& op = trace.ops[i];
-      model.recomputesBlocks = op.phase == Phase::Backward && op.name == first.name &&
-                               op.input(0) && op.input(0)->shape == first.input(0)->shape;
-    }
-  }
+  model.recomputesBlocks =
+      std::any_of(model.blocks.begin(), model.blocks.end(),
+                  [&](const RepeatedBlock& block) { return rerunsInBackward(trace, block); });
 }
 
 void findDimensions(const Trace& trace, ModelStructure& model) {

@@ -507,24 +507,26 @@ std::vector<int64_t> insertRecompute(const ModelStructure& model, Edits& edits) 
   std::vector<int64_t> recomputed(model.blocks.size(), 0);
   const auto tensorParallel = [](const OpRecord& op) {
     const auto group = op.args.find("group");
-    return op.phase == Phase::Forward && group != op.args.end() &&
-           std::get_if<std::string>(&group->second) && std::get<std::string>(group->second) == "tp";
+    const auto* name = group != op.args.end() ? std::get_if<std::string>(&group->second) : nullptr;
+    return op.phase == Phase::Forward && name && *name == "tp";
   };
   bool inputKept = false; // the previous block's output, saved: this block's input
   for (size_t b = 0; b < model.blocks.size(); ++b) {
     const RepeatedBlock& block = model.blocks[b];
-    std::vector<size_t> ops; // the block's forward ops with arithmetic
+    std::vector<size_t> members, arithmetic; // the block's forward ops; those not views
     for (size_t i = block.firstForward; i <= block.lastForward; ++i)
-      if (model.opBlock[i] == static_cast<int>(b) && edits.ops[i].phase == Phase::Forward &&
-          !isMetadata(edits.ops[i]))
-        ops.push_back(i);
-    if (ops.empty() || !block.firstBackward) {
+      if (model.opBlock[i] == static_cast<int>(b) && edits.ops[i].phase == Phase::Forward) {
+        members.push_back(i);
+        if (!isMetadata(edits.ops[i]))
+          arithmetic.push_back(i);
+      }
+    if (arithmetic.empty() || !block.firstBackward) {
       inputKept = false;
       continue;
     }
-    const size_t output = ops.back();
-    size_t lastNeeded = ops.front();
-    for (size_t i : ops)
+    const size_t output = arithmetic.back();
+    size_t lastNeeded = arithmetic.front();
+    for (size_t i : arithmetic)
       if (i != output && edits.ops[i].savedBytes.value_or(0) > 0)
         lastNeeded = i;
     std::vector<OpRecord> rerun;
@@ -535,25 +537,22 @@ std::vector<int64_t> insertRecompute(const ModelStructure& model, Edits& edits) 
       op.savedBytes.reset();
       rerun.push_back(std::move(op));
     };
-    for (size_t i = block.firstForward; i <= lastNeeded; ++i) {
-      if (model.opBlock[i] != static_cast<int>(b) || edits.ops[i].phase != Phase::Forward)
-        continue;
-      for (const auto& collective : edits.before[i])
-        if (tensorParallel(collective))
-          again(collective);
-      again(edits.ops[i]);
-      for (const auto& collective : edits.after[i])
-        if (tensorParallel(collective))
-          again(collective);
+    for (size_t i : members) {
+      if (i <= lastNeeded) {
+        for (const auto& collective : edits.before[i])
+          if (tensorParallel(collective))
+            again(collective);
+        again(edits.ops[i]);
+        for (const auto& collective : edits.after[i])
+          if (tensorParallel(collective))
+            again(collective);
+      }
+      if (i != output) {
+        recomputed[b] += edits.ops[i].savedBytes.value_or(0);
+        edits.ops[i].savedBytes.reset();
+      }
     }
-    for (size_t i = block.firstForward; i <= block.lastForward; ++i) {
-      if (i == output || model.opBlock[i] != static_cast<int>(b) ||
-          edits.ops[i].phase != Phase::Forward)
-        continue;
-      recomputed[b] += edits.ops[i].savedBytes.value_or(0);
-      edits.ops[i].savedBytes.reset();
-    }
-    OpRecord& first = edits.ops[ops.front()];
+    OpRecord& first = edits.ops[arithmetic.front()];
     if (!inputKept && first.input(0))
       first.savedBytes = first.input(0)->bytes();
     inputKept = edits.ops[output].savedBytes.value_or(0) > 0;

@@ -116,8 +116,7 @@ struct RankTrace {
 
 // The trace one rank of `config` records for the whole model (tensor parallelism, data
 // parallel gradient collectives, ZeRO/FSDP gathers, recomputed blocks) on nodes of
-// `gpusPerNode`. Pipeline
-// stages are cut from it.
+// `gpusPerNode`. Pipeline stages are cut from it.
 RankTrace transformForRank(const Trace& trace, const ModelStructure& model,
                            const ParallelConfig& config, int gpusPerNode = 8);
 
