@@ -205,6 +205,15 @@ OpTimes timeOps(const Trace& trace, const std::vector<OpCost>& costs,
       }
       op.method = timeOp(trace.ops[i], cost, gpus[g], kernels.onOrigin[g], kernels.measured,
                          calibration, learned[g * opCount + i], options, op.timeMs, waveProblems);
+      // A microbatch's share of a traced op: its kernels' work in proportion, not below one
+      // launch each.
+      if (const double share = trace.ops[i].batchShare; share != 1.0 && op.timeMs > 0) {
+        op.timeMs =
+            std::max(op.timeMs * share,
+                     std::min(op.timeMs, cost.kernels * options.roofline.launchFloorUs * 1e-3));
+        op.flops *= share;
+        op.bytes *= share;
+      }
       if (!cost.metadataOnly())
         out.methods[g].used[static_cast<size_t>(op.method)] = true;
     }

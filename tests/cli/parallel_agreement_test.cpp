@@ -1,9 +1,9 @@
 // The two ways into a multi-GPU prediction must agree (docs/parallel.md, "The two ways
 // agree"): a single-GPU script transformed by --dp/--fsdp/--tp, and the same model written
 // with DDP, FSDP2 or DTensor tensor parallelism and traced as one rank under torch's fake
-// process group; and --recompute against the same model with torch.utils.checkpoint around
-// each block. The twins are tests/cli/fixtures/twins/: one model (twin_model.py), five ways
-// to launch it.
+// process group; --recompute against the same model with torch.utils.checkpoint around each
+// block; and --pp against torch.distributed.pipelining. The twins are
+// tests/cli/fixtures/twins/: one model (twin_model.py), six ways to launch it.
 //
 // Bytes: the same collectives of the same sizes, per kind. The fake process group's side is
 // what PyTorch really issues; each expected figure is also worked out by hand from the
@@ -264,6 +264,55 @@ TEST_F(TwoWaysAgree, RecomputeRerunsEachBlockAndKeepsItsInput) {
   const CliRun twice = wavecast("predict " + checkpointed + " --gpu H100 --roofline --recompute");
   EXPECT_NE(twice.status, 0);
   EXPECT_NE(twice.err.find("already recomputes"), std::string::npos) << twice.err;
+}
+
+// Pipeline: the first of two stages (blocks 0 and 1) over four microbatches of 8, GPipe, as
+// torch.distributed.pipelining runs it, and --pp 2 --microbatches 4. Each microbatch runs
+// every op of the stage again on a quarter of the batch, so the host issues everything four
+// times. By hand: the stage sends each microbatch's block-1 output on ([8, 128, 1024]
+// float32, four sends), and from the second microbatch on each of its 24 parameters (12 per
+// block) adds the new gradient to the one kept (3 x 24 add_). The traced rank also receives
+// the gradients back (recv), which the transform puts on the next stage as its sends.
+TEST_F(TwoWaysAgree, PipelineStageRunsEveryMicrobatch) {
+  ASSERT_FALSE(single_.empty());
+  const std::string pipelined = traceTo("pipelined.py");
+  ASSERT_FALSE(pipelined.empty());
+  constexpr int kMicrobatches = 4, kStageParameters = 24;
+  const int64_t sendBytes = kActivationBytes; // four quarters of the batch's activation
+  const Volumes fake = traced(pipelined);
+  const json whatIf = predict(single_, "--pp 2 --microbatches 4 --schedule gpipe");
+  const Volumes ours = transformed(whatIf);
+  ASSERT_TRUE(fake.count("send") && ours.count("send"));
+  EXPECT_EQ(fake.at("send").count, kMicrobatches);
+  EXPECT_EQ(ours.at("send").count, kMicrobatches);
+  EXPECT_EQ(fake.at("send").bytes, sendBytes);
+  EXPECT_EQ(ours.at("send").bytes, sendBytes);
+
+  const auto accumulations = [](const json& ops) {
+    int count = 0;
+    for (const auto& op : ops)
+      count += op.at("name") == "aten::add_" && op.at("phase") == "backward";
+    return count;
+  };
+  EXPECT_EQ(accumulations(json::parse(slurp(pipelined)).at("ops")),
+            (kMicrobatches - 1) * kStageParameters);
+  EXPECT_EQ(accumulations(whatIf.at("ops")), (kMicrobatches - 1) * kStageParameters);
+
+  // The rank's own work, no bubble on either side: the traced rank never waits for its
+  // neighbour, and the layout's rank summary is its first stage's.
+  const json distributed = predict(pipelined, "");
+  const auto& rank = distributed.at("summaries")[0];
+  const auto& stage = whatIf.at("summaries")[0];
+  expectClose(rank.at("host_ms").get<double>(), stage.at("host_ms").get<double>(), 0.02, "host");
+  expectClose(rank.at("iteration_ms").get<double>(), stage.at("iteration_ms").get<double>(),
+              kTimeTolerance, "iteration");
+  expectClose(rank.at("gpu_ms").get<double>(), stage.at("gpu_ms").get<double>(), kTimeTolerance,
+              "kernels");
+  const auto& first = whatIf.at("parallel")[0].at("stages")[0];
+  expectClose(rank.at("forward_ms").get<double>() + rank.at("backward_ms").get<double>(),
+              kMicrobatches *
+                  (first.at("forward_ms").get<double>() + first.at("backward_ms").get<double>()),
+              kTimeTolerance, "the stage's forward and backward");
 }
 
 } // namespace

@@ -524,5 +524,56 @@ TEST(ParallelPrediction, PipelineStagesShareTheModelAndItsMemory) {
   EXPECT_GT(gpipe.tokensPerSecond, 0);
 }
 
+// Gradient accumulation over m microbatches: each runs every forward and backward op on a
+// quarter of the batch, so the host issues them m times while the kernels' work stays the
+// batch's; from the second microbatch on, each parameter's gradient is added to the one kept.
+TEST(ParallelPrediction, MicrobatchesIssueEveryOpAgainAndAccumulateGradients) {
+  const Trace trace = syntheticTransformer(8);
+  const ModelStructure model = analyzeModel(trace);
+  ParallelConfig config;
+  config.microbatches = 4;
+  const auto outcome = predictParallel(trace, model, config, h100(), node8(), collectiveOptions());
+  ASSERT_FALSE(outcome.problem.has_value());
+  const Prediction& rank = outcome.prediction->rank;
+  const Prediction single = Predictor(collectiveOptions()).predict(trace, {h100()});
+  // Per prediction: ops, host and kernel time of the forward and backward passes, and the
+  // accumulations apart.
+  struct Passes {
+    size_t ops = 0, accumulations = 0;
+    double hostMs = 0, gpuMs = 0, accumulationMs = 0;
+  };
+  const auto passes = [](const Prediction& p) {
+    Passes out;
+    for (size_t i = 0; i < p.opInfo.size(); ++i) {
+      const OpInfo& op = p.opInfo[i];
+      if (op.phase == Phase::Optimizer)
+        continue;
+      if (op.name == "aten::add_" && op.phase == Phase::Backward) {
+        out.accumulations += 1;
+        out.accumulationMs += p.ops[0][i].timeMs;
+        continue;
+      }
+      out.ops += 1;
+      out.hostMs += op.hostMs;
+      out.gpuMs += p.ops[0][i].timeMs;
+    }
+    return out;
+  };
+  const Passes one = passes(single), four = passes(rank);
+  EXPECT_EQ(one.accumulations, 0u);
+  EXPECT_EQ(four.accumulations, 3 * model.parameters.size());
+  EXPECT_EQ(four.ops, 4 * one.ops);
+  EXPECT_NEAR(four.hostMs, 4 * one.hostMs, 1e-9); // a backward call per microbatch too
+  // The kernels do the batch's work in quarters, each at least a launch: this model's are
+  // that small, so four times as long.
+  EXPECT_GE(four.gpuMs, one.gpuMs - 1e-9);
+  EXPECT_LE(four.gpuMs, 4 * one.gpuMs + 1e-9);
+  EXPECT_GT(four.gpuMs, 3.5 * one.gpuMs);
+  // Each accumulation reads two gradients and writes one.
+  const double gradientsMs =
+      3 * 3.0 * trace.memory.parametersBytes / (h100().memoryBandwidthGBs * 1e6);
+  EXPECT_GT(four.accumulationMs, gradientsMs);
+  EXPECT_GT(outcome.prediction->summary.iterationMs, single.summaries.front().iterationMs);
+}
 } // namespace
 } // namespace wavecast

@@ -148,6 +148,10 @@ struct OpRecord {
   // Runs on the host even on a GPU machine (Adam's step counters, tensors the
   // script builds on the CPU): no GPU kernel.
   bool onHost = false;
+  // The part of the traced batch the op runs on: a pipeline microbatch's copy of a traced
+  // op does 1/m of its kernels' work, while the host still issues all of it. Set by the
+  // layout transforms; not in trace files.
+  double batchShare = 1.0;
 
   // Typed argument access; nullopt when absent or of another type.
   std::optional<int64_t> intArg(const std::string& key) const;
