@@ -70,6 +70,15 @@ std::variant<ParallelTarget, TargetTextProblem> parseParallelTarget(std::string_
       target.config.sequenceParallel = true;
     } else if (word == "recompute") {
       target.config.recompute = true;
+    } else if (word == "every") {
+      // "recompute every 2": every second block.
+      std::string count;
+      words >> count;
+      const auto k = number(count);
+      if (!k)
+        return TargetTextProblem{TargetTextProblemKind::BadNumber, "every " + count};
+      target.config.recompute = true;
+      target.config.recomputeEvery = *k;
     } else if (word == "ddp") {
       target.config.sharding = Sharding::None;
     } else if (const auto x = word.find('x'); x != std::string::npos && x > 0 &&
@@ -125,6 +134,8 @@ std::string parallelConfigText(const ParallelConfig& config) {
     text += " sp";
   if (config.recompute)
     text += " recompute";
+  if (config.recompute && config.recomputeEvery != 1)
+    text += " every " + std::to_string(config.recomputeEvery);
   text += std::string(" ") + toString(config.schedule);
   return text;
 }

@@ -347,29 +347,46 @@ MemoryEstimate stageMemory(const MemoryEstimate& single, const ModelStructure& m
   m.activationsSavedBytes =
       static_cast<int64_t>(single.activationsSavedBytes * perMicrobatch * inFlight);
   const int64_t stepGradients = gradientsOf(allGradients);
-  // Recomputing, the peak can come in backward instead: every checkpoint, the activations
-  // one block's rerun saves, and the gradients of every block but the stage's first (the
-  // last to rerun).
+  // Recomputing, the peak can come in backward instead, while a recomputed block c reruns:
+  // every checkpoint, c's rerun activations (one microbatch's), what the blocks before c
+  // that run as traced keep (those after c are done and freed), and the gradients of every
+  // block after c and of what follows the blocks. With every block recomputed that is
+  // highest at the stage's first block, the last to rerun.
+  const size_t firstBlock = stages.blockFirst[s];
   const size_t lastBlock = s + 1 < count ? stages.blockFirst[s + 1] : model.blocks.size();
-  if (!rank.recomputedSavedBytes.empty() && savedSingle > 0 &&
-      static_cast<size_t>(stages.blockFirst[s]) < lastBlock) {
-    const size_t firstBlock = stages.blockFirst[s];
-    int64_t rerun = 0;
+  if (!rank.recomputedSavedBytes.empty() && savedSingle > 0) {
+    std::vector<double> kept(model.blocks.size(), 0);
+    for (size_t i = 0; i < rank.trace.ops.size(); ++i)
+      if (stages.opStage[i] == s && rank.opBlock[i] >= 0)
+        kept[rank.opBlock[i]] += static_cast<double>(rank.trace.ops[i].savedBytes.value_or(0));
+    // One microbatch's part of the single GPU's activations, per saved byte.
+    const double perSaved = 1.0 / savedSingle / config.microbatches;
+    const int gradientShards = config.sharding >= Sharding::Zero2 ? dp : 1;
+    int64_t gradients = stepGradients;
+    double freed = 0; // saved bytes of the traced blocks after c
     for (size_t b = firstBlock; b < lastBlock; ++b)
-      rerun = std::max(rerun, rank.recomputedSavedBytes[b]);
-    const double rerunShare = rerun / savedSingle / config.microbatches;
-    const auto activations =
-        m.activationsBytes + static_cast<int64_t>(single.activationsBytes * rerunShare);
-    const auto firstBlockGradients =
-        static_cast<int64_t>(blockBytes[firstBlock] * perWeight(allGradients)) /
-        (config.sharding >= Sharding::Zero2 ? dp : 1);
-    const int64_t gradients = std::max<int64_t>(0, stepGradients - firstBlockGradients);
-    if (gradients + activations > m.gradientsBytes + m.activationsBytes) {
-      m.activationsSavedBytes += static_cast<int64_t>(single.activationsSavedBytes * rerunShare);
-      m.activationsBytes = activations;
-      m.gradientsBytes = gradients;
-      m.peakPhase = Phase::Backward;
-      m.peakOpId.reset();
+      if (rank.recomputedSavedBytes[b] == 0)
+        freed += kept[b];
+    const int64_t forwardActivations = m.activationsBytes, forwardSaved = m.activationsSavedBytes;
+    for (size_t c = firstBlock; c < lastBlock; ++c) {
+      gradients -= static_cast<int64_t>(blockBytes[c] * perWeight(allGradients)) / gradientShards;
+      if (rank.recomputedSavedBytes[c] == 0) {
+        freed -= kept[c];
+        continue;
+      }
+      const double share = (rank.recomputedSavedBytes[c] - freed) * perSaved;
+      const auto activations =
+          forwardActivations + static_cast<int64_t>(single.activationsBytes * share);
+      // c's own gradients come during its backward: counted as not yet there.
+      const int64_t atC = std::max<int64_t>(0, gradients);
+      if (atC + activations > m.gradientsBytes + m.activationsBytes) {
+        m.activationsSavedBytes =
+            forwardSaved + static_cast<int64_t>(single.activationsSavedBytes * share);
+        m.activationsBytes = activations;
+        m.gradientsBytes = atC;
+        m.peakPhase = Phase::Backward;
+        m.peakOpId.reset();
+      }
     }
   }
   if (stepGradients > m.gradientsBytes + m.activationsBytes) {

@@ -353,7 +353,7 @@ ModelStructure analyzeModel(const Trace& trace) {
 std::optional<LayoutProblem> validateLayout(const ParallelConfig& config,
                                             const ModelStructure& model, int64_t batchPerReplica,
                                             const SystemSpec& system) {
-  for (int degree : {config.dp, config.tp, config.pp, config.microbatches})
+  for (int degree : {config.dp, config.tp, config.pp, config.microbatches, config.recomputeEvery})
     if (degree < 1)
       return LayoutProblem{LayoutProblemKind::BadDegree, degree, 1};
   if (config.tp > 1) {
@@ -370,6 +370,9 @@ std::optional<LayoutProblem> validateLayout(const ParallelConfig& config,
     return LayoutProblem{LayoutProblemKind::RecomputeWithoutBlocks, 0, 0};
   if (config.recompute && model.recomputesBlocks)
     return LayoutProblem{LayoutProblemKind::RecomputeAlready, 0, 0};
+  if (config.recompute && config.recomputeEvery > static_cast<int>(model.blocks.size()))
+    return LayoutProblem{LayoutProblemKind::RecomputeEveryExceedsBlocks, config.recomputeEvery,
+                         static_cast<int64_t>(model.blocks.size())};
   if (config.pp > 1 && config.pp > static_cast<int>(model.blocks.size()))
     return LayoutProblem{LayoutProblemKind::PpExceedsLayers, config.pp,
                          static_cast<int64_t>(model.blocks.size())};

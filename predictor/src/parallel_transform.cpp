@@ -495,15 +495,17 @@ void shardOptimizer(const ModelStructure& model, const ParallelConfig& config, E
   }
 }
 
-// Full activation recomputation (torch.utils.checkpoint around each block): a block's
-// forward keeps only its input for backward, and runs again, tensor-parallel collectives
+// Activation recomputation (torch.utils.checkpoint around every block, or every `every`-th
+// one, as torchtitan's layer checkpointing picks them): a recomputed block's forward keeps
+// only its input for backward, and runs again, tensor-parallel collectives
 // included, right before the block's backward (after FSDP's gather of its parameters).
 // The rerun stops once every tensor the block's backward needs is made again, as the
 // non-reentrant checkpoint (torch's default, FSDP's checkpoint wrapper) does: a
 // transformer block's last GEMM and residual add do not run again. A block's output is
 // the next block's input, kept as it was (by whatever saved it). What the rerun saves lives
-// only while that backward runs: returned per block, for memory.
-std::vector<int64_t> insertRecompute(const ModelStructure& model, Edits& edits) {
+// only while that backward runs: returned per block (0 for a block run as traced), for
+// memory.
+std::vector<int64_t> insertRecompute(const ModelStructure& model, int every, Edits& edits) {
   std::vector<int64_t> recomputed(model.blocks.size(), 0);
   const auto tensorParallel = [](const OpRecord& op) {
     const auto group = op.args.find("group");
@@ -525,6 +527,10 @@ std::vector<int64_t> insertRecompute(const ModelStructure& model, Edits& edits) 
       continue;
     }
     const size_t output = arithmetic.back();
+    if ((b + 1) % every != 0) { // runs as traced
+      inputKept = edits.ops[output].savedBytes.value_or(0) > 0;
+      continue;
+    }
     size_t lastNeeded = arithmetic.front();
     for (size_t i : arithmetic)
       if (i != output && edits.ops[i].savedBytes.value_or(0) > 0)
@@ -604,7 +610,7 @@ RankTrace transformForRank(const Trace& trace, const ModelStructure& model,
 
   RankTrace rank;
   if (config.recompute)
-    rank.recomputedSavedBytes = insertRecompute(model, edits);
+    rank.recomputedSavedBytes = insertRecompute(model, config.recomputeEvery, edits);
   rank.trace = trace;
   rank.trace.ops.clear();
   rank.trace.ops.reserve(trace.ops.size());

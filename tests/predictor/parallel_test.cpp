@@ -282,6 +282,10 @@ TEST(ParallelLayout, EachImpossibleLayoutGivesItsKind) {
   c = {};
   c.recompute = true;
   EXPECT_EQ(validateLayout(c, flat, 4, system)->kind, LayoutProblemKind::RecomputeWithoutBlocks);
+  c.recomputeEvery = static_cast<int>(model.blocks.size()) + 1; // recomputes none
+  EXPECT_EQ(validateLayout(c, model, 4, system)->kind,
+            LayoutProblemKind::RecomputeEveryExceedsBlocks);
+  c.recomputeEvery = 1;
   // A script that checkpoints its blocks: the first block's norm again, in its backward.
   Trace checkpointed = trace;
   const RepeatedBlock& first = model.blocks.front();
@@ -401,6 +405,41 @@ TEST(ParallelTransform, RecomputeRerunsEachBlockBeforeItsBackwardAndKeepsItsInpu
   EXPECT_LT(with.stages[0].memory.activationsBytes, without.stages[0].memory.activationsBytes);
   EXPECT_DOUBLE_EQ(with.modelFlops, without.modelFlops) << "MFU counts the model's FLOPs once";
   const auto parsed = parseParallelTarget(parallelConfigText(config));
+  EXPECT_TRUE(std::get<ParallelTarget>(parsed).config.recompute);
+}
+
+// Every second block (torchtitan's layer checkpointing): blocks 1 and 3 rerun, 0 and 2 keep
+// what they saved. The peak can come at the last block's rerun, with the traced blocks'
+// activations still held; it lies between no recomputation and recomputing every block.
+TEST(ParallelTransform, RecomputeEverySecondBlockRerunsOnlyThose) {
+  const Trace trace = syntheticTransformer(4);
+  const ModelStructure model = analyzeModel(trace);
+  ASSERT_EQ(model.blocks.size(), static_cast<size_t>(kBlocks));
+  ParallelConfig every;
+  every.recompute = true;
+  every.recomputeEvery = 2;
+  const RankTrace rank = transformForRank(trace, model, every);
+  ASSERT_EQ(rank.recomputedSavedBytes.size(), model.blocks.size());
+  size_t reruns = 0;
+  for (size_t b = 0; b < model.blocks.size(); ++b) {
+    EXPECT_EQ(rank.recomputedSavedBytes[b] > 0, b % 2 == 1) << "block " << b;
+    for (size_t i = 0; i < rank.trace.ops.size(); ++i)
+      reruns += rank.opBlock[i] == static_cast<int>(b) &&
+                rank.trace.ops[i].phase == Phase::Backward &&
+                rank.trace.ops[i].name == "aten::native_layer_norm";
+  }
+  EXPECT_EQ(reruns, 2u * 2u); // two norms per rerun block
+  ParallelConfig all = every;
+  all.recomputeEvery = 1;
+  const ParallelSummary none = predictLayout(trace, ParallelConfig{});
+  const ParallelSummary half = predictLayout(trace, every);
+  const ParallelSummary full = predictLayout(trace, all);
+  EXPECT_GT(half.iterationMs, none.iterationMs);
+  EXPECT_LT(half.iterationMs, full.iterationMs);
+  EXPECT_LT(half.stages[0].memory.peakBytes(), none.stages[0].memory.peakBytes());
+  EXPECT_GT(half.stages[0].memory.peakBytes(), full.stages[0].memory.peakBytes());
+  const auto parsed = parseParallelTarget(parallelConfigText(every));
+  EXPECT_EQ(std::get<ParallelTarget>(parsed).config.recomputeEvery, 2);
   EXPECT_TRUE(std::get<ParallelTarget>(parsed).config.recompute);
 }
 

@@ -144,6 +144,8 @@ std::optional<ParallelConfig> parallelLayout(const CommandLine& args) {
     words += " sp";
   if (args.has("recompute"))
     words += " recompute";
+  if (const auto every = args.positiveInt("recompute-every"))
+    words += " recompute every " + std::to_string(*every);
   if (const auto schedule = args.value("schedule"))
     words += " " + *schedule;
   if (words.find_first_not_of(' ') == std::string::npos)
@@ -152,7 +154,8 @@ std::optional<ParallelConfig> parallelLayout(const CommandLine& args) {
   if (const auto* problem = std::get_if<TargetTextProblem>(&parsed))
     throw UsageError("cannot read the layout at '" + problem->word +
                      "': use --dp/--tp/--pp N, --microbatches N, --zero 1|2|3 or --fsdp, "
-                     "--sequence-parallel, --recompute, --schedule gpipe|1f1b");
+                     "--sequence-parallel, --recompute, --recompute-every N, --schedule "
+                     "gpipe|1f1b");
   return std::get<ParallelTarget>(parsed).config;
 }
 
@@ -305,6 +308,8 @@ Command predictCommand() {
       {"fsdp", "", "fully sharded data parallelism (ZeRO-3)"},
       {"sequence-parallel", "", "Megatron sequence parallelism with --tp"},
       {"recompute", "", "recompute each repeated block's activations in backward (checkpointing)"},
+      {"recompute-every", "N",
+       "recompute every N-th block only (torchtitan's layer checkpointing)"},
       {"schedule", "gpipe|1f1b", "pipeline schedule (default 1f1b)"},
       {"layout", "TEXT", "the layout as words, e.g. \"dp4 tp2 fsdp\" (docs/parallel.md)"},
       {"system", "NAME",

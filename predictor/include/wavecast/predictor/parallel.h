@@ -110,7 +110,8 @@ struct RankTrace {
   std::vector<size_t> opOrigin;      // [op of trace]: the single-GPU op it is or sits beside
   int64_t parameterBytesPerRank = 0; // after tp (and zero3: of its own shard)
   // With recomputation: [block] what its recomputed forward saves for its backward, live
-  // only while that backward runs (the rank's forward ops keep only each block's input).
+  // only while that backward runs (the rank's forward ops keep only each recomputed block's
+  // input); 0 for a block that is not recomputed.
   std::vector<int64_t> recomputedSavedBytes;
 };
 

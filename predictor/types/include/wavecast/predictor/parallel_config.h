@@ -74,6 +74,9 @@ struct ParallelConfig {
   // block, Megatron's --recompute-granularity full): autograd keeps only a block's input,
   // and the block's forward runs again before its backward.
   bool recompute = false;
+  // With recompute, the blocks recomputed: every k-th (blocks k-1, 2k-1, ...: torchtitan's
+  // layer checkpointing with selective_ac_option k); 1, every block.
+  int recomputeEvery = 1;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   // DDP's bucket_cap_mb (25 MiB) and its first bucket (dist._DEFAULT_FIRST_BUCKET_BYTES).
   int64_t bucketBytes = int64_t{25} << 20;
@@ -92,16 +95,17 @@ struct TargetTextProblem {
 
 // Why a layout cannot run; presentation.cpp writes the one sentence naming what to change.
 enum class LayoutProblemKind {
-  BadDegree,                // a degree below 1: `value`
-  TpWithoutHeads,           // tp > 1 on a model without attention / Linear pairs to split
-  TpNotDividingHeads,       // tp `value` does not divide the `limit` attention heads
-  TpNotDividingHidden,      // tp `value` does not divide the hidden size `limit`
-  PpExceedsLayers,          // pp `value` is more than the `limit` repeated blocks
-  WorldSizeNotFittingNodes, // `value` GPUs over nodes of `limit`: not a multiple
-  TpAcrossNodes,            // tp `value` is more than the `limit` GPUs of one node
-  BatchNotDivisible,        // batch `limit` per replica is not divisible by `value` microbatches
-  RecomputeWithoutBlocks,   // recompute asked of a model without repeated blocks
-  RecomputeAlready,         // recompute asked of a script that checkpoints its blocks
+  BadDegree,                   // a degree below 1: `value`
+  TpWithoutHeads,              // tp > 1 on a model without attention / Linear pairs to split
+  TpNotDividingHeads,          // tp `value` does not divide the `limit` attention heads
+  TpNotDividingHidden,         // tp `value` does not divide the hidden size `limit`
+  PpExceedsLayers,             // pp `value` is more than the `limit` repeated blocks
+  WorldSizeNotFittingNodes,    // `value` GPUs over nodes of `limit`: not a multiple
+  TpAcrossNodes,               // tp `value` is more than the `limit` GPUs of one node
+  BatchNotDivisible,           // batch `limit` per replica is not divisible by `value` microbatches
+  RecomputeWithoutBlocks,      // recompute asked of a model without repeated blocks
+  RecomputeAlready,            // recompute asked of a script that checkpoints its blocks
+  RecomputeEveryExceedsBlocks, // every `value`-th block recomputed, of `limit` blocks: none
 };
 constexpr const char* toString(LayoutProblemKind kind) {
   switch (kind) {
@@ -125,6 +129,8 @@ constexpr const char* toString(LayoutProblemKind kind) {
     return "recompute_without_blocks";
   case LayoutProblemKind::RecomputeAlready:
     return "recompute_already";
+  case LayoutProblemKind::RecomputeEveryExceedsBlocks:
+    return "recompute_every_exceeds_blocks";
   }
   return "unknown";
 }
