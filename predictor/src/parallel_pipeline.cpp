@@ -104,6 +104,27 @@ StageOps assignStages(const Trace& single, const ModelStructure& model, const Ra
 
 // Stage `s`'s trace: its ops, its parameters' part of each optimizer op, and the
 // activation (forward) and its gradient (backward) sent to the neighbouring stage.
+// The parameter each per-parameter host op of the optimizer serves, -1 for the other ops:
+// runs of one op on the CPU, a multiple of the parameters long, in their order (Adam's step
+// counters read one by one for the bias corrections).
+std::vector<int> perParameterHostOps(const Trace& trace, size_t paramCount) {
+  std::vector<int> parameter(trace.ops.size(), -1);
+  const auto onHostStep = [&](size_t i) {
+    return trace.ops[i].phase == Phase::Optimizer && trace.ops[i].onHost;
+  };
+  for (size_t i = 0; i < trace.ops.size();) {
+    size_t end = i + 1;
+    while (onHostStep(i) && end < trace.ops.size() && onHostStep(end) &&
+           trace.ops[end].name == trace.ops[i].name)
+      ++end;
+    if (onHostStep(i) && paramCount > 0 && (end - i) % paramCount == 0)
+      for (size_t j = i; j < end; ++j)
+        parameter[j] = static_cast<int>((j - i) % paramCount);
+    i = end;
+  }
+  return parameter;
+}
+
 // `origin` gets each op's single-GPU op (kNoOrigin for the sends).
 constexpr size_t kNoOrigin = std::numeric_limits<size_t>::max();
 
@@ -126,10 +147,13 @@ Trace stageTrace(const Trace& single, const ModelStructure& model, const RankTra
   int64_t nextId = 0;
   for (const auto& op : rank.trace.ops)
     nextId = std::max(nextId, op.id + 1);
+  const std::vector<int> hostParameter = perParameterHostOps(rank.trace, paramCount);
   std::optional<size_t> lastForward, lastBackward;
   for (size_t i = 0; i < rank.trace.ops.size(); ++i) {
     const auto& op = rank.trace.ops[i];
     if (stages.opStage[i] >= 0 && stages.opStage[i] != s)
+      continue;
+    if (hostParameter[i] >= 0 && stages.paramStage[hostParameter[i]] != s)
       continue;
     origin.push_back(rank.opOrigin[i]);
     if (op.phase != Phase::Optimizer) {

@@ -324,6 +324,15 @@ TEST_F(TwoWaysAgree, PipelineStageRunsEveryMicrobatch) {
   EXPECT_EQ(accumulations(json::parse(slurp(pipelined)).at("ops")),
             (kMicrobatches - 1) * kStageParameters);
   EXPECT_EQ(accumulations(whatIf.at("ops")), (kMicrobatches - 1) * kStageParameters);
+  // AdamW reads each of the stage's step counters twice on the CPU (its bias corrections).
+  const auto stepCounterReads = [](const json& ops) {
+    int count = 0;
+    for (const auto& op : ops)
+      count += op.at("name") == "aten::_local_scalar_dense" && op.at("phase") == "optimizer";
+    return count;
+  };
+  EXPECT_EQ(stepCounterReads(json::parse(slurp(pipelined)).at("ops")), 2 * kStageParameters);
+  EXPECT_EQ(stepCounterReads(whatIf.at("ops")), 2 * kStageParameters);
 
   // The rank's own work, no bubble on either side: the traced rank never waits for its
   // neighbour, and the layout's rank summary is its first stage's.
