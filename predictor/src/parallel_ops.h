@@ -1,12 +1,17 @@
-// Building collective ops in the agreed trace format (docs/trace-format.md "Collectives"),
-// shared by the rank transform and the pipeline stages.
+// The parts of a layout's transform, shared between its files: collective ops in the agreed
+// trace format (docs/trace-format.md "Collectives"), the edits to a rank's trace,
+// recomputation, the parameters' dtype, and a rank's iteration over microbatches.
 #pragma once
 
 #include "wavecast/predictor/collectives.h"
+#include "wavecast/predictor/parallel.h"
 #include "wavecast/trace.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <optional>
+#include <vector>
 
 namespace wavecast {
 
@@ -24,5 +29,53 @@ struct CollectiveCall {
 OpRecord collectiveOp(const CollectiveCall& call, const OpRecord& near, Phase phase);
 // "all_reduce", ..., "send" for point-to-point.
 const char* collectiveOpName(CollectiveKind kind);
+
+// Where the ops of the rank trace go: the original ops (edited) with collectives before and
+// after some of them.
+struct Edits {
+  std::vector<OpRecord> ops; // the original ops, edited in place
+  std::vector<std::vector<OpRecord>> before, after;
+  // Ids for inserted ops another op must name (a wait point); the rest get theirs in order.
+  int64_t nextId = 0;
+  explicit Edits(const Trace& trace)
+      : ops(trace.ops), before(trace.ops.size()), after(trace.ops.size()) {
+    for (const auto& op : trace.ops)
+      nextId = std::max(nextId, op.id + 1);
+  }
+};
+
+// Views and other ops that launch no work (op_tables' metadata ops).
+bool isMetadata(const OpRecord& op);
+
+// Activation recomputation (torch.utils.checkpoint around every block, or every `every`-th
+// one, as torchtitan's layer checkpointing picks them): a recomputed block's forward keeps
+// only its input for backward, and runs again, tensor-parallel collectives
+// included, right before the block's backward (after FSDP's gather of its parameters).
+// The rerun stops once every tensor the block's backward needs is made again, as the
+// non-reentrant checkpoint (torch's default, FSDP's checkpoint wrapper) does: a
+// transformer block's last GEMM and residual add do not run again. A block's output is
+// the next block's input, kept as it was (by whatever saved it). What the rerun saves lives
+// only while that backward runs: returned per block (0 for a block run as traced), for
+// memory.
+std::vector<int64_t> insertRecompute(const ModelStructure& model, int every, Edits& edits);
+
+// The parameters' dtype, from their size per element (a 2-byte one taken as bf16: a copy
+// costs the same either way).
+ScalarType dtypeOf(const ParameterInfo& param);
+
+// An op the layout inserted, with no single-GPU op of its own (a pipeline stage's send).
+constexpr size_t kNoOrigin = std::numeric_limits<size_t>::max();
+
+// A rank's iteration over m microbatches of its batch (a pipeline stage's, or gradient
+// accumulation's): each microbatch's forward, then its backward, as 1F1B runs a stage's own
+// work (GPipe runs every forward first: the same ops, the same host calls), and the
+// optimizer once. Each copy of a traced op runs on 1/m of the batch (`batchShare`), and the
+// activations its collectives move are 1/m as large; the data-parallel collectives run
+// once, on the first microbatch's forward (FSDP's gathers, kept until backward) and the
+// last one's backward (gradients reduced once: DDP's no_sync). From the second microbatch
+// on, each parameter's new gradient is added to the one kept (AccumulateGrad's add_).
+// `origin` gives each op of `stage` its op in `single` (or kNoOrigin).
+Trace runMicrobatches(const Trace& stage, const std::vector<size_t>& origin, const Trace& single,
+                      const ModelStructure& model, int tp, int m);
 
 } // namespace wavecast

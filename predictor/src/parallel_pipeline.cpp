@@ -126,7 +126,6 @@ std::vector<int> perParameterHostOps(const Trace& trace, size_t paramCount) {
 }
 
 // `origin` gets each op's single-GPU op (kNoOrigin for the sends).
-constexpr size_t kNoOrigin = std::numeric_limits<size_t>::max();
 
 Trace stageTrace(const Trace& single, const ModelStructure& model, const RankTrace& rank,
                  const StageOps& stages, int s, int ranksPerNode, std::vector<size_t>& origin) {
@@ -201,110 +200,6 @@ Trace stageTrace(const Trace& single, const ModelStructure& model, const RankTra
       }
   }
   insertAfter(lastForward, Phase::Forward, sendBytes);
-  return out;
-}
-
-bool dataParallel(const OpRecord& op) {
-  const auto group = op.args.find("group");
-  return group != op.args.end() && std::holds_alternative<std::string>(group->second) &&
-         std::get<std::string>(group->second) == "dp";
-}
-
-// AccumulateGrad adding a later microbatch's gradient of `param` to the one kept.
-OpRecord accumulateGradient(const OpRecord& gradientOp, const ParameterInfo& param, int tp,
-                            int64_t id) {
-  const int64_t numel = param.tensorParallel ? param.numel / tp : param.numel;
-  TensorMeta grad;
-  grad.shape = {numel};
-  const int64_t elementBytes = param.numel > 0 ? param.bytes / param.numel : 4;
-  grad.dtype = elementBytes == 2   ? ScalarType::BFloat16
-               : elementBytes == 8 ? ScalarType::Float64
-                                   : ScalarType::Float32;
-  for (const auto& t : gradientOp.outputs)
-    if (t && t->numel() == numel) {
-      grad = *t;
-      break;
-    }
-  OpRecord op;
-  op.id = id;
-  op.name = "aten::add_";
-  op.phase = Phase::Backward;
-  op.inputs = {grad, grad};
-  op.outputs = {grad};
-  op.loc = gradientOp.loc;
-  op.stack = gradientOp.stack;
-  op.module = gradientOp.module;
-  op.forwardId = gradientOp.forwardId;
-  return op;
-}
-
-// A rank's iteration over m microbatches of its batch (a pipeline stage's, or gradient
-// accumulation's): each microbatch's forward, then its backward, as 1F1B runs a stage's own
-// work (GPipe runs every forward first: the same ops, the same host calls), and the
-// optimizer once. Each copy of a traced op runs on 1/m of the batch (`batchShare`), and the
-// activations its collectives move are 1/m as large; the data-parallel collectives run
-// once, on the first microbatch's forward (FSDP's gathers, kept until backward) and the
-// last one's backward (gradients reduced once: DDP's no_sync). From the second microbatch
-// on, each parameter's new gradient is added to the one kept (AccumulateGrad's add_).
-Trace runMicrobatches(const Trace& stage, const std::vector<size_t>& origin, const Trace& single,
-                      const ModelStructure& model, int tp, int m) {
-  size_t first = stage.ops.size(), last = 0;
-  for (size_t i = 0; i < stage.ops.size(); ++i)
-    if (stage.ops[i].phase != Phase::Optimizer) {
-      first = std::min(first, i);
-      last = i;
-    }
-  if (m <= 1 || first > last)
-    return stage;
-  std::unordered_map<size_t, std::vector<size_t>> parametersOf; // gradient op -> parameters
-  for (size_t p = 0; p < model.parameters.size(); ++p)
-    if (const auto& op = model.parameters[p].gradientOp)
-      parametersOf[*op].push_back(p);
-  int64_t nextId = 0;
-  for (const auto& op : stage.ops)
-    nextId = std::max(nextId, op.id + 1);
-
-  Trace out = stage;
-  out.ops.assign(stage.ops.begin(), stage.ops.begin() + static_cast<long>(first));
-  for (int k = 0; k < m; ++k) {
-    std::unordered_map<int64_t, int64_t> ids; // the traced op's id -> its copy's
-    for (size_t i = first; i <= last; ++i)
-      ids[stage.ops[i].id] = k == 0 ? stage.ops[i].id : nextId++;
-    const auto renamed = [&](int64_t id) {
-      const auto it = ids.find(id);
-      return it == ids.end() ? id : it->second;
-    };
-    for (const Phase phase : {Phase::Forward, Phase::Backward, Phase::Optimizer})
-      for (size_t i = first; i <= last; ++i) {
-        const OpRecord& op = stage.ops[i];
-        const bool collective = op.args.count("collective") > 0;
-        if (op.phase != phase || (phase == Phase::Optimizer && k + 1 < m) ||
-            (collective && dataParallel(op) && k != (phase == Phase::Forward ? 0 : m - 1)))
-          continue;
-        OpRecord copy = op;
-        copy.id = renamed(op.id);
-        if (op.forwardId)
-          copy.forwardId = renamed(*op.forwardId);
-        if (const auto wait = op.intArg("wait_op"))
-          copy.args["wait_op"] = renamed(*wait);
-        if (!collective)
-          copy.batchShare = op.batchShare / m;
-        else if (!dataParallel(op))
-          copy.args["bytes"] = op.intArg("bytes").value_or(0) / m;
-        out.ops.push_back(std::move(copy));
-        const size_t traced = origin[i];
-        if (k == 0 || phase != Phase::Backward || traced == kNoOrigin ||
-            op.name != single.ops[traced].name)
-          continue;
-        const size_t made = out.ops.size() - 1;
-        if (const auto it = parametersOf.find(traced); it != parametersOf.end())
-          for (size_t p : it->second) {
-            OpRecord add = accumulateGradient(out.ops[made], model.parameters[p], tp, nextId++);
-            out.ops.push_back(std::move(add));
-          }
-      }
-  }
-  out.ops.insert(out.ops.end(), stage.ops.begin() + static_cast<long>(last) + 1, stage.ops.end());
   return out;
 }
 

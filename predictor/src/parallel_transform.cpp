@@ -16,10 +16,6 @@
 namespace wavecast {
 namespace {
 
-bool isMetadata(const OpRecord& op) {
-  return op_tables::metadataOps().count(op.name.substr(op.name.rfind(':') + 1)) > 0;
-}
-
 void divide(std::optional<TensorMeta>& tensor, size_t dim, int factor) {
   if (tensor && dim < tensor->shape.size())
     tensor->shape[dim] = (tensor->shape[dim] + factor - 1) / factor;
@@ -29,20 +25,6 @@ void divide(OpRecord& op, bool output, size_t index, size_t dim, int factor) {
   if (index < list.size())
     divide(list[index], dim, factor);
 }
-
-// Where the ops of the rank trace go: the original ops (edited) with collectives before and
-// after some of them.
-struct Edits {
-  std::vector<OpRecord> ops; // the original ops, edited in place
-  std::vector<std::vector<OpRecord>> before, after;
-  // Ids for inserted ops another op must name (a wait point); the rest get theirs in order.
-  int64_t nextId = 0;
-  explicit Edits(const Trace& trace)
-      : ops(trace.ops), before(trace.ops.size()), after(trace.ops.size()) {
-    for (const auto& op : trace.ops)
-      nextId = std::max(nextId, op.id + 1);
-  }
-};
 
 class TensorParallel {
 public:
@@ -323,13 +305,6 @@ OpRecord copyOp(const char* name, int64_t elements, ScalarType dtype, const OpRe
   return op;
 }
 
-// The parameters' dtype, from their size per element (a 2-byte one taken as bf16: a copy
-// costs the same either way).
-ScalarType dtypeOf(const ParameterInfo& param) {
-  const int64_t size = param.numel > 0 ? param.bytes / param.numel : 4;
-  return size == 8 ? ScalarType::Float64 : size == 2 ? ScalarType::BFloat16 : ScalarType::Float32;
-}
-
 // DDP's reducer on one gradient: `aten::mul` reads it and writes the bucket, `aten::copy_`
 // the way back.
 OpRecord reducerOp(const char* name, const ParameterInfo& param, int64_t elements,
@@ -495,80 +470,6 @@ void shardOptimizer(const ModelStructure& model, const ParallelConfig& config, E
   }
 }
 
-// Activation recomputation (torch.utils.checkpoint around every block, or every `every`-th
-// one, as torchtitan's layer checkpointing picks them): a recomputed block's forward keeps
-// only its input for backward, and runs again, tensor-parallel collectives
-// included, right before the block's backward (after FSDP's gather of its parameters).
-// The rerun stops once every tensor the block's backward needs is made again, as the
-// non-reentrant checkpoint (torch's default, FSDP's checkpoint wrapper) does: a
-// transformer block's last GEMM and residual add do not run again. A block's output is
-// the next block's input, kept as it was (by whatever saved it). What the rerun saves lives
-// only while that backward runs: returned per block (0 for a block run as traced), for
-// memory.
-std::vector<int64_t> insertRecompute(const ModelStructure& model, int every, Edits& edits) {
-  std::vector<int64_t> recomputed(model.blocks.size(), 0);
-  const auto tensorParallel = [](const OpRecord& op) {
-    const auto group = op.args.find("group");
-    const auto* name = group != op.args.end() ? std::get_if<std::string>(&group->second) : nullptr;
-    return op.phase == Phase::Forward && name && *name == "tp";
-  };
-  bool inputKept = false; // the previous block's output, saved: this block's input
-  for (size_t b = 0; b < model.blocks.size(); ++b) {
-    const RepeatedBlock& block = model.blocks[b];
-    std::vector<size_t> members, arithmetic; // the block's forward ops; those not views
-    for (size_t i = block.firstForward; i <= block.lastForward; ++i)
-      if (model.opBlock[i] == static_cast<int>(b) && edits.ops[i].phase == Phase::Forward) {
-        members.push_back(i);
-        if (!isMetadata(edits.ops[i]))
-          arithmetic.push_back(i);
-      }
-    if (arithmetic.empty() || !block.firstBackward) {
-      inputKept = false;
-      continue;
-    }
-    const size_t output = arithmetic.back();
-    if ((b + 1) % every != 0) { // runs as traced
-      inputKept = edits.ops[output].savedBytes.value_or(0) > 0;
-      continue;
-    }
-    size_t lastNeeded = arithmetic.front();
-    for (size_t i : arithmetic)
-      if (i != output && edits.ops[i].savedBytes.value_or(0) > 0)
-        lastNeeded = i;
-    std::vector<OpRecord> rerun;
-    const auto again = [&](OpRecord op) {
-      op.id = -1;
-      op.phase = Phase::Backward;
-      op.forwardId.reset();
-      op.savedBytes.reset();
-      rerun.push_back(std::move(op));
-    };
-    for (size_t i : members) {
-      if (i <= lastNeeded) {
-        for (const auto& collective : edits.before[i])
-          if (tensorParallel(collective))
-            again(collective);
-        again(edits.ops[i]);
-        for (const auto& collective : edits.after[i])
-          if (tensorParallel(collective))
-            again(collective);
-      }
-      if (i != output) {
-        recomputed[b] += edits.ops[i].savedBytes.value_or(0);
-        edits.ops[i].savedBytes.reset();
-      }
-    }
-    OpRecord& first = edits.ops[arithmetic.front()];
-    if (!inputKept && first.input(0))
-      first.savedBytes = first.input(0)->bytes();
-    inputKept = edits.ops[output].savedBytes.value_or(0) > 0;
-    auto& before = edits.before[*block.firstBackward];
-    before.insert(before.end(), std::make_move_iterator(rerun.begin()),
-                  std::make_move_iterator(rerun.end()));
-  }
-  return recomputed;
-}
-
 } // namespace
 
 OpRecord collectiveOp(const CollectiveCall& call, const OpRecord& near, Phase phase) {
@@ -588,6 +489,15 @@ OpRecord collectiveOp(const CollectiveCall& call, const OpRecord& near, Phase ph
   if (call.waitOp)
     op.args["wait_op"] = *call.waitOp;
   return op;
+}
+
+bool isMetadata(const OpRecord& op) {
+  return op_tables::metadataOps().count(op.name.substr(op.name.rfind(':') + 1)) > 0;
+}
+
+ScalarType dtypeOf(const ParameterInfo& param) {
+  const int64_t size = param.numel > 0 ? param.bytes / param.numel : 4;
+  return size == 8 ? ScalarType::Float64 : size == 2 ? ScalarType::BFloat16 : ScalarType::Float32;
 }
 
 const char* collectiveOpName(CollectiveKind kind) {
