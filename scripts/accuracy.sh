@@ -395,7 +395,11 @@ No multi-GPU run was measured for this work (no GPU here). What is checked:
   HGX H100: the same collectives byte for byte, iterations within 0.3% (DDP), 1.3%
   (FSDP2) and 7.4% (tp 8, where DTensor's extra ops show on a host-bound rank); and
   `--recompute` against the same model with `torch.utils.checkpoint` around each block:
-  iteration within 0.1%, peak allocated memory within 0.5%. This checks the two front ends
+  iteration within 0.1%, peak allocated memory within 0.5%; `--recompute-every 2` against
+  it around blocks 1 and 3: iteration within 0.1%, peak within 2.3%; `--recompute-ops`
+  against torchtitan's per-op policy: iteration within 0.1%, peak within 0.5%; and `--pp 2
+  --microbatches 4 --schedule gpipe` against `torch.distributed.pipelining`'s first stage:
+  iteration and host time within 1.0%, kernels within 1.8%. This checks the two front ends
   against each other, not against hardware.
 
 Published end-to-end figures to report against (never fitted on), and why wavecast does
@@ -408,11 +412,12 @@ not yet give a comparable prediction for them:
 | Megatron-LM README (../shared/reference/multi-gpu.md) | GPT-3 175B, TP 4, PP 8, H100 clusters | up to 47% MFU, ~390 TFLOP/s per GPU |
 
 All three train in bf16 with selective activation recomputation (torchtitan per layer or
-per op, Megatron-LM attention's scores). wavecast models full recomputation per block
-(`--recompute`), not selective (docs/parallel.md, "Not modelled"): full would rerun more of
-the forward than those runs do, none less, so its tokens/s would be off by construction
-either way, and its bf16 matrix costs are being reworked. A comparison with these figures
-waits for both; none is reported rather than one known to be biased.
+per op, Megatron-LM attention's scores). wavecast now models torchtitan's two policies
+(`--recompute-every N`, `--recompute-ops`; docs/parallel.md), not Megatron's. What is
+still missing for a comparison: a Llama 3 sample (RMSNorm, SwiGLU, grouped-query
+attention, 128K vocabulary) traced in bf16 as FSDP2's mixed precision runs it, which an
+8B model's shape-only trace on this 24 GiB machine has yet to show it can build, and a
+bf16 calibration of the A100. None is reported rather than one known to be biased.
 COLLECTIVES
 } > "$out"
 echo "wrote $out (${elapsed} s)"

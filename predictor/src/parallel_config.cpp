@@ -70,6 +70,10 @@ std::variant<ParallelTarget, TargetTextProblem> parseParallelTarget(std::string_
       target.config.sequenceParallel = true;
     } else if (word == "recompute") {
       target.config.recompute = true;
+    } else if (word == "ops") {
+      // "recompute ops": torchtitan's per-op selective recomputation.
+      target.config.recompute = true;
+      target.config.recomputePolicy = RecomputePolicy::SelectiveOps;
     } else if (word == "every") {
       // "recompute every 2": every second block.
       std::string count;
@@ -134,6 +138,8 @@ std::string parallelConfigText(const ParallelConfig& config) {
     text += " sp";
   if (config.recompute)
     text += " recompute";
+  if (config.recompute && config.recomputePolicy == RecomputePolicy::SelectiveOps)
+    text += " ops";
   if (config.recompute && config.recomputeEvery != 1)
     text += " every " + std::to_string(config.recomputeEvery);
   text += std::string(" ") + toString(config.schedule);

@@ -47,17 +47,19 @@ struct Edits {
 // Views and other ops that launch no work (op_tables' metadata ops).
 bool isMetadata(const OpRecord& op);
 
-// Activation recomputation (torch.utils.checkpoint around every block, or every `every`-th
-// one, as torchtitan's layer checkpointing picks them): a recomputed block's forward keeps
-// only its input for backward, and runs again, tensor-parallel collectives
+// Activation recomputation (torch.utils.checkpoint around every block, or every
+// `recomputeEvery`-th one, as torchtitan's layer checkpointing picks them): a recomputed
+// block's forward keeps only its input for backward (and, under the per-op policy, the
+// outputs of the ops it saves, which do not run again), and runs again, tensor-parallel collectives
 // included, right before the block's backward (after FSDP's gather of its parameters).
 // The rerun stops once every tensor the block's backward needs is made again, as the
 // non-reentrant checkpoint (torch's default, FSDP's checkpoint wrapper) does: a
 // transformer block's last GEMM and residual add do not run again. A block's output is
 // the next block's input, kept as it was (by whatever saved it). What the rerun saves lives
 // only while that backward runs: returned per block (0 for a block run as traced), for
-// memory.
-std::vector<int64_t> insertRecompute(const ModelStructure& model, int every, Edits& edits);
+// memory, in `rerunSaved`; in `policyKept`, what the per-op policy keeps from forward.
+void insertRecompute(const ModelStructure& model, const ParallelConfig& config, Edits& edits,
+                     std::vector<int64_t>& rerunSaved, std::vector<int64_t>& policyKept);
 
 // The parameters' dtype, from their size per element (a 2-byte one taken as bf16: a copy
 // costs the same either way).

@@ -268,7 +268,8 @@ MemoryEstimate stageMemory(const MemoryEstimate& single, const ModelStructure& m
   const int64_t stepGradients = gradientsOf(allGradients);
   // Recomputing, the peak can come in backward instead, while a recomputed block c reruns:
   // every checkpoint, c's rerun activations (one microbatch's), what the blocks before c
-  // that run as traced keep (those after c are done and freed), and the gradients of every
+  // keep (those after c are done and have freed theirs: a block run as traced its
+  // activations, a recomputed one what the per-op policy kept), and the gradients of every
   // block after c and of what follows the blocks. With every block recomputed that is
   // highest at the stage's first block, the last to rerun.
   const size_t firstBlock = stages.blockFirst[s];
@@ -282,17 +283,19 @@ MemoryEstimate stageMemory(const MemoryEstimate& single, const ModelStructure& m
     const double perSaved = 1.0 / savedSingle / config.microbatches;
     const int gradientShards = config.sharding >= Sharding::Zero2 ? dp : 1;
     int64_t gradients = stepGradients;
-    double freed = 0; // saved bytes of the traced blocks after c
+    const auto heldUntilDone = [&](size_t b) {
+      return rank.recomputedSavedBytes[b] == 0 ? kept[b]
+                                               : static_cast<double>(rank.recomputeKeptBytes[b]);
+    };
+    double freed = 0; // what the blocks after c held until their backward was done
     for (size_t b = firstBlock; b < lastBlock; ++b)
-      if (rank.recomputedSavedBytes[b] == 0)
-        freed += kept[b];
+      freed += heldUntilDone(b);
     const int64_t forwardActivations = m.activationsBytes, forwardSaved = m.activationsSavedBytes;
     for (size_t c = firstBlock; c < lastBlock; ++c) {
       gradients -= static_cast<int64_t>(blockBytes[c] * perWeight(allGradients)) / gradientShards;
-      if (rank.recomputedSavedBytes[c] == 0) {
-        freed -= kept[c];
+      freed -= heldUntilDone(c);
+      if (rank.recomputedSavedBytes[c] == 0)
         continue;
-      }
       const double share = (rank.recomputedSavedBytes[c] - freed) * perSaved;
       const auto activations =
           forwardActivations + static_cast<int64_t>(single.activationsBytes * share);

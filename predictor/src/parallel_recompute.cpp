@@ -1,13 +1,45 @@
 // Activation recomputation on a rank's trace: which blocks rerun, what they keep.
 #include "parallel_ops.h"
 
+#include <algorithm>
+#include <array>
 #include <iterator>
+#include <string_view>
 #include <variant>
 
 namespace wavecast {
+namespace {
 
-std::vector<int64_t> insertRecompute(const ModelStructure& model, int every, Edits& edits) {
-  std::vector<int64_t> recomputed(model.blocks.size(), 0);
+// torchtitan's per-op policy (torchtitan/models/llama3/infra/parallelize.py, `_save_list`):
+// these ops' outputs are saved, every second `aten::mm` excepted; the rest is recomputed.
+constexpr std::array<std::string_view, 5> kSavedBySelectivePolicy = {
+    "aten::mm", "aten::_scaled_dot_product_efficient_attention",
+    "aten::_scaled_dot_product_flash_attention", "aten::_scaled_dot_product_cudnn_attention",
+    "aten::max"};
+
+// Whether the per-op policy keeps `op`'s output from forward; `matmuls` counts the block's
+// `aten::mm` calls so far.
+bool savedBySelectivePolicy(const OpRecord& op, int& matmuls) {
+  if (std::find(kSavedBySelectivePolicy.begin(), kSavedBySelectivePolicy.end(), op.name) ==
+      kSavedBySelectivePolicy.end())
+    return false;
+  return op.name != "aten::mm" || ++matmuls % 2 == 1;
+}
+
+int64_t outputBytes(const OpRecord& op) {
+  int64_t bytes = 0;
+  for (const auto& t : op.outputs)
+    bytes += t ? t->bytes() : 0;
+  return bytes;
+}
+
+} // namespace
+
+void insertRecompute(const ModelStructure& model, const ParallelConfig& config, Edits& edits,
+                     std::vector<int64_t>& rerunSaved, std::vector<int64_t>& policyKept) {
+  const bool selective = config.recomputePolicy == RecomputePolicy::SelectiveOps;
+  rerunSaved.assign(model.blocks.size(), 0);
+  policyKept.assign(model.blocks.size(), 0);
   const auto tensorParallel = [](const OpRecord& op) {
     const auto group = op.args.find("group");
     const auto* name = group != op.args.end() ? std::get_if<std::string>(&group->second) : nullptr;
@@ -28,7 +60,7 @@ std::vector<int64_t> insertRecompute(const ModelStructure& model, int every, Edi
       continue;
     }
     const size_t output = arithmetic.back();
-    if ((b + 1) % every != 0) { // runs as traced
+    if ((b + 1) % config.recomputeEvery != 0) { // runs as traced
       inputKept = edits.ops[output].savedBytes.value_or(0) > 0;
       continue;
     }
@@ -44,7 +76,15 @@ std::vector<int64_t> insertRecompute(const ModelStructure& model, int every, Edi
       op.savedBytes.reset();
       rerun.push_back(std::move(op));
     };
+    int matmuls = 0;
     for (size_t i : members) {
+      // An op the per-op policy saves keeps its outputs from forward and is not run again.
+      if (selective && savedBySelectivePolicy(edits.ops[i], matmuls)) {
+        edits.ops[i].savedBytes =
+            std::max(edits.ops[i].savedBytes.value_or(0), outputBytes(edits.ops[i]));
+        policyKept[b] += *edits.ops[i].savedBytes;
+        continue;
+      }
       if (i <= lastNeeded) {
         for (const auto& collective : edits.before[i])
           if (tensorParallel(collective))
@@ -55,7 +95,7 @@ std::vector<int64_t> insertRecompute(const ModelStructure& model, int every, Edi
             again(collective);
       }
       if (i != output) {
-        recomputed[b] += edits.ops[i].savedBytes.value_or(0);
+        rerunSaved[b] += edits.ops[i].savedBytes.value_or(0);
         edits.ops[i].savedBytes.reset();
       }
     }
@@ -67,7 +107,6 @@ std::vector<int64_t> insertRecompute(const ModelStructure& model, int every, Edi
     before.insert(before.end(), std::make_move_iterator(rerun.begin()),
                   std::make_move_iterator(rerun.end()));
   }
-  return recomputed;
 }
 
 } // namespace wavecast

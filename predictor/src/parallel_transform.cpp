@@ -520,7 +520,7 @@ RankTrace transformForRank(const Trace& trace, const ModelStructure& model,
 
   RankTrace rank;
   if (config.recompute)
-    rank.recomputedSavedBytes = insertRecompute(model, config.recomputeEvery, edits);
+    insertRecompute(model, config, edits, rank.recomputedSavedBytes, rank.recomputeKeptBytes);
   rank.trace = trace;
   rank.trace.ops.clear();
   rank.trace.ops.reserve(trace.ops.size());

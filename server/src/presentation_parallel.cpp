@@ -28,10 +28,11 @@ std::string parallelConfigLabel(const ParallelConfig& config, const std::string&
     label += ", pp " + std::to_string(config.pp) + " (" + std::to_string(config.microbatches) +
              " microbatches, " + (config.schedule == PipelineSchedule::GPipe ? "GPipe" : "1F1B") +
              ")";
-  if (config.recompute && config.recomputeEvery == 1)
-    label += ", recompute";
-  else if (config.recompute)
-    label += ", recompute every " + std::to_string(config.recomputeEvery);
+  if (config.recompute)
+    label +=
+        config.recomputePolicy == RecomputePolicy::SelectiveOps ? ", recompute ops" : ", recompute";
+  if (config.recompute && config.recomputeEvery != 1)
+    label += " every " + std::to_string(config.recomputeEvery);
   return label;
 }
 
@@ -85,9 +86,9 @@ std::string targetTextProblemMessage(const std::string& text, const TargetTextPr
   const std::string at = "cannot read the target '" + text + "' at '" + problem.word + "': ";
   switch (problem.kind) {
   case TargetTextProblemKind::UnknownWord:
-    return at +
-           "write it as words such as \"8x H100-SXM, FSDP\" (NxGPU, dpN, tpN, ppN, mbN, "
-           "zero1|zero2|zero3|fsdp|ddp, sp, recompute [every N], gpipe|1f1b; docs/parallel.md)";
+    return at + "write it as words such as \"8x H100-SXM, FSDP\" (NxGPU, dpN, tpN, ppN, mbN, "
+                "zero1|zero2|zero3|fsdp|ddp, sp, recompute [ops] [every N], gpipe|1f1b; "
+                "docs/parallel.md)";
   case TargetTextProblemKind::BadNumber:
     return at + "counts and degrees are whole numbers of 1 or more, e.g. 8xH100-SXM, tp2";
   case TargetTextProblemKind::CountNotDivisible:

@@ -235,6 +235,7 @@ void writeParallel(JsonWriter& w, const std::vector<ParallelSummary>& layouts) {
         .field("price_per_hour_usd", s.clusterPricePerHourUsd)
         .field("recompute", c.recompute)
         .field("recompute_every", c.recompute ? c.recomputeEvery : 0)
+        .field("recompute_policy", c.recompute ? toString(c.recomputePolicy) : "none")
         .field("samples_per_second", s.samplesPerSecond)
         .field("samples_per_second_per_gpu", s.samplesPerSecondPerGpu)
         .field("schedule", toString(c.schedule))

@@ -2,8 +2,9 @@
 // agree"): a single-GPU script transformed by --dp/--fsdp/--tp, and the same model written
 // with DDP, FSDP2 or DTensor tensor parallelism and traced as one rank under torch's fake
 // process group; --recompute against the same model with torch.utils.checkpoint around each
-// block, or around every second one; and --pp against torch.distributed.pipelining. The twins
-// are tests/cli/fixtures/twins/: one model (twin_model.py), seven ways to launch it.
+// block, around every second one, or under torchtitan's per-op policy; and --pp against
+// torch.distributed.pipelining. The twins are tests/cli/fixtures/twins/: one model
+// (twin_model.py), eight ways to launch it.
 //
 // Bytes: the same collectives of the same sizes, per kind. The fake process group's side is
 // what PyTorch really issues; each expected figure is also worked out by hand from the
@@ -291,6 +292,40 @@ TEST_F(TwoWaysAgree, RecomputeEverySecondBlock) {
   expectClose(peak(rank), peak(transformed), 0.03, "peak allocated");
   EXPECT_EQ(rank.at("memory").at("peak_phase"), "backward");
   EXPECT_EQ(transformed.at("memory").at("peak_phase"), "backward");
+}
+
+// --recompute-ops against the twin checkpointed under torchtitan's per-op policy. Each block
+// keeps attention's outputs from forward and reruns the rest up to GELU; at the peak (block
+// 0's rerun) that is the same memory as recomputing whole blocks: the later blocks' saved
+// attention is freed by then, and block 0's would be recomputed anyway.
+TEST_F(TwoWaysAgree, RecomputeOpsKeepsAttention) {
+  ASSERT_FALSE(single_.empty());
+  const std::string selective = traceTo("selective.py");
+  ASSERT_FALSE(selective.empty());
+  const json traced = predict(selective, "");
+  const json whatIf = predict(single_, "--recompute-ops");
+  ASSERT_FALSE(whatIf.at("parallel").empty());
+  const auto& layout = whatIf.at("parallel")[0];
+  EXPECT_EQ(layout.at("recompute_policy"), "ops");
+  const auto& rank = traced.at("summaries")[0];
+  const auto& transformed = whatIf.at("summaries")[0];
+  expectClose(rank.at("gpu_ms").get<double>(), transformed.at("gpu_ms").get<double>(), 0.01,
+              "kernels");
+  expectClose(rank.at("iteration_ms").get<double>(), layout.at("iteration_ms").get<double>(),
+              kTimeTolerance, "iteration");
+  const auto peak = [](const json& summary) {
+    return summary.at("memory").at("peak_allocated_bytes").get<double>();
+  };
+  expectClose(peak(rank), peak(transformed), 0.02, "peak allocated");
+  // Attention runs once per block in forward and never again: no rerun of it in backward.
+  const auto attentionRuns = [](const json& ops) {
+    int count = 0;
+    for (const auto& op : ops)
+      count += op.at("name") == "aten::_scaled_dot_product_efficient_attention";
+    return count;
+  };
+  EXPECT_EQ(attentionRuns(json::parse(slurp(selective)).at("ops")), kDepth);
+  EXPECT_EQ(attentionRuns(whatIf.at("ops")), kDepth);
 }
 
 // Pipeline: the first of two stages (blocks 0 and 1) over four microbatches of 8, GPipe, as

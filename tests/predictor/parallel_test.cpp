@@ -443,6 +443,49 @@ TEST(ParallelTransform, RecomputeEverySecondBlockRerunsOnlyThose) {
   EXPECT_TRUE(std::get<ParallelTarget>(parsed).config.recompute);
 }
 
+// torchtitan's per-op policy on Linears without bias (aten::mm): the first and third matmul
+// of a block (QKV, up) keep their outputs and do not run again, the second and fourth (out,
+// down) rerun, as do attention's bmm and softmax (this trace saves every op's output, so
+// everything up to the closing residual add is needed).
+TEST(ParallelTransform, RecomputeOpsSavesEveryOtherMatmul) {
+  Trace trace = syntheticTransformer(4);
+  for (auto& op : trace.ops)
+    if (op.name == "aten::addmm")
+      op.name = "aten::mm";
+  const ModelStructure model = analyzeModel(trace);
+  ASSERT_EQ(model.blocks.size(), static_cast<size_t>(kBlocks));
+  ParallelConfig config;
+  config.recompute = true;
+  config.recomputePolicy = RecomputePolicy::SelectiveOps;
+  const RankTrace rank = transformForRank(trace, model, config);
+  const std::vector<std::string> rerun = {"aten::native_layer_norm",
+                                          "aten::view",
+                                          "aten::bmm",
+                                          "aten::_softmax",
+                                          "aten::bmm",
+                                          "aten::mm",
+                                          "aten::add",
+                                          "aten::native_layer_norm",
+                                          "aten::gelu",
+                                          "aten::mm"};
+  ASSERT_EQ(rank.trace.ops.size(), trace.ops.size() + kBlocks * rerun.size());
+  const int64_t activation = 4 * 8 * 16 * 4; // [B, L, h] float32
+  for (size_t b = 0; b < model.blocks.size(); ++b) {
+    const OpRecord& firstBackward = trace.ops[*model.blocks[b].firstBackward];
+    const auto at = std::find_if(rank.trace.ops.begin(), rank.trace.ops.end(),
+                                 [&](const OpRecord& op) { return op.id == firstBackward.id; });
+    ASSERT_NE(at, rank.trace.ops.end());
+    const auto start = at - static_cast<std::ptrdiff_t>(rerun.size());
+    for (size_t k = 0; k < rerun.size(); ++k)
+      EXPECT_EQ(start[static_cast<std::ptrdiff_t>(k)].name, rerun[k])
+          << "block " << b << ", rerun op " << k;
+    // Kept from forward: QKV's output ([B, L, 3h]) and up's ([B, L, 4h]).
+    EXPECT_EQ(rank.recomputeKeptBytes[b], 3 * activation + 4 * activation) << "block " << b;
+  }
+  const auto parsed = parseParallelTarget(parallelConfigText(config));
+  EXPECT_EQ(std::get<ParallelTarget>(parsed).config.recomputePolicy, RecomputePolicy::SelectiveOps);
+}
+
 TEST(ParallelPrediction, OneGpuEqualsTheSingleGpuPrediction) {
   const Trace trace = syntheticTransformer(2);
   const Prediction single = Predictor(collectiveOptions()).predict(trace, {h100()});

@@ -144,6 +144,8 @@ std::optional<ParallelConfig> parallelLayout(const CommandLine& args) {
     words += " sp";
   if (args.has("recompute"))
     words += " recompute";
+  if (args.has("recompute-ops"))
+    words += " recompute ops";
   if (const auto every = args.positiveInt("recompute-every"))
     words += " recompute every " + std::to_string(*every);
   if (const auto schedule = args.value("schedule"))
@@ -154,8 +156,8 @@ std::optional<ParallelConfig> parallelLayout(const CommandLine& args) {
   if (const auto* problem = std::get_if<TargetTextProblem>(&parsed))
     throw UsageError("cannot read the layout at '" + problem->word +
                      "': use --dp/--tp/--pp N, --microbatches N, --zero 1|2|3 or --fsdp, "
-                     "--sequence-parallel, --recompute, --recompute-every N, --schedule "
-                     "gpipe|1f1b");
+                     "--sequence-parallel, --recompute, --recompute-ops, --recompute-every N, "
+                     "--schedule gpipe|1f1b");
   return std::get<ParallelTarget>(parsed).config;
 }
 
@@ -308,6 +310,8 @@ Command predictCommand() {
       {"fsdp", "", "fully sharded data parallelism (ZeRO-3)"},
       {"sequence-parallel", "", "Megatron sequence parallelism with --tp"},
       {"recompute", "", "recompute each repeated block's activations in backward (checkpointing)"},
+      {"recompute-ops", "",
+       "recompute all but attention and every other matmul (torchtitan's per-op policy)"},
       {"recompute-every", "N",
        "recompute every N-th block only (torchtitan's layer checkpointing)"},
       {"schedule", "gpipe|1f1b", "pipeline schedule (default 1f1b)"},

@@ -113,6 +113,9 @@ struct RankTrace {
   // only while that backward runs (the rank's forward ops keep only each recomputed block's
   // input); 0 for a block that is not recomputed.
   std::vector<int64_t> recomputedSavedBytes;
+  // Under the per-op policy: [block] the outputs its forward keeps of the ops not run again,
+  // freed once that block's backward is done.
+  std::vector<int64_t> recomputeKeptBytes;
 };
 
 // The trace one rank of `config` records for the whole model (tensor parallelism, data

@@ -63,6 +63,23 @@ inline std::optional<PipelineSchedule> pipelineScheduleFromString(std::string_vi
   return std::nullopt;
 }
 
+// What a recomputed block runs again in backward.
+enum class RecomputePolicy {
+  WholeBlock, // its forward (torch.utils.checkpoint, Megatron's full recompute)
+  // All but the ops torchtitan's per-op policy saves: attention and every other matmul
+  // (`aten::mm`), whose outputs the forward keeps.
+  SelectiveOps,
+};
+constexpr const char* toString(RecomputePolicy policy) {
+  switch (policy) {
+  case RecomputePolicy::WholeBlock:
+    return "block";
+  case RecomputePolicy::SelectiveOps:
+    return "ops";
+  }
+  return "unknown";
+}
+
 struct ParallelConfig {
   int dp = 1;
   int tp = 1;
@@ -77,6 +94,7 @@ struct ParallelConfig {
   // With recompute, the blocks recomputed: every k-th (blocks k-1, 2k-1, ...: torchtitan's
   // layer checkpointing with selective_ac_option k); 1, every block.
   int recomputeEvery = 1;
+  RecomputePolicy recomputePolicy = RecomputePolicy::WholeBlock;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   // DDP's bucket_cap_mb (25 MiB) and its first bucket (dist._DEFAULT_FIRST_BUCKET_BYTES).
   int64_t bucketBytes = int64_t{25} << 20;
