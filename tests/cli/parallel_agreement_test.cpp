@@ -128,6 +128,26 @@ protected:
         << what << ": the transform says " << transformed << ", the traced script " << traced;
   }
 
+  static double peakAllocated(const json& summary) {
+    return summary.at("memory").at("peak_allocated_bytes").get<double>();
+  }
+
+  // A twin that recomputes on one GPU, priced as traced (`traced`), against the single-GPU
+  // trace transformed to do the same (`whatIf`): the same kernels (1%), the same iteration
+  // (3%), the same peak allocated memory (`peakTolerance`).
+  static void expectSameRecomputation(const json& traced, const json& whatIf,
+                                      double peakTolerance) {
+    ASSERT_FALSE(whatIf.at("parallel").empty());
+    const auto& rank = traced.at("summaries")[0];
+    const auto& transformed = whatIf.at("summaries")[0];
+    expectClose(rank.at("gpu_ms").get<double>(), transformed.at("gpu_ms").get<double>(), 0.01,
+                "kernels");
+    expectClose(rank.at("iteration_ms").get<double>(),
+                whatIf.at("parallel")[0].at("iteration_ms").get<double>(), kTimeTolerance,
+                "iteration");
+    expectClose(peakAllocated(rank), peakAllocated(transformed), peakTolerance, "peak allocated");
+  }
+
   static std::string dir_;
   static std::string single_;
 };
@@ -234,32 +254,21 @@ TEST_F(TwoWaysAgree, RecomputeRerunsEachBlockAndKeepsItsInput) {
   const json traced = predict(checkpointed, "");
   const json whatIf = predict(single_, "--recompute");
   const json plain = predict(single_, "");
-  ASSERT_FALSE(whatIf.at("parallel").empty());
+  expectSameRecomputation(traced, whatIf, 0.02);
   const auto& layout = whatIf.at("parallel")[0];
   EXPECT_TRUE(layout.at("recompute").get<bool>());
   EXPECT_EQ(layout.at("gpus"), 1);
-
-  const auto& rank = traced.at("summaries")[0];
-  const auto& transformed = whatIf.at("summaries")[0];
-  expectClose(rank.at("gpu_ms").get<double>(), transformed.at("gpu_ms").get<double>(), 0.01,
-              "kernels");
-  expectClose(rank.at("iteration_ms").get<double>(), layout.at("iteration_ms").get<double>(),
-              kTimeTolerance, "iteration");
   // The rerun costs about the blocks' forward: more than a fifth of the plain iteration.
   EXPECT_GT(layout.at("iteration_ms").get<double>(),
             1.2 * plain.at("summaries")[0].at("iteration_ms").get<double>());
 
-  const auto memory = [](const json& summary, const char* field) {
-    return summary.at("memory").at(field).get<double>();
-  };
-  expectClose(memory(rank, "peak_allocated_bytes"), memory(transformed, "peak_allocated_bytes"),
-              0.02, "peak allocated");
+  const auto& rank = traced.at("summaries")[0];
+  const auto& transformed = whatIf.at("summaries")[0];
   // Kept through backward: the four blocks' inputs and the final norm's, [32, 128, 1024]
   // float32 each, and a few small tensors of the loss.
-  EXPECT_NEAR(memory(rank, "activations_saved_bytes"), (kDepth + 1) * kActivationBytes,
-              0.01 * kActivationBytes);
-  EXPECT_LT(memory(transformed, "peak_allocated_bytes"),
-            0.75 * memory(plain.at("summaries")[0], "peak_allocated_bytes"));
+  EXPECT_NEAR(rank.at("memory").at("activations_saved_bytes").get<double>(),
+              (kDepth + 1) * kActivationBytes, 0.01 * kActivationBytes);
+  EXPECT_LT(peakAllocated(transformed), 0.75 * peakAllocated(plain.at("summaries")[0]));
 
   // The checkpointed script recomputes already: asked again, the layout is refused.
   const CliRun twice = wavecast("predict " + checkpointed + " --gpu H100 --roofline --recompute");
@@ -277,19 +286,10 @@ TEST_F(TwoWaysAgree, RecomputeEverySecondBlock) {
   ASSERT_FALSE(alternate.empty());
   const json traced = predict(alternate, "");
   const json whatIf = predict(single_, "--recompute-every 2");
-  ASSERT_FALSE(whatIf.at("parallel").empty());
-  const auto& layout = whatIf.at("parallel")[0];
-  EXPECT_EQ(layout.at("recompute_every"), 2);
+  expectSameRecomputation(traced, whatIf, 0.03);
+  EXPECT_EQ(whatIf.at("parallel")[0].at("recompute_every"), 2);
   const auto& rank = traced.at("summaries")[0];
   const auto& transformed = whatIf.at("summaries")[0];
-  expectClose(rank.at("gpu_ms").get<double>(), transformed.at("gpu_ms").get<double>(), 0.01,
-              "kernels");
-  expectClose(rank.at("iteration_ms").get<double>(), layout.at("iteration_ms").get<double>(),
-              kTimeTolerance, "iteration");
-  const auto peak = [](const json& summary) {
-    return summary.at("memory").at("peak_allocated_bytes").get<double>();
-  };
-  expectClose(peak(rank), peak(transformed), 0.03, "peak allocated");
   EXPECT_EQ(rank.at("memory").at("peak_phase"), "backward");
   EXPECT_EQ(transformed.at("memory").at("peak_phase"), "backward");
 }
@@ -304,19 +304,8 @@ TEST_F(TwoWaysAgree, RecomputeOpsKeepsAttention) {
   ASSERT_FALSE(selective.empty());
   const json traced = predict(selective, "");
   const json whatIf = predict(single_, "--recompute-ops");
-  ASSERT_FALSE(whatIf.at("parallel").empty());
-  const auto& layout = whatIf.at("parallel")[0];
-  EXPECT_EQ(layout.at("recompute_policy"), "ops");
-  const auto& rank = traced.at("summaries")[0];
-  const auto& transformed = whatIf.at("summaries")[0];
-  expectClose(rank.at("gpu_ms").get<double>(), transformed.at("gpu_ms").get<double>(), 0.01,
-              "kernels");
-  expectClose(rank.at("iteration_ms").get<double>(), layout.at("iteration_ms").get<double>(),
-              kTimeTolerance, "iteration");
-  const auto peak = [](const json& summary) {
-    return summary.at("memory").at("peak_allocated_bytes").get<double>();
-  };
-  expectClose(peak(rank), peak(transformed), 0.02, "peak allocated");
+  expectSameRecomputation(traced, whatIf, 0.02);
+  EXPECT_EQ(whatIf.at("parallel")[0].at("recompute_policy"), "ops");
   // Attention runs once per block in forward and never again: no rerun of it in backward.
   const auto attentionRuns = [](const json& ops) {
     int count = 0;

@@ -354,6 +354,16 @@ ParallelSummary predictLayout(const Trace& trace, ParallelConfig config) {
   return outcome.prediction->summary;
 }
 
+// Where the `count` ops the rank runs right before `block`'s first backward op (its rerun)
+// begin; end() when that op is missing.
+std::vector<OpRecord>::const_iterator rerunOf(const RankTrace& rank, const Trace& trace,
+                                              const RepeatedBlock& block, size_t count) {
+  const OpRecord& firstBackward = trace.ops[*block.firstBackward];
+  const auto at = std::find_if(rank.trace.ops.begin(), rank.trace.ops.end(),
+                               [&](const OpRecord& op) { return op.id == firstBackward.id; });
+  return at == rank.trace.ops.end() ? at : at - static_cast<std::ptrdiff_t>(count);
+}
+
 // Recomputation: before each block's backward, its forward runs again up to the last op
 // whose output that backward needs; here every op saves its output, so all but the closing
 // residual add (the next block's input). Forward keeps the first block's input and each
@@ -372,11 +382,8 @@ TEST(ParallelTransform, RecomputeRerunsEachBlockBeforeItsBackwardAndKeepsItsInpu
   ASSERT_EQ(rank.trace.ops.size(), trace.ops.size() + kBlocks * rerun.size());
   const int64_t activation = 4 * 8 * 16 * 4; // [B, L, h] float32
   for (size_t b = 0; b < model.blocks.size(); ++b) {
-    const OpRecord& firstBackward = trace.ops[*model.blocks[b].firstBackward];
-    const auto at = std::find_if(rank.trace.ops.begin(), rank.trace.ops.end(),
-                                 [&](const OpRecord& op) { return op.id == firstBackward.id; });
-    ASSERT_NE(at, rank.trace.ops.end());
-    const auto start = at - static_cast<std::ptrdiff_t>(rerun.size());
+    const auto start = rerunOf(rank, trace, model.blocks[b], rerun.size());
+    ASSERT_NE(start, rank.trace.ops.end());
     for (size_t k = 0; k < rerun.size(); ++k) {
       const OpRecord& op = start[static_cast<std::ptrdiff_t>(k)];
       EXPECT_EQ(op.name, rerun[k]) << "block " << b << ", rerun op " << k;
@@ -471,11 +478,8 @@ TEST(ParallelTransform, RecomputeOpsSavesEveryOtherMatmul) {
   ASSERT_EQ(rank.trace.ops.size(), trace.ops.size() + kBlocks * rerun.size());
   const int64_t activation = 4 * 8 * 16 * 4; // [B, L, h] float32
   for (size_t b = 0; b < model.blocks.size(); ++b) {
-    const OpRecord& firstBackward = trace.ops[*model.blocks[b].firstBackward];
-    const auto at = std::find_if(rank.trace.ops.begin(), rank.trace.ops.end(),
-                                 [&](const OpRecord& op) { return op.id == firstBackward.id; });
-    ASSERT_NE(at, rank.trace.ops.end());
-    const auto start = at - static_cast<std::ptrdiff_t>(rerun.size());
+    const auto start = rerunOf(rank, trace, model.blocks[b], rerun.size());
+    ASSERT_NE(start, rank.trace.ops.end());
     for (size_t k = 0; k < rerun.size(); ++k)
       EXPECT_EQ(start[static_cast<std::ptrdiff_t>(k)].name, rerun[k])
           << "block " << b << ", rerun op " << k;
