@@ -4,15 +4,12 @@
 
 #include <algorithm>
 #include <unordered_map>
-#include <variant>
 
 namespace wavecast {
 namespace {
 
 bool dataParallel(const OpRecord& op) {
-  const auto group = op.args.find("group");
-  return group != op.args.end() && std::holds_alternative<std::string>(group->second) &&
-         std::get<std::string>(group->second) == "dp";
+  return collectiveGroup(op) == "dp";
 }
 
 // AccumulateGrad adding a later microbatch's gradient of `param` to the one kept.
@@ -81,7 +78,7 @@ Trace runMicrobatches(const Trace& stage, const std::vector<size_t>& origin, con
           copy.forwardId = renamed(*op.forwardId);
         if (const auto wait = op.intArg("wait_op"))
           copy.args["wait_op"] = renamed(*wait);
-        if (!collective)
+        if (!collective && phase != Phase::Optimizer)
           copy.batchShare = op.batchShare / m;
         else if (!dataParallel(op))
           copy.args["bytes"] = op.intArg("bytes").value_or(0) / m;

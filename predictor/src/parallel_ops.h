@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <string_view>
+#include <variant>
 #include <vector>
 
 namespace wavecast {
@@ -43,6 +45,13 @@ struct Edits {
       nextId = std::max(nextId, op.id + 1);
   }
 };
+
+// A collective's group ("dp", "tp", "pp", or the traced group's name); "" for other ops.
+inline std::string_view collectiveGroup(const OpRecord& op) {
+  const auto group = op.args.find("group");
+  const auto* name = group != op.args.end() ? std::get_if<std::string>(&group->second) : nullptr;
+  return name ? std::string_view(*name) : std::string_view();
+}
 
 // Views and other ops that launch no work (op_tables' metadata ops).
 bool isMetadata(const OpRecord& op);

@@ -5,7 +5,6 @@
 #include <array>
 #include <iterator>
 #include <string_view>
-#include <variant>
 
 namespace wavecast {
 namespace {
@@ -41,9 +40,7 @@ void insertRecompute(const ModelStructure& model, const ParallelConfig& config, 
   rerunSaved.assign(model.blocks.size(), 0);
   policyKept.assign(model.blocks.size(), 0);
   const auto tensorParallel = [](const OpRecord& op) {
-    const auto group = op.args.find("group");
-    const auto* name = group != op.args.end() ? std::get_if<std::string>(&group->second) : nullptr;
-    return op.phase == Phase::Forward && name && *name == "tp";
+    return op.phase == Phase::Forward && collectiveGroup(op) == "tp";
   };
   bool inputKept = false; // the previous block's output, saved: this block's input
   for (size_t b = 0; b < model.blocks.size(); ++b) {
