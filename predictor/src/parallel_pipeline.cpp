@@ -102,8 +102,6 @@ StageOps assignStages(const Trace& single, const ModelStructure& model, const Ra
   return out;
 }
 
-// Stage `s`'s trace: its ops, its parameters' part of each optimizer op, and the
-// activation (forward) and its gradient (backward) sent to the neighbouring stage.
 // The parameter each per-parameter host op of the optimizer serves, -1 for the other ops:
 // runs of one op on the CPU, a multiple of the parameters long, in their order (Adam's step
 // counters read one by one for the bias corrections).
@@ -125,8 +123,9 @@ std::vector<int> perParameterHostOps(const Trace& trace, size_t paramCount) {
   return parameter;
 }
 
-// `origin` gets each op's single-GPU op (kNoOrigin for the sends).
-
+// Stage `s`'s trace: its ops, its parameters' part of each optimizer op, and the
+// activation (forward) and its gradient (backward) sent to the neighbouring stage. `origin`
+// gets each op's single-GPU op (kNoOrigin for the sends).
 Trace stageTrace(const Trace& single, const ModelStructure& model, const RankTrace& rank,
                  const StageOps& stages, int s, int ranksPerNode, std::vector<size_t>& origin) {
   Trace out = rank.trace;
@@ -241,9 +240,9 @@ MemoryEstimate stageMemory(const MemoryEstimate& single, const ModelStructure& m
   const bool zero3 = config.sharding == Sharding::Zero3 && dp > 1;
   // ZeRO-3 keeps its shard plus the gathered blocks: the one running and the one prefetched.
   m.weightsBytes = zero3 ? params / dp + 2 * largestBlock : params;
+  const int gradientShards = config.sharding >= Sharding::Zero2 ? dp : 1;
   const auto gradientsOf = [&](int64_t singleBytes) {
-    const auto grads = static_cast<int64_t>(params * perWeight(singleBytes));
-    return config.sharding >= Sharding::Zero2 ? grads / dp : grads;
+    return static_cast<int64_t>(params * perWeight(singleBytes)) / gradientShards;
   };
   m.gradientsBytes = gradientsOf(single.gradientsBytes);
   m.optimizerStateBytes = static_cast<int64_t>(single.optimizerStateBytes * share) /
@@ -251,11 +250,16 @@ MemoryEstimate stageMemory(const MemoryEstimate& single, const ModelStructure& m
   // Activations: the stage's share of what autograd keeps, after tensor parallelism, per
   // microbatch, times the microbatches in flight.
   double savedSingle = 0, savedStage = 0;
+  std::vector<double> kept(model.blocks.size(), 0); // the stage's saved bytes per block
   for (const auto& op : trace.ops)
     savedSingle += static_cast<double>(op.savedBytes.value_or(0));
   for (size_t i = 0; i < rank.trace.ops.size(); ++i)
-    if (stages.opStage[i] == s)
-      savedStage += static_cast<double>(rank.trace.ops[i].savedBytes.value_or(0));
+    if (stages.opStage[i] == s) {
+      const auto saved = static_cast<double>(rank.trace.ops[i].savedBytes.value_or(0));
+      savedStage += saved;
+      if (rank.opBlock[i] >= 0)
+        kept[rank.opBlock[i]] += saved;
+    }
   const double activationShare =
       savedSingle > 0 ? savedStage / savedSingle : 1.0 / (count * config.tp);
   const int inFlight = config.schedule == PipelineSchedule::GPipe
@@ -275,13 +279,8 @@ MemoryEstimate stageMemory(const MemoryEstimate& single, const ModelStructure& m
   const size_t firstBlock = stages.blockFirst[s];
   const size_t lastBlock = s + 1 < count ? stages.blockFirst[s + 1] : model.blocks.size();
   if (!rank.recomputedSavedBytes.empty() && savedSingle > 0) {
-    std::vector<double> kept(model.blocks.size(), 0);
-    for (size_t i = 0; i < rank.trace.ops.size(); ++i)
-      if (stages.opStage[i] == s && rank.opBlock[i] >= 0)
-        kept[rank.opBlock[i]] += static_cast<double>(rank.trace.ops[i].savedBytes.value_or(0));
     // One microbatch's part of the single GPU's activations, per saved byte.
     const double perSaved = 1.0 / savedSingle / config.microbatches;
-    const int gradientShards = config.sharding >= Sharding::Zero2 ? dp : 1;
     int64_t gradients = stepGradients;
     const auto heldUntilDone = [&](size_t b) {
       return rank.recomputedSavedBytes[b] == 0 ? kept[b]
@@ -355,10 +354,10 @@ ParallelOutcome predictParallel(const Trace& trace, const ModelStructure& model,
   summary.globalBatch = trace.batchSize * config.dp;
   summary.sequenceLength = model.sequence;
 
-  Prediction whole = predictor.predict(rank.trace, {gpu});
   std::vector<Prediction> stagePredictions;
   std::vector<int> blockFirst{0};
   if (stages > 1) {
+    const Prediction whole = predictor.predict(rank.trace, {gpu});
     std::vector<double> blockMs(model.blocks.size(), 0);
     double headMs = 0, tailMs = 0;
     const size_t firstBlockOp = model.blocks.front().firstForward;
@@ -378,9 +377,7 @@ ParallelOutcome predictParallel(const Trace& trace, const ModelStructure& model,
   }
   const StageOps stageOps = assignStages(trace, model, rank, blockFirst);
   const int microbatches = config.microbatches;
-  if (stages == 1 && microbatches == 1) {
-    stagePredictions.push_back(std::move(whole));
-  } else if (stages == 1) {
+  if (stages == 1) {
     stagePredictions.push_back(predictor.predict(
         runMicrobatches(rank.trace, rank.opOrigin, trace, model, config.tp, microbatches), {gpu}));
   } else {

@@ -87,9 +87,9 @@ struct ParallelConfig {
   int microbatches = 1; // per iteration and data-parallel replica
   Sharding sharding = Sharding::None;
   bool sequenceParallel = false; // Megatron's: norms and dropout on 1/tp of the sequence
-  // Full activation recomputation per repeated block (torch.utils.checkpoint around each
-  // block, Megatron's --recompute-granularity full): autograd keeps only a block's input,
-  // and the block's forward runs again before its backward.
+  // Activation recomputation of repeated blocks (torch.utils.checkpoint around a block,
+  // Megatron's --recompute-granularity full): autograd keeps only a recomputed block's
+  // input, and its forward runs again before its backward.
   bool recompute = false;
   // With recompute, the blocks recomputed: every k-th (blocks k-1, 2k-1, ...: torchtitan's
   // layer checkpointing with selective_ac_option k); 1, every block.
