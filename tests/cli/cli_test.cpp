@@ -353,6 +353,27 @@ TEST(CliTest, PredictAMultiGpuLayout) {
   expectOneLineError(refused, "does not divide the model's 8 attention heads");
 }
 
+TEST(CliTest, WorldSizeSetsTheLaunchADistributedScriptIsTracedIn) {
+  char dir[] = "/tmp/wavecast-world-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string saved = std::string(dir) + "/fsdp2.json";
+  const CliRun traced = wavecast("trace " + sample("distributed/fsdp2.py") +
+                                 " --batch-size 4 --world-size 16 --out " + saved);
+  ASSERT_EQ(traced.status, 0) << traced.err;
+  const auto trace = nlohmann::json::parse(slurp(saved));
+  std::system(("rm -rf " + std::string(dir)).c_str());
+  EXPECT_EQ(trace.at("distributed").at("world_size"), 16);
+  int collectives = 0;
+  for (const auto& op : trace.at("ops"))
+    if (op.at("args").contains("collective")) {
+      ++collectives;
+      EXPECT_EQ(op.at("args").at("group_size"), 16) << op.dump();
+    }
+  EXPECT_GT(collectives, 0);
+  expectOneLineError(wavecast("trace " + sample("distributed/fsdp2.py") + " --world-size 0"),
+                     "--world-size");
+}
+
 // Published FP32 training throughput of ResNet-50 is about 90-100 images/s on a
 // T4 and 350-450 on an A100 (no TF32): batch 32 takes roughly 330 ms and 80 ms.
 // The bounds are wide; they catch a model that extrapolates to nonsense.

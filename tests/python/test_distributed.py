@@ -201,6 +201,47 @@ class DistributedSamples(unittest.TestCase):
             run_trace(sample("tensor_parallel.py"), world_size=0)
         self.assertEqual(raised.exception.kind, "bad_request")
 
+    def test_llama3_gathers_bf16_parameters_reduces_fp32_gradients_and_frees_what_it_gathers(self):
+        # torchtitan's Llama 3 8B at two and three blocks, one 8,192-token sequence, as rank
+        # 0 of 16. MixedPrecisionPolicy(bf16 parameters, fp32 reduction).
+        block = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096
+        root = 2 * 128256 * 4096 + 4096  # embedding, output head, final norm
+        traces = {}
+        for layers in (2, 3):
+            os.environ["LLAMA3_LAYERS"] = str(layers)
+            try:
+                traces[layers] = run_trace(sample("llama3_fsdp.py"), batch_size=1, world_size=16)
+            finally:
+                del os.environ["LLAMA3_LAYERS"]
+        trace = traces[2]
+        gathers = [op for op in collectives(trace) if op["args"]["collective"] == "all_gather"]
+        scatters = [op for op in collectives(trace) if op["args"]["collective"] == "reduce_scatter"]
+        # Forward gathers the root, then each block; backward the root again and the first
+        # block (the last one stays gathered after forward, reshard_after_forward=False).
+        self.assertEqual([(op["phase"], op["args"]["bytes"]) for op in gathers], [
+            ("forward", 2 * root), ("forward", 2 * block), ("forward", 2 * block),
+            ("backward", 2 * root), ("backward", 2 * block)])
+        self.assertEqual([op["args"]["bytes"] for op in scatters], [4 * block, 4 * block, 4 * root])
+        for op in gathers + scatters:
+            self.assert_collective(op, op["args"]["collective"], op["args"]["bytes"], group_size=16)
+        self.assertEqual(trace["memory"]["parameters_bytes"], 4 * (root + 2 * block) // 16)
+        # One more block adds to the peak (the loss's backward) its fp32 parameter shard, its
+        # AdamW state and what per-op checkpointing keeps of it, and nothing of its gathered
+        # bf16 parameters, freed after its forward: its input and the cos/sin tables FSDP
+        # casts for it, the outputs of wq, wv, w1 and w2 (every other mm), attention's output
+        # and log-sum-exp, and a few scalars (each optimizer step counter, attention's RNG
+        # state).
+        tokens, mib = 8192, 1 << 20
+        kept = (tokens * 4096 * 2 * 4 + tokens * 1024 * 2 + tokens * 14336 * 2  # in, wq, w2, flash; wv; w1
+                + 2 * tokens * 64 * 2 + 32 * tokens * 4)
+        self.assertEqual(kept, 499 * mib)
+        grown = traces[3]["memory"]["peak_live_bytes"] - trace["memory"]["peak_live_bytes"]
+        shard = 4 * block // 16
+        self.assertAlmostEqual(grown - 3 * shard, kept, delta=64)
+        for layers in (2, 3):
+            self.assertEqual(traces[layers]["ops"][traces[layers]["memory"]["peak_op_id"]]["name"],
+                             "aten::_log_softmax_backward_data")
+
     def test_traces_in_one_worker_do_not_leak_into_each_other(self):
         first = run_trace(sample("ddp.py"), batch_size=4)
         run_trace(sample("tensor_parallel.py"), batch_size=2)

@@ -67,6 +67,34 @@ def wavecast_iteration(model):
     return iteration
 """
 
+# A buffer freed and allocated again by resizing its storage in place, as FSDP2 frees each
+# gathered parameter after its module's forward and grows it back for backward.
+RESIZED = """
+import torch
+import torch.nn as nn
+
+
+def wavecast_model():
+    return nn.Linear(4, 4, bias=False)
+
+
+def wavecast_input(batch_size=1):
+    return (torch.zeros(batch_size, 4),)
+
+
+def wavecast_iteration(model):
+    def iteration(x):
+        gathered = torch.empty(1 << 20)
+        gathered.untyped_storage().resize_(0)
+        scratch = torch.empty(3 << 18)
+        del scratch
+        gathered.untyped_storage().resize_(4 << 20)
+        out = torch.empty(1 << 18)
+        model(x)
+
+    return iteration
+"""
+
 FLOAT = 4
 HAS_SDPA = hasattr(torch.nn.functional, "scaled_dot_product_attention")
 PARAMETERS = (64 * 32 + 64 + 10 * 64 + 10) * FLOAT  # 11048
@@ -129,6 +157,21 @@ class SavedActivations(unittest.TestCase):
                 self.assertEqual(memory["peak_live_bytes"], expected)
                 self.assertEqual(memory["peak_phase"], "backward")
                 self.assertEqual(trace["ops"][memory["peak_op_id"]]["name"], "aten::threshold_backward")
+
+    @unittest.skipUnless(hasattr(torch.Tensor, "untyped_storage"),
+                         "torch 1.13 has no Tensor.untyped_storage to resize")
+    def test_a_storage_resized_in_place_is_freed_and_allocated_there(self):
+        # Live at the peak: the weight (64 B) and the batch (16 B), the 4 MiB buffer grown
+        # back, the 1 MiB one and the Linear's output (16 B). The 3 MiB scratch lived while
+        # the buffer was resized to nothing: counting the buffer throughout would make the
+        # peak 7 MiB.
+        path = os.path.join(self.directory.name, "resized.py")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(RESIZED)
+        for mode in ("shape", "cpu"):
+            with self.subTest(mode=mode):
+                memory = run_trace(path, batch_size=1, mode=mode)["memory"]
+                self.assertEqual(memory["peak_live_bytes"], (5 << 20) + 64 + 16 + 16)
 
     def test_optimizer_state_counts_from_the_start_of_the_iteration(self):
         # SGD's momentum buffers (one per parameter) appear at the first step and stay:

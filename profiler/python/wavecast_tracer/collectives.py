@@ -11,6 +11,8 @@ for them at once and, if not, the op that first needs their result.
 
 import sys
 
+import weakref
+
 import torch
 import torch.distributed as dist
 
@@ -134,6 +136,22 @@ class _Pending:
         self.side_stream = side_stream
 
 
+def _weakly(value):
+    if isinstance(value, torch.Tensor):
+        return weakref.ref(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_weakly(v) for v in value)
+    return value
+
+
+def _strongly(value):
+    if isinstance(value, weakref.ref):
+        return value()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_strongly(v) for v in value)
+    return value
+
+
 class TracedWork(dist.Work):
     """The Work a c10d op returns while tracing: done at once, its future holding the op's
     tensors (DDP's reducer reads them from the future; the fake process group's own Work
@@ -141,7 +159,10 @@ class TracedWork(dist.Work):
 
     def __init__(self, result, on_wait):
         super().__init__()
-        self._result = result
+        # Held weakly: the Work outlives the trace's ops (Collectives._works), and the memory
+        # tracker must see the result die where the script drops it (FSDP2's all-gather
+        # buffer once it is copied out).
+        self._result = _weakly(result)
         self._on_wait = on_wait
 
     def wait(self, timeout=None):
@@ -154,7 +175,7 @@ class TracedWork(dist.Work):
 
     def get_future(self):
         future = torch.futures.Future()
-        future.set_result(self._result)
+        future.set_result(_strongly(self._result))
         return future
 
 

@@ -45,6 +45,7 @@ class MemoryTracker:
         self._grads_dropped_at = {}
         self._gradient_serials = set()  # storages seen as gradients, also ones freed since
         self._paused = 0  # > 0 while work no iteration repeats runs (an optimizer's first step)
+        self._last_op = (None, None)  # (op index, phase) of the latest op that allocated
 
     @contextlib.contextmanager
     def paused(self):
@@ -77,6 +78,7 @@ class MemoryTracker:
         """`tensors`: the outputs of op `op_index` (a storage may already be live: views)."""
         if self._paused:
             return
+        self._last_op = (op_index, phase)
         refs = self._refs
         with compat.no_torch_function():
             for t in tensors:
@@ -110,7 +112,45 @@ class MemoryTracker:
         storage.tensors -= 1
         if storage.tensors <= 0:
             del self._live[key]
-            self._events.append((storage.serial, -storage.nbytes, None, None))
+            if storage.nbytes:
+                self._events.append((storage.serial, -storage.nbytes, None, None))
+
+    # --- storages resized in place -----------------------------------------------
+    @contextlib.contextmanager
+    def watching_storage_resizes(self):
+        """While active, a storage resized in place (FSDP2 frees an unsharded parameter with
+        `untyped_storage().resize_(0)` and gathers into it again after growing it back) is
+        freed or allocated there, though its tensors live on."""
+        storage_class = getattr(torch, "UntypedStorage", None)
+        original = getattr(storage_class, "resize_", None)
+        if original is None:
+            yield
+            return
+        tracker = self
+
+        @functools.wraps(original)
+        def resize_(storage, size):
+            result = original(storage, size)
+            tracker._resized(storage)
+            return result
+
+        storage_class.resize_ = resize_
+        try:
+            yield
+        finally:
+            storage_class.resize_ = original
+
+    def _resized(self, raw_storage):
+        if self._paused:
+            return
+        tracked = self._live.get(raw_storage._cdata)
+        if tracked is None:
+            return
+        nbytes = raw_storage.nbytes()
+        if nbytes != tracked.nbytes:
+            op_index, phase = self._last_op
+            self._events.append((tracked.serial, nbytes - tracked.nbytes, op_index, phase))
+            tracked.nbytes = nbytes
 
     # --- storages a replayed model call stands for (replay.py) -----------------
     def serial_of(self, t):

@@ -257,7 +257,8 @@ def _trace_providers(project, providers, batch_size, mode, progress, assume_gpu,
                 recorder.recording = True
                 state.placement.recording = True
                 try:
-                    with recorder, state.memory.saved_tensors_hooks(), state.memory.watching_zero_grad():
+                    with recorder, state.memory.saved_tensors_hooks(), state.memory.watching_zero_grad(), \
+                            state.memory.watching_storage_resizes():
                         _call_user(iteration, project, "during the training iteration", *inputs)
                 finally:
                     state.placement.recording = False

@@ -298,6 +298,7 @@ Command predictCommand() {
       {"gpu-file", "FILE", "extra or overriding GPU definitions (docs/gpus.md)"},
       {"mode", "MODE", "shape (default: no arithmetic), cpu (run for real) or cuda"},
       pythonEnvOption(),
+      worldSizeOption(),
       verboseOption(),
       {"timeout", "SECONDS", "give up tracing after this long (default 120)"},
       {"roofline", "", "analytic model only (no learned per-op models)"},

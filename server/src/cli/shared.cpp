@@ -16,6 +16,12 @@
 namespace wavecast::cli {
 namespace fs = std::filesystem;
 
+OptionSpec worldSizeOption() {
+  return {"world-size", "N",
+          "ranks of a torch.distributed script's launch; it is traced as rank 0 of them "
+          "(default 8)"};
+}
+
 OptionSpec pythonEnvOption() {
   return {"python-env", "DIR",
           "a virtualenv whose torch the worker uses; 'system': the system python3's "
@@ -236,6 +242,8 @@ Trace obtainTrace(const InstallLayout& layout, const std::string& path,
   if (const auto seconds = args.positiveInt("timeout"))
     request.timeout = std::chrono::seconds(*seconds);
   request.scriptArgs = args.rest();
+  if (const auto ranks = args.positiveInt("world-size"))
+    request.worldSize = static_cast<int>(*ranks);
   if (firstTarget)
     request.device = scriptDevice(*firstTarget);
 

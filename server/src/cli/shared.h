@@ -17,6 +17,8 @@ namespace wavecast::cli {
 
 // --python-env, which trace, predict and serve share.
 OptionSpec pythonEnvOption();
+// --world-size: the launch a torch.distributed script is traced as rank 0 of.
+OptionSpec worldSizeOption();
 // --verbose for trace and predict: torch's own log messages and a failed trace's
 // Python traceback (serve's shows torch's messages in its log).
 OptionSpec verboseOption();

@@ -37,6 +37,7 @@ Command traceCommand() {
             {"compact", "", "no indentation"},
             {"mode", "MODE", "shape (default), cpu or cuda"},
             pythonEnvOption(),
+            worldSizeOption(),
             verboseOption(),
             {"timeout", "SECONDS", "give up tracing after this long (default 120)"}},
            1,
