@@ -420,10 +420,10 @@ against data/gpus.json's dense bf16 peak. torchtitan logs the allocator's peak r
 memory. The H100 row is not a like-for-like check: their cards' power limit and memory
 are not the spec sheet's, and wavecast has no model of a power cap; the A100 one is,
 as far as the page describes the setup (it names neither the interconnect nor the
-torch version). Where the prediction still differs from what torchtitan runs: nn.RMSNorm
-is traced as its CPU decomposition (pow, mean, rsqrt, mul) where CUDA runs one fused
-kernel (`_fused_rms_norm`), which over-prices 65 norms a rank; the A100 has no bf16
-calibration.
+torch version). In 2024 torchtitan normalised with its own Python RMSNorm (fp32 ops,
+`LLAMA3_NORM=python`), which the A100 row traces; today's nn.RMSNorm runs as one fused
+kernel on torch >= 2.8 (`aten::_fused_rms_norm`, docs/trace-format.md), with which the
+same A100 job is predicted at 2,976 tokens/s per GPU. The A100 has no bf16 calibration.
 
 | source | setup | published |
 |---|---|---|

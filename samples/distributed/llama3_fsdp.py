@@ -10,7 +10,9 @@ after forward but the last, per-op selective activation checkpointing, fused Ada
 gradient clipping. Two differences: the rotary embedding is computed with cos/sin tables
 (torchtitan multiplies complex numbers; the same elementwise work, though FSDP's input cast
 makes the tables bf16 where torchtitan's complex ones stay fp32) and the weights are
-initialised with plain normal draws. LLAMA3_LAYERS makes a shallower model for quick runs.
+initialised with plain normal draws. LLAMA3_LAYERS makes a shallower model for quick runs;
+LLAMA3_NORM=python uses the RMSNorm torchtitan had in 2024 (Python ops in fp32) instead of
+nn.RMSNorm, which torch >= 2.8 runs as one fused kernel.
 """
 
 import functools
@@ -61,6 +63,26 @@ def apply_rotary(x, cos, sin):
     return rotated.flatten(-2).type_as(x)
 
 
+class PythonRMSNorm(nn.Module):
+    """torchtitan's 2024 RMSNorm (torchtitan/models/norms.py): normalised in fp32, cast back."""
+
+    def __init__(self, dim, eps):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        y = x.float()
+        y = y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + self.eps)
+        return y.type_as(x) * self.weight
+
+
+def rms_norm(dim=DIM):
+    if os.environ.get("LLAMA3_NORM", "fused") == "python":
+        return PythonRMSNorm(dim, NORM_EPS)
+    return nn.RMSNorm(dim, eps=NORM_EPS)
+
+
 class Attention(nn.Module):
     def __init__(self):
         super().__init__()
@@ -102,9 +124,9 @@ class FeedForward(nn.Module):
 class TransformerBlock(nn.Module):
     def __init__(self):
         super().__init__()
-        self.attention_norm = nn.RMSNorm(DIM, eps=NORM_EPS)
+        self.attention_norm = rms_norm()
         self.attention = Attention()
-        self.ffn_norm = nn.RMSNorm(DIM, eps=NORM_EPS)
+        self.ffn_norm = rms_norm()
         self.feed_forward = FeedForward()
 
     def forward(self, x, cos, sin):
@@ -141,7 +163,7 @@ class Transformer(nn.Module):
         super().__init__()
         self.tok_embeddings = nn.Embedding(VOCABULARY, DIM)
         self.layers = nn.ModuleList(TransformerBlock() for _ in range(LAYERS))
-        self.norm = nn.RMSNorm(DIM, eps=NORM_EPS)
+        self.norm = rms_norm()
         self.output = nn.Linear(DIM, VOCABULARY, bias=False)
         cos, sin = rotary_tables(DIM // HEADS, SEQUENCE)
         self.register_buffer("rope_cos", cos, persistent=False)

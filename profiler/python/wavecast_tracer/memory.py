@@ -112,8 +112,7 @@ class MemoryTracker:
         storage.tensors -= 1
         if storage.tensors <= 0:
             del self._live[key]
-            if storage.nbytes:
-                self._events.append((storage.serial, -storage.nbytes, None, None))
+            self._events.append((storage.serial, -storage.nbytes, None, None))
 
     # --- storages resized in place -----------------------------------------------
     @contextlib.contextmanager

@@ -10,6 +10,7 @@ import torch
 
 from . import compat, distributed, measured
 from .attention import cuda_attention
+from .norms import cuda_rms_norm
 from .autocast import checked_autocast_regions, cuda_autocast, precision
 from .compiled import eager_compile
 from .optimizers import cuda_optimizer_defaults, state_tensors, steady_state_steps
@@ -347,6 +348,7 @@ def enter_tracing_contexts(stack, state, mode, rank, fake_mode, steady_state=Tru
         stack.enter_context(compat.deepcopyable_fake_tensors())
         stack.enter_context(compat.convertible_fake_parameters())
         stack.enter_context(cuda_attention())
+        stack.enter_context(cuda_rms_norm())
     stack.enter_context(compat.track_optimizers(state.optimizers.append))
     stack.enter_context(compat.spy_on_fallbacks(state.on_fallback))
     stack.enter_context(compat.replace_record_function(state.record_function_factory()))
