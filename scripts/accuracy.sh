@@ -421,9 +421,10 @@ memory. The H100 row is not a like-for-like check: their cards' power limit and 
 are not the spec sheet's, and wavecast has no model of a power cap; the A100 one is,
 as far as the page describes the setup (it names neither the interconnect nor the
 torch version). In 2024 torchtitan normalised with its own Python RMSNorm (fp32 ops,
-`LLAMA3_NORM=python`), which the A100 row traces; today's nn.RMSNorm runs as one fused
-kernel on torch >= 2.8 (`aten::_fused_rms_norm`, docs/trace-format.md), with which the
-same A100 job is predicted at 2,976 tokens/s per GPU. The A100 has no bf16 calibration.
+`LLAMA3_NORM=python`), which the A100 row traces; the H100 row uses today's nn.RMSNorm,
+one fused kernel on torch >= 2.8 (`aten::_fused_rms_norm`, docs/trace-format.md). The
+A100 has no bf16 calibration, and wavecast prices the cuDNN attention torch 2.11 runs on
+an H100 in bf16 as flash attention (docs/trace-format.md).
 
 | source | setup | published |
 |---|---|---|

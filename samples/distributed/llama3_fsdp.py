@@ -7,10 +7,7 @@ grouped-query attention with rotary embeddings, a SwiGLU MLP, a 128,256-token vo
 8,192-token sequences) and the training is its default 8B job: FSDP2 over every rank with
 bf16 parameters and fp32 gradient reduction (MixedPrecisionPolicy), each block resharded
 after forward but the last, per-op selective activation checkpointing, fused AdamW and
-gradient clipping. Two differences: the rotary embedding is computed with cos/sin tables
-(torchtitan multiplies complex numbers; the same elementwise work, though FSDP's input cast
-makes the tables bf16 where torchtitan's complex ones stay fp32) and the weights are
-initialised with plain normal draws. LLAMA3_LAYERS makes a shallower model for quick runs;
+gradient clipping. One difference: the weights are initialised with plain normal draws. LLAMA3_LAYERS makes a shallower model for quick runs;
 LLAMA3_NORM=python uses the RMSNorm torchtitan had in 2024 (Python ops in fp32) instead of
 nn.RMSNorm, which torch >= 2.8 runs as one fused kernel.
 """
@@ -48,19 +45,21 @@ def feed_forward_width(dim=DIM):
     return MULTIPLE_OF * ((hidden + MULTIPLE_OF - 1) // MULTIPLE_OF)  # 14,336 for 8B
 
 
-def rotary_tables(head_dim, length):
-    frequencies = 1.0 / (ROPE_THETA ** (torch.arange(0, head_dim, 2).float() / head_dim))
-    angles = torch.outer(torch.arange(length).float(), frequencies)
-    return angles.cos(), angles.sin()
+def precompute_freqs_cis(head_dim, length):
+    """torchtitan's rotary table: one unit complex number per position and frequency."""
+    frequencies = 1.0 / (ROPE_THETA ** (torch.arange(0, head_dim, 2)[: head_dim // 2].float() / head_dim))
+    angles = torch.outer(torch.arange(length), frequencies).float()
+    return torch.polar(torch.ones_like(angles), angles)  # complex64
 
 
-def apply_rotary(x, cos, sin):
-    # x: [B, L, H, D] viewed as D/2 pairs, rotated in fp32 and cast back as torchtitan does.
-    pairs = x.float().unflatten(-1, (-1, 2))
-    real, imaginary = pairs.unbind(-1)
-    cos, sin = cos[None, :, None, :], sin[None, :, None, :]
-    rotated = torch.stack((real * cos - imaginary * sin, real * sin + imaginary * cos), dim=-1)
-    return rotated.flatten(-2).type_as(x)
+def apply_rotary_emb(xq, xk, freqs_cis):
+    # [B, L, H, D] as D/2 complex numbers, rotated in complex64 and cast back.
+    xq_ = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+    xk_ = torch.view_as_complex(xk.float().reshape(*xk.shape[:-1], -1, 2))
+    freqs_cis = freqs_cis[: xq_.shape[1]].view(1, xq_.shape[1], 1, xq_.shape[-1])
+    xq_out = torch.view_as_real(xq_ * freqs_cis).flatten(3)
+    xk_out = torch.view_as_real(xk_ * freqs_cis).flatten(3)
+    return xq_out.type_as(xq), xk_out.type_as(xk)
 
 
 class PythonRMSNorm(nn.Module):
@@ -92,12 +91,12 @@ class Attention(nn.Module):
         self.wv = nn.Linear(DIM, KV_HEADS * self.head_dim, bias=False)
         self.wo = nn.Linear(HEADS * self.head_dim, DIM, bias=False)
 
-    def forward(self, x, cos, sin):
+    def forward(self, x, freqs_cis):
         b, length, _ = x.shape
         q = self.wq(x).view(b, length, HEADS, self.head_dim)
         k = self.wk(x).view(b, length, KV_HEADS, self.head_dim)
         v = self.wv(x).view(b, length, KV_HEADS, self.head_dim)
-        q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
+        q, k = apply_rotary_emb(q, k, freqs_cis)
         repeats = HEADS // KV_HEADS  # torchtitan's repeat_kv
         k = k[:, :, :, None, :].expand(b, length, KV_HEADS, repeats, self.head_dim)
         v = v[:, :, :, None, :].expand(b, length, KV_HEADS, repeats, self.head_dim)
@@ -129,8 +128,8 @@ class TransformerBlock(nn.Module):
         self.ffn_norm = rms_norm()
         self.feed_forward = FeedForward()
 
-    def forward(self, x, cos, sin):
-        h = x + self.attention(self.attention_norm(x), cos, sin)
+    def forward(self, x, freqs_cis):
+        h = x + self.attention(self.attention_norm(x), freqs_cis)
         return h + self.feed_forward(self.ffn_norm(h))
 
 
@@ -165,15 +164,12 @@ class Transformer(nn.Module):
         self.layers = nn.ModuleList(TransformerBlock() for _ in range(LAYERS))
         self.norm = rms_norm()
         self.output = nn.Linear(DIM, VOCABULARY, bias=False)
-        cos, sin = rotary_tables(DIM // HEADS, SEQUENCE)
-        self.register_buffer("rope_cos", cos, persistent=False)
-        self.register_buffer("rope_sin", sin, persistent=False)
+        self.register_buffer("freqs_cis", precompute_freqs_cis(DIM // HEADS, 2 * SEQUENCE))
 
     def forward(self, tokens):
         h = self.tok_embeddings(tokens)
-        cos, sin = self.rope_cos[: tokens.shape[1]], self.rope_sin[: tokens.shape[1]]
         for layer in self.layers:
-            h = layer(h, cos, sin)
+            h = layer(h, self.freqs_cis)
         return self.output(self.norm(h))
 
 
