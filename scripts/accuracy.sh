@@ -395,7 +395,11 @@ No multi-GPU run was measured for this work (no GPU here). What is checked:
   single-GPU script transformed by `--dp 8`, `--fsdp --dp 8` and `--tp 8` against the same
   model written with DDP, FSDP2 and DTensor and traced under the fake process group, on
   HGX H100: the same collectives byte for byte, iterations within 0.3% (DDP), 1.3%
-  (FSDP2) and 7.4% (tp 8, where DTensor's extra ops show on a host-bound rank); and
+  (FSDP2) and 7.4% (tp 8, where DTensor's extra ops show on a host-bound rank);
+  `--fsdp --dp 8 --param-dtype bf16 --reduce-dtype fp32` on the twin under bf16
+  autocast against FSDP2 with `MixedPrecisionPolicy(bf16, fp32)`: the same bf16
+  gathers and fp32 reduce-scatters, iteration within 4.4% (autocast keeps norms and
+  the loss in fp32); and
   `--recompute` against the same model with `torch.utils.checkpoint` around each block:
   iteration within 0.1%, peak allocated memory within 0.5%; `--recompute-every 2` against
   it around blocks 1 and 3: iteration within 0.1%, peak within 2.3%; `--recompute-ops`

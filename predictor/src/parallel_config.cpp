@@ -83,6 +83,14 @@ std::variant<ParallelTarget, TargetTextProblem> parseParallelTarget(std::string_
         return TargetTextProblem{TargetTextProblemKind::BadNumber, "every " + count};
       target.config.recompute = true;
       target.config.recomputeEvery = *k;
+    } else if (word == "param" || word == "reduce") {
+      // "param bf16 reduce fp32": FSDP2's MixedPrecisionPolicy.
+      std::string name;
+      words >> name;
+      const auto dtype = precisionFromWord(lower(name));
+      if (!dtype)
+        return TargetTextProblem{TargetTextProblemKind::UnknownWord, word + " " + name};
+      (word == "param" ? target.config.paramDtype : target.config.reduceDtype) = *dtype;
     } else if (word == "ddp") {
       target.config.sharding = Sharding::None;
     } else if (const auto x = word.find('x'); x != std::string::npos && x > 0 &&
@@ -142,6 +150,10 @@ std::string parallelConfigText(const ParallelConfig& config) {
     text += " ops";
   if (config.recompute && config.recomputeEvery != 1)
     text += " every " + std::to_string(config.recomputeEvery);
+  if (config.paramDtype)
+    text += std::string(" param ") + precisionWord(*config.paramDtype);
+  if (config.reduceDtype)
+    text += std::string(" reduce ") + precisionWord(*config.reduceDtype);
   text += std::string(" ") + toString(config.schedule);
   return text;
 }

@@ -37,10 +37,12 @@ const char* collectiveOpName(CollectiveKind kind);
 struct Edits {
   std::vector<OpRecord> ops; // the original ops, edited in place
   std::vector<std::vector<OpRecord>> before, after;
+  std::vector<bool> dropped; // [op]: the rank does not run it
   // Ids for inserted ops another op must name (a wait point); the rest get theirs in order.
   int64_t nextId = 0;
   explicit Edits(const Trace& trace)
-      : ops(trace.ops), before(trace.ops.size()), after(trace.ops.size()) {
+      : ops(trace.ops), before(trace.ops.size()), after(trace.ops.size()),
+        dropped(trace.ops.size(), false) {
     for (const auto& op : trace.ops)
       nextId = std::max(nextId, op.id + 1);
   }

@@ -47,7 +47,8 @@ void insertRecompute(const ModelStructure& model, const ParallelConfig& config, 
     const RepeatedBlock& block = model.blocks[b];
     std::vector<size_t> members, arithmetic; // the block's forward ops; those not views
     for (size_t i = block.firstForward; i <= block.lastForward; ++i)
-      if (model.opBlock[i] == static_cast<int>(b) && edits.ops[i].phase == Phase::Forward) {
+      if (model.opBlock[i] == static_cast<int>(b) && edits.ops[i].phase == Phase::Forward &&
+          !edits.dropped[i]) {
         members.push_back(i);
         if (!isMetadata(edits.ops[i]))
           arithmetic.push_back(i);

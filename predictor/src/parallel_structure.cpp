@@ -3,6 +3,7 @@
 // which pair up Megatron-style, the attention heads, and the parameters in registration
 // order with the backward op that produces each gradient.
 #include "op_tables.h"
+#include "parallel_ops.h"
 #include "wavecast/predictor/parallel.h"
 
 #include <algorithm>
@@ -13,11 +14,6 @@
 
 namespace wavecast {
 namespace {
-
-bool isMetadata(const OpRecord& op) {
-  const auto stem = op.name.substr(op.name.rfind(':') + 1);
-  return op_tables::metadataOps().count(stem) > 0;
-}
 
 // Whether an op can make a gradient: any that computes, and a view only when it drops unit
 // dimensions (a bias's gradient summed with keepdim). A reshaped activation ([B, L, h] as
@@ -347,6 +343,10 @@ ModelStructure analyzeModel(const Trace& trace) {
   findBlocks(trace, model);
   findLinearPairs(trace, model);
   findParameters(trace, model);
+  if (trace.precision && trace.precision->autocast)
+    model.computeDtype = *trace.precision->autocast;
+  else if (!model.parameters.empty())
+    model.computeDtype = dtypeOf(model.parameters.front());
   return model;
 }
 
@@ -376,6 +376,14 @@ std::optional<LayoutProblem> validateLayout(const ParallelConfig& config,
   if (config.pp > 1 && config.pp > static_cast<int>(model.blocks.size()))
     return LayoutProblem{LayoutProblemKind::PpExceedsLayers, config.pp,
                          static_cast<int64_t>(model.blocks.size())};
+  if ((config.paramDtype || config.reduceDtype) &&
+      (config.sharding != Sharding::Zero3 || config.dp == 1))
+    return LayoutProblem{LayoutProblemKind::MixedPrecisionWithoutFsdp, 0, 0};
+  // FSDP computes in the dtype it gathers: the trace must have computed in it too.
+  if (config.paramDtype && *config.paramDtype != model.computeDtype)
+    return LayoutProblem{LayoutProblemKind::ParamDtypeNotTraced,
+                         static_cast<int64_t>(*config.paramDtype),
+                         static_cast<int64_t>(model.computeDtype)};
   const int world = config.worldSize();
   if (world > system.gpusPerNode && world % system.gpusPerNode != 0)
     return LayoutProblem{LayoutProblemKind::WorldSizeNotFittingNodes, world, system.gpusPerNode};

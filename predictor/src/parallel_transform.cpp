@@ -391,20 +391,34 @@ void insertGradientBuckets(const ModelStructure& model, const ParallelConfig& co
 // (`all_gather_copy_in`) and the gathered buffer out into the parameters
 // (`split_with_sizes_copy`, where the compute stream waits for the gather); the gradients
 // into the reduce-scatter's input (`chunk_cat`). Each is a copy (`aten::copy_`, priced by
-// its bytes; FSDP2's own op names have no formula).
+// its bytes; FSDP2's own op names have no formula). Under a MixedPrecisionPolicy the copy-in
+// casts each shard to the param dtype, which is gathered, and `chunk_cat` casts the
+// gradients to the reduce dtype, which is reduce-scattered.
 void insertFullySharded(const ModelStructure& model, const ParallelConfig& config, int gpusPerNode,
                         Edits& edits) {
-  std::vector<int64_t> blockBytes(model.blocks.size(), 0);
-  int64_t rootBytes = 0;
-  for (const auto& p : model.parameters)
-    (p.block >= 0 ? blockBytes[p.block] : rootBytes) += rankBytes(p, config.tp);
-  if (model.parameters.empty())
-    rootBytes = model.parameterBytes();
+  // Elements per block (and outside the blocks: the root) on this rank, after tp.
   const ScalarType dtype =
       model.parameters.empty() ? ScalarType::Float32 : dtypeOf(model.parameters.front());
   const int64_t elementSize = wavecast::elementSize(dtype);
-  const auto copy = [&](const char* name, int64_t bytes, size_t near, Phase phase) {
-    return copyOp(name, bytes / elementSize, dtype, edits.ops[near], phase);
+  std::vector<int64_t> blockElements(model.blocks.size(), 0);
+  int64_t rootElements = 0;
+  for (const auto& p : model.parameters)
+    (p.block >= 0 ? blockElements[p.block] : rootElements) += rankBytes(p, config.tp) / elementSize;
+  if (model.parameters.empty())
+    rootElements = model.parameterBytes() / elementSize;
+  const ScalarType gathered = config.paramDtype.value_or(dtype);
+  const ScalarType reduced = config.reduceDtype.value_or(gathered);
+  const auto copy = [&](const char* name, int64_t elements, ScalarType from, ScalarType to,
+                        size_t near, Phase phase) {
+    OpRecord op = copyOp(name, elements, to, edits.ops[near], phase);
+    op.inputs[1]->dtype = from;
+    return op;
+  };
+  const auto gatherBytes = [&](int64_t elements) {
+    return elements * wavecast::elementSize(gathered);
+  };
+  const auto reduceBytes = [&](int64_t elements) {
+    return elements * wavecast::elementSize(reduced);
   };
   const auto firstForward = firstOf(edits, Phase::Forward);
   const auto lastBackward = lastOf(edits, Phase::Backward);
@@ -413,39 +427,56 @@ void insertFullySharded(const ModelStructure& model, const ParallelConfig& confi
     return collectiveOp({kind, bytes, "dp", config.dp, dpPerNode(config, gpusPerNode), async, wait},
                         edits.ops[near], phase);
   };
-  if (firstForward && rootBytes > 0)
-    edits.before[*firstForward].push_back(op(CollectiveKind::AllGather, rootBytes, false,
-                                             std::nullopt, *firstForward, Phase::Forward));
+  if (firstForward && rootElements > 0)
+    edits.before[*firstForward].push_back(op(CollectiveKind::AllGather, gatherBytes(rootElements),
+                                             false, std::nullopt, *firstForward, Phase::Forward));
   // A block's gather: copied in where it is issued, copied out (its wait) before `first`.
-  const auto gather = [&](int64_t bytes, size_t issue, size_t first, Phase phase) {
-    OpRecord out = copy("aten::copy_", bytes, first, phase);
+  const auto gather = [&](int64_t elements, size_t issue, size_t first, Phase phase) {
+    OpRecord out = copy("aten::copy_", elements, gathered, gathered, first, phase);
     out.id = edits.nextId++;
-    edits.before[issue].push_back(copy("aten::copy_", bytes / config.dp, issue, phase));
-    edits.before[issue].push_back(op(CollectiveKind::AllGather, bytes, true, out.id, first, phase));
+    edits.before[issue].push_back(
+        copy("aten::copy_", elements / config.dp, dtype, gathered, issue, phase));
+    edits.before[issue].push_back(
+        op(CollectiveKind::AllGather, gatherBytes(elements), true, out.id, first, phase));
     edits.before[first].push_back(std::move(out));
+  };
+  // The gradients, made in the dtype the block computed in, into the reduce-scatter's input.
+  const auto scatter = [&](int64_t elements, size_t after) {
+    edits.after[after].push_back(
+        copy("aten::copy_", elements, gathered, reduced, after, Phase::Backward));
+    edits.after[after].push_back(op(CollectiveKind::ReduceScatter, reduceBytes(elements), true,
+                                    std::nullopt, after, Phase::Backward));
   };
   for (size_t b = 0; b < model.blocks.size(); ++b) {
     const auto& block = model.blocks[b];
     const size_t issue = b > 0 ? model.blocks[b - 1].firstForward : block.firstForward;
-    gather(blockBytes[b], issue, block.firstForward, Phase::Forward);
+    gather(blockElements[b], issue, block.firstForward, Phase::Forward);
     if (!block.firstBackward)
       continue;
     const auto& later =
         b + 1 < model.blocks.size() ? model.blocks[b + 1].firstBackward : block.firstBackward;
-    gather(blockBytes[b], later.value_or(*block.firstBackward), *block.firstBackward,
+    gather(blockElements[b], later.value_or(*block.firstBackward), *block.firstBackward,
            Phase::Backward);
-    edits.after[*block.lastBackward].push_back(
-        copy("aten::copy_", blockBytes[b], *block.lastBackward, Phase::Backward));
-    edits.after[*block.lastBackward].push_back(op(CollectiveKind::ReduceScatter, blockBytes[b],
-                                                  true, std::nullopt, *block.lastBackward,
-                                                  Phase::Backward));
+    scatter(blockElements[b], *block.lastBackward);
   }
-  if (lastBackward && rootBytes > 0) {
-    edits.after[*lastBackward].push_back(
-        copy("aten::copy_", rootBytes, *lastBackward, Phase::Backward));
-    edits.after[*lastBackward].push_back(op(CollectiveKind::ReduceScatter, rootBytes, true,
-                                            std::nullopt, *lastBackward, Phase::Backward));
+  if (lastBackward && rootElements > 0)
+    scatter(rootElements, *lastBackward);
+}
+
+// Under FSDP's mixed precision the blocks get their parameters gathered in the param dtype:
+// the casts autocast made of them in forward (and their gradients' casts back in backward)
+// do not run.
+void dropParameterCasts(const ModelStructure& model, ScalarType gathered, Edits& edits) {
+  std::vector<bool> cast(edits.ops.size(), false);
+  for (size_t i = 0; i < edits.ops.size(); ++i) {
+    const OpRecord& op = edits.ops[i];
+    cast[i] = op.phase == Phase::Forward && op.name == "aten::_to_copy" &&
+              op.boolArg("of_parameter").value_or(false) && op.output(0) &&
+              op.output(0)->dtype == gathered;
   }
+  for (size_t i = 0; i < edits.ops.size(); ++i)
+    if (cast[model.opForward[i]] && edits.ops[i].name == "aten::_to_copy")
+      edits.dropped[i] = true;
 }
 
 // The optimizer step on this rank's parameters: tensor-parallel ones split by tp, and all
@@ -510,9 +541,11 @@ RankTrace transformForRank(const Trace& trace, const ModelStructure& model,
   if (config.tp > 1)
     TensorParallel(model, config, edits).apply();
   if (config.dp > 1) {
-    if (config.sharding == Sharding::Zero3)
+    if (config.sharding == Sharding::Zero3) {
       insertFullySharded(model, config, gpusPerNode, edits);
-    else
+      if (config.paramDtype)
+        dropParameterCasts(model, *config.paramDtype, edits);
+    } else
       insertGradientBuckets(model, config, gpusPerNode, edits);
   }
   if (config.tp > 1 || (config.dp > 1 && config.sharding != Sharding::None))
@@ -543,7 +576,8 @@ RankTrace transformForRank(const Trace& trace, const ModelStructure& model,
   for (size_t i = 0; i < edits.ops.size(); ++i) {
     for (auto& op : edits.before[i])
       add(std::move(op), i, true);
-    add(std::move(edits.ops[i]), i, false);
+    if (!edits.dropped[i])
+      add(std::move(edits.ops[i]), i, false);
     for (auto& op : edits.after[i])
       add(std::move(op), i, true);
   }

@@ -33,6 +33,10 @@ std::string parallelConfigLabel(const ParallelConfig& config, const std::string&
         config.recomputePolicy == RecomputePolicy::SelectiveOps ? ", recompute ops" : ", recompute";
   if (config.recompute && config.recomputeEvery != 1)
     label += " every " + std::to_string(config.recomputeEvery);
+  if (config.paramDtype)
+    label += std::string(", ") + precisionWord(*config.paramDtype) + " params";
+  if (config.reduceDtype)
+    label += std::string(", ") + precisionWord(*config.reduceDtype) + " reduce";
   return label;
 }
 
@@ -73,6 +77,17 @@ std::string layoutProblemMessage(const LayoutProblem& problem) {
     return "--recompute-every " + value + " is more than the model's " + limit +
            " repeated blocks (layers), so none would be recomputed: use --recompute-every " +
            limit + " or less";
+  case LayoutProblemKind::MixedPrecisionWithoutFsdp:
+    return "--param-dtype and --reduce-dtype set the dtypes FSDP gathers parameters and "
+           "reduces gradients in: add --fsdp with --dp 2 or more, or leave them out";
+  case LayoutProblemKind::ParamDtypeNotTraced: {
+    const char* asked = precisionWord(static_cast<ScalarType>(problem.value));
+    const char* traced = precisionWord(static_cast<ScalarType>(problem.limit));
+    return std::string("--param-dtype ") + asked + " makes every block compute in " + asked +
+           ", and the script computes in " + traced + ": run it under torch.autocast(\"cuda\", " +
+           "dtype=torch." + toString(static_cast<ScalarType>(problem.value)) +
+           ") or leave out --param-dtype";
+  }
   }
   return "this layout cannot run";
 }
@@ -87,8 +102,8 @@ std::string targetTextProblemMessage(const std::string& text, const TargetTextPr
   switch (problem.kind) {
   case TargetTextProblemKind::UnknownWord:
     return at + "write it as words such as \"8x H100-SXM, FSDP\" (NxGPU, dpN, tpN, ppN, mbN, "
-                "zero1|zero2|zero3|fsdp|ddp, sp, recompute [ops] [every N], gpipe|1f1b; "
-                "docs/parallel.md)";
+                "zero1|zero2|zero3|fsdp|ddp, sp, recompute [ops] [every N], gpipe|1f1b, "
+                "param bf16, reduce fp32; docs/parallel.md)";
   case TargetTextProblemKind::BadNumber:
     return at + "counts and degrees are whole numbers of 1 or more, e.g. 8xH100-SXM, tp2";
   case TargetTextProblemKind::CountNotDivisible:

@@ -11,6 +11,13 @@
 namespace wavecast {
 namespace {
 
+// torch's name of a layout's dtype ("bfloat16"); null where the layout leaves it to the model.
+std::optional<std::string> dtypeName(const std::optional<ScalarType>& dtype) {
+  if (!dtype)
+    return std::nullopt;
+  return std::string(toString(*dtype));
+}
+
 void writeMemory(JsonWriter& w, const MemoryEstimate& memory) {
   w.beginObject()
       .field("activations_bytes", memory.activationsBytes)
@@ -230,12 +237,14 @@ void writeParallel(JsonWriter& w, const std::vector<ParallelSummary>& layouts) {
         .field("microbatches", c.microbatches)
         .field("model_flops", s.modelFlops)
         .field("nodes", s.nodes)
+        .field("param_dtype", dtypeName(c.paramDtype))
         .field("point_to_point_ms", Milliseconds{s.pointToPointMs})
         .field("pp", c.pp)
         .field("price_per_hour_usd", s.clusterPricePerHourUsd)
         .field("recompute", c.recompute)
         .field("recompute_every", c.recompute ? c.recomputeEvery : 0)
         .field("recompute_policy", c.recompute ? toString(c.recomputePolicy) : "none")
+        .field("reduce_dtype", dtypeName(c.reduceDtype))
         .field("samples_per_second", s.samplesPerSecond)
         .field("samples_per_second_per_gpu", s.samplesPerSecondPerGpu)
         .field("schedule", toString(c.schedule))

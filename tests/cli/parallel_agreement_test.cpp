@@ -213,6 +213,49 @@ TEST_F(TwoWaysAgree, FsdpGathersScattersAndTime) {
   expectClose(rank.iterationMs, layout.iterationMs, kTimeTolerance, "iteration");
 }
 
+// FSDP2 with torchtitan's MixedPrecisionPolicy (bf16 parameters, fp32 reduction) against
+// the single-GPU twin under bf16 autocast transformed by --fsdp --param-dtype bf16
+// --reduce-dtype fp32: each gather moves 2 bytes a parameter, each reduce-scatter 4.
+TEST_F(TwoWaysAgree, FsdpMixedPrecisionGathersBf16AndReducesFp32) {
+  const std::string mixed = traceTo("fsdp2_mixed.py");
+  const std::string autocast = traceTo("single_bf16.py");
+  ASSERT_FALSE(mixed.empty());
+  ASSERT_FALSE(autocast.empty());
+  const Volumes real = traced(mixed);
+  const json whatIf = predict(autocast, "--fsdp --dp 8 --param-dtype bf16 --reduce-dtype fp32");
+  ASSERT_FALSE(whatIf.at("parallel").empty());
+  EXPECT_EQ(whatIf.at("parallel")[0].at("param_dtype"), "bfloat16");
+  EXPECT_EQ(whatIf.at("parallel")[0].at("reduce_dtype"), "float32");
+  const Volumes analytic = transformed(whatIf);
+  constexpr int64_t kBf16 = 2;
+  for (const Volumes* side : {&real, &analytic}) {
+    ASSERT_EQ(side->count("all_gather"), 1u);
+    ASSERT_EQ(side->count("reduce_scatter"), 1u);
+    EXPECT_EQ(side->at("all_gather").bytes, (2 * kDepth * kBlockParams + kNormParams) * kBf16);
+    EXPECT_EQ(side->at("reduce_scatter").bytes, kModelBytes);
+  }
+  // autocast's casts of the weights are gone from the rank: FSDP hands the blocks bf16
+  // parameters.
+  int parameterCasts = 0;
+  for (const auto& op : whatIf.at("ops"))
+    parameterCasts += op.at("name") == "aten::_to_copy" && op.at("family") == "copy" &&
+                      op.at("bytes").get<double>() == 3.0 * kDim * kDim * (kFloat + kBf16);
+  EXPECT_EQ(parameterCasts, 0);
+  const auto [rank, layout] = times(predict(mixed, ""), whatIf);
+  expectClose(rank.communicationMs, layout.communicationMs, 1e-6, "communication");
+  // What remains is work the two scripts really do differently: autocast runs the layer
+  // norms and the loss in fp32 and casts their results, FSDP's bf16 parameters keep them in
+  // bf16.
+  expectClose(rank.gpuMs, layout.gpuMs, 0.06, "kernels");
+  expectClose(rank.iterationMs, layout.iterationMs, 0.06, "iteration");
+  // A bf16 gather of a script that computes in fp32 is refused, with what to change.
+  const CliRun refused =
+      wavecast("predict " + single_ + " --gpu H100 --fsdp --dp 8 " + "--param-dtype bf16");
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_NE(refused.err.find("torch.autocast(\"cuda\", dtype=torch.bfloat16)"), std::string::npos)
+      << refused.err;
+}
+
 // Megatron tensor parallelism over 8 ranks: per block an all-reduce of the batch's
 // activations after the out and down projections in forward, and after the QKV and up
 // projections' input gradients in backward: 4 per block, 2 MiB each.

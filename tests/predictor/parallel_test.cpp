@@ -298,6 +298,19 @@ TEST(ParallelLayout, EachImpossibleLayoutGivesItsKind) {
   EXPECT_TRUE(rerunning.recomputesBlocks);
   EXPECT_FALSE(model.recomputesBlocks);
   EXPECT_EQ(validateLayout(c, rerunning, 4, system)->kind, LayoutProblemKind::RecomputeAlready);
+  // FSDP's mixed precision: only with FSDP over 2 or more ranks, and only in the dtype the
+  // script computes in (this fp32 one; under bf16 autocast, bf16).
+  c = {};
+  c.dp = 8;
+  c.reduceDtype = ScalarType::Float32;
+  EXPECT_EQ(kind(c), LayoutProblemKind::MixedPrecisionWithoutFsdp);
+  c.sharding = Sharding::Zero3;
+  EXPECT_EQ(kind(c), std::nullopt);
+  c.paramDtype = ScalarType::BFloat16;
+  EXPECT_EQ(kind(c), LayoutProblemKind::ParamDtypeNotTraced);
+  ModelStructure autocast = model;
+  autocast.computeDtype = ScalarType::BFloat16;
+  EXPECT_EQ(validateLayout(c, autocast, 4, system), std::nullopt);
 }
 
 TEST(ParallelTarget, ParsesTheCompactText) {
@@ -338,6 +351,25 @@ TEST(ParallelTarget, ParsesTargetsAsTheEditorWritesThem) {
   EXPECT_EQ(both.config.microbatches, 4);
   EXPECT_EQ(std::get<TargetTextProblem>(parseParallelTarget("8x")).kind,
             TargetTextProblemKind::BadNumber);
+}
+
+// FSDP2's MixedPrecisionPolicy as words: torch's dtype names read too, and the text
+// round-trips.
+TEST(ParallelTarget, ReadsFsdpMixedPrecision) {
+  const auto parsed =
+      std::get<ParallelTarget>(parseParallelTarget("8x H100-SXM, FSDP, param bf16, reduce fp32"));
+  EXPECT_EQ(parsed.config.paramDtype, ScalarType::BFloat16);
+  EXPECT_EQ(parsed.config.reduceDtype, ScalarType::Float32);
+  const auto round =
+      std::get<ParallelTarget>(parseParallelTarget(parallelConfigText(parsed.config)));
+  EXPECT_EQ(round.config.paramDtype, ScalarType::BFloat16);
+  EXPECT_EQ(round.config.reduceDtype, ScalarType::Float32);
+  const auto torchNames = std::get<ParallelTarget>(parseParallelTarget("fsdp dp8 param float16"));
+  EXPECT_EQ(torchNames.config.paramDtype, ScalarType::Float16);
+  EXPECT_FALSE(torchNames.config.reduceDtype.has_value());
+  const auto bad = std::get<TargetTextProblem>(parseParallelTarget("fsdp dp8 param int8"));
+  EXPECT_EQ(bad.kind, TargetTextProblemKind::UnknownWord);
+  EXPECT_EQ(bad.word, "param int8");
 }
 
 // What NCCL sustains (data/collectives.json): collectives are priced as the CLI prices them.

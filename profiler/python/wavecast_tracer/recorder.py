@@ -108,6 +108,8 @@ def describe_call(func, name, args, kwargs):
             op_args["bias"] = True
     if name in BACKEND_OF_OP:
         op_args["backend"] = BACKEND_OF_OP[name]
+    if name == "aten::_to_copy" and args and isinstance(args[0], torch.nn.Parameter):
+        op_args["of_parameter"] = True  # autocast's weight cast, which FSDP's gather replaces
     return inputs, op_args
 
 

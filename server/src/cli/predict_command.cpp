@@ -150,6 +150,10 @@ std::optional<ParallelConfig> parallelLayout(const CommandLine& args) {
     words += " recompute every " + std::to_string(*every);
   if (const auto schedule = args.value("schedule"))
     words += " " + *schedule;
+  if (const auto dtype = args.value("param-dtype"))
+    words += " param " + *dtype;
+  if (const auto dtype = args.value("reduce-dtype"))
+    words += " reduce " + *dtype;
   if (words.find_first_not_of(' ') == std::string::npos)
     return std::nullopt;
   const auto parsed = parseParallelTarget(words);
@@ -157,7 +161,7 @@ std::optional<ParallelConfig> parallelLayout(const CommandLine& args) {
     throw UsageError("cannot read the layout at '" + problem->word +
                      "': use --dp/--tp/--pp N, --microbatches N, --zero 1|2|3 or --fsdp, "
                      "--sequence-parallel, --recompute, --recompute-ops, --recompute-every N, "
-                     "--schedule gpipe|1f1b");
+                     "--schedule gpipe|1f1b, --param-dtype and --reduce-dtype bf16|fp16|fp32");
   return std::get<ParallelTarget>(parsed).config;
 }
 
@@ -316,6 +320,10 @@ Command predictCommand() {
       {"recompute-every", "N",
        "recompute every N-th block only (torchtitan's layer checkpointing)"},
       {"schedule", "gpipe|1f1b", "pipeline schedule (default 1f1b)"},
+      {"param-dtype", "bf16|fp16|fp32",
+       "FSDP's mixed precision: gather parameters (and compute) in this dtype"},
+      {"reduce-dtype", "bf16|fp16|fp32",
+       "FSDP's mixed precision: reduce-scatter gradients in this dtype (default: --param-dtype)"},
       {"layout", "TEXT", "the layout as words, e.g. \"dp4 tp2 fsdp\" (docs/parallel.md)"},
       {"system", "NAME",
        "the node the GPUs are in (data/systems.json); default: the GPU's usual "

@@ -89,6 +89,9 @@ struct ModelStructure {
   std::optional<size_t> headOp;          // the output Linear onto the vocabulary
   std::vector<ParameterInfo> parameters; // registration order (the optimizer's lists)
   int64_t tracedParameterBytes = 0;      // the trace's figure, used when no list was found
+  // The dtype its matrices compute in: the script's CUDA autocast dtype, else the
+  // parameters'.
+  ScalarType computeDtype = ScalarType::Float32;
   int64_t parameterBytes() const;
 };
 

@@ -80,6 +80,27 @@ constexpr const char* toString(RecomputePolicy policy) {
   return "unknown";
 }
 
+// The words a layout names a floating-point dtype with ("bf16", "fp16", "fp32"); torch's
+// names ("bfloat16") are read too.
+inline const char* precisionWord(ScalarType type) {
+  switch (type) {
+  case ScalarType::BFloat16:
+    return "bf16";
+  case ScalarType::Float16:
+    return "fp16";
+  case ScalarType::Float32:
+    return "fp32";
+  default:
+    return toString(type);
+  }
+}
+inline std::optional<ScalarType> precisionFromWord(std::string_view word) {
+  for (ScalarType t : {ScalarType::BFloat16, ScalarType::Float16, ScalarType::Float32})
+    if (word == precisionWord(t) || word == toString(t))
+      return t;
+  return std::nullopt;
+}
+
 struct ParallelConfig {
   int dp = 1;
   int tp = 1;
@@ -96,6 +117,11 @@ struct ParallelConfig {
   int recomputeEvery = 1;
   RecomputePolicy recomputePolicy = RecomputePolicy::WholeBlock;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  // FSDP2's MixedPrecisionPolicy: the dtype each shard is cast to and gathered (and the
+  // blocks compute) in, and the one gradients are reduce-scattered in. nullopt: the
+  // parameters' own; for the reduction, the gathered dtype (FSDP2's default).
+  std::optional<ScalarType> paramDtype;
+  std::optional<ScalarType> reduceDtype;
   // DDP's bucket_cap_mb (25 MiB) and its first bucket (dist._DEFAULT_FIRST_BUCKET_BYTES).
   int64_t bucketBytes = int64_t{25} << 20;
   int64_t firstBucketBytes = int64_t{1} << 20;
@@ -124,6 +150,10 @@ enum class LayoutProblemKind {
   RecomputeWithoutBlocks,      // recompute asked of a model without repeated blocks
   RecomputeAlready,            // recompute asked of a script that checkpoints its blocks
   RecomputeEveryExceedsBlocks, // every `value`-th block recomputed, of `limit` blocks: none
+  MixedPrecisionWithoutFsdp,   // param/reduce dtypes asked without FSDP's gathered parameters
+  // param dtype `value` (a ScalarType) differs from the trace's compute (`limit`, also one:
+  // its autocast dtype or its parameters')
+  ParamDtypeNotTraced,
 };
 constexpr const char* toString(LayoutProblemKind kind) {
   switch (kind) {
@@ -149,6 +179,10 @@ constexpr const char* toString(LayoutProblemKind kind) {
     return "recompute_already";
   case LayoutProblemKind::RecomputeEveryExceedsBlocks:
     return "recompute_every_exceeds_blocks";
+  case LayoutProblemKind::MixedPrecisionWithoutFsdp:
+    return "mixed_precision_without_fsdp";
+  case LayoutProblemKind::ParamDtypeNotTraced:
+    return "param_dtype_not_traced";
   }
   return "unknown";
 }
