@@ -174,6 +174,14 @@ void mergeSettings(Settings& settings, const Json& object, std::string_view wher
       throwInvalidParams(at + ".debounceMs must be between 0 and 60000");
     merged.debounceMs = static_cast<int>(*debounce);
   }
+  if (object.contains("worldSize")) {
+    merged.worldSize.reset();
+    if (auto ranks = optionalInt(object, "worldSize", where)) {
+      if (*ranks < 1 || *ranks > 1 << 20)
+        throwInvalidParams(at + ".worldSize must be a number of ranks, 1 or more");
+      merged.worldSize = static_cast<int>(*ranks);
+    }
+  }
   if (auto mode = optionalString(object, "mode", where)) {
     if (*mode == "shape")
       merged.mode = AnalysisMode::Shape;
@@ -221,7 +229,8 @@ Json toJson(const Settings& settings) {
           {"lineCodeLens", settings.lineCodeLens ? Json(*settings.lineCodeLens) : Json()},
           {"debounceMs", settings.debounceMs},
           {"mode", toString(settings.mode)},
-          {"scriptArgs", settings.scriptArgs}};
+          {"scriptArgs", settings.scriptArgs},
+          {"worldSize", settings.worldSize ? Json(*settings.worldSize) : Json()}};
 }
 
 std::vector<std::string> scriptArgsFor(const Settings& settings, const std::string& path) {

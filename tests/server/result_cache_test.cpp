@@ -127,6 +127,9 @@ TEST(ResultCache, KeysNameTheContentAndEverySettingOfTheRequest) {
   other = request;
   other.scriptArgs = {"--lr", "0.1"};
   EXPECT_EQ(cacheKey("text", other), key + "|arg:--lr|arg:0.1");
+  other = request;
+  other.worldSize = 64;
+  EXPECT_EQ(cacheKey("text", other), key + "|ranks64") << "a launch of other ranks traces anew";
 }
 
 } // namespace

@@ -143,6 +143,31 @@ TEST_F(ServerTest, ScriptArgsReachTheAnalysisOfAScriptRunAsWritten) {
   EXPECT_FALSE(waitStarted(started + 3));
 }
 
+// The worldSize setting is the launch a torch.distributed script is traced in; a change
+// re-analyses, a wrong value is named and keeps the previous one.
+TEST_F(ServerTest, WorldSizeReachesTheAnalysis) {
+  initialize({{"worldSize", 64}});
+  analyzeTrain();
+  EXPECT_EQ(analyzer_.requests().back().worldSize, 64);
+  const auto change = [&](const Json& settings) {
+    notify("workspace/didChangeConfiguration", {{"settings", {{"wavecast", settings}}}});
+  };
+  change({{"worldSize", 16}});
+  ASSERT_TRUE(waitStarted(2)) << "a launch of other ranks re-analyses";
+  EXPECT_EQ(analyzer_.requests().back().worldSize, 16);
+  analyzer_.release();
+  change({{"worldSize", 0}});
+  const auto shown = sent("window/showMessage");
+  ASSERT_FALSE(shown.empty());
+  EXPECT_NE(shown.back()["params"]["message"].get<std::string>().find(
+                "worldSize must be a number of ranks, 1 or more"),
+            std::string::npos);
+  change({{"worldSize", nullptr}});
+  ASSERT_TRUE(waitStarted(3));
+  EXPECT_EQ(analyzer_.requests().back().worldSize, std::nullopt);
+  analyzer_.release();
+}
+
 // Multi-GPU targets go through the analyzer's layout resolution and into the next
 // analysis; one it cannot read keeps the previous targets and is shown once.
 TEST_F(ServerTest, ParallelTargetsReanalyseAndAnUnreadableOneKeepsThePrevious) {

@@ -48,6 +48,7 @@ struct AnalysisRequest {
   TraceMode mode = TraceMode::Shape;     // Cuda: measured on this machine's GPU
   std::vector<std::string> scriptArgs{}; // sys.argv[1:] of a script run as written
   std::vector<LayoutTarget> layouts{};   // multi-GPU targets, predicted beside the GPUs
+  std::optional<int> worldSize{};        // a torch.distributed script's launch (default 8)
 };
 
 struct AnalysisOutput {

@@ -45,6 +45,7 @@ AnalysisRequest LanguageServer::analysisRequest(const std::string& path,
       settings_.mode == protocol::AnalysisMode::Measured ? TraceMode::Cuda : TraceMode::Shape;
   AnalysisRequest request{path, batchSize, targets_, settings_.pythonEnv, mode, {}, layouts_};
   request.scriptArgs = protocol::scriptArgsFor(settings_, path);
+  request.worldSize = settings_.worldSize;
   return request;
 }
 

@@ -60,7 +60,8 @@ void LanguageServer::applySettings(ClientId client, const Json& object, std::str
   settingProblems_ = std::move(current);
   bool rerun = targets != targets_ || layouts != layouts_ ||
                merged.batchSize != settings_.batchSize || merged.pythonEnv != settings_.pythonEnv ||
-               merged.mode != settings_.mode || merged.scriptArgs != settings_.scriptArgs;
+               merged.mode != settings_.mode || merged.scriptArgs != settings_.scriptArgs ||
+               merged.worldSize != settings_.worldSize;
   bool redisplay = merged.lineDiagnostics != settings_.lineDiagnostics;
   bool relens = merged.lineCodeLens != settings_.lineCodeLens;
   settings_ = std::move(merged);

@@ -104,8 +104,8 @@ AnalysisOutcome ProfilingAnalyzer::analyze(const AnalysisRequest& request,
     progress_ = progress;
     profiler = profilerForLocked(request.pythonEnv);
   }
-  TraceRequest traceRequest{request.file, request.batchSize,  request.mode, options_.timeout,
-                            std::nullopt, request.scriptArgs, std::nullopt};
+  TraceRequest traceRequest{request.file,      request.batchSize,  request.mode, options_.timeout,
+                            request.worldSize, request.scriptArgs, std::nullopt};
   if (!request.targets.empty())
     if (const DeviceSpec* first = database_.find(request.targets.front()))
       traceRequest.device = scriptDevice(*first);

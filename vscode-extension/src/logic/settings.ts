@@ -45,6 +45,8 @@ export interface WavecastSettings {
   lineDiagnostics: boolean;
   /** sys.argv[1:] of every script traced as written (launch configurations override per file). */
   scriptArgs: string[];
+  /** Ranks a torch.distributed script is traced as rank 0 of; null: the daemon's 8. */
+  worldSize: number | null;
 }
 
 export interface SettingsReadResult {
@@ -154,9 +156,17 @@ export function readSettings(raw: Readonly<Record<string, unknown>>): SettingsRe
       lineCodeLens: readBoolean(raw.lineCodeLens, 'lineCodeLens', problems),
       lineDiagnostics: readBoolean(raw.lineDiagnostics, 'lineDiagnostics', problems),
       scriptArgs: readWords(raw.scriptArgs, problems),
+      worldSize: readWorldSize(raw.worldSize, problems),
     },
     problems,
   };
+}
+
+function readWorldSize(value: unknown, problems: string[]): number | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value === 'number' && Number.isInteger(value) && value >= 1) return value;
+  problems.push(`wavecast.worldSize must be a whole number of ranks, 1 or more, not ${JSON.stringify(value)}; using 8.`);
+  return null;
 }
 
 function readWords(value: unknown, problems: string[]): string[] {
@@ -240,6 +250,7 @@ export interface DaemonSettings {
   lineDiagnostics: boolean;
   /** Arguments of scripts run as written by absolute path; '' for every other script. */
   scriptArgs: Record<string, string[]>;
+  worldSize: number | null;
 }
 
 /** `launchArgs`: the `args` of launch configurations by their program (launchScriptArgs). */
@@ -257,6 +268,7 @@ export function daemonSettings(
     lineCodeLens: settings.lineCodeLens,
     lineDiagnostics: settings.lineDiagnostics,
     scriptArgs: { '': settings.scriptArgs, ...launchArgs },
+    worldSize: settings.worldSize,
   };
 }
 
@@ -386,5 +398,6 @@ export const SETTING_NAMES: readonly string[] = [
   'lineCodeLens',
   'lineDiagnostics',
   'scriptArgs',
+  'worldSize',
   ...RESTART_SETTINGS,
 ];

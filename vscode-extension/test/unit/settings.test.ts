@@ -35,6 +35,7 @@ test('defaults when nothing is set', () => {
     lineCodeLens: false,
     lineDiagnostics: false,
     scriptArgs: [],
+    worldSize: null,
   });
 });
 
@@ -162,6 +163,7 @@ test('initialization options carry the protocol version and settings', () => {
     lineCodeLens: false,
     lineDiagnostics: false,
     scriptArgs: { '': [] },
+    worldSize: null,
   });
 });
 
@@ -178,6 +180,7 @@ test('the daemon gets only accepted values, the worker environment, and no targe
     lineCodeLens: true,
     lineDiagnostics: false,
     scriptArgs: { '': [] },
+    worldSize: null,
   });
   assert.equal(daemonSettings(settings, '/v/bin/python').pythonEnv, '/v/bin/python');
   assert.equal(initializationOptions(settings, null, '/v/bin/python').pythonEnv, '/v/bin/python');
@@ -223,4 +226,13 @@ test('script arguments: the setting for every script, a launch configuration\'s 
     '/work/project/tools/finetune.py': ['--epochs', '1'],
   });
   assert.match(readSettings({ scriptArgs: '--lr 0.1' }).problems[0], /wavecast.scriptArgs must be a list of strings/);
+});
+
+test('world size: whole ranks go to the daemon, anything else is named and left to its 8', () => {
+  const { settings, problems } = readSettings({ worldSize: 64 });
+  assert.deepEqual(problems, []);
+  assert.equal(daemonSettings(settings, null).worldSize, 64);
+  const bad = readSettings({ worldSize: 0.5 });
+  assert.equal(bad.settings.worldSize, null);
+  assert.match(bad.problems[0], /wavecast.worldSize must be a whole number of ranks/);
 });

@@ -65,13 +65,16 @@ struct Settings {
   // The arguments of scripts run as written (no provider functions), by absolute path;
   // the key "" applies to every other script. JSON: an array (every script) or an object.
   std::map<std::string, std::vector<std::string>> scriptArgs;
+  // The ranks a torch.distributed script is traced as rank 0 of; nullopt: the worker's 8.
+  std::optional<int> worldSize;
 };
 
 // A script's arguments in `settings.scriptArgs`: its own, else those for every script.
 std::vector<std::string> scriptArgsFor(const Settings& settings, const std::string& path);
 
 // Applies the keys present in `object` ("targets", "parallelTargets", "batchSize", "trigger",
-// "pythonEnv", "lineDiagnostics", "lineCodeLens", "debounceMs", "mode"); unknown keys
+// "pythonEnv", "lineDiagnostics", "lineCodeLens", "debounceMs", "mode", "scriptArgs",
+// "worldSize"); unknown keys
 // are ignored. Throws InvalidParams naming a malformed key; `settings` is then unchanged.
 void mergeSettings(Settings& settings, const Json& object, std::string_view where);
 // The same, key by key, for settings an editor sends: every well-formed key applies
