@@ -237,6 +237,10 @@ class DistributedSamples(unittest.TestCase):
         grown = traces[3]["memory"]["peak_live_bytes"] - trace["memory"]["peak_live_bytes"]
         shard = 4 * block // 16
         self.assertAlmostEqual(grown - 3 * shard, kept, delta=64)
+        # Counted as saved for backward too, though the checkpoint's policy keeps them past
+        # autograd's saved-tensor hooks.
+        saved = traces[3]["memory"]["activations_saved_bytes"] - trace["memory"]["activations_saved_bytes"]
+        self.assertAlmostEqual(saved, kept, delta=64)
         for layers in (2, 3):
             self.assertEqual(traces[layers]["ops"][traces[layers]["memory"]["peak_op_id"]]["name"],
                              "aten::_log_softmax_backward_data")

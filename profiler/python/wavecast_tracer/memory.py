@@ -9,10 +9,12 @@ keeps exactly what it keeps anyway.
 
 import contextlib
 import functools
+import importlib
 import inspect
 import weakref
 
 import torch
+import torch.utils._pytree as pytree
 
 from . import compat
 
@@ -150,6 +152,37 @@ class MemoryTracker:
             op_index, phase = self._last_op
             self._events.append((tracked.serial, nbytes - tracked.nbytes, op_index, phase))
             tracked.nbytes = nbytes
+
+    # --- what selective checkpointing keeps ------------------------------------
+    @contextlib.contextmanager
+    def watching_selective_checkpoints(self):
+        """While active, an op's outputs that a selective checkpoint policy keeps for
+        backward (torch.utils.checkpoint with create_selective_checkpoint_contexts, torch
+        >= 2.4: its caching mode stores them, past the saved-tensor hooks) count as saved."""
+        checkpoint = importlib.import_module("torch.utils.checkpoint")
+        caching = getattr(checkpoint, "_CachingTorchDispatchMode", None)
+        if caching is None:
+            yield
+            return
+        original = caching.__torch_dispatch__
+        tracker = self
+
+        @functools.wraps(original)
+        def __torch_dispatch__(mode, func, types, args=(), kwargs=None):
+            before = len(mode.storage[func]) if func in mode.storage else 0
+            out = original(mode, func, types, args, kwargs)
+            for entry in mode.storage.get(func, [])[before:]:
+                for wrapper in pytree.tree_leaves(entry):
+                    value = getattr(wrapper, "val", None)
+                    if isinstance(value, torch.Tensor):
+                        tracker.mark_saved(value)
+            return out
+
+        caching.__torch_dispatch__ = __torch_dispatch__
+        try:
+            yield
+        finally:
+            caching.__torch_dispatch__ = original
 
     # --- storages a replayed model call stands for (replay.py) -----------------
     def serial_of(self, t):

@@ -259,7 +259,8 @@ def _trace_providers(project, providers, batch_size, mode, progress, assume_gpu,
                 state.placement.recording = True
                 try:
                     with recorder, state.memory.saved_tensors_hooks(), state.memory.watching_zero_grad(), \
-                            state.memory.watching_storage_resizes():
+                            state.memory.watching_storage_resizes(), \
+                            state.memory.watching_selective_checkpoints():
                         _call_user(iteration, project, "during the training iteration", *inputs)
                 finally:
                     state.placement.recording = False
