@@ -92,6 +92,8 @@ export class WavecastController implements vscode.Disposable {
   private serverStatus: StatusParams | null = null;
   /** "traced with torch …" of the last results seen (analyses of the active file, Analyze Now). */
   private traced: string | null = null;
+  /** The matrices' precision in those results (their gemm family's), which the picker follows. */
+  private matrixPrecision: string | undefined = undefined;
   private targets: string[] = [];
   private settings: WavecastSettings = readSettings({}).settings;
   private lastAnalyzedUri: string | undefined;
@@ -324,6 +326,7 @@ export class WavecastController implements vscode.Disposable {
   private noteTraced(results: Results): void {
     if (!results.prediction) return;
     this.traced = tracedWith(results.prediction);
+    this.matrixPrecision = results.prediction.precision?.gemm; // absent from older daemons
     this.updateStatus();
   }
 
@@ -496,7 +499,7 @@ export class WavecastController implements vscode.Disposable {
   }
 
   private async pickGpus(api: WavecastApi): Promise<void> {
-    const picked = await askForGpus(await api.listGpus(), this.settings.parallelTargets);
+    const picked = await askForGpus(await api.listGpus(), this.settings.parallelTargets, this.matrixPrecision);
     if (!picked) return;
     const ids = picked.gpus;
     this.targets = await api.setTargets(ids);

@@ -10,9 +10,14 @@ export interface PickedTargets {
 }
 
 /** The GPU ids and multi-GPU targets picked, or undefined when the user cancelled or picked no GPU. */
-export async function askForGpus(list: ListGpusResult, parallelTargets: readonly ParallelTargetSetting[]): Promise<PickedTargets | undefined> {
+/** `matrixPrecision`: the last results' gemm precision, which the offered layouts follow. */
+export async function askForGpus(
+  list: ListGpusResult,
+  parallelTargets: readonly ParallelTargetSetting[],
+  matrixPrecision?: string,
+): Promise<PickedTargets | undefined> {
   const separator = { label: 'Multi-GPU targets', kind: vscode.QuickPickItemKind.Separator } as unknown as GpuPickItem;
-  const items = [...buildGpuPickItems(list), separator, ...buildParallelPickItems(list, parallelTargets)];
+  const items = [...buildGpuPickItems(list), separator, ...buildParallelPickItems(list, parallelTargets, matrixPrecision)];
   const chosen = await vscode.window.showQuickPick(items, {
     canPickMany: true,
     title: 'wavecast: target GPUs',

@@ -79,15 +79,28 @@ function targetKey(target: ParallelTargetSetting): string {
   return parallelTargetLabel(target).toLowerCase().replace(/[\s×]/g, '');
 }
 
+/** The layout words of a 16-bit matrix precision (torch's name, as the results give it). */
+const HALF_PRECISION_WORDS: Readonly<Record<string, string>> = { bfloat16: 'bf16', float16: 'fp16' };
+
 /**
  * Multi-GPU targets beside the GPUs: those in the settings (ticked) and, for each current
  * target GPU, DDP, FSDP and FSDP with activation recomputation (what a model too large for
- * FSDP alone needs) over its usual 8-GPU node (the daemon picks the node).
+ * FSDP alone needs) over its usual 8-GPU node (the daemon picks the node). When the script's
+ * matrices compute in bf16 or fp16 (`matrixPrecision`, the results' gemm precision), also
+ * FSDP with that mixed precision: parameters gathered in it, gradients reduced in fp32
+ * (torchtitan's default).
  */
-export function buildParallelPickItems(list: ListGpusResult, current: readonly ParallelTargetSetting[]): GpuPickItem[] {
+export function buildParallelPickItems(
+  list: ListGpusResult,
+  current: readonly ParallelTargetSetting[],
+  matrixPrecision?: string,
+): GpuPickItem[] {
   const offered: ParallelTargetSetting[] = [...current];
+  const layouts = ['DDP', 'FSDP', 'FSDP, recompute'];
+  const half = matrixPrecision === undefined ? undefined : HALF_PRECISION_WORDS[matrixPrecision];
+  if (half) layouts.push(`FSDP, param ${half}, reduce fp32`);
   for (const gpu of list.targets) {
-    for (const layout of ['DDP', 'FSDP', 'FSDP, recompute']) offered.push(`${OFFERED_NODE_GPUS}x ${gpu}, ${layout}`);
+    for (const layout of layouts) offered.push(`${OFFERED_NODE_GPUS}x ${gpu}, ${layout}`);
   }
   const seen = new Set<string>();
   const picked = new Set(current.map(targetKey));

@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
-import { buildGpuPickItems, peakThroughput, pickerPlaceholder } from '../../src/logic/picker';
+import { buildGpuPickItems, buildParallelPickItems, peakThroughput, pickerPlaceholder } from '../../src/logic/picker';
 import { GPU_LIST } from '../fixtures';
 
 test('each GPU becomes an item with memory, peak throughput and price', () => {
@@ -36,4 +36,22 @@ test('peak throughput falls back to FP32 when no tensor-core precision is listed
 
 test('the placeholder names the current targets', () => {
   assert.equal(pickerPlaceholder(GPU_LIST), 'Target GPUs (now: H100-SXM, T4). Space toggles, Enter applies.');
+});
+
+test('multi-GPU targets: DDP, FSDP and FSDP with recomputation per target GPU; FSDP in the script\'s 16-bit precision too', () => {
+  const labels = (precision?: string) => buildParallelPickItems(GPU_LIST, [], precision).map((i) => i.label);
+  assert.deepEqual(labels(), [
+    '8× H100-SXM, DDP',
+    '8× H100-SXM, FSDP',
+    '8× H100-SXM, FSDP, recompute',
+    '8× T4, DDP',
+    '8× T4, FSDP',
+    '8× T4, FSDP, recompute',
+  ]);
+  assert.deepEqual(labels('float32'), labels());
+  assert.deepEqual(labels('bfloat16').filter((label) => label.includes('param')), [
+    '8× H100-SXM, FSDP, param bf16, reduce fp32',
+    '8× T4, FSDP, param bf16, reduce fp32',
+  ]);
+  assert.equal(labels('float16')[3], '8× H100-SXM, FSDP, param fp16, reduce fp32');
 });
