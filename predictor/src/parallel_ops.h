@@ -75,6 +75,8 @@ void insertRecompute(const ModelStructure& model, const ParallelConfig& config, 
 // The parameters' dtype, from their size per element (a 2-byte one taken as bf16: a copy
 // costs the same either way).
 ScalarType dtypeOf(const ParameterInfo& param);
+// The model's parameters' dtype (its first's; fp32 when none were found).
+ScalarType parameterDtype(const ModelStructure& model);
 
 // An op the layout inserted, with no single-GPU op of its own (a pipeline stage's send).
 constexpr size_t kNoOrigin = std::numeric_limits<size_t>::max();

@@ -240,9 +240,9 @@ MemoryEstimate stageMemory(const MemoryEstimate& single, const ModelStructure& m
   const bool zero3 = config.sharding == Sharding::Zero3 && dp > 1;
   // ZeRO-3 keeps its shard plus the gathered blocks: the one running and the one prefetched,
   // in the dtype they were gathered in.
-  if (zero3 && config.paramDtype && !model.parameters.empty())
-    largestBlock = largestBlock * elementSize(*config.paramDtype) /
-                   elementSize(dtypeOf(model.parameters.front()));
+  if (zero3 && config.paramDtype)
+    largestBlock =
+        largestBlock * elementSize(*config.paramDtype) / elementSize(parameterDtype(model));
   m.weightsBytes = zero3 ? params / dp + 2 * largestBlock : params;
   const int gradientShards = config.sharding >= Sharding::Zero2 ? dp : 1;
   const auto gradientsOf = [&](int64_t singleBytes) {

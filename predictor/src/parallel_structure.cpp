@@ -343,10 +343,8 @@ ModelStructure analyzeModel(const Trace& trace) {
   findBlocks(trace, model);
   findLinearPairs(trace, model);
   findParameters(trace, model);
-  if (trace.precision && trace.precision->autocast)
-    model.computeDtype = *trace.precision->autocast;
-  else if (!model.parameters.empty())
-    model.computeDtype = dtypeOf(model.parameters.front());
+  model.computeDtype = trace.precision && trace.precision->autocast ? *trace.precision->autocast
+                                                                    : parameterDtype(model);
   return model;
 }
 

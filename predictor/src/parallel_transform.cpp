@@ -397,8 +397,7 @@ void insertGradientBuckets(const ModelStructure& model, const ParallelConfig& co
 void insertFullySharded(const ModelStructure& model, const ParallelConfig& config, int gpusPerNode,
                         Edits& edits) {
   // Elements per block (and outside the blocks: the root) on this rank, after tp.
-  const ScalarType dtype =
-      model.parameters.empty() ? ScalarType::Float32 : dtypeOf(model.parameters.front());
+  const ScalarType dtype = parameterDtype(model);
   const int64_t elementSize = wavecast::elementSize(dtype);
   std::vector<int64_t> blockElements(model.blocks.size(), 0);
   int64_t rootElements = 0;
@@ -467,16 +466,16 @@ void insertFullySharded(const ModelStructure& model, const ParallelConfig& confi
 // the casts autocast made of them in forward (and their gradients' casts back in backward)
 // do not run.
 void dropParameterCasts(const ModelStructure& model, ScalarType gathered, Edits& edits) {
-  std::vector<bool> cast(edits.ops.size(), false);
+  // A backward op comes after the forward op it differentiates (opForward[i] <= i).
   for (size_t i = 0; i < edits.ops.size(); ++i) {
     const OpRecord& op = edits.ops[i];
-    cast[i] = op.phase == Phase::Forward && op.name == "aten::_to_copy" &&
-              op.boolArg("of_parameter").value_or(false) && op.output(0) &&
-              op.output(0)->dtype == gathered;
+    if (op.name != "aten::_to_copy")
+      continue;
+    const OpRecord& forward = edits.ops[model.opForward[i]];
+    edits.dropped[i] = forward.phase == Phase::Forward && forward.name == "aten::_to_copy" &&
+                       forward.boolArg("of_parameter").value_or(false) && forward.output(0) &&
+                       forward.output(0)->dtype == gathered;
   }
-  for (size_t i = 0; i < edits.ops.size(); ++i)
-    if (cast[model.opForward[i]] && edits.ops[i].name == "aten::_to_copy")
-      edits.dropped[i] = true;
 }
 
 // The optimizer step on this rank's parameters: tensor-parallel ones split by tp, and all
@@ -524,6 +523,10 @@ OpRecord collectiveOp(const CollectiveCall& call, const OpRecord& near, Phase ph
 
 bool isMetadata(const OpRecord& op) {
   return op_tables::metadataOps().count(op.name.substr(op.name.rfind(':') + 1)) > 0;
+}
+
+ScalarType parameterDtype(const ModelStructure& model) {
+  return model.parameters.empty() ? ScalarType::Float32 : dtypeOf(model.parameters.front());
 }
 
 ScalarType dtypeOf(const ParameterInfo& param) {

@@ -10,7 +10,6 @@ for them at once and, if not, the op that first needs their result.
 """
 
 import sys
-
 import weakref
 
 import torch

@@ -9,14 +9,14 @@ keeps exactly what it keeps anyway.
 
 import contextlib
 import functools
-import importlib
 import inspect
 import weakref
 
 import torch
 import torch.utils._pytree as pytree
+import torch.utils.checkpoint
 
-from . import compat
+from . import compat, patching
 
 
 class _Storage:
@@ -135,11 +135,8 @@ class MemoryTracker:
             tracker._resized(storage)
             return result
 
-        storage_class.resize_ = resize_
-        try:
+        with patching.attributes_set(storage_class, {"resize_": resize_}):
             yield
-        finally:
-            storage_class.resize_ = original
 
     def _resized(self, raw_storage):
         if self._paused:
@@ -159,8 +156,7 @@ class MemoryTracker:
         """While active, an op's outputs that a selective checkpoint policy keeps for
         backward (torch.utils.checkpoint with create_selective_checkpoint_contexts, torch
         >= 2.4: its caching mode stores them, past the saved-tensor hooks) count as saved."""
-        checkpoint = importlib.import_module("torch.utils.checkpoint")
-        caching = getattr(checkpoint, "_CachingTorchDispatchMode", None)
+        caching = getattr(torch.utils.checkpoint, "_CachingTorchDispatchMode", None)
         if caching is None:
             yield
             return
@@ -178,11 +174,8 @@ class MemoryTracker:
                         tracker.mark_saved(value)
             return out
 
-        caching.__torch_dispatch__ = __torch_dispatch__
-        try:
+        with patching.attributes_set(caching, {"__torch_dispatch__": __torch_dispatch__}):
             yield
-        finally:
-            caching.__torch_dispatch__ = original
 
     # --- storages a replayed model call stands for (replay.py) -----------------
     def serial_of(self, t):

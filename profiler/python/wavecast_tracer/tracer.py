@@ -10,7 +10,6 @@ import torch
 
 from . import compat, distributed, measured
 from .attention import cuda_attention
-from .norms import cuda_rms_norm
 from .autocast import checked_autocast_regions, cuda_autocast, precision
 from .compiled import eager_compile
 from .optimizers import cuda_optimizer_defaults, state_tensors, steady_state_steps
@@ -19,6 +18,7 @@ from .errors import TraceError, TraceInterrupted, error_at, one_line, out_of_mem
 from .loader import (ENTRY_MODULE_NAME, PROVIDER_NAMES, find_providers, load_entry_module, project_modules,
                      purge_project_modules, user_exception)
 from .memory import MemoryTracker
+from .norms import cuda_rms_norm
 from .project import Project
 from .recorder import OpRecorder, TraceState
 from .replay import ModelCalls, ReplayMismatch
