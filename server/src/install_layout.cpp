@@ -89,6 +89,12 @@ InstallLayout InstallLayout::resolve(const std::string& executableDir,
   layout.userGpuFile = userPath("WAVECAST_GPU_FILE", "gpus.json");
   layout.userCalibrationDir = userPath("WAVECAST_CALIBRATION_DIR", "calibration");
   layout.userSystemFile = userPath("WAVECAST_SYSTEM_FILE", "systems.json");
+  const std::string cache = environment("XDG_CACHE_HOME");
+  layout.userTraceStoreDir = environment("WAVECAST_TRACE_STORE");
+  if (layout.userTraceStoreDir.empty())
+    layout.userTraceStoreDir = !cache.empty()  ? cache + "/wavecast/traces"
+                               : !home.empty() ? home + "/.cache/wavecast/traces"
+                                               : std::string(kNoTraceStore);
   return layout;
 }
 

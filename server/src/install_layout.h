@@ -8,6 +8,9 @@
 
 namespace wavecast {
 
+// The trace-store folder (--trace-store, WAVECAST_TRACE_STORE) that turns the store off.
+inline constexpr const char* kNoTraceStore = "none";
+
 struct InstallLayout {
   std::string dataDir;    // holds gpus.json, systems.json, collectives.json, tensor_core_gemm.json, weights/
   std::string workerPath; // the wavecast-worker executable
@@ -23,6 +26,9 @@ struct InstallLayout {
   std::string userSystemFile; // the same for systems.json
   // Where `wavecast calibrate` writes and predictions read the user's calibration files.
   std::string userCalibrationDir;
+  // Where the daemon keeps traces between runs ($XDG_CACHE_HOME/wavecast/traces, or
+  // WAVECAST_TRACE_STORE); kNoTraceStore keeps none.
+  std::string userTraceStoreDir;
   bool installed = false;  // false: running from the build tree
 
   std::string gpuDatabasePath() const { return dataDir + "/gpus.json"; }
@@ -46,7 +52,8 @@ struct InstallLayout {
   // build tree (helpers beside the executable, data and tracer in the source
   // tree). WAVECAST_DATA_DIR, WAVECAST_WORKER, WAVECAST_PYTHON_DIR,
   // WAVECAST_PYTHON_ENV ('system': the interpreter's own packages) and
-  // WAVECAST_GPU_FILE, WAVECAST_SYSTEM_FILE and WAVECAST_CALIBRATION_DIR override each part; without WAVECAST_PYTHON_ENV the default
+  // WAVECAST_GPU_FILE, WAVECAST_SYSTEM_FILE, WAVECAST_CALIBRATION_DIR and WAVECAST_TRACE_STORE
+  // override each part; without WAVECAST_PYTHON_ENV the default
   // venv is the one wavecast was configured with (build/python-env) if it exists
   // here, else none (missingPythonEnv).
   static InstallLayout resolve(const std::string& executableDir, const Environment& environment);

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <iterator>
 #include <variant>
 
@@ -491,6 +492,15 @@ std::string tracedWith(const std::string& torchVersion, const std::string& pytho
     text += " (the system python3's packages)";
   else if (!pythonEnv.empty())
     text += " (" + pythonEnv + ")";
+  return text;
+}
+
+std::string localTime(std::chrono::system_clock::time_point when) {
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(when);
+  std::tm local{};
+  localtime_r(&seconds, &local);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M", &local);
   return text;
 }
 

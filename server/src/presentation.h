@@ -8,6 +8,7 @@
 #include "wavecast/predictor/prediction.h"
 #include "wavecast/profiler/trace_job.h"
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -54,6 +55,8 @@ std::string traceWarningLine(const TraceWarning& warning);
 std::string errorMessage(const ProfileError& error);
 // "torch 2.11.0+cu130 (/home/me/venv)", "torch 1.13.1 (the system python3's packages)".
 std::string tracedWith(const std::string& torchVersion, const std::string& pythonEnv);
+// "2026-11-26 21:05" in this machine's time zone.
+std::string localTime(std::chrono::system_clock::time_point when);
 // "file:line: message (hint)" on one line, for a terminal.
 std::string errorLine(const ProfileError& error);
 

@@ -47,6 +47,10 @@ CommandSpec serveSpec() {
         "shape (default: no GPU needed) or measured (on this machine's GPU, scaled to the "
         "other targets)"},
        {"timeout", "SECONDS", "give up tracing after this long (default 120)"},
+       {"trace-store", "DIR",
+        "keep traces here between runs, so a script traced before shows its results at once "
+        "(default $XDG_CACHE_HOME/wavecast/traces, or WAVECAST_TRACE_STORE; 'none' keeps "
+        "none)"},
        {"roofline", "", "analytic model only (no learned per-op models)"},
        calibrationOption()},
       0,
@@ -100,6 +104,9 @@ lsp::ProfilingAnalyzerOptions analyzerOptions(const InstallLayout& layout,
   options.defaultTargets = splitList(args.value("gpu").value_or("H100,A100,T4"));
   if (auto timeout = args.positiveInt("timeout"))
     options.timeout = std::chrono::seconds(*timeout);
+  const std::string store = args.value("trace-store").value_or(layout.userTraceStoreDir);
+  if (store != kNoTraceStore)
+    options.traceStore = std::make_shared<TraceStore>(store, WAVECAST_VERSION);
   return options;
 }
 

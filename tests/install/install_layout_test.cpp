@@ -114,6 +114,18 @@ TEST_F(InstallLayoutTest, CalibrationFilesLiveBesideTheUsersGpuFile) {
   EXPECT_EQ(resolve(root / "bin").userCalibrationDir, "");
 }
 
+TEST_F(InstallLayoutTest, TracesAreStoredInTheUsersCacheFolder) {
+  fs::create_directories(root / "bin");
+  environment = {{"HOME", "/home/me"}};
+  EXPECT_EQ(resolve(root / "bin").userTraceStoreDir, "/home/me/.cache/wavecast/traces");
+  environment["XDG_CACHE_HOME"] = "/cache";
+  EXPECT_EQ(resolve(root / "bin").userTraceStoreDir, "/cache/wavecast/traces");
+  environment["WAVECAST_TRACE_STORE"] = kNoTraceStore;
+  EXPECT_EQ(resolve(root / "bin").userTraceStoreDir, kNoTraceStore);
+  environment.clear();
+  EXPECT_EQ(resolve(root / "bin").userTraceStoreDir, kNoTraceStore) << "no home: no store";
+}
+
 } // namespace
 } // namespace wavecast
 

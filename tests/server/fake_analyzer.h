@@ -108,6 +108,14 @@ public:
     if (output_)
       return *output_;
     AnalysisOutput output = sampleOutput(request.file, request.batchSize.value_or(32));
+    if (store_ == Store::Full && request.traceSource != TraceSource::Worker)
+      output.storedTraceRecorded = kStoredAt;
+    if (store_ != Store::Full && request.traceSource == TraceSource::Store) {
+      ProfileError none;
+      none.kind = ProfileErrorKind::Cancelled;
+      none.message = "no stored trace";
+      return none;
+    }
     if (!fits_) {
       const GpuSummary& t4 = output.prediction.summaries[1];
       output.prediction.summaries[1].fitsInMemory = false;
@@ -163,6 +171,17 @@ public:
     std::lock_guard<std::mutex> lock(mutex_);
     output_ = std::move(output);
   }
+  // No trace store; one without the script's trace; one with it, recorded at kStoredAt.
+  enum class Store { None, Empty, Full };
+  void setStore(Store store) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    store_ = store;
+  }
+  static constexpr std::chrono::system_clock::time_point kStoredAt{std::chrono::hours(490000)};
+  bool storesTraces() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return store_ != Store::None;
+  }
   void setFits(bool fits) {
     std::lock_guard<std::mutex> lock(mutex_);
     fits_ = fits;
@@ -209,7 +228,7 @@ public:
 
 private:
   std::vector<DeviceSpec> gpus_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<AnalysisRequest> requests_;
   std::vector<std::string> prepared_;
@@ -218,6 +237,7 @@ private:
   int finished_ = 0;
   int cancelled_ = 0;
   int releases_ = 0;
+  Store store_ = Store::None;
   bool holdAtEntry_ = false;
   bool fits_ = true;
   std::optional<ProfileError> nextError_;

@@ -1,3 +1,4 @@
+#include "presentation.h"
 #include "server_fixture.h"
 
 #include <algorithm>
@@ -418,6 +419,95 @@ TEST_F(ServerTest, UnchangedContentIsServedFromTheCache) {
   EXPECT_EQ(changed["summaries"][1]["memory"]["weights_bytes"], 2LL << 30);
   runUntil([] { return false; }, 100ms);
   EXPECT_EQ(analyzer_.started(), 2);
+}
+
+// The status line of the last results that came from a stored trace; empty when none did.
+std::string storedResultsStatus(const std::vector<Json>& statuses) {
+  std::string shown;
+  for (const auto& status : statuses) {
+    const std::string message = status["params"]["message"];
+    if (message.find("results ready") != std::string::npos &&
+        message.find("the trace stored") != std::string::npos)
+      shown = message;
+  }
+  return shown;
+}
+
+TEST_F(ServerTest, OpeningADocumentShowsAStoredTraceAndRunsNothing) {
+  analyzer_.setStore(FakeAnalyzer::Store::Full);
+  initialize();
+  open("train.py", kScript);
+  ASSERT_TRUE(waitStarted(1)); // a look into the store, without a save
+  EXPECT_EQ(analyzer_.requests()[0].traceSource, TraceSource::Store);
+  EXPECT_TRUE(sent("$/progress").empty()) << "no progress for a look into the store";
+  EXPECT_TRUE(sent("wavecast/resultsChanged").empty()) << "no 'analyzing' state either";
+  analyzer_.release();
+  ASSERT_TRUE(runUntil([&] { return resultsReady("train.py"); }));
+  EXPECT_EQ(storedResultsStatus(sent("wavecast/status")),
+            "train.py: results ready, traced with torch 2.11.0+cu130 (/venv) (the trace stored " +
+                localTime(FakeAnalyzer::kStoredAt) + "; save to trace it again)");
+  EXPECT_TRUE(hoverAt(2).contains("result"));
+  runUntil([] { return false; }, 100ms);
+  EXPECT_EQ(analyzer_.started(), 1) << "opening a document runs no user code";
+
+  // A save traces it, unchanged as it is; the worker's result is cached, the stored one was not.
+  analyzeTrain();
+  EXPECT_EQ(analyzer_.requests()[1].traceSource, TraceSource::Worker);
+  EXPECT_EQ(sent("wavecast/status").back()["params"]["message"].get<std::string>().find("stored"),
+            std::string::npos);
+  save("train.py");
+  runUntil([] { return false; }, 100ms);
+  EXPECT_EQ(analyzer_.started(), 2) << "the content the worker traced comes from the cache";
+}
+
+TEST_F(ServerTest, WithNothingStoredOpeningChangesNothing) {
+  analyzer_.setStore(FakeAnalyzer::Store::Empty);
+  initialize();
+  open("train.py", kScript);
+  ASSERT_TRUE(waitStarted(1));
+  analyzer_.release();
+  runUntil([] { return false; }, 100ms);
+  EXPECT_TRUE(sent("wavecast/resultsChanged").empty());
+  EXPECT_TRUE(sent("textDocument/publishDiagnostics").empty()) << "a miss is no error";
+  EXPECT_EQ(analyzer_.started(), 1) << "nothing traced until a save";
+  analyzeTrain();
+  EXPECT_EQ(analyzer_.requests()[1].traceSource, TraceSource::StoreOrWorker)
+      << "the first save of a document may still find a stored trace";
+  EXPECT_EQ(sent("wavecast/resultsChanged").back()["params"]["state"], "ready");
+}
+
+TEST_F(ServerTest, ASaveSupersedesALookIntoTheStoreAndTheTraceAfterIt) {
+  analyzer_.setStore(FakeAnalyzer::Store::Full);
+  initialize();
+  open("train.py", kScript);
+  ASSERT_TRUE(waitStarted(1));
+  save("train.py"); // while the store is looked into
+  ASSERT_TRUE(runUntil([&] { return analyzer_.cancelled() == 1; }));
+  ASSERT_TRUE(waitStarted(2));
+  EXPECT_EQ(analyzer_.requests()[1].traceSource, TraceSource::StoreOrWorker);
+  analyzer_.release();
+  ASSERT_TRUE(runUntil([&] { return resultsReady("train.py"); }));
+  EXPECT_NE(storedResultsStatus(sent("wavecast/status")).find("; tracing it again)"),
+            std::string::npos);
+  ASSERT_TRUE(waitStarted(3)); // the trace that checks the stored one
+  EXPECT_EQ(analyzer_.requests()[2].traceSource, TraceSource::Worker);
+  writeFile("train.py", std::string(kScript) + "# changed\n");
+  save("train.py");
+  ASSERT_TRUE(runUntil([&] { return analyzer_.cancelled() == 2; }));
+  ASSERT_TRUE(waitStarted(4));
+  EXPECT_EQ(analyzer_.requests()[3].traceSource, TraceSource::Worker)
+      << "the document has results: no stored trace is asked for again";
+  analyzer_.release();
+  ASSERT_TRUE(runUntil(
+      [&] { return sent("wavecast/resultsChanged").back()["params"]["state"] == "ready"; }));
+}
+
+TEST_F(ServerTest, TheManualTriggerLooksIntoNoStore) {
+  analyzer_.setStore(FakeAnalyzer::Store::Full);
+  initialize({{"trigger", "manual"}});
+  open("train.py", kScript);
+  runUntil([] { return false; }, 100ms);
+  EXPECT_EQ(analyzer_.started(), 0);
 }
 
 TEST_F(ServerTest, TcpClientsMustAuthenticate) {

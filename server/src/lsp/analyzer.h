@@ -8,6 +8,7 @@
 #include "wavecast/profiler/trace_job.h"
 #include "wavecast/protocol/wavecast.h"
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -40,6 +41,13 @@ struct LayoutOutput {
   std::vector<LineBreakdown> lines;
 };
 
+// Where an analysis may take its trace from.
+enum class TraceSource {
+  Worker,        // trace the script now
+  StoreOrWorker, // a trace stored by an earlier run of the daemon, when one is still valid
+  Store,         // only a stored trace: without one the analysis fails (Cancelled), quietly
+};
+
 struct AnalysisRequest {
   std::string file; // absolute path of the script defining the providers
   std::optional<int64_t> batchSize;
@@ -49,6 +57,7 @@ struct AnalysisRequest {
   std::vector<std::string> scriptArgs{}; // sys.argv[1:] of a script run as written
   std::vector<LayoutTarget> layouts{};   // multi-GPU targets, predicted beside the GPUs
   std::optional<int> worldSize{};        // a torch.distributed script's launch (default 8)
+  TraceSource traceSource = TraceSource::Worker;
 };
 
 struct AnalysisOutput {
@@ -65,6 +74,8 @@ struct AnalysisOutput {
   std::vector<TraceWarning> traceWarnings;
   std::vector<LayoutOutput> layouts;     // the request's layouts the model can run
   std::vector<ParallelRefusal> refusals; // and those it cannot
+  // Set when the trace came from the store: when the worker traced it, in an earlier run.
+  std::optional<std::chrono::system_clock::time_point> storedTraceRecorded;
 };
 
 using AnalysisOutcome = std::variant<AnalysisOutput, ProfileError>;
@@ -102,6 +113,8 @@ public:
   // Called when the settings are known or change: gets ready for analyses with this
   // Python environment (the real analyzer starts its worker) without blocking.
   virtual void prepare(const std::string& pythonEnv) { (void)pythonEnv; }
+  // Whether it keeps traces between runs (TraceSource::Store can find one).
+  virtual bool storesTraces() const { return false; }
 
   // The settings' multi-GPU targets through the one layout parser and the GPU and system
   // databases; throws UnknownTargetError or UnknownGpuError naming the first it cannot read.

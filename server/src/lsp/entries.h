@@ -31,6 +31,7 @@ struct Entry {
   std::optional<int64_t> versionAtRequest;
   std::string cacheKeyAtRequest;
   std::string textAtRequest; // the entry file: result lines number this text
+  TraceSource sourceAtRequest = TraceSource::Worker;
   std::vector<std::pair<ClientId, protocol::Json>> waiters; // wavecast/analyze requests
 };
 

@@ -389,7 +389,8 @@ void LanguageServer::didOpen(ClientId client, const Json& params) {
   documents_.open(uri, requirePath(uri), open.textDocument.text, open.textDocument.version);
   const Document& doc = *documents_.find(uri);
   clients_.at(client).openDocuments.insert(uri);
-  // Results cached for this exact content are shown at once; nothing is run.
+  // Results cached for this exact content are shown at once, else those of a trace an
+  // earlier run of the daemon stored, if there is one; no user code runs.
   auto entry = entries_.find(uri);
   bool hasResults = entry != entries_.end() && entry->second.result;
   if (!hasResults && isAnalysisEntry(doc.text)) {
@@ -403,6 +404,9 @@ void LanguageServer::didOpen(ClientId client, const Json& params) {
         created.state = ResultsState::Ready;
         created.contentVersion = doc.version;
         resultsChanged(uri);
+      } else if (analyzer_.storesTraces() && settings_.trigger != AnalysisTrigger::Manual &&
+                 !scheduler_->pending(uri) && (entry == entries_.end() || !entry->second.error)) {
+        showStoredResults(uri);
       }
     }
   }

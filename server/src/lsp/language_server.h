@@ -147,6 +147,13 @@ private:
   // `client` once (until it changes).
   void applySettings(ClientId client, const Json& object, std::string_view where);
   void startAnalysis(const std::string& uri, std::chrono::milliseconds delay);
+  // Shows what a trace stored by an earlier run predicts for the document, if there is
+  // one (quietly: no progress, no state change when there is none).
+  void showStoredResults(const std::string& uri);
+  // Records in the entry of `uri` what an analysis of `path`, holding `content`, is
+  // requested with.
+  AnalysisRequest requestFor(const std::string& uri, const std::string& path,
+                             const std::string& content);
   // What analysing `path` with the current settings asks of the analyzer.
   AnalysisRequest analysisRequest(const std::string& path, std::optional<int64_t> batchSize) const;
   void reanalyzeEntriesWithResults();

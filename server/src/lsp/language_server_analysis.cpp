@@ -54,14 +54,8 @@ void LanguageServer::startAnalysis(const std::string& uri, std::chrono::millisec
   auto content = readFile(path);
   if (!content)
     throwInvalidParams("cannot read " + path + ": the file must exist on disk");
+  AnalysisRequest request = requestFor(uri, path, *content);
   Entry& entry = entries_[uri];
-  entry.path = path;
-  AnalysisRequest request = analysisRequest(path, entry.batchSizeOverride ? entry.batchSizeOverride
-                                                                          : settings_.batchSize);
-  const Document* doc = documents_.find(uri);
-  entry.versionAtRequest = doc ? std::optional<int64_t>(doc->version) : std::nullopt;
-  entry.cacheKeyAtRequest = cacheKey(*content, request);
-  entry.textAtRequest = *content;
 
   if (auto cached = cache_.fresh(entry.cacheKeyAtRequest)) {
     scheduler_->cancel(uri);
@@ -72,10 +66,39 @@ void LanguageServer::startAnalysis(const std::string& uri, std::chrono::millisec
     resultsChanged(uri);
     return;
   }
+  // The first analysis of a document in this run may start from a trace an earlier run
+  // stored (analysisFinished then has the worker trace it again).
+  if (!entry.result && !entry.error)
+    request.traceSource = entry.sourceAtRequest = TraceSource::StoreOrWorker;
   entry.state = ResultsState::Analyzing;
   scheduler_->schedule(uri, std::move(request), delay);
   sendToAll(methods::kResultsChanged,
             {{"uri", uri}, {"state", toString(entry.state)}, {"summaries", Json::array()}});
+}
+
+AnalysisRequest LanguageServer::requestFor(const std::string& uri, const std::string& path,
+                                           const std::string& content) {
+  Entry& entry = entries_[uri];
+  entry.path = path;
+  AnalysisRequest request = analysisRequest(path, entry.batchSizeOverride ? entry.batchSizeOverride
+                                                                          : settings_.batchSize);
+  const Document* doc = documents_.find(uri);
+  entry.versionAtRequest = doc ? std::optional<int64_t>(doc->version) : std::nullopt;
+  entry.cacheKeyAtRequest = cacheKey(content, request);
+  entry.textAtRequest = content;
+  entry.sourceAtRequest = request.traceSource;
+  return request;
+}
+
+void LanguageServer::showStoredResults(const std::string& uri) {
+  const std::string path = requirePath(uri);
+  const auto content = readFile(path);
+  if (!content)
+    return;
+  AnalysisRequest request = requestFor(uri, path, *content);
+  Entry& entry = entries_[uri];
+  request.traceSource = entry.sourceAtRequest = TraceSource::Store;
+  scheduler_->schedule(uri, std::move(request), std::chrono::milliseconds(0));
 }
 
 void LanguageServer::reanalyzeEntriesWithResults() {
@@ -92,6 +115,10 @@ void LanguageServer::reanalyzeEntriesWithResults() {
 
 void LanguageServer::analysisStarted(const std::string& uri) {
   analysisStarts_[uri] = std::chrono::steady_clock::now();
+  if (auto entry = entries_.find(uri);
+      entry != entries_.end() && entry->second.sourceAtRequest == TraceSource::Store)
+    return; // a look into the store, too short for progress
+
   std::string name = fs::path(requirePath(uri)).filename().string();
   sendStatus(ServerState::Analyzing, "analysing " + name);
   endProgress("superseded"); // a cancelled run's bar must not spin forever
@@ -157,8 +184,12 @@ void LanguageServer::analysisFinished(const std::string& uri, const AnalysisRequ
     analysisStarts_.erase(started);
   }
   Entry& entry = entries_[uri];
+  if (request.traceSource == TraceSource::Store && std::holds_alternative<ProfileError>(outcome))
+    return; // nothing stored: the document stays as it was until it is saved
   entry.contentVersion = entry.versionAtRequest;
+  bool fromStore = false;
   if (auto* output = std::get_if<AnalysisOutput>(&outcome)) {
+    fromStore = output->storedTraceRecorded.has_value();
     auto indexed = indexResult(std::move(*output), ++resultSequence_);
     // Every file the result depends on, read once: the entry as it was requested
     // (a save since then is being analysed anew), imported modules as they are now.
@@ -181,12 +212,22 @@ void LanguageServer::analysisFinished(const std::string& uri, const AnalysisRequ
     std::map<std::string, std::string> sourceHashes;
     for (const auto& [source, text] : texts)
       sourceHashes[source] = contentHash(text);
-    cache_.insert(entry.cacheKeyAtRequest, indexed, std::move(sourceHashes));
+    // A stored trace's results stay out of the cache, which would answer the trace below.
+    if (!fromStore)
+      cache_.insert(entry.cacheKeyAtRequest, indexed, std::move(sourceHashes));
   } else {
     entry.error = std::get<ProfileError>(std::move(outcome));
     entry.state = ResultsState::Error;
   }
   resultsChanged(uri);
+  // After a save, what an earlier run traced is shown at once, then traced again: the
+  // script's environment (torch, its libraries) may have changed since, which no hash
+  // sees. Its results stay shown meanwhile. (Opening a document runs no user code.)
+  if (fromStore && request.traceSource == TraceSource::StoreOrWorker) {
+    AnalysisRequest again = request;
+    again.traceSource = entry.sourceAtRequest = TraceSource::Worker;
+    scheduler_->schedule(uri, std::move(again), std::chrono::milliseconds(0));
+  }
 }
 
 void LanguageServer::analysisCancelled(const std::string& uri) {
@@ -209,9 +250,14 @@ void LanguageServer::resultsChanged(const std::string& uri) {
   std::string message = name + ": results ready";
   if (failed)
     message = name + ": " + entry.error->message;
-  else if (entry.result)
+  else if (entry.result) {
     message += ", traced with " +
                tracedWith(entry.result->output.torchVersion, entry.result->output.pythonEnv);
+    if (const auto& recorded = entry.result->output.storedTraceRecorded)
+      message += " (the trace stored " + localTime(*recorded) +
+                 (entry.sourceAtRequest == TraceSource::Store ? "; save to trace it again)"
+                                                              : "; tracing it again)");
+  }
   endProgress(message);
   sendStatus(failed ? ServerState::Error : ServerState::Idle, message);
   sendToAll(methods::kResultsChanged,
@@ -266,7 +312,7 @@ void LanguageServer::publishDiagnostics() {
     auto known = uriOfPath.find(path);
     std::string uri = known != uriOfPath.end() ? known->second : pathToUri(path);
     auto text = [&] {
-      const Document* doc = documents_.findByPath(path);
+      const Document* doc = documents_.find(uri);
       return doc && !doc->text.empty() ? doc->text : readFile(path).value_or("");
     };
     PublishDiagnosticsParams params{

@@ -1,5 +1,6 @@
 #include "lsp/profiling_analyzer.h"
 
+#include "lsp/files.h"
 #include "presentation.h"
 #include "script_device.h"
 #include "wavecast/predictor/measured_trace.h"
@@ -7,7 +8,6 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
-#include <set>
 
 namespace wavecast::lsp {
 
@@ -109,10 +109,39 @@ AnalysisOutcome ProfilingAnalyzer::analyze(const AnalysisRequest& request,
   if (!request.targets.empty())
     if (const DeviceSpec* first = database_.find(request.targets.front()))
       traceRequest.device = scriptDevice(*first);
+
+  // The entry as it is now: the store's key, and what a new trace is stored under.
+  const std::string entryText = readFile(request.file).value_or("");
+  const TraceStore* store = options_.traceStore.get();
+  const std::string storeKey =
+      store ? TraceStore::key(traceRequest, request.pythonEnv, entryText) : std::string();
+  if (store && request.traceSource != TraceSource::Worker)
+    if (auto stored = options_.traceStore->load(storeKey)) {
+      AnalysisOutcome outcome = predict(request, stored->trace, progress);
+      if (auto* output = std::get_if<AnalysisOutput>(&outcome))
+        output->storedTraceRecorded = stored->recorded;
+      return outcome;
+    }
+  if (request.traceSource == TraceSource::Store) {
+    ProfileError none;
+    none.kind = ProfileErrorKind::Cancelled;
+    none.message = "no stored trace of " + request.file;
+    none.file = request.file;
+    return none;
+  }
+
   TraceResult traced = profiler->trace(traceRequest, cancel);
   if (auto* error = std::get_if<ProfileError>(&traced))
     return *error;
-  const Trace& trace = std::get<Trace>(traced);
+  auto trace = std::make_shared<const Trace>(std::move(std::get<Trace>(traced)));
+  AnalysisOutcome outcome = predict(request, *trace, progress);
+  if (store && std::holds_alternative<AnalysisOutput>(outcome))
+    options_.traceStore->saveLater(storeKey, trace, request.file, entryText);
+  return outcome;
+}
+
+AnalysisOutcome ProfilingAnalyzer::predict(const AnalysisRequest& request, const Trace& trace,
+                                           const ProgressCallback& progress) const {
   try {
     if (progress)
       progress("predicting " + std::to_string(trace.ops.size()) + " ops on " +
@@ -151,15 +180,7 @@ AnalysisOutcome ProfilingAnalyzer::analyze(const AnalysisRequest& request,
     output.traceWarnings = trace.warnings;
     output.traceMode = trace.mode;
     output.fallbackOps = trace.fallbackOps;
-    std::set<std::string> files{output.entryFile};
-    for (const auto& op : trace.ops) {
-      if (op.loc.valid())
-        files.insert(op.loc.file);
-      for (const auto& frame : op.stack)
-        if (frame.valid())
-          files.insert(frame.file);
-    }
-    output.sourceFiles.assign(files.begin(), files.end());
+    output.sourceFiles = traceSourceFiles(trace, output.entryFile);
     return output;
   } catch (const std::exception& error) {
     ProfileError failure;

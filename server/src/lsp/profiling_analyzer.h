@@ -6,6 +6,7 @@
 #include "wavecast/predictor/gpu_database.h"
 #include "wavecast/predictor/predictor.h"
 #include "wavecast/profiler/profiler.h"
+#include "wavecast/profiler/trace_store.h"
 
 #include <memory>
 #include <mutex>
@@ -17,6 +18,8 @@ struct ProfilingAnalyzerOptions {
   PredictorOptions predictor;
   std::vector<std::string> defaultTargets; // names; resolved against the database
   std::chrono::milliseconds timeout{120000};
+  // Where traces are kept between runs (trace_store.h); nullptr keeps none.
+  std::shared_ptr<TraceStore> traceStore;
 };
 
 class ProfilingAnalyzer : public Analyzer {
@@ -30,10 +33,14 @@ public:
   std::vector<std::string> defaultTargets() const override { return defaultTargets_; }
   // Starts the worker for `pythonEnv` now, so the first save finds torch imported.
   void prepare(const std::string& pythonEnv) override;
+  bool storesTraces() const override { return options_.traceStore != nullptr; }
   std::vector<LayoutTarget>
   resolveLayouts(const std::vector<protocol::ParallelTargetSetting>& targets) const override;
 
 private:
+  // The prediction of `trace` for `request` (what analyze returns once it has a trace).
+  AnalysisOutcome predict(const AnalysisRequest& request, const Trace& trace,
+                          const ProgressCallback& progress) const;
   // The profiler for `pythonEnv`, replacing one for another environment; holds mutex_.
   std::shared_ptr<Profiler> profilerForLocked(const std::string& pythonEnv);
 

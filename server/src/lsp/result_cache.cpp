@@ -1,22 +1,8 @@
 #include "lsp/result_cache.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <fstream>
-#include <sstream>
 
 namespace wavecast::lsp {
-
-std::string contentHash(std::string_view bytes) {
-  uint64_t hash = 1469598103934665603ull;
-  for (unsigned char c : bytes) {
-    hash ^= c;
-    hash *= 1099511628211ull;
-  }
-  char out[17];
-  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(hash));
-  return out;
-}
 
 std::string cacheKey(std::string_view entryText, const AnalysisRequest& request) {
   std::string key = contentHash(entryText);
@@ -31,15 +17,6 @@ std::string cacheKey(std::string_view entryText, const AnalysisRequest& request)
   if (request.worldSize)
     key += "|ranks" + std::to_string(*request.worldSize);
   return key;
-}
-
-std::optional<std::string> ResultCache::hashFileOnDisk(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return std::nullopt;
-  std::ostringstream content;
-  content << in.rdbuf();
-  return contentHash(content.str());
 }
 
 ResultCache::ResultCache(size_t capacity, FileHasher hashFile)

@@ -7,6 +7,7 @@
 
 #include "lsp/analyzer.h"
 #include "lsp/indexed_result.h"
+#include "wavecast/profiler/content_hash.h"
 
 #include <cstddef>
 #include <deque>
@@ -19,8 +20,7 @@
 
 namespace wavecast::lsp {
 
-// Hex FNV-1a of `bytes`: the content part of cache keys and the source hashes.
-std::string contentHash(std::string_view bytes);
+using wavecast::contentHash; // the content part of cache keys and the source hashes
 // The key of an analysis of `request` whose entry file holds `entryText`.
 std::string cacheKey(std::string_view entryText, const AnalysisRequest& request);
 
@@ -28,10 +28,7 @@ class ResultCache {
 public:
   // A file's current contentHash; nullopt when it cannot be read.
   using FileHasher = std::function<std::optional<std::string>(const std::string& path)>;
-  // Reads the file from disk.
-  static std::optional<std::string> hashFileOnDisk(const std::string& path);
-
-  explicit ResultCache(size_t capacity, FileHasher hashFile = hashFileOnDisk);
+  explicit ResultCache(size_t capacity, FileHasher hashFile = fileContentHash);
 
   // The result for `key` while every file it depends on is unchanged; a stale
   // entry is dropped.

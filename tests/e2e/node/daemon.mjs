@@ -35,8 +35,8 @@ export function spawnDaemon(args = []) {
 }
 
 // A started daemon with an initialized client; records notifications by method.
-export async function startClient({ initializationOptions = { protocol_version: 2 } } = {}) {
-  const child = spawnDaemon();
+export async function startClient({ initializationOptions = { protocol_version: 2 }, args = [] } = {}) {
+  const child = spawnDaemon(args);
   const connection = createMessageConnection(
     new StreamMessageReader(child.stdout),
     new StreamMessageWriter(child.stdin),

@@ -1,0 +1,201 @@
+#include "wavecast/profiler/trace_store.h"
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <system_error>
+#include <unistd.h>
+#include <vector>
+
+namespace wavecast {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kFormat = "wavecast-trace-store";
+constexpr int kFormatVersion = 1;
+
+std::optional<std::string> readText(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return std::nullopt;
+  std::ostringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+} // namespace
+
+std::vector<std::string> traceSourceFiles(const Trace& trace, const std::string& entryFile) {
+  std::set<std::string> files{entryFile};
+  for (const auto& op : trace.ops) {
+    if (op.loc.valid())
+      files.insert(op.loc.file);
+    for (const auto& frame : op.stack)
+      if (frame.valid())
+        files.insert(frame.file);
+  }
+  return {files.begin(), files.end()};
+}
+
+TraceStore::TraceStore(fs::path folder, std::string version, size_t capacity, FileHasher hashFile)
+    : folder_(std::move(folder)), version_(std::move(version)),
+      capacity_(std::max<size_t>(1, capacity)), hashFile_(std::move(hashFile)) {}
+
+TraceStore::~TraceStore() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (writer_.joinable())
+    writer_.join();
+}
+
+std::string TraceStore::key(const TraceRequest& request, const std::string& pythonEnv,
+                            std::string_view entryText) {
+  // One field per line, each named: no two requests write the same text.
+  std::ostringstream key;
+  key << "file " << request.file << "\ncontent " << contentHash(entryText) << "\nbatch "
+      << (request.batchSize ? std::to_string(*request.batchSize) : "default") << "\nmode "
+      << toString(request.mode) << "\nenv " << pythonEnv << "\nranks "
+      << (request.worldSize ? std::to_string(*request.worldSize) : "default");
+  for (const auto& word : request.scriptArgs)
+    key << "\narg " << word;
+  if (const auto& device = request.device)
+    key << "\ndevice " << device->name << " " << device->memoryBytes << " "
+        << device->capabilityMajor << "." << device->capabilityMinor << " "
+        << device->multiprocessors << " " << device->l2CacheBytes;
+  return key.str();
+}
+
+fs::path TraceStore::pathOf(const std::string& key) const {
+  return folder_ / (contentHash(key) + ".json");
+}
+
+std::optional<StoredTrace> TraceStore::load(const std::string& key) {
+  const fs::path path = pathOf(key);
+  const auto text = readText(path);
+  if (!text)
+    return std::nullopt;
+  std::error_code ignored;
+  try {
+    const auto doc = nlohmann::json::parse(*text);
+    // Another format, another wavecast, or another key that hashed alike: not this entry.
+    if (doc.at("format") != kFormat || doc.at("version") != kFormatVersion ||
+        doc.at("wavecast") != version_ || doc.at("key") != key) {
+      fs::remove(path, ignored);
+      return std::nullopt;
+    }
+    for (const auto& [source, hash] : doc.at("sources").items())
+      if (hashFile_(source) != hash.get<std::string>())
+        return std::nullopt; // stale; the next trace of this request replaces it
+    StoredTrace stored{traceFromJson(doc.at("trace")),
+                       std::chrono::system_clock::time_point(
+                           std::chrono::seconds(doc.at("recorded").get<int64_t>()))};
+    fs::last_write_time(path, fs::file_time_type::clock::now(), ignored); // recently used
+    return stored;
+  } catch (const std::exception&) {
+    fs::remove(path, ignored); // unreadable: a torn write or another program's file
+    return std::nullopt;
+  }
+}
+
+bool TraceStore::save(const std::string& key, const Trace& trace, const std::string& entryFile,
+                      std::string_view entryText, std::chrono::system_clock::time_point recorded) {
+  // The entry changed while it was traced: the trace may be of either text.
+  if (hashFile_(entryFile) != contentHash(entryText))
+    return false;
+  nlohmann::json sources = nlohmann::json::object();
+  for (const auto& source : traceSourceFiles(trace, entryFile)) {
+    const auto hash = source == entryFile ? contentHash(entryText) : hashFile_(source);
+    if (!hash)
+      return false; // a file it ran is gone: nothing could tell when the entry goes stale
+    sources[source] = *hash;
+  }
+  const nlohmann::json doc = {
+      {"format", kFormat},
+      {"version", kFormatVersion},
+      {"wavecast", version_},
+      {"key", key},
+      {"recorded",
+       std::chrono::duration_cast<std::chrono::seconds>(recorded.time_since_epoch()).count()},
+      {"sources", std::move(sources)},
+      {"trace", traceToJson(trace)}};
+  std::error_code error;
+  fs::create_directories(folder_, error);
+  const fs::path path = pathOf(key);
+  // Written aside and renamed over: a reader never sees half a file.
+  const fs::path partial = path.string() + ".partial-" + std::to_string(::getpid());
+  {
+    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+    if (!out)
+      return false;
+    out << doc.dump();
+    if (!out.flush())
+      return false;
+  }
+  fs::rename(partial, path, error);
+  if (error) {
+    fs::remove(partial, error);
+    return false;
+  }
+  prune();
+  return true;
+}
+
+void TraceStore::prune() {
+  std::error_code error;
+  std::vector<std::pair<fs::file_time_type, fs::path>> entries;
+  for (const auto& item : fs::directory_iterator(folder_, error))
+    if (item.path().extension() == ".json")
+      entries.emplace_back(item.last_write_time(error), item.path());
+  if (entries.size() <= capacity_)
+    return;
+  std::sort(entries.begin(), entries.end());
+  for (size_t i = 0; i + capacity_ < entries.size(); ++i)
+    fs::remove(entries[i].second, error);
+}
+
+void TraceStore::saveLater(const std::string& key, std::shared_ptr<const Trace> trace,
+                           std::string entryFile, std::string entryText) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // A newer trace of the same request replaces one not yet written.
+    queue_.erase(std::remove_if(queue_.begin(), queue_.end(),
+                                [&](const PendingSave& pending) { return pending.key == key; }),
+                 queue_.end());
+    queue_.push_back({key, std::move(trace), std::move(entryFile), std::move(entryText),
+                      std::chrono::system_clock::now()});
+    if (!writer_.joinable())
+      writer_ = std::thread([this] { run(); });
+  }
+  wake_.notify_all();
+}
+
+void TraceStore::flush() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  wake_.wait(lock, [&] { return queue_.empty() && !writing_; });
+}
+
+void TraceStore::run() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty())
+      return; // stopping, everything written
+    PendingSave next = std::move(queue_.front());
+    queue_.pop_front();
+    writing_ = true;
+    lock.unlock();
+    save(next.key, *next.trace, next.entryFile, next.entryText, next.recorded);
+    lock.lock();
+    writing_ = false;
+    wake_.notify_all();
+  }
+}
+
+} // namespace wavecast
