@@ -66,6 +66,8 @@ TEST_F(TraceStoreTest, ATraceComesBackWhileItsFilesAreUnchanged) {
   const auto recorded = std::chrono::system_clock::time_point(std::chrono::seconds(1764190000));
   ASSERT_TRUE(store.save(key, trace(), entry_, "import model\n", recorded));
 
+  EXPECT_EQ(fs::status(folder()).permissions() & fs::perms::all, fs::perms::owner_all)
+      << "traces name the user's files: the folder is theirs alone";
   const auto stored = store.load(key);
   ASSERT_TRUE(stored);
   EXPECT_EQ(traceToJson(stored->trace), traceToJson(trace()));

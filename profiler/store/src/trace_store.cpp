@@ -126,7 +126,9 @@ bool TraceStore::save(const std::string& key, const Trace& trace, const std::str
       {"sources", std::move(sources)},
       {"trace", traceToJson(trace)}};
   std::error_code error;
-  fs::create_directories(folder_, error);
+  // Traces name the user's files and models: the folder is the user's alone.
+  if (fs::create_directories(folder_, error))
+    fs::permissions(folder_, fs::perms::owner_all, error);
   const fs::path path = pathOf(key);
   // Written aside and renamed over: a reader never sees half a file.
   const fs::path partial = path.string() + ".partial-" + std::to_string(::getpid());

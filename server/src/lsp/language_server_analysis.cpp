@@ -312,7 +312,7 @@ void LanguageServer::publishDiagnostics() {
     auto known = uriOfPath.find(path);
     std::string uri = known != uriOfPath.end() ? known->second : pathToUri(path);
     auto text = [&] {
-      const Document* doc = documents_.find(uri);
+      const Document* doc = documents_.findByPath(path);
       return doc && !doc->text.empty() ? doc->text : readFile(path).value_or("");
     };
     PublishDiagnosticsParams params{

@@ -111,8 +111,8 @@ AnalysisOutcome ProfilingAnalyzer::analyze(const AnalysisRequest& request,
       traceRequest.device = scriptDevice(*first);
 
   // The entry as it is now: the store's key, and what a new trace is stored under.
-  const std::string entryText = readFile(request.file).value_or("");
   const TraceStore* store = options_.traceStore.get();
+  const std::string entryText = store ? readFile(request.file).value_or("") : std::string();
   const std::string storeKey =
       store ? TraceStore::key(traceRequest, request.pythonEnv, entryText) : std::string();
   if (store && request.traceSource != TraceSource::Worker)
