@@ -18,15 +18,6 @@ namespace {
 constexpr const char* kFormat = "wavecast-trace-store";
 constexpr int kFormatVersion = 1;
 
-std::optional<std::string> readText(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return std::nullopt;
-  std::ostringstream content;
-  content << in.rdbuf();
-  return content.str();
-}
-
 } // namespace
 
 std::vector<std::string> traceSourceFiles(const Trace& trace, const std::string& entryFile) {
@@ -78,7 +69,7 @@ fs::path TraceStore::pathOf(const std::string& key) const {
 
 std::optional<StoredTrace> TraceStore::load(const std::string& key) {
   const fs::path path = pathOf(key);
-  const auto text = readText(path);
+  const auto text = readFileBytes(path.string());
   if (!text)
     return std::nullopt;
   std::error_code ignored;

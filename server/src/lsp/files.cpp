@@ -1,8 +1,8 @@
 #include "lsp/files.h"
 
+#include "wavecast/profiler/content_hash.h"
+
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 namespace wavecast::lsp {
 
@@ -15,12 +15,7 @@ std::string canonicalPath(const std::string& path) {
 }
 
 std::optional<std::string> readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return std::nullopt;
-  std::ostringstream content;
-  content << in.rdbuf();
-  return content.str();
+  return readFileBytes(path);
 }
 
 } // namespace wavecast::lsp

@@ -1,5 +1,5 @@
-// A short fingerprint of a file's bytes: what caches compare to tell whether a file
-// changed since a result was made from it.
+// A file's bytes and a short fingerprint of them: what caches compare to tell whether a
+// file changed since a result was made from it.
 #pragma once
 
 #include <cstdint>
@@ -24,14 +24,20 @@ inline std::string contentHash(std::string_view bytes) {
   return out;
 }
 
-// contentHash of the file at `path`; nullopt when it cannot be read.
-inline std::optional<std::string> fileContentHash(const std::string& path) {
+// The bytes of the file at `path`; nullopt when it cannot be read.
+inline std::optional<std::string> readFileBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return std::nullopt;
   std::ostringstream content;
   content << in.rdbuf();
-  return contentHash(content.str());
+  return content.str();
+}
+
+// contentHash of the file at `path`; nullopt when it cannot be read.
+inline std::optional<std::string> fileContentHash(const std::string& path) {
+  const auto bytes = readFileBytes(path);
+  return bytes ? std::optional<std::string>(contentHash(*bytes)) : std::nullopt;
 }
 
 } // namespace wavecast
