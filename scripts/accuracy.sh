@@ -44,6 +44,8 @@ done
 python3 "$root/bench/tensor_core_gemm/report.py" --wavecast "$tool" --markdown "$work/gemm.md" >/dev/null
 # torchtitan's published Llama 3 8B FSDP throughputs (reported, never fitted on).
 python3 "$root/bench/published/torchtitan.py" --wavecast "$tool" --markdown "$work/torchtitan.md" >/dev/null
+# The two ways into a multi-GPU prediction at full size (Llama 3 8B).
+python3 "$root/bench/parallel/two_ways.py" --wavecast "$tool" >"$work/two_ways.md"
 elapsed=$(( $(date +%s) - start ))
 
 out=$root/docs/accuracy.md
@@ -407,6 +409,17 @@ No multi-GPU run was measured for this work (no GPU here). What is checked:
   --microbatches 4 --schedule gpipe` against `torch.distributed.pipelining`'s first stage:
   iteration and host time within 1.0%, kernels within 1.8%. This checks the two front ends
   against each other, not against hardware.
+- **The two ways at full size** (`bench/parallel/two_ways.py`): torchtitan's Llama 3 8B
+  job below, traced as one FSDP2 rank, against the same model and step written for one
+  GPU under bf16 autocast (`bench/parallel/llama3_single_gpu.py`) predicted with
+  `--fsdp --dp N --param-dtype bf16 --reduce-dtype fp32 --recompute-ops`. The exposed
+  communication agrees (the first gather and the last reduce-scatter); the iterations
+  differ by what the scripts compute: autocast keeps the one-GPU script's norms and
+  casts in fp32, which the FSDP2 rank runs in bf16.
+
+COLLECTIVES
+  cat "$work/two_ways.md"
+  cat <<'COLLECTIVES'
 
 Published end-to-end figures (never fitted on). torchtitan's Llama 3 8B jobs, written
 as torchtitan runs them (`samples/distributed/llama3_fsdp.py`: FSDP2 with bf16

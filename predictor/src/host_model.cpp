@@ -77,7 +77,11 @@ IterationTimeline simulateIteration(const Trace& trace, const std::vector<OpCost
     double end;
     std::optional<int64_t> waitOp;
     Phase phase;
+    bool prefetch; // an all-gather on FSDP's own streams
   };
+  // When the compute stream last took a prefetched all-gather's result (FSDP copies it
+  // out there and records the event the next gather's copy-in waits for).
+  double gatherTakenAt = 0;
   std::vector<InFlight> inFlight;
   // The compute stream waits for `done`; what that moves the iteration's end is exposed
   // communication, credited to the collective.
@@ -97,6 +101,8 @@ IterationTimeline simulateIteration(const Trace& trace, const std::vector<OpCost
     for (auto it = inFlight.begin(); it != inFlight.end();) {
       if (it->waitOp ? *it->waitOp == op.id : it->phase != op.phase) {
         waitFor(*it);
+        if (it->prefetch)
+          gatherTakenAt = gpu;
         it = inFlight.erase(it);
       } else {
         ++it;
@@ -107,12 +113,17 @@ IterationTimeline simulateIteration(const Trace& trace, const std::vector<OpCost
     const double busy = std::max(0.0, gpuMs[i]);
     const int kernels = op.onHost ? 0 : costs[i].kernels;
     if (costs[i].family == CostFamily::Collective && kernels > 0 && busy > 0) {
+      const CollectiveWork& work = costs[i].collective;
       // Launched once issued, after the compute before it, after the previous collective.
-      commStart = std::max({commEnd, gpu, cpu});
+      // FSDP2's all-gathers (its implicit and explicit prefetch) wait on their own streams
+      // for the previous gather's result to be taken, not for the compute: one block's
+      // gather runs beside the block before it.
+      const bool prefetch = work.sideStream && work.kind == CollectiveKind::AllGather;
+      commStart = std::max({commEnd, prefetch ? gatherTakenAt : gpu, cpu});
       commEnd = commStart + busy;
       timeline.commMs += busy;
-      if (costs[i].collective.async)
-        inFlight.push_back({i, commEnd, costs[i].collective.waitOp, op.phase});
+      if (work.async)
+        inFlight.push_back({i, commEnd, work.waitOp, op.phase, prefetch});
       else
         gpu = commEnd;
     } else if (kernels > 0 && busy > 0) {

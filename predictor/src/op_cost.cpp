@@ -111,6 +111,7 @@ std::optional<OpCost> collective(const OpRecord& op) {
       static_cast<int>(std::max<int64_t>(0, op.intArg("ranks_per_node").value_or(0)));
   cost.collective.async = op.boolArg("async").value_or(false);
   cost.collective.waitOp = op.intArg("wait_op");
+  cost.collective.sideStream = op.boolArg("side_stream").value_or(false);
   cost.bytes = static_cast<double>(cost.collective.bytes);
   cost.kernels = cost.collective.bytes > 0 ? 1 : 0;
   return cost;

@@ -219,6 +219,51 @@ TEST(CommStream, WaitsAtItsWaitOp) {
   EXPECT_DOUBLE_EQ(timeline.ops[3].wallMs, 1);
 }
 
+OpCost fsdpCollective(CollectiveKind kind, std::optional<int64_t> waitOp, bool sideStream) {
+  OpCost cost = allReduce(true, waitOp);
+  cost.collective.kind = kind;
+  cost.collective.sideStream = sideStream;
+  return cost;
+}
+
+// Three blocks' forward under FSDP2, each gather (3 ms) waited for by its block's mm (10 ms),
+// then a reduce-scatter (2 ms) on FSDP's stream too.
+IterationTimeline playFsdpForward(bool sideStream) {
+  Trace trace;
+  for (int64_t id = 0; id < 7; ++id)
+    trace.ops.push_back(opWithId(id, Phase::Forward));
+  const auto gather = [&](int64_t waitOp) {
+    return fsdpCollective(CollectiveKind::AllGather, waitOp, sideStream);
+  };
+  const std::vector<OpCost> costs{
+      gather(1),
+      work(),
+      gather(3),
+      work(),
+      gather(5),
+      work(),
+      fsdpCollective(CollectiveKind::ReduceScatter, std::nullopt, sideStream)};
+  return playOnGpu(trace, costs, {3, 10, 3, 10, 3, 10, 2});
+}
+
+TEST(CommStream, FsdpGathersRunBesideTheBlockBefore) {
+  // On FSDP's streams a gather waits for the previous gather's result to be taken (3, 13),
+  // not for the compute: the second and third run beside the first and second block
+  // (3-6, 13-16). The reduce-scatter still follows the compute that made its gradients:
+  // 33-35.
+  const auto prefetched = playFsdpForward(true);
+  EXPECT_DOUBLE_EQ(prefetched.wallMs, 35);
+  EXPECT_DOUBLE_EQ(prefetched.ops[0].wallMs, 3) << "the first has nothing to hide behind";
+  EXPECT_DOUBLE_EQ(prefetched.ops[2].commHiddenMs, 3);
+  EXPECT_DOUBLE_EQ(prefetched.ops[4].commHiddenMs, 3);
+  EXPECT_DOUBLE_EQ(prefetched.ops[6].wallMs, 2);
+  EXPECT_DOUBLE_EQ(sumWall(prefetched), prefetched.wallMs);
+  // On NCCL's stream after the compute, each gather is exposed in full.
+  const auto serial = playFsdpForward(false);
+  EXPECT_DOUBLE_EQ(serial.wallMs, 41);
+  EXPECT_DOUBLE_EQ(serial.ops[2].commHiddenMs, 0);
+}
+
 TEST(CommStream, ComputeBesideACollectiveRunsOnFewerSms) {
   // An async all-reduce of 4 ms beside a 10 ms mm: with 20% of the SMs held by NCCL the
   // overlapped 4 ms of compute take 4 / 0.8 = 5 ms; the mm ends at 11.

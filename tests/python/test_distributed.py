@@ -72,6 +72,7 @@ class DistributedSamples(unittest.TestCase):
         # once it holds 1 MiB (DDP's _DEFAULT_FIRST_BUCKET_BYTES), the rest hold 25 MiB.
         self.assert_collective(ops[0], "all_reduce", head + fc3)
         self.assert_collective(ops[1], "all_reduce", fc2 + fc1)
+        self.assertNotIn("side_stream", ops[0]["args"])  # on NCCL's stream, after the compute
         self.assertEqual(sum(op["args"]["bytes"] for op in ops), trace["memory"]["gradients_bytes"])
         # Each is credited to the layer whose gradient completed its bucket.
         self.assertEqual(ops[0]["loc"]["line"], line_of(path, "self.fc3(x)"))
@@ -102,6 +103,7 @@ class DistributedSamples(unittest.TestCase):
         for op in gathers + scatters:
             self.assert_collective(op, op["args"]["collective"], op["args"]["bytes"])
             self.assert_waits_later(trace, op)  # on FSDP's own streams
+            self.assertIs(op["args"].get("side_stream"), True)
         # Forward: the root's gather at the model's call, each block's at its call; each waited
         # for where its output is copied into the parameters.
         self.assertEqual([op["loc"]["line"] for op in gathers[:3]],

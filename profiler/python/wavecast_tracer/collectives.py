@@ -248,7 +248,9 @@ class Collectives:
             if isinstance(peer, int):
                 op["args"]["peer"] = peer
         pending = _Pending(op, self._storages(results if kind != "send" else ()), _side_stream_caller())
-        if _argument(func, args, kwargs, ("async_op",)) is False and not pending.side_stream:
+        if pending.side_stream:
+            op["args"]["side_stream"] = True
+        elif _argument(func, args, kwargs, ("async_op",)) is False:
             op["args"]["async"] = False
         self._pending.append(pending)
         return pending

@@ -60,6 +60,9 @@ struct CollectiveWork {
   int ranksPerNode = 0;          // of the group on one node; 0: as many as the node holds
   bool async = false;            // runs on NCCL's stream until its wait point
   std::optional<int64_t> waitOp; // the op that first needs its result; absent: phase end
+  // Issued on a stream of its caller's own (FSDP's all-gather streams), which does not
+  // wait for the compute issued before it.
+  bool sideStream = false;
 };
 
 struct OpCost {
