@@ -1,6 +1,6 @@
 """samples/distributed/llama3_fsdp.py's model and training step on one GPU, as a script
-written without torch.distributed: bf16 autocast instead of FSDP2's mixed precision, no
-sharding, no checkpointing. bench/parallel/two_ways.py predicts it under what-if flags
+written without torch.distributed: the step under bf16 autocast instead of FSDP2's mixed
+precision, no sharding, no checkpointing. bench/parallel/two_ways.py predicts it under what-if flags
 (--fsdp --param-dtype bf16 --reduce-dtype fp32 --recompute-ops) beside the FSDP2 script
 traced as one rank. LLAMA3_LAYERS and LLAMA3_NORM apply as in the sample."""
 
@@ -8,7 +8,6 @@ import importlib.util
 import os
 
 import torch
-import torch.nn.functional as F
 
 _SAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "samples",
                        "distributed", "llama3_fsdp.py")
@@ -30,17 +29,10 @@ def wavecast_input(batch_size=2):
 
 
 def wavecast_iteration(model):
-    optimizer = torch.optim.AdamW(
-        model.parameters(), lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1, fused=True
-    )
+    step = llama3.wavecast_iteration(model)
 
     def iteration(tokens, labels):
-        optimizer.zero_grad()
         with torch.autocast("cuda", dtype=torch.bfloat16):
-            logits = model(tokens)
-        loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(0, 1))
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0, foreach=True)
-        optimizer.step()
+            step(tokens, labels)
 
     return iteration
