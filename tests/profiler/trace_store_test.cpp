@@ -101,6 +101,24 @@ TEST_F(TraceStoreTest, TheKeyNamesEverythingTheTraceDependsOn) {
       << "how long a trace may take does not change what it records";
 }
 
+TEST_F(TraceStoreTest, InstallingOrRemovingAPackageChangesTheKey) {
+  const fs::path env = root_ / "venv";
+  fs::create_directories(env / "lib" / "python3.11" / "site-packages");
+  const fs::path site = env / "lib" / "python3.11" / "site-packages";
+  const auto keyNow = [&](const std::string& given) {
+    return TraceStore::key(request(), given, "import model\n");
+  };
+  fs::last_write_time(site, fs::file_time_type::clock::now() - std::chrono::hours(2));
+  const std::string before = keyNow(env.string());
+  EXPECT_EQ(keyNow(env.string()), before);
+  EXPECT_NE(TraceStore::packagesStamp((env / "bin" / "python").string()), "")
+      << "a venv named by its interpreter is stamped by the same folder";
+  EXPECT_EQ(TraceStore::packagesStamp((env / "bin" / "python").string()),
+            TraceStore::packagesStamp(env.string()));
+  fs::create_directories(site / "torch-2.11.0.dist-info"); // pip installs a package
+  EXPECT_NE(keyNow(env.string()), before);
+}
+
 TEST_F(TraceStoreTest, NothingIsStoredWhenTheEntryChangedDuringTheTrace) {
   TraceStore store(folder(), "1.0");
   const std::string key = TraceStore::key(request(), "/venv", "import model\n");

@@ -1,6 +1,7 @@
 #include "wavecast/profiler/trace_store.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -52,7 +53,8 @@ std::string TraceStore::key(const TraceRequest& request, const std::string& pyth
   std::ostringstream key;
   key << "file " << request.file << "\ncontent " << contentHash(entryText) << "\nbatch "
       << (request.batchSize ? std::to_string(*request.batchSize) : "default") << "\nmode "
-      << toString(request.mode) << "\nenv " << pythonEnv << "\nranks "
+      << toString(request.mode) << "\nenv " << pythonEnv << "\npackages "
+      << packagesStamp(pythonEnv) << "\nranks "
       << (request.worldSize ? std::to_string(*request.worldSize) : "default");
   for (const auto& word : request.scriptArgs)
     key << "\narg " << word;
@@ -61,6 +63,36 @@ std::string TraceStore::key(const TraceRequest& request, const std::string& pyth
         << device->capabilityMajor << "." << device->capabilityMinor << " "
         << device->multiprocessors << " " << device->l2CacheBytes;
   return key.str();
+}
+
+std::string TraceStore::packagesStamp(const std::string& pythonEnv) {
+  std::error_code error;
+  std::vector<fs::path> folders;
+  // Each python3.X folder's site-packages (a venv, a prefix) or dist-packages (Debian's).
+  const auto sitesUnder = [&](const fs::path& lib, const char* site) {
+    for (const auto& entry : fs::directory_iterator(lib, error))
+      if (entry.path().filename().string().rfind("python3", 0) == 0)
+        folders.push_back(entry.path() / site);
+  };
+  if (pythonEnv.empty() || pythonEnv == "system") {
+    folders.push_back("/usr/lib/python3/dist-packages");
+    sitesUnder("/usr/local/lib", "dist-packages");
+    if (const char* home = std::getenv("HOME"))
+      sitesUnder(fs::path(home) / ".local" / "lib", "site-packages");
+  } else {
+    fs::path root = pythonEnv;
+    if (!fs::is_directory(root, error)) // its bin/python
+      root = root.parent_path().parent_path();
+    sitesUnder(root / "lib", "site-packages");
+  }
+  std::sort(folders.begin(), folders.end());
+  std::ostringstream stamp;
+  for (const auto& folder : folders) {
+    const auto changed = fs::last_write_time(folder, error);
+    if (!error)
+      stamp << folder.string() << "@" << changed.time_since_epoch().count() << " ";
+  }
+  return stamp.str();
 }
 
 fs::path TraceStore::pathOf(const std::string& key) const {

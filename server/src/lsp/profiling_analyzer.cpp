@@ -113,8 +113,11 @@ AnalysisOutcome ProfilingAnalyzer::analyze(const AnalysisRequest& request,
   // The entry as it is now: the store's key, and what a new trace is stored under.
   const TraceStore* store = options_.traceStore.get();
   const std::string entryText = store ? readFile(request.file).value_or("") : std::string();
+  // The environment the worker imports from, the installation's when none is chosen.
+  const std::string& environment =
+      request.pythonEnv.empty() ? options_.profiler.defaultPythonEnv : request.pythonEnv;
   const std::string storeKey =
-      store ? TraceStore::key(traceRequest, request.pythonEnv, entryText) : std::string();
+      store ? TraceStore::key(traceRequest, environment, entryText) : std::string();
   if (store && request.traceSource != TraceSource::Worker)
     if (auto stored = options_.traceStore->load(storeKey)) {
       AnalysisOutcome outcome = predict(request, stored->trace, progress);

@@ -49,9 +49,13 @@ public:
   TraceStore& operator=(const TraceStore&) = delete;
 
   // What a trace of `request` in `pythonEnv` depends on besides the project's files, with
-  // the entry file holding `entryText`.
+  // the entry file holding `entryText`: packagesStamp(pythonEnv) among them.
   static std::string key(const TraceRequest& request, const std::string& pythonEnv,
                          std::string_view entryText);
+  // When the packages `pythonEnv` imports were last installed or removed: the modification
+  // times of its site-packages folders (a venv's folder or its bin/python; "system" or
+  // empty: the system interpreter's dist-packages and the user's site-packages).
+  static std::string packagesStamp(const std::string& pythonEnv);
 
   // The trace stored under `key` while every file it depends on is unchanged; nullopt
   // when there is none, it is stale, or it cannot be read (it is then removed).
