@@ -41,8 +41,14 @@ describe('the trace store', () => {
   test('a daemon stores what its worker traced, and the next one starts from it', async () => {
     const first = await firstResults();
     assert.ok(!first.client.notifications.some((n) => statusMatching(/trace stored/)(n.method, n.params)));
-    await first.client.stop(); // written by then, if not before
-    const stored = fs.readdirSync(store).filter((name) => name.endsWith('.json'));
+    // Written on the store's own thread right after the prediction (a loaded machine may
+    // take a while; the daemon's exit would flush it too, but stop() kills a slow exit).
+    const storedEntries = () =>
+      fs.existsSync(store) ? fs.readdirSync(store).filter((name) => name.endsWith('.json')) : [];
+    for (const deadline = Date.now() + 60000; storedEntries().length === 0 && Date.now() < deadline; )
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    await first.client.stop();
+    const stored = storedEntries();
     assert.equal(stored.length, 1, `store holds ${fs.readdirSync(store)}`);
     const entry = JSON.parse(fs.readFileSync(path.join(store, stored[0]), 'utf8'));
     assert.equal(entry.format, 'wavecast-trace-store');
