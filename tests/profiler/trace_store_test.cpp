@@ -145,7 +145,7 @@ TEST_F(TraceStoreTest, AnotherVersionsOrABrokenEntryIsDropped) {
 }
 
 TEST_F(TraceStoreTest, TheLeastRecentlyUsedEntriesGoBeyondTheCapacity) {
-  TraceStore store(folder(), "1.0", 2);
+  TraceStore store(folder(), "1.0", TraceStoreLimits{2});
   std::vector<std::string> keys;
   for (int batch : {1, 2, 3}) {
     TraceRequest r = request();
@@ -162,6 +162,35 @@ TEST_F(TraceStoreTest, TheLeastRecentlyUsedEntriesGoBeyondTheCapacity) {
   EXPECT_TRUE(store.load(keys[0]));
   EXPECT_FALSE(store.load(keys[1]));
   EXPECT_TRUE(store.load(keys[2]));
+}
+
+TEST_F(TraceStoreTest, TheLeastRecentlyUsedEntriesGoBeyondTheBytes) {
+  std::vector<std::string> keys;
+  for (int batch : {1, 2, 3}) {
+    TraceRequest r = request();
+    r.batchSize = batch;
+    keys.push_back(TraceStore::key(r, "/venv", "import model\n"));
+  }
+  uintmax_t one = 0;
+  {
+    TraceStore probe(root_ / "probe", "1.0");
+    ASSERT_TRUE(probe.save(keys[0], trace(), entry_, "import model\n"));
+    one = fs::file_size(fs::directory_iterator(root_ / "probe")->path());
+  }
+  TraceStore store(folder(), "1.0", TraceStoreLimits{128, 2 * one + one / 2});
+  for (const auto& key : keys) {
+    ASSERT_TRUE(store.save(key, trace(), entry_, "import model\n"));
+    // Apart in time, so that the order of use is the order of saving.
+    for (const auto& item : fs::directory_iterator(folder()))
+      fs::last_write_time(item.path(), item.last_write_time() - std::chrono::minutes(1));
+  }
+  EXPECT_FALSE(store.load(keys[0])) << "two entries fit the bytes; the oldest went";
+  EXPECT_TRUE(store.load(keys[1]));
+  EXPECT_TRUE(store.load(keys[2]));
+
+  TraceStore tiny(root_ / "tiny", "1.0", TraceStoreLimits{128, 1});
+  ASSERT_TRUE(tiny.save(keys[0], trace(), entry_, "import model\n"));
+  EXPECT_TRUE(tiny.load(keys[0])) << "the newest entry stays even when it alone is larger";
 }
 
 TEST_F(TraceStoreTest, SavesInTheBackgroundAreWrittenByFlushAndOnDestruction) {

@@ -33,9 +33,10 @@ std::vector<std::string> traceSourceFiles(const Trace& trace, const std::string&
   return {files.begin(), files.end()};
 }
 
-TraceStore::TraceStore(fs::path folder, std::string version, size_t capacity, FileHasher hashFile)
-    : folder_(std::move(folder)), version_(std::move(version)),
-      capacity_(std::max<size_t>(1, capacity)), hashFile_(std::move(hashFile)) {}
+TraceStore::TraceStore(fs::path folder, std::string version, TraceStoreLimits limits,
+                       FileHasher hashFile)
+    : folder_(std::move(folder)), version_(std::move(version)), limits_(limits),
+      hashFile_(std::move(hashFile)) {}
 
 TraceStore::~TraceStore() {
   {
@@ -174,15 +175,24 @@ bool TraceStore::save(const std::string& key, const Trace& trace, const std::str
 
 void TraceStore::prune() {
   std::error_code error;
-  std::vector<std::pair<fs::file_time_type, fs::path>> entries;
+  struct Stored {
+    fs::file_time_type used;
+    uintmax_t bytes;
+    fs::path path;
+  };
+  std::vector<Stored> entries;
   for (const auto& item : fs::directory_iterator(folder_, error))
     if (item.path().extension() == ".json")
-      entries.emplace_back(item.last_write_time(error), item.path());
-  if (entries.size() <= capacity_)
-    return;
-  std::sort(entries.begin(), entries.end());
-  for (size_t i = 0; i + capacity_ < entries.size(); ++i)
-    fs::remove(entries[i].second, error);
+      entries.push_back({item.last_write_time(error), item.file_size(error), item.path()});
+  // The most recently used first; keep them while both limits allow.
+  std::sort(entries.begin(), entries.end(),
+            [](const Stored& a, const Stored& b) { return a.used > b.used; });
+  uintmax_t bytes = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    bytes += entries[i].bytes;
+    if (i > 0 && (i >= limits_.entries || bytes > limits_.bytes))
+      fs::remove(entries[i].path, error);
+  }
 }
 
 void TraceStore::saveLater(const std::string& key, std::shared_ptr<const Trace> trace,

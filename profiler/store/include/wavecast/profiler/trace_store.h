@@ -13,6 +13,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <filesystem>
 #include <functional>
@@ -34,14 +35,21 @@ struct StoredTrace {
   std::chrono::system_clock::time_point recorded; // when the worker traced it
 };
 
+// How much a store keeps; beyond either limit the least recently used entries go (the
+// newest stays even when it alone is larger).
+struct TraceStoreLimits {
+  size_t entries = 128;
+  uintmax_t bytes = uintmax_t{256} << 20; // a GPT-2 small trace is 1.3 MB, Llama 3 8B's 8 MB
+};
+
 class TraceStore {
 public:
   // A file's contentHash; nullopt when it cannot be read.
   using FileHasher = std::function<std::optional<std::string>(const std::string& path)>;
 
-  // Keeps at most `capacity` entries in `folder` (made when first written), dropping the
-  // least recently used. `version` is the wavecast version writing and reading them.
-  TraceStore(std::filesystem::path folder, std::string version, size_t capacity = 128,
+  // Keeps entries in `folder` (made when first written) within `limits`. `version` is the
+  // wavecast version writing and reading them.
+  TraceStore(std::filesystem::path folder, std::string version, TraceStoreLimits limits = {},
              FileHasher hashFile = fileContentHash);
   // Writes what is still queued, then returns.
   ~TraceStore();
@@ -88,7 +96,7 @@ private:
 
   std::filesystem::path folder_;
   std::string version_;
-  size_t capacity_;
+  TraceStoreLimits limits_;
   FileHasher hashFile_;
 
   std::mutex mutex_;
