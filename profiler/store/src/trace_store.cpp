@@ -75,8 +75,8 @@ std::string TraceStore::packagesStamp(const std::string& pythonEnv) {
       if (entry.path().filename().string().rfind("python3", 0) == 0)
         folders.push_back(entry.path() / site);
   };
-  if (pythonEnv.empty() || pythonEnv == "system") {
-    folders.push_back("/usr/lib/python3/dist-packages");
+  if (pythonEnv.empty() || pythonEnv == kSystemPythonEnv) {
+    folders.push_back("/usr/lib/python3/dist-packages"); // Debian's python3-* packages
     sitesUnder("/usr/local/lib", "dist-packages");
     if (const char* home = std::getenv("HOME"))
       sitesUnder(fs::path(home) / ".local" / "lib", "site-packages");

@@ -16,9 +16,6 @@
 
 namespace wavecast {
 
-// The `pythonEnv` setting that selects the interpreter's own packages.
-inline constexpr const char* kSystemPythonEnv = "system";
-
 // Whether torch's own log messages reach the worker's stderr. Hidden by default:
 // a shape error makes fake tensors log the failed meta kernel with a long
 // traceback before raising, and the trace's error already says what failed.

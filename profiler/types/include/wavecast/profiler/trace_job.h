@@ -15,6 +15,9 @@
 
 namespace wavecast {
 
+// The `pythonEnv` setting that selects the interpreter's own packages.
+inline constexpr const char* kSystemPythonEnv = "system";
+
 // Cancels one job from another thread. Copies share one flag: whoever may
 // cancel keeps a copy, the job polls another. A token per job means a cancel
 // cannot be cleared by the job's own start, nor reach a later job.
