@@ -212,6 +212,10 @@ public:
     std::lock_guard<std::mutex> lock(mutex_);
     return cancelled_;
   }
+  int finished() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return finished_;
+  }
   std::vector<AnalysisRequest> requests() {
     std::lock_guard<std::mutex> lock(mutex_);
     return requests_;

@@ -87,6 +87,26 @@ TEST_F(SchedulerTest, ANewerRequestCancelsTheRunningAnalysis) {
   EXPECT_FALSE(has("cancelled a"));              // a newer analysis replaced it
 }
 
+// The newer analysis can be over (a stored trace answers in milliseconds) before the io
+// thread hears that the older one was cancelled: still no "cancelled".
+TEST_F(SchedulerTest, ASupersededAnalysisIsNotReportedCancelledAfterItsSuccessorFinished) {
+  scheduler_.schedule("a", request(1), 0ms);
+  ASSERT_TRUE(waitStarted(1));
+  scheduler_.schedule("a", request(2), 0ms);
+  const auto waitWithoutTheIoThread = [&](const std::function<bool()>& done) {
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (!done() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(1ms);
+    return done();
+  };
+  ASSERT_TRUE(waitWithoutTheIoThread([&] { return analyzer_.started() >= 2; }));
+  analyzer_.release();
+  ASSERT_TRUE(waitWithoutTheIoThread([&] { return analyzer_.finished() >= 1; }));
+  ASSERT_TRUE(runUntil([&] { return has("finished a batch 2 ok"); }));
+  EXPECT_EQ(analyzer_.cancelled(), 1);
+  EXPECT_FALSE(has("cancelled a"));
+}
+
 TEST_F(SchedulerTest, ANewerRequestCancelsAtOnceNotAfterItsDebounce) {
   scheduler_.schedule("a", request(1), 0ms);
   ASSERT_TRUE(waitStarted(1));

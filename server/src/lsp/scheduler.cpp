@@ -25,10 +25,11 @@ AnalysisScheduler::~AnalysisScheduler() {
 
 void AnalysisScheduler::schedule(const std::string& uri, AnalysisRequest request,
                                  std::chrono::milliseconds delay) {
+  const uint64_t generation = ++generations_[uri];
   if (delay <= std::chrono::milliseconds(0)) {
     // No debounce: queued now, not after a timer's round trip through the io_context.
     debouncing_.erase(uri); // destroying the timer aborts its wait
-    enqueue({uri, std::move(request)});
+    enqueue({uri, std::move(request), generation});
     return;
   }
   auto& timer = debouncing_[uri];
@@ -36,7 +37,7 @@ void AnalysisScheduler::schedule(const std::string& uri, AnalysisRequest request
     timer = std::make_unique<asio::steady_timer>(io_);
   timer->expires_after(delay);
   std::weak_ptr<bool> alive = alive_;
-  timer->async_wait([this, alive, uri, request = std::move(request),
+  timer->async_wait([this, alive, uri, request = std::move(request), generation,
                      timerPtr = timer.get()](const boost::system::error_code& error) mutable {
     auto guard = alive.lock();
     if (error || !guard || !*guard)
@@ -45,7 +46,7 @@ void AnalysisScheduler::schedule(const std::string& uri, AnalysisRequest request
     if (it == debouncing_.end() || it->second.get() != timerPtr)
       return;
     debouncing_.erase(it);
-    enqueue({uri, std::move(request)});
+    enqueue({uri, std::move(request), generation});
   });
   // The running analysis read what is now stale: stop it at once rather than
   // after the debounce, so the worker's replacement warms up meanwhile.
@@ -142,8 +143,8 @@ void AnalysisScheduler::run() {
         return;
     }
     if (cancelled) {
-      post([this, uri = job.uri] {
-        if (!pending(uri))
+      post([this, uri = job.uri, generation = job.generation] {
+        if (generations_[uri] == generation && !pending(uri))
           callbacks_.cancelled(uri);
       });
     } else {

@@ -9,6 +9,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
@@ -52,6 +53,7 @@ private:
   struct Job {
     std::string uri;
     AnalysisRequest request;
+    uint64_t generation = 0; // its schedule() call's, per uri
   };
   // State shared with the analysis thread and with handlers posted to the io_context.
   struct Shared {
@@ -73,6 +75,9 @@ private:
   Callbacks callbacks_;
   std::shared_ptr<bool> alive_; // handlers posted to io_ check it before touching `this`
   std::map<std::string, std::unique_ptr<boost::asio::steady_timer>> debouncing_;
+  // schedule() calls per uri (io thread): a cancelled job whose uri was scheduled again
+  // since is superseded, even when its successor has already finished.
+  std::map<std::string, uint64_t> generations_;
   Shared shared_;
   std::thread thread_;
 };
