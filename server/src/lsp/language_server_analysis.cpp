@@ -220,9 +220,9 @@ void LanguageServer::analysisFinished(const std::string& uri, const AnalysisRequ
     entry.state = ResultsState::Error;
   }
   resultsChanged(uri);
-  // After a save, what an earlier run traced is shown at once, then traced again: the
-  // script's environment (torch, its libraries) may have changed since, which no hash
-  // sees. Its results stay shown meanwhile. (Opening a document runs no user code.)
+  // After a save, what an earlier run traced is shown at once, then traced again: what no
+  // hash sees (a data file the script reads, an editable install's sources) may have
+  // changed since. Its results stay shown meanwhile. (Opening a document runs no user code.)
   if (fromStore && request.traceSource == TraceSource::StoreOrWorker) {
     AnalysisRequest again = request;
     again.traceSource = entry.sourceAtRequest = TraceSource::Worker;
