@@ -131,11 +131,12 @@ std::optional<StoredTrace> TraceStore::load(const std::string& key) {
 bool TraceStore::save(const std::string& key, const Trace& trace, const std::string& entryFile,
                       std::string_view entryText, std::chrono::system_clock::time_point recorded) {
   // The entry changed while it was traced: the trace may be of either text.
-  if (hashFile_(entryFile) != contentHash(entryText))
+  const std::string entryHash = contentHash(entryText);
+  if (hashFile_(entryFile) != entryHash)
     return false;
   nlohmann::json sources = nlohmann::json::object();
   for (const auto& source : traceSourceFiles(trace, entryFile)) {
-    const auto hash = source == entryFile ? contentHash(entryText) : hashFile_(source);
+    const auto hash = source == entryFile ? entryHash : hashFile_(source);
     if (!hash)
       return false; // a file it ran is gone: nothing could tell when the entry goes stale
     sources[source] = *hash;

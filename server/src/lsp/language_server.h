@@ -150,10 +150,10 @@ private:
   // Shows what a trace stored by an earlier run predicts for the document, if there is
   // one (quietly: no progress, no state change when there is none).
   void showStoredResults(const std::string& uri);
-  // Records in the entry of `uri` what an analysis of `path`, holding `content`, is
-  // requested with.
+  // Records in the entry of `uri` what an analysis of `path`, holding `content`, taking its
+  // trace from `source`, is requested with.
   AnalysisRequest requestFor(const std::string& uri, const std::string& path,
-                             const std::string& content);
+                             const std::string& content, TraceSource source);
   // What analysing `path` with the current settings asks of the analyzer.
   AnalysisRequest analysisRequest(const std::string& path, std::optional<int64_t> batchSize) const;
   void reanalyzeEntriesWithResults();

@@ -54,8 +54,12 @@ void LanguageServer::startAnalysis(const std::string& uri, std::chrono::millisec
   auto content = readFile(path);
   if (!content)
     throwInvalidParams("cannot read " + path + ": the file must exist on disk");
-  AnalysisRequest request = requestFor(uri, path, *content);
+  // The first analysis of a document in this run may start from a trace an earlier run
+  // stored (analysisFinished then has the worker trace it again).
   Entry& entry = entries_[uri];
+  AnalysisRequest request =
+      requestFor(uri, path, *content,
+                 !entry.result && !entry.error ? TraceSource::StoreOrWorker : TraceSource::Worker);
 
   if (auto cached = cache_.fresh(entry.cacheKeyAtRequest)) {
     scheduler_->cancel(uri);
@@ -66,10 +70,6 @@ void LanguageServer::startAnalysis(const std::string& uri, std::chrono::millisec
     resultsChanged(uri);
     return;
   }
-  // The first analysis of a document in this run may start from a trace an earlier run
-  // stored (analysisFinished then has the worker trace it again).
-  if (!entry.result && !entry.error)
-    request.traceSource = entry.sourceAtRequest = TraceSource::StoreOrWorker;
   entry.state = ResultsState::Analyzing;
   scheduler_->schedule(uri, std::move(request), delay);
   sendToAll(methods::kResultsChanged,
@@ -77,7 +77,7 @@ void LanguageServer::startAnalysis(const std::string& uri, std::chrono::millisec
 }
 
 AnalysisRequest LanguageServer::requestFor(const std::string& uri, const std::string& path,
-                                           const std::string& content) {
+                                           const std::string& content, TraceSource source) {
   Entry& entry = entries_[uri];
   entry.path = path;
   AnalysisRequest request = analysisRequest(path, entry.batchSizeOverride ? entry.batchSizeOverride
@@ -86,7 +86,7 @@ AnalysisRequest LanguageServer::requestFor(const std::string& uri, const std::st
   entry.versionAtRequest = doc ? std::optional<int64_t>(doc->version) : std::nullopt;
   entry.cacheKeyAtRequest = cacheKey(content, request);
   entry.textAtRequest = content;
-  entry.sourceAtRequest = request.traceSource;
+  request.traceSource = entry.sourceAtRequest = source;
   return request;
 }
 
@@ -95,10 +95,8 @@ void LanguageServer::showStoredResults(const std::string& uri) {
   const auto content = readFile(path);
   if (!content)
     return;
-  AnalysisRequest request = requestFor(uri, path, *content);
-  Entry& entry = entries_[uri];
-  request.traceSource = entry.sourceAtRequest = TraceSource::Store;
-  scheduler_->schedule(uri, std::move(request), std::chrono::milliseconds(0));
+  scheduler_->schedule(uri, requestFor(uri, path, *content, TraceSource::Store),
+                       std::chrono::milliseconds(0));
 }
 
 void LanguageServer::reanalyzeEntriesWithResults() {

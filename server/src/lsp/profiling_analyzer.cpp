@@ -111,7 +111,7 @@ AnalysisOutcome ProfilingAnalyzer::analyze(const AnalysisRequest& request,
       traceRequest.device = scriptDevice(*first);
 
   // The entry as it is now: the store's key, and what a new trace is stored under.
-  const TraceStore* store = options_.traceStore.get();
+  TraceStore* store = options_.traceStore.get();
   const std::string entryText = store ? readFile(request.file).value_or("") : std::string();
   // The environment the worker imports from, the installation's when none is chosen.
   const std::string& environment =
@@ -119,7 +119,7 @@ AnalysisOutcome ProfilingAnalyzer::analyze(const AnalysisRequest& request,
   const std::string storeKey =
       store ? TraceStore::key(traceRequest, environment, entryText) : std::string();
   if (store && request.traceSource != TraceSource::Worker)
-    if (auto stored = options_.traceStore->load(storeKey)) {
+    if (auto stored = store->load(storeKey)) {
       AnalysisOutcome outcome = predict(request, stored->trace, progress);
       if (auto* output = std::get_if<AnalysisOutput>(&outcome))
         output->storedTraceRecorded = stored->recorded;
@@ -139,7 +139,7 @@ AnalysisOutcome ProfilingAnalyzer::analyze(const AnalysisRequest& request,
   auto trace = std::make_shared<const Trace>(std::move(std::get<Trace>(traced)));
   AnalysisOutcome outcome = predict(request, *trace, progress);
   if (store && std::holds_alternative<AnalysisOutput>(outcome))
-    options_.traceStore->saveLater(storeKey, trace, request.file, entryText);
+    store->saveLater(storeKey, trace, request.file, entryText);
   return outcome;
 }
 

@@ -144,7 +144,7 @@ void AnalysisScheduler::run() {
     }
     if (cancelled) {
       post([this, uri = job.uri, generation = job.generation] {
-        if (generations_[uri] == generation && !pending(uri))
+        if (generations_[uri] == generation) // nothing scheduled since, so nothing pending
           callbacks_.cancelled(uri);
       });
     } else {

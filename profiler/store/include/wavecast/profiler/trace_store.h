@@ -80,8 +80,6 @@ public:
   // Blocks until every queued save is written (tests, and the destructor).
   void flush();
 
-  const std::filesystem::path& folder() const { return folder_; }
-
 private:
   struct PendingSave {
     std::string key;
