@@ -40,17 +40,20 @@ class OpTimingMode(compat.TorchDispatchMode):
         self.phase = "forward"
         self.calls = []  # op descriptions, in order
         self.tokens = []
+        self.transient = []  # bytes each op held only while it ran (workspaces)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = compat.op_name(func)
         if name in METADATA_OPS or _is_view(func):
             return func(*args, **kwargs)
+        mark = self.timer.memory_mark()
         token = self.timer.start()
         out = func(*args, **kwargs)
         # Stopped before the op is described: the description is the suite's CPU work, and
         # a GPU that waits for it must not count the wait as the op's.
         token = self.timer.stop(token)
+        self.transient.append(self.timer.transient_bytes(mark))
         traced_func, traced_args, traced_kwargs, traced_out = as_shape_traced(func, args, kwargs, out)
         name = compat.op_name(traced_func)
         inputs, op_args = describe_call(traced_func, name, traced_args, traced_kwargs)
@@ -155,6 +158,7 @@ class Suite:
                     step()
             names = None
             per_index = []
+            transient = []
             calls = None
             for _ in range(self.repeats):
                 mode = OpTimingMode(self.timer)
@@ -168,17 +172,21 @@ class Suite:
                 if names is None:
                     names, calls = current, mode.calls
                     per_index = [[] for _ in calls]
+                    transient = [0] * len(calls)
                 elif current != names:
                     continue  # another op sequence (an algorithm switch): not pooled
                 for index, ms in enumerate(times):
                     per_index[index].append(ms)
+                transient = [max(a, b) for a, b in zip(transient, mode.transient)]
         label = {"precision": precision, "tf32": precision == "tf32", "case": case["name"]}
         total = 0.0
-        for call, samples in zip(calls, per_index):
+        for call, samples, held in zip(calls, per_index, transient):
             total += statistics.median(samples)
             key = _key(call) + label["precision"]
             entry, pooled = self.samples.setdefault(key, (dict(call, **label), []))
             pooled.extend(samples)
+            if held:
+                entry["transient_bytes"] = max(entry.get("transient_bytes", 0), held)
         return len(calls), total
 
     def document(self, gpu, versions, host):

@@ -102,13 +102,28 @@ def check_cuda():
             "build of PyTorch; --python-env names the environment that has it")
 
 
+class CudaMemory:
+    """The memory an op holds only while it runs (a cuDNN or cuBLAS workspace, a composite's
+    temporaries): the caching allocator's peak during the op above what stays allocated
+    after it, which torch.cuda.max_memory_allocated() counts. Read on the CPU, outside the
+    timed range."""
+
+    def memory_mark(self):
+        torch.cuda.reset_peak_memory_stats()
+        return torch.cuda.memory_allocated()
+
+    def transient_bytes(self, before):
+        after = torch.cuda.memory_allocated()
+        return max(0, torch.cuda.max_memory_allocated() - max(before, after))
+
+
 # How long the spin kernel before each op keeps the GPU busy: longer than the CPU takes to
 # record an event and dispatch and launch one op (tens of microseconds), in SM cycles at
 # up to 2 GHz.
 LAUNCH_COVER_CYCLES = 400_000
 
 
-class EventsTimer:
+class EventsTimer(CudaMemory):
     name = "cuda_events"
     device = "cuda"
 
@@ -148,7 +163,7 @@ def _device_time_us(event):
     return 0.0
 
 
-class CuptiTimer:
+class CuptiTimer(CudaMemory):
     """Kernel time per op through torch.profiler (CUPTI inside Kineto)."""
 
     name = "cupti"
@@ -226,6 +241,12 @@ class FakeTimer:
 
     def __init__(self, gpu_name):
         self.gpu_name = gpu_name
+
+    def memory_mark(self):
+        return 0
+
+    def transient_bytes(self, before):
+        return 0  # meta tensors allocate nothing
 
     def begin(self):
         pass
