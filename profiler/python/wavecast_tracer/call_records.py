@@ -323,4 +323,5 @@ def looks(t):
 def _without_memory(op):
     op = dict(op)
     op.pop("saved_bytes", None)  # set from this trace's own memory figures
+    op.pop("live_bytes", None)
     return op

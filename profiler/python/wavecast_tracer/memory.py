@@ -48,6 +48,7 @@ class MemoryTracker:
         self._gradient_serials = set()  # storages seen as gradients, also ones freed since
         self._paused = 0  # > 0 while work no iteration repeats runs (an optimizer's first step)
         self._last_op = (None, None)  # (op index, phase) of the latest op that allocated
+        self._live_after_op = {}  # op index -> live bytes after its outputs (summary's count)
 
     @contextlib.contextmanager
     def paused(self):
@@ -309,6 +310,12 @@ class MemoryTracker:
             by_op[storage.producer] = by_op.get(storage.producer, 0) + storage.nbytes
         return by_op
 
+    def live_bytes_by_op(self):
+        """op index -> bytes live once the op's outputs were allocated (counted as
+        `summary` counts them; call it after `summary`): what a GPU holds while the op
+        runs, besides the op's own workspace."""
+        return dict(self._live_after_op)
+
     def summary(self, persistent_tensors, gradients=()):
         """The trace's memory figures. `persistent_tensors` (optimizer state) live on from
         one iteration to the next, so they count from the start of the iteration; so do
@@ -339,15 +346,17 @@ class MemoryTracker:
         gradients_live = sum(persistent.get(s, 0) for s in gradient_serials) + sum(dropped.values())
         live = self._baseline_bytes + sum(persistent.values()) + sum(dropped.values())
         peak, peak_at, gradients_at_peak = live, (None, None), gradients_live
+        self._live_after_op = {}
         for index, (serial, delta, op_index, phase) in enumerate(self._events):
             freed = dropped.pop(index, 0)
             live -= freed
             gradients_live -= freed
-            if serial in persistent:
-                continue
-            live += delta
-            if serial in gradient_serials:
-                gradients_live += delta
+            if serial not in persistent:
+                live += delta
+                if serial in gradient_serials:
+                    gradients_live += delta
+            if op_index is not None:
+                self._live_after_op[op_index] = live
             if live > peak:
                 peak, peak_at, gradients_at_peak = live, (op_index, phase), gradients_live
         figures = {"activations_saved_bytes": self._saved_at_backward, "peak_live_bytes": peak,

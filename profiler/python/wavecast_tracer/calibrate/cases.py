@@ -90,12 +90,22 @@ def _matmul(p, dtype, device, grad):
 
 
 def _conv2d(p, dtype, device, grad):
+    """A convolution, or with "transposed" a transposed one (a generator's upsampling);
+    "input_grad": false for a network's first layer, whose input (the batch) needs no
+    gradient, so its backward computes the weight's alone."""
     fmt = torch.channels_last if p.get("channels_last") else torch.contiguous_format
+    transposed = p.get("transposed", False)
     x = torch.randn(p["batch"], p["in_channels"], p["size"], p["size"], dtype=dtype, device=device)
-    w = torch.randn(p["out_channels"], p["in_channels"] // p["groups"], p["kernel"], p["kernel"],
-                    dtype=dtype, device=device)
-    x, w = x.to(memory_format=fmt).requires_grad_(grad), w.to(memory_format=fmt).requires_grad_(grad)
+    # conv: (out, in / groups, k, k); transposed: (in, out / groups, k, k)
+    w_shape = ([p["in_channels"], p["out_channels"] // p["groups"]] if transposed
+               else [p["out_channels"], p["in_channels"] // p["groups"]])
+    w = torch.randn(*w_shape, p["kernel"], p["kernel"], dtype=dtype, device=device)
+    x = x.to(memory_format=fmt).requires_grad_(grad and p.get("input_grad", True))
+    w = w.to(memory_format=fmt).requires_grad_(grad)
     b = _tensor([p["out_channels"]], dtype, device, grad) if p.get("bias") else None
+    if transposed:
+        return (lambda: F.conv_transpose2d(x, w, b, p["stride"], p["padding"], 0, p["groups"])), \
+            [t for t in (x, w, b) if t is not None]
     return (lambda: F.conv2d(x, w, b, p["stride"], p["padding"], 1, p["groups"])), \
         [t for t in (x, w, b) if t is not None]
 
