@@ -137,7 +137,9 @@ def summarize(prediction, gpu):
     return {"gpu_ms": summary["gpu_ms"], "wall_ms": summary["iteration_ms"],
             "host_ms": summary["host_ms"], "families": families,
             "lines": lines, "method": summary.get("method", prediction.get("method", "")),
-            "peak_allocated_bytes": allocated, "process_bytes": memory["peak_bytes"],
+            "peak_allocated_bytes": allocated,
+            "peak_reserved_bytes": memory.get("peak_reserved_bytes", memory["peak_bytes"]),
+            "process_bytes": memory["peak_bytes"],
             "fits_in_memory": summary["fits_in_memory"]}
 
 
@@ -225,8 +227,9 @@ def run(options):
     for (key, _, _, precision, measured), prediction in results:
         field = "fp32_default" if precision == "fp32" else "bf16_autocast"
         row = {"run": key, "precision": precision, "wall_ms": measured[field]["median_ms"]}
-        if "issue_ms" in measured[field]:
-            row["issue_ms"] = measured[field]["issue_ms"]
+        for name in ("issue_ms", "peak_allocated_bytes", "peak_reserved_bytes"):
+            if name in measured[field]:
+                row[name] = measured[field][name]
         # bf16_lines: the same profile under bf16 autocast, where the truth has one.
         lines = measured.get("lines" if precision == "fp32" else "bf16_lines")
         if lines:
@@ -243,19 +246,32 @@ def run(options):
 
 
 def memory_rows(truth, rows):
-    """Predicted peak allocated against the truth's `peak_mem_bytes`, per run. The truth took
-    torch.cuda.max_memory_allocated() over the FP32 and the bf16 iterations alike, so the
-    prediction compared is the larger of those predicted for the run."""
-    predicted = {}
-    for r in rows:
-        if "error" not in r:
-            predicted[r["run"]] = max(predicted.get(r["run"], 0), r["predicted_peak_allocated_bytes"])
+    """Predicted peaks against the truth's, per run and precision where the truth has each
+    precision's own (record.py: `peak_allocated_bytes`, `peak_reserved_bytes`, from a fresh
+    model). An older truth took torch.cuda.max_memory_allocated() over the FP32 and the bf16
+    iterations alike (`peak_mem_bytes`): there the prediction compared is the larger of
+    those predicted for the run, with precision "both"."""
     out = []
-    for run, bytes_ in predicted.items():
+    older = {}
+    for r in rows:
+        if "error" in r:
+            continue
+        if "peak_allocated_bytes" in r:
+            row = {"run": r["run"], "precision": r["precision"],
+                   "predicted_bytes": r["predicted_peak_allocated_bytes"],
+                   "real_bytes": r["peak_allocated_bytes"]}
+            if "peak_reserved_bytes" in r:
+                row["predicted_reserved_bytes"] = r["predicted_peak_reserved_bytes"]
+                row["real_reserved_bytes"] = r["peak_reserved_bytes"]
+            out.append(row)
+        else:
+            older[r["run"]] = max(older.get(r["run"], 0), r["predicted_peak_allocated_bytes"])
+    for run, bytes_ in older.items():
         real = truth["samples"][run].get("peak_mem_bytes")
         if real:
-            out.append({"run": run, "predicted_bytes": bytes_, "real_bytes": real,
-                        "ratio": bytes_ / real})
+            out.append({"run": run, "precision": "both", "predicted_bytes": bytes_, "real_bytes": real})
+    for row in out:
+        row["ratio"] = row["predicted_bytes"] / row["real_bytes"]
     return out
 
 
@@ -271,6 +287,8 @@ def metrics(report):
         "bf16_kernel_mape": mean(ape(r["predicted_gpu_ms"], r["kernel_ms"]) for r in bf16 if "kernel_ms" in r),
         "bf16_wall_mape": mean(ape(r["predicted_wall_ms"], r["wall_ms"]) for r in bf16),
         "memory_mape": mean(ape(r["predicted_bytes"], r["real_bytes"]) for r in report.get("memory", [])),
+        "reserved_mape": mean(ape(r["predicted_reserved_bytes"], r["real_reserved_bytes"])
+                              for r in report.get("memory", []) if r.get("real_reserved_bytes")),
         "runs": len(ok), "failed": len(report["rows"]) - len(ok),
     }
 
@@ -288,8 +306,11 @@ def markdown(report):
         out.append(f"- bf16 autocast, MAPE against kernel time: **{m['bf16_kernel_mape']:.1f}%**")
     out += [f"- bf16 autocast, MAPE against wall time: **{m['bf16_wall_mape']:.1f}%**",
             f"- Peak allocated memory, MAPE against torch.cuda.max_memory_allocated(): "
-            f"**{m['memory_mape']:.1f}%**",
-            f"- runs compared: {m['runs']}" + (f", failed to predict: {m['failed']}" if m["failed"] else ""),
+            f"**{m['memory_mape']:.1f}%**"]
+    if not math.isnan(m["reserved_mape"]):  # the truth has each precision's reserved peak
+        out.append(f"- Peak reserved memory, MAPE against torch.cuda.max_memory_reserved(): "
+                   f"**{m['reserved_mape']:.1f}%**")
+    out += [f"- runs compared: {m['runs']}" + (f", failed to predict: {m['failed']}" if m["failed"] else ""),
             "", "| run | precision | method | predicted GPU ms | real kernels ms | predicted wall ms "
             "| real wall ms | error vs kernels | error vs wall |", "|---|---|---|---|---|---|---|---|---|"]
     for r in report["rows"]:
@@ -326,12 +347,17 @@ def markdown(report):
             "output in an `aten::mul` (elementwise here) and gradient accumulation runs as `add_`. "
             "Families differ by that attribution as well as by error; copy most of all."]
     if report.get("memory"):
-        out += ["", "Peak memory per run (predicted peak allocated, the larger of the run's "
-                "precisions, against the truth's max_memory_allocated):", "",
-                "| run | predicted GiB | real GiB | predicted / real |", "|---|---|---|---|"]
+        out += ["", "Peak memory per run and precision (predicted peak allocated against the "
+                "truth's max_memory_allocated, and reserved against max_memory_reserved where the "
+                "truth has it; precision \"both\": the truth's one peak over both precisions "
+                "against the larger prediction):", "",
+                "| run | precision | predicted GiB | real GiB | predicted / real "
+                "| reserved predicted / real |", "|---|---|---|---|---|---|"]
         for r in report["memory"]:
-            out.append(f"| {r['run']} | {r['predicted_bytes'] / 2**30:.2f} | "
-                       f"{r['real_bytes'] / 2**30:.2f} | {r['ratio']:.3f} |")
+            reserved = (f"{r['predicted_reserved_bytes'] / r['real_reserved_bytes']:.3f}"
+                        if r.get("real_reserved_bytes") else "–")
+            out.append(f"| {r['run']} | {r['precision']} | {r['predicted_bytes'] / 2**30:.3f} | "
+                       f"{r['real_bytes'] / 2**30:.3f} | {r['ratio']:.3f} | {reserved} |")
     for r in report["rows"]:
         if "error" in r or not r.get("truth_lines"):
             continue

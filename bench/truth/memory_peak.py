@@ -5,8 +5,9 @@ after warm-up, replayed to the moment the most bytes were allocated, and every b
 then grouped by the Python lines that allocated it. It answers where a predicted peak
 misses bytes (a tensor the tracer does not see, a workspace, an optimizer's temporaries).
 
-For each SAMPLE:BATCH[,BATCH...] (FP32 as written) it writes the iteration's peak, the
-bytes allocated before it started, and the groups live at the peak, largest first.
+For each SAMPLE:BATCH[,BATCH...] (FP32 as written) it writes the peak of the recorded
+iterations (--iterations, after the warm-up) and each one's, the bytes allocated before
+them, and the groups live at the peak, largest first.
 
     python3 bench/truth/memory_peak.py OUT.json samples/dcgan.py:32 samples/small_cnn.py:64
 """
@@ -56,7 +57,7 @@ def peak_groups(trace, baseline, sample_name):
     return peak, sorted(rows, key=lambda row: -row["bytes"])
 
 
-def record_run(path, batch):
+def record_run(path, batch, iterations):
     import torch
 
     torch.cuda.empty_cache()
@@ -69,15 +70,21 @@ def record_run(path, batch):
     torch.cuda.reset_peak_memory_stats()
     baseline = torch.cuda.memory_allocated()
     torch.cuda.memory._record_memory_history(max_entries=1_000_000)
-    step(*inputs)
-    torch.cuda.synchronize()
+    peaks = []  # each recorded iteration's own peak: does it stay where it was?
+    overall = 0
+    for _ in range(iterations):
+        torch.cuda.reset_peak_memory_stats()
+        step(*inputs)
+        torch.cuda.synchronize()
+        peaks.append(torch.cuda.max_memory_allocated())
+        overall = max(overall, peaks[-1])
     snapshot = torch.cuda.memory._snapshot()
     torch.cuda.memory._record_memory_history(enabled=None)
     device = torch.cuda.current_device()
     trace = snapshot["device_traces"][device]
     peak, groups = peak_groups(trace, baseline, os.path.basename(path))
     run = {"batch_size": batch, "baseline_bytes": baseline, "replayed_peak_bytes": peak,
-           "max_memory_allocated": torch.cuda.max_memory_allocated(), "warmup_peak_bytes": warmup_peak,
+           "max_memory_allocated": overall, "iteration_peaks": peaks, "warmup_peak_bytes": warmup_peak,
            "events": len(trace),
            "live_at_peak": groups}
     del model, inputs, step
@@ -89,6 +96,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", help="the JSON to write")
     parser.add_argument("runs", nargs="+", help="SAMPLE.py:BATCH[,BATCH...]")
+    parser.add_argument("--iterations", type=int, default=1,
+                        help="iterations recorded after the warm-up (the peak is the highest)")
     parser.add_argument("--root", default=os.getcwd(), help="sample paths are relative to this")
     options = parser.parse_args(argv)
 
@@ -103,7 +112,7 @@ def main(argv=None):
         for batch in (int(b) for b in batches.split(",")):
             key = f"{os.path.relpath(path, options.root)}:{batch}"
             try:
-                run = record_run(path, batch)
+                run = record_run(path, batch, options.iterations)
             except Exception as error:  # noqa: B902 - one run's failure is recorded, not fatal
                 run = {"error": f"{type(error).__name__}: {error}"}
             out["samples"][key] = run
@@ -117,7 +126,8 @@ def main(argv=None):
             print(f"memory_peak.py: {key}: peak {run['max_memory_allocated'] / mib:.1f} MiB "
                   f"(replayed {run['replayed_peak_bytes'] / mib:.1f}, warm-up "
                   f"{run['warmup_peak_bytes'] / mib:.1f}), before the iteration "
-                  f"{run['baseline_bytes'] / mib:.1f} MiB", file=sys.stderr)
+                  f"{run['baseline_bytes'] / mib:.1f} MiB; per iteration "
+                  + " ".join(f"{p / mib:.1f}" for p in run["iteration_peaks"]), file=sys.stderr)
             for row in run["live_at_peak"][:12]:
                 print(f"  {row['bytes'] / mib:9.2f} MiB {row['blocks']:5d}  {row['site'][:200]}",
                       file=sys.stderr)

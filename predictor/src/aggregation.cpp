@@ -141,7 +141,7 @@ void summarize(const Trace& trace, const std::vector<OpCost>& costs,
       summary.costPer1kSamplesUsd =
           summary.pricePerHourUsd / 3600.0 * (1000.0 / summary.samplesPerSecond);
     }
-    summary.memory = onGpu(tensors, gpus[g], options);
+    summary.memory = onGpu(tensors, trace, costs, gpus[g], calibrationFor(gpus[g], options), options);
     summary.memoryCapacityBytes = gpus[g].memoryBytes();
     summary.fitsInMemory = summary.memory.peakBytes() <= summary.memoryCapacityBytes;
     for (auto& line : prediction.lines)

@@ -52,6 +52,7 @@ CalibrationEntry entryFromJson(const json& j, size_t index, const std::string& p
   entry.medianMs = number(j, "median_ms", where, path, true);
   entry.spreadMs = number(j, "spread_ms", where, path, false);
   entry.repeats = static_cast<int>(number(j, "repeats", where, path, false));
+  entry.transientBytes = static_cast<int64_t>(number(j, "transient_bytes", where, path, false));
   return entry;
 }
 
@@ -236,8 +237,10 @@ CalibrationTable::CalibrationTable(Calibration calibration) : calibration_(std::
 std::optional<CalibratedTime> CalibrationTable::find(const OpRecord& op, const OpCost& cost) const {
   if (cost.metadataOnly() || op.onHost)
     return std::nullopt;
-  if (const auto it = exact_.find(opKey(op, cost, true)); it != exact_.end())
-    return CalibratedTime{calibration_.entries[it->second].medianMs, true, 1.0};
+  if (const auto it = exact_.find(opKey(op, cost, true)); it != exact_.end()) {
+    const CalibrationEntry& entry = calibration_.entries[it->second];
+    return CalibratedTime{entry.medianMs, true, 1.0, entry.transientBytes};
+  }
   const auto sameKind = byName_.find(opKey(op, cost, false));
   const double traced = work(cost);
   if (sameKind == byName_.end() || traced <= 0)
@@ -254,7 +257,9 @@ std::optional<CalibratedTime> CalibrationTable::find(const OpRecord& op, const O
     const double ratio = traced / measured;
     const double distance = std::abs(std::log(ratio));
     if (!best || distance < bestDistance) {
-      best = CalibratedTime{calibration_.entries[i].medianMs * ratio, false, ratio};
+      const CalibrationEntry& entry = calibration_.entries[i];
+      best = CalibratedTime{entry.medianMs * ratio, false, ratio,
+                            static_cast<int64_t>(static_cast<double>(entry.transientBytes) * ratio)};
       bestDistance = distance;
     }
   }

@@ -1,5 +1,7 @@
 #include "memory_estimate.h"
 
+#include "wavecast/predictor/prediction_stages.h"
+
 #include <algorithm>
 
 namespace wavecast {
@@ -121,18 +123,55 @@ TensorMemory tensorMemory(const Trace& trace, const std::vector<OpCost>& costs) 
   return result;
 }
 
-MemoryEstimate onGpu(const TensorMemory& tensors, const DeviceSpec& gpu,
-                     const PredictorOptions& options) {
+int64_t opWorkspaceBytes(const OpRecord& op, const OpCost& cost,
+                         const CalibrationTable* calibration, const PredictorOptions& options) {
+  if (cost.metadataOnly() || op.onHost)
+    return 0;
+  if (calibration)
+    if (const auto calibrated = calibration->find(op, cost))
+      return calibrated->transientBytes;
+  if (cost.family != CostFamily::Conv)
+    return 0;
+  int64_t largest = 0;
+  for (const auto& t : op.inputs)
+    largest = std::max(largest, tensorBytes(t));
+  for (const auto& t : op.outputs)
+    largest = std::max(largest, tensorBytes(t));
+  return std::min(largest, options.convWorkspaceLimitBytes);
+}
+
+MemoryEstimate onGpu(const TensorMemory& tensors, const Trace& trace,
+                     const std::vector<OpCost>& costs, const DeviceSpec& gpu,
+                     const CalibrationTable* calibration, const PredictorOptions& options) {
   MemoryEstimate memory = tensors.tensors;
   // PyTorch's cuBLAS handles are per thread and each (handle, stream) keeps its workspace
   // (CublasHandlePool.cpp), so forward and backward each hold one from their first GEMM on.
   const int64_t perHandle = gpu.computeCapabilityMajor >= 9 ? options.cublasWorkspaceBytesSm90
                                                             : options.cublasWorkspaceBytes;
   memory.cublasWorkspaceBytes = perHandle * tensors.cublasHandles;
-  // cuDNN's workspace is allocated for one convolution and freed after it; the allocator
-  // keeps its segment cached.
-  const int64_t conv = std::min(tensors.largestConvOperandBytes, options.convWorkspaceLimitBytes);
-  memory.cachedBytes = tensors.roundingBytes + allocatorBlockBytes(conv);
+  // A workspace is allocated for one op and freed after it, and counts as allocated while
+  // the op runs (bench/truth/workspace.py): the peak is where live tensors plus one op's
+  // workspace are highest, which may be another op than the tensors' own peak. The
+  // allocator keeps the largest workspace's segment cached. A trace without per-op live
+  // bytes (an older one, a split layout) prices the workspace as cached only.
+  int64_t largestWorkspace = 0;
+  if (trace.memory.peakLiveBytes) {
+    const int64_t tensorPeak = *trace.memory.peakLiveBytes;
+    for (size_t i = 0; i < trace.ops.size(); ++i) {
+      const OpRecord& op = trace.ops[i];
+      if (!op.liveBytes)
+        continue;
+      const int64_t workspace = opWorkspaceBytes(op, costs[i], calibration, options);
+      largestWorkspace = std::max(largestWorkspace, workspace);
+      memory.transientBytes =
+          std::max(memory.transientBytes, *op.liveBytes + workspace - tensorPeak);
+    }
+  }
+  if (largestWorkspace == 0)
+    largestWorkspace = std::min(tensors.largestConvOperandBytes, options.convWorkspaceLimitBytes);
+  memory.cachedBytes = tensors.roundingBytes +
+                       std::max<int64_t>(0, allocatorBlockBytes(largestWorkspace) -
+                                                memory.transientBytes);
   memory.contextBytes = options.runtimeReserveBytes;
   return memory;
 }
@@ -143,7 +182,8 @@ MemoryEstimate estimateMemory(const Trace& trace, const DeviceSpec& gpu,
   costs.reserve(trace.ops.size());
   for (const auto& op : trace.ops)
     costs.push_back(estimateOpCost(op));
-  return onGpu(tensorMemory(trace, costs), gpu, options);
+  return onGpu(tensorMemory(trace, costs), trace, costs, gpu, stages::calibrationFor(gpu, options),
+               options);
 }
 
 } // namespace wavecast

@@ -2,6 +2,7 @@
 // memory"): tensors from the trace, then each GPU's workspace.
 #pragma once
 
+#include "wavecast/predictor/calibration.h"
 #include "wavecast/predictor/op_cost.h"
 #include "wavecast/predictor/predictor.h"
 
@@ -27,9 +28,17 @@ bool hasBackward(const Trace& trace);
 
 TensorMemory tensorMemory(const Trace& trace, const std::vector<OpCost>& costs);
 
-// The tensors plus `gpu`'s cuBLAS workspace (allocated), the allocator's rounding and
-// cuDNN's workspace (reserved) and the CUDA context (process).
-MemoryEstimate onGpu(const TensorMemory& tensors, const DeviceSpec& gpu,
-                     const PredictorOptions& options);
+// The memory `op` holds only while it runs on a GPU, beyond its outputs: what `calibration`
+// (that GPU's) measured for it, else for a convolution cuDNN's workspace (its largest
+// operand, at most the limit), else none.
+int64_t opWorkspaceBytes(const OpRecord& op, const OpCost& cost,
+                         const CalibrationTable* calibration, const PredictorOptions& options);
+
+// The tensors plus `gpu`'s cuBLAS workspace and what one op's workspace adds to the peak
+// (allocated), the allocator's rounding and the largest workspace's cached segment
+// (reserved) and the CUDA context (process). `calibration`: `gpu`'s, or null.
+MemoryEstimate onGpu(const TensorMemory& tensors, const Trace& trace,
+                     const std::vector<OpCost>& costs, const DeviceSpec& gpu,
+                     const CalibrationTable* calibration, const PredictorOptions& options);
 
 } // namespace wavecast

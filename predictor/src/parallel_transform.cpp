@@ -78,6 +78,7 @@ private:
   void scaleSaved(OpRecord& op) {
     if (op.savedBytes)
       *op.savedBytes /= tp_;
+    op.liveBytes.reset(); // the whole rank's live bytes: not known op by op once split
   }
 
   // A GEMM of a split Linear: column-parallel splits N, row-parallel K; in backward, the

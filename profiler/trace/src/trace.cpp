@@ -185,6 +185,8 @@ OpRecord opRecordFromJson(const json& j, const std::string& where) {
       op.kernels.push_back(kernelFromJson(k));
   if (const auto saved = j.find("saved_bytes"); saved != j.end() && saved->is_number_integer())
     op.savedBytes = saved->get<int64_t>();
+  if (const auto live = j.find("live_bytes"); live != j.end() && live->is_number_integer())
+    op.liveBytes = live->get<int64_t>();
   op.onHost = j.value("device", std::string()) == "cpu";
   return op;
 }
@@ -219,6 +221,8 @@ json opToJson(const OpRecord& op) {
   }
   if (op.savedBytes)
     j["saved_bytes"] = *op.savedBytes;
+  if (op.liveBytes)
+    j["live_bytes"] = *op.liveBytes;
   if (op.onHost)
     j["device"] = "cpu";
   return j;

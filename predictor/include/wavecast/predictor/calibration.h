@@ -32,6 +32,9 @@ struct CalibrationEntry {
   double medianMs = 0;
   double spreadMs = 0; // interquartile range of the samples
   int repeats = 0;
+  // Memory the op held only while it ran (cuDNN's workspace, its temporaries): the
+  // allocator's peak during the op above what stayed allocated after it.
+  int64_t transientBytes = 0;
 };
 
 // This machine's CPU cost per op, on the CPU clock.
@@ -62,6 +65,7 @@ struct CalibratedTime {
   double timeMs = 0;
   bool exact = false;
   double ratio = 1; // traced work / measured work
+  int64_t transientBytes = 0; // the measured op's, scaled by the ratio for a near shape
 };
 
 // Near shapes: the same op, phase, arguments, dtypes, ranks and layouts, for matrix work

@@ -118,9 +118,11 @@ class CudaMemory:
 
 
 # How long the spin kernel before each op keeps the GPU busy: longer than the CPU takes to
-# record an event and dispatch and launch one op (tens of microseconds), in SM cycles at
-# up to 2 GHz.
-LAUNCH_COVER_CYCLES = 400_000
+# record an event and dispatch and launch one op, in SM cycles at up to 2 GHz (1 ms). A
+# cuDNN convolution's backward can take a few hundred microseconds of CPU to launch its
+# kernels; with a 200 us spin the GPU waited inside such ops, and small convolutions were
+# timed at 2-4x their kernels (bench/truth/timer_check.py).
+LAUNCH_COVER_CYCLES = 2_000_000
 
 
 class EventsTimer(CudaMemory):

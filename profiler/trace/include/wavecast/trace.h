@@ -145,6 +145,10 @@ struct OpRecord {
   // Bytes of the storages this op allocated that autograd kept for backward (shape and
   // cpu traces; absent: none or unknown).
   std::optional<int64_t> savedBytes;
+  // Bytes of tensor storages live once this op's outputs were allocated, as the trace's
+  // peak counts them (shape and cpu traces; absent: the op allocated nothing, or unknown).
+  // What a GPU holds while the op runs, besides the op's own workspace.
+  std::optional<int64_t> liveBytes;
   // Runs on the host even on a GPU machine (Adam's step counters, tensors the
   // script builds on the CPU): no GPU kernel.
   bool onHost = false;

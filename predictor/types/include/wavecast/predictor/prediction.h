@@ -140,10 +140,11 @@ constexpr const char* toString(ActivationsSource source) {
 }
 
 // Peak memory as PyTorch's caching allocator sees it, three nested figures:
-// allocated (torch.cuda.max_memory_allocated: live tensors and the cuBLAS workspace the
-// allocator hands out) <= reserved (max_memory_reserved: plus the blocks' rounding and the
-// cuDNN workspace, freed after each convolution but kept cached) <= process (plus the CUDA
-// context, which nvidia-smi shows and the card must hold).
+// allocated (torch.cuda.max_memory_allocated: live tensors, the cuBLAS workspace the
+// allocator hands out, and what one op's workspace adds while it runs) <= reserved
+// (max_memory_reserved: plus the blocks' rounding and the largest workspace's segment,
+// kept cached once freed) <= process (plus the CUDA context, which nvidia-smi shows and
+// the card must hold).
 struct MemoryEstimate {
   int64_t weightsBytes = 0;
   int64_t gradientsBytes = 0;
@@ -151,7 +152,10 @@ struct MemoryEstimate {
   // Everything else live at the peak: activations kept for backward, temporaries, the batch.
   int64_t activationsBytes = 0;
   int64_t cublasWorkspaceBytes = 0; // one per thread running GEMMs, kept from its first GEMM on
-  int64_t cachedBytes = 0;          // reserved, not allocated: rounding, the cuDNN workspace
+  // What an op's own workspace (cuDNN's, an op's temporaries) adds to the tensors' peak:
+  // the most that live tensors plus one op's workspace exceed it by.
+  int64_t transientBytes = 0;
+  int64_t cachedBytes = 0; // reserved, not allocated: rounding, the largest workspace
   int64_t contextBytes = 0;         // the CUDA context, outside the allocator
   ActivationsSource activationsSource = ActivationsSource::UpperBound;
   int64_t activationsSavedBytes = 0; // kept by autograd for backward (part of activationsBytes)
@@ -160,7 +164,9 @@ struct MemoryEstimate {
   int64_t tensorBytes() const {
     return weightsBytes + gradientsBytes + optimizerStateBytes + activationsBytes;
   }
-  int64_t allocatedPeakBytes() const { return tensorBytes() + cublasWorkspaceBytes; }
+  int64_t allocatedPeakBytes() const {
+    return tensorBytes() + cublasWorkspaceBytes + transientBytes;
+  }
   int64_t reservedPeakBytes() const { return allocatedPeakBytes() + cachedBytes; }
   int64_t processPeakBytes() const { return reservedPeakBytes() + contextBytes; }
   // Everything beyond the tensors: workspaces, allocator slack, context.
