@@ -60,7 +60,7 @@ def peak_groups(trace, baseline, sample_name):
 def record_run(path, batch, iterations):
     import torch
 
-    torch.cuda.empty_cache()
+    record.release_memory()
     torch.cuda.reset_peak_memory_stats()
     model, inputs, step = record.prepare(path, batch)
     for _ in range(WARMUP):

@@ -70,7 +70,7 @@ def record_run(path, batch):
 
     run = {"batch_size": batch}
     for key, autocast in (("fp32_default", False), ("bf16_autocast", True)):
-        torch.cuda.empty_cache()
+        record.release_memory()
         try:
             model, inputs, step = record.prepare(path, batch)
             run[key] = {"ops": transient_ops(step, inputs, autocast)}

@@ -178,10 +178,9 @@ MemoryEstimate onGpu(const TensorMemory& tensors, const Trace& trace,
 
 MemoryEstimate estimateMemory(const Trace& trace, const DeviceSpec& gpu,
                               const PredictorOptions& options) {
-  std::vector<OpCost> costs;
-  costs.reserve(trace.ops.size());
-  for (const auto& op : trace.ops)
-    costs.push_back(estimateOpCost(op));
+  // As the predictor costs them (TF32 where it runs), so a calibration finds the same entries.
+  const std::vector<OpCost> costs =
+      stages::costOps(trace, stages::effectivePrecision(trace, options)).costs;
   return onGpu(tensorMemory(trace, costs), trace, costs, gpu, stages::calibrationFor(gpu, options),
                options);
 }

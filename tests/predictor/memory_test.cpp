@@ -1,6 +1,7 @@
 // Memory figures: the tracer's saved-for-backward and peak live bytes when the trace has
 // them, the upper bound otherwise, per-GPU workspace, fitsInMemory and the JSON fields.
 #include "results_json.h"
+#include "wavecast/predictor/calibration.h"
 #include "wavecast/predictor/gpu_database.h"
 #include "wavecast/predictor/predictor.h"
 
@@ -74,6 +75,7 @@ TEST(Memory, TraceReaderKeepsTheTracerFigures) {
   EXPECT_EQ(trace.memory.peakOpId, 3);
   EXPECT_EQ(trace.ops[1].savedBytes, 4 * kGiB);
   EXPECT_FALSE(trace.ops[0].savedBytes.has_value());
+  EXPECT_FALSE(trace.ops[0].liveBytes.has_value());
   // Written back as read.
   const nlohmann::json again = traceToJson(trace);
   EXPECT_EQ(again["memory"]["peak_live_bytes"], 14 * kGiB);
@@ -231,6 +233,76 @@ TEST(Memory, ConvolutionWorkspaceIsBoundedByItsLargestOperand) {
   EXPECT_EQ(estimateMemory(traceFromJson(doc), t4, options).workspaceBytes() -
                 without.workspaceBytes(),
             kMiB);
+}
+
+// The tracedDocument with its forward mm made a convolution whose output is 49 MiB, and the
+// bytes live once each op's outputs exist: 10 GiB at the convolution, 14 GiB (the peak) at
+// the threshold backward.
+nlohmann::json liveBytesDocument(int64_t liveAtConvolution) {
+  nlohmann::json doc = tracedDocument();
+  doc["ops"][0]["name"] = "aten::convolution";
+  doc["ops"][0]["inputs"] = {{{"shape", {8, 64, 56, 56}}, {"dtype", "float32"}},
+                             {{"shape", {64, 64, 3, 3}}, {"dtype", "float32"}}};
+  doc["ops"][0]["outputs"] = {{{"shape", {8, 64, 56, 56}}, {"dtype", "float32"}}};
+  doc["ops"][0]["live_bytes"] = liveAtConvolution;
+  doc["ops"][3]["live_bytes"] = 14 * kGiB;
+  return doc;
+}
+
+TEST(Memory, AWorkspaceCountsAsAllocatedWhereLiveTensorsPlusItTopTheTensorsPeak) {
+  const int64_t output = int64_t{8} * 64 * 56 * 56 * 4;
+  PredictorOptions options;
+  const DeviceSpec& t4 = *db().find("T4");
+  // The convolution's workspace (its largest operand, without a calibration) on top of
+  // what is live there stays under the 14 GiB peak: allocated is the tensors' peak, and
+  // the workspace's segment is cached (reserved).
+  const MemoryEstimate under =
+      estimateMemory(traceFromJson(liveBytesDocument(10 * kGiB)), t4, options);
+  EXPECT_EQ(under.transientBytes, 0);
+  EXPECT_EQ(under.allocatedPeakBytes(), 14 * kGiB + under.cublasWorkspaceBytes);
+  EXPECT_EQ(under.reservedPeakBytes() - under.allocatedPeakBytes(), output);
+  // 14 GiB - 1 MiB live at the convolution: its workspace tops the peak by all but that
+  // MiB, which max_memory_allocated() counts; reserved keeps the one workspace, not two.
+  const MemoryEstimate over =
+      estimateMemory(traceFromJson(liveBytesDocument(14 * kGiB - kMiB)), t4, options);
+  EXPECT_EQ(over.transientBytes, output - kMiB);
+  EXPECT_EQ(over.allocatedPeakBytes(), 14 * kGiB + over.cublasWorkspaceBytes + output - kMiB);
+  EXPECT_EQ(over.reservedPeakBytes(), under.reservedPeakBytes());
+  EXPECT_EQ(over.tensorBytes(), under.tensorBytes()) << "the tensors' own peak is unchanged";
+  // An op without live bytes (an older trace, a split layout) adds nothing to allocated.
+  nlohmann::json older = liveBytesDocument(14 * kGiB - kMiB);
+  older["ops"][0].erase("live_bytes");
+  EXPECT_EQ(estimateMemory(traceFromJson(older), t4, options).allocatedPeakBytes(),
+            under.allocatedPeakBytes());
+}
+
+TEST(Memory, ACalibratedGpuUsesItsMeasuredWorkspace) {
+  nlohmann::json doc = liveBytesDocument(14 * kGiB - kMiB);
+  doc["precision"] = {{"cudnn_tf32", false}};
+  const Trace trace = traceFromJson(doc);
+  EXPECT_EQ(traceToJson(trace)["ops"][0]["live_bytes"], 14 * kGiB - kMiB);
+  const DeviceSpec& t4 = *db().find("T4");
+  // T4's calibration measured this very convolution holding 3 MiB while it ran.
+  nlohmann::json entry = doc["ops"][0];
+  entry.erase("id");
+  entry.erase("loc");
+  entry.erase("live_bytes");
+  entry["precision"] = "fp32";
+  entry["median_ms"] = 0.1;
+  entry["transient_bytes"] = 3 * kMiB;
+  const nlohmann::json calibration = {{"format", "wavecast-calibration"},
+                                      {"version", 1},
+                                      {"complete", true},
+                                      {"gpu", {{"name", "Tesla T4"}}},
+                                      {"entries", {entry}}};
+  PredictorOptions options;
+  options.calibrations[t4.id] =
+      std::make_shared<const CalibrationTable>(calibrationFromJson(calibration, "t4.json"));
+  const MemoryEstimate memory = estimateMemory(trace, t4, options);
+  EXPECT_EQ(memory.transientBytes, 2 * kMiB);
+  // Another GPU has no calibration: the largest operand.
+  const MemoryEstimate a10 = estimateMemory(trace, *db().find("A10"), options);
+  EXPECT_EQ(a10.transientBytes, int64_t{8} * 64 * 56 * 56 * 4 - kMiB);
 }
 
 TEST(Memory, InferenceTraceHasNoGradients) {

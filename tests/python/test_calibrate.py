@@ -193,6 +193,31 @@ class FakeSuiteTest(unittest.TestCase):
         self.assertEqual(describe_call(func, name, traced_args, traced_kwargs),
                          describe_call(func, name, args, kwargs))
 
+    def test_transient_bytes_are_each_entrys_largest(self):
+        # A timer that sees workspaces: each op holds 300 bytes while it runs in the first
+        # repeat, 200 in the second, 100 in the third. An entry keeps its largest; none is
+        # written where all are 0 (the fake timer's).
+        class WorkspaceTimer(FakeTimer):
+            def __init__(self):
+                super().__init__("NVIDIA H100 80GB HBM3")
+                self.repeat = 0
+
+            def begin(self):
+                self.repeat += 1
+
+            def transient_bytes(self, before):
+                return 400 - 100 * self.repeat
+
+        suite = suite_module.Suite(WorkspaceTimer(), quick=False, repeats=3,
+                                   cases=[dict(LINEAR, precisions=["fp32"])],
+                                   progress=lambda line: None)
+        suite.run()
+        doc = suite.document(*suite.timer.describe(), host=None)
+        self.assertTrue(doc["entries"])
+        self.assertEqual({e["transient_bytes"] for e in doc["entries"]}, {300})
+        _, plain = run_suite([LINEAR])
+        self.assertFalse(any("transient_bytes" in e for e in plain["entries"]))
+
     def test_quick_runs_only_quick_cases(self):
         suite, doc = run_suite([LINEAR, CAST], quick=True)
         self.assertEqual({e["case"] for e in doc["entries"]}, {"linear 64x32 -> 16"})

@@ -158,6 +158,21 @@ class SavedActivations(unittest.TestCase):
                 self.assertEqual(memory["peak_phase"], "backward")
                 self.assertEqual(trace["ops"][memory["peak_op_id"]]["name"], "aten::threshold_backward")
 
+    def test_live_bytes_per_op_reach_the_peak_where_the_peak_is(self):
+        # Each op that allocates carries the bytes live once its outputs exist: the
+        # threshold_backward at the peak carries the peak; the first addmm the baseline
+        # (parameters, gradients, the batch) plus its own output.
+        for mode in ("shape", "cpu"):
+            with self.subTest(mode=mode):
+                trace = run_trace(write_mlp(self.directory.name), batch_size=16, mode=mode)
+                live = {op["id"]: op["live_bytes"] for op in trace["ops"] if "live_bytes" in op}
+                memory = trace["memory"]
+                self.assertEqual(live[memory["peak_op_id"]], memory["peak_live_bytes"])
+                self.assertEqual(max(live.values()), memory["peak_live_bytes"])
+                first = next(op for op in trace["ops"] if op["name"] == "aten::addmm")
+                self.assertEqual(live[first["id"]], 2 * PARAMETERS + INPUT + HIDDEN)
+                self.assertNotIn("live_bytes", trace["ops"][0], "aten::t is a view: allocates nothing")
+
     @unittest.skipUnless(hasattr(torch.Tensor, "untyped_storage"),
                          "torch 1.13 has no Tensor.untyped_storage to resize")
     def test_a_storage_resized_in_place_is_freed_and_allocated_there(self):

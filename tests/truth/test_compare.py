@@ -32,17 +32,31 @@ class Lines(unittest.TestCase):
 
 
 class Memory(unittest.TestCase):
-    def test_the_larger_precision_is_compared_with_the_truths_peak(self):
-        # The truth's max_memory_allocated spans the FP32 and the bf16 iterations.
+    def test_the_larger_precision_is_compared_with_an_older_truths_one_peak(self):
+        # An older truth's max_memory_allocated spans the FP32 and the bf16 iterations.
         truth = {"samples": {"a.py:8": {"peak_mem_bytes": 1000}, "b.py:1": {}}}
         rows = [{"run": "a.py:8", "predicted_peak_allocated_bytes": 900},
                 {"run": "a.py:8", "predicted_peak_allocated_bytes": 1100},
                 {"run": "a.py:8", "error": "failed"},
                 {"run": "b.py:1", "predicted_peak_allocated_bytes": 5}]
         memory = compare.memory_rows(truth, rows)
-        self.assertEqual(memory, [{"run": "a.py:8", "predicted_bytes": 1100, "real_bytes": 1000,
-                                   "ratio": 1.1}])
+        self.assertEqual(memory, [{"run": "a.py:8", "precision": "both", "predicted_bytes": 1100,
+                                   "real_bytes": 1000, "ratio": 1.1}])
         self.assertAlmostEqual(compare.metrics({"rows": [], "memory": memory})["memory_mape"], 10.0)
+
+    def test_each_precision_against_its_own_allocated_and_reserved_peaks(self):
+        truth = {"samples": {"a.py:8": {"peak_mem_bytes": 1000}}}
+        rows = [{"run": "a.py:8", "precision": "fp32", "peak_allocated_bytes": 1000,
+                 "peak_reserved_bytes": 2000, "predicted_peak_allocated_bytes": 900,
+                 "predicted_peak_reserved_bytes": 1500},
+                {"run": "a.py:8", "precision": "bf16", "peak_allocated_bytes": 500,
+                 "predicted_peak_allocated_bytes": 550, "predicted_peak_reserved_bytes": 600}]
+        memory = compare.memory_rows(truth, rows)
+        self.assertEqual([(m["precision"], m["ratio"]) for m in memory], [("fp32", 0.9), ("bf16", 1.1)])
+        self.assertNotIn("real_reserved_bytes", memory[1], "that precision's reserved peak is unknown")
+        figures = compare.metrics({"rows": [], "memory": memory})
+        self.assertAlmostEqual(figures["memory_mape"], 10.0)
+        self.assertAlmostEqual(figures["reserved_mape"], 25.0)
 
 
 @unittest.skipUnless(os.path.exists(WAVECAST), f"no wavecast binary at {WAVECAST}")
