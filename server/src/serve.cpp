@@ -51,7 +51,8 @@ CommandSpec serveSpec() {
         "keep traces here between runs, so a script traced before shows its results at once "
         "(default $XDG_CACHE_HOME/wavecast/traces, or WAVECAST_TRACE_STORE; 'none' keeps "
         "none)"},
-       {"roofline", "", "analytic model only (no learned per-op models)"},
+       {"roofline", "",
+        "analytic model only (no learned per-op models, no installed calibrations)"},
        calibrationOption()},
       0,
       0};

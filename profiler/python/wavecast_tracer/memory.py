@@ -355,7 +355,7 @@ class MemoryTracker:
                 live += delta
                 if serial in gradient_serials:
                     gradients_live += delta
-            if op_index is not None:
+            if op_index is not None and delta:  # an empty storage (torch.empty(0)) holds nothing
                 self._live_after_op[op_index] = live
             if live > peak:
                 peak, peak_at, gradients_at_peak = live, (op_index, phase), gradients_live

@@ -305,7 +305,7 @@ Command predictCommand() {
       worldSizeOption(),
       verboseOption(),
       {"timeout", "SECONDS", "give up tracing after this long (default 120)"},
-      {"roofline", "", "analytic model only (no learned per-op models)"},
+      {"roofline", "", "analytic model only (no learned per-op models, no installed calibrations)"},
       calibrationOption(),
       {"dp", "N", "data-parallel replicas; --batch-size is each replica's batch"},
       {"tp", "N", "tensor-parallel degree (Megatron: attention and MLP Linear pairs)"},

@@ -108,9 +108,13 @@ loadCalibrations(const InstallLayout& layout, const CommandLine& args,
   for (const auto& file : files)
     if (!fs::exists(file))
       throw CommandError("calibration file '" + file + "' does not exist");
-  for (const auto& folder : {layout.userCalibrationDir, layout.calibrationDir()})
-    for (auto& file : jsonFilesIn(folder))
-      files.push_back(std::move(file));
+  // --roofline is the analytic model alone: the calibrations installed (wavecast's and the
+  // user's) are not read, so what it says does not depend on which GPUs were calibrated;
+  // files named with --calibration still are.
+  if (!args.has("roofline"))
+    for (const auto& folder : {layout.userCalibrationDir, layout.calibrationDir()})
+      for (auto& file : jsonFilesIn(folder))
+        files.push_back(std::move(file));
   std::map<std::string, std::shared_ptr<const CalibrationTable>> tables;
   for (const auto& file : files) {
     Calibration calibration;
