@@ -2,7 +2,9 @@
 
 The suite runs a workload's steps under an op-recording dispatch mode; around each ATen
 op it calls `start()` and `stop(token)`, and after the iteration `finish(tokens, calls)`
-gives each op's GPU time in ms (`calls`: the ops' descriptions, in the same order).
+gives each op's GPU time in ms (`calls`: the ops' descriptions, in the same order);
+`memory_mark()` before an op and `transient_bytes(mark)` after it give the memory the op
+held only while it ran (0 where the backend allocates nothing).
 Backends:
 
 - `EventsTimer`: a CUDA event recorded on the current stream before and after each op;
