@@ -13,7 +13,6 @@ them, and the groups live at the peak, largest first.
 """
 
 import argparse
-import json
 import os
 import sys
 
@@ -106,31 +105,25 @@ def main(argv=None):
     if not torch.cuda.is_available():
         sys.exit("memory_peak.py: no CUDA GPU visible to torch; run it on the GPU machine")
     out = dict(record.versions(), samples={})
-    for spec in options.runs:
-        sample, batches = spec.rsplit(":", 1)
-        path = os.path.join(options.root, sample)
-        for batch in (int(b) for b in batches.split(",")):
-            key = f"{os.path.relpath(path, options.root)}:{batch}"
-            try:
-                run = record_run(path, batch, options.iterations)
-            except Exception as error:  # noqa: B902 - one run's failure is recorded, not fatal
-                run = {"error": f"{type(error).__name__}: {error}"}
-            out["samples"][key] = run
-            with open(options.out + ".partial", "w", encoding="utf-8") as f:
-                json.dump(out, f, indent=1)
-            os.replace(options.out + ".partial", options.out)
-            if "error" in run:
-                print(f"memory_peak.py: {key}: {run['error']}", file=sys.stderr)
-                continue
-            mib = 1 << 20
-            print(f"memory_peak.py: {key}: peak {run['max_memory_allocated'] / mib:.1f} MiB "
-                  f"(replayed {run['replayed_peak_bytes'] / mib:.1f}, warm-up "
-                  f"{run['warmup_peak_bytes'] / mib:.1f}), before the iteration "
-                  f"{run['baseline_bytes'] / mib:.1f} MiB; per iteration "
-                  + " ".join(f"{p / mib:.1f}" for p in run["iteration_peaks"]), file=sys.stderr)
-            for row in run["live_at_peak"][:12]:
-                print(f"  {row['bytes'] / mib:9.2f} MiB {row['blocks']:5d}  {row['site'][:200]}",
-                      file=sys.stderr)
+    for key, path, batch in record.each_run(options.runs, options.root):
+        try:
+            run = record_run(path, batch, options.iterations)
+        except Exception as error:  # noqa: B902 - one run's failure is recorded, not fatal
+            run = {"error": f"{type(error).__name__}: {error}"}
+        out["samples"][key] = run
+        record.write_whole(out, options.out)
+        if "error" in run:
+            print(f"memory_peak.py: {key}: {run['error']}", file=sys.stderr)
+            continue
+        mib = 1 << 20
+        print(f"memory_peak.py: {key}: peak {run['max_memory_allocated'] / mib:.1f} MiB "
+              f"(replayed {run['replayed_peak_bytes'] / mib:.1f}, warm-up "
+              f"{run['warmup_peak_bytes'] / mib:.1f}), before the iteration "
+              f"{run['baseline_bytes'] / mib:.1f} MiB; per iteration "
+              + " ".join(f"{p / mib:.1f}" for p in run["iteration_peaks"]), file=sys.stderr)
+        for row in run["live_at_peak"][:12]:
+            print(f"  {row['bytes'] / mib:9.2f} MiB {row['blocks']:5d}  {row['site'][:200]}",
+                  file=sys.stderr)
     return 0
 
 

@@ -257,6 +257,24 @@ def record_run(path, batch, options, root):
     return run
 
 
+def each_run(specs, root):
+    """(key, path, batch) for each SAMPLE:BATCH[,BATCH...] of `specs`, sample paths relative
+    to `root`; the key is "SAMPLE:BATCH"."""
+    for spec in specs:
+        sample, batches = spec.rsplit(":", 1)
+        path = os.path.join(root, sample)
+        for batch in (int(b) for b in batches.split(",")):
+            yield f"{os.path.relpath(path, root)}:{batch}", path, batch
+
+
+def write_whole(document, out):
+    """Written again after every run, whole and atomically: a run cut off by a time limit
+    loses only itself."""
+    with open(out + ".partial", "w", encoding="utf-8") as f:
+        json.dump(document, f, indent=1)
+    os.replace(out + ".partial", out)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", help="the truth JSON to write")
@@ -272,17 +290,10 @@ def main(argv=None):
     if not torch.cuda.is_available():
         sys.exit("record.py: no CUDA GPU visible to torch; run it on the GPU machine")
     truth = dict(versions(), samples={})
-    for spec in options.runs:
-        sample, batches = spec.rsplit(":", 1)
-        path = os.path.join(options.root, sample)
-        for batch in (int(b) for b in batches.split(",")):
-            key = f"{os.path.relpath(path, options.root)}:{batch}"
-            print(f"record.py: {key}", file=sys.stderr)
-            truth["samples"][key] = record_run(path, batch, options, options.root)
-            # Kept after every run, whole: a run cut off by a time limit loses only itself.
-            with open(options.out + ".partial", "w", encoding="utf-8") as f:
-                json.dump(truth, f, indent=1)
-            os.replace(options.out + ".partial", options.out)
+    for key, path, batch in each_run(options.runs, options.root):
+        print(f"record.py: {key}", file=sys.stderr)
+        truth["samples"][key] = record_run(path, batch, options, options.root)
+        write_whole(truth, options.out)
     return 0
 
 

@@ -16,7 +16,6 @@ iteration's peak allocated bytes.
 """
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -93,17 +92,11 @@ def main(argv=None):
     if not torch.cuda.is_available():
         sys.exit("workspace.py: no CUDA GPU visible to torch; run it on the GPU machine")
     out = dict(record.versions(), samples={})
-    for spec in options.runs:
-        sample, batches = spec.rsplit(":", 1)
-        path = os.path.join(options.root, sample)
-        for batch in (int(b) for b in batches.split(",")):
-            key = f"{os.path.relpath(path, options.root)}:{batch}"
-            started = time.perf_counter()
-            out["samples"][key] = record_run(path, batch)
-            print(f"workspace.py: {key} ({time.perf_counter() - started:.1f} s)", file=sys.stderr)
-            with open(options.out + ".partial", "w", encoding="utf-8") as f:
-                json.dump(out, f, indent=1)
-            os.replace(options.out + ".partial", options.out)
+    for key, path, batch in record.each_run(options.runs, options.root):
+        started = time.perf_counter()
+        out["samples"][key] = record_run(path, batch)
+        print(f"workspace.py: {key} ({time.perf_counter() - started:.1f} s)", file=sys.stderr)
+        record.write_whole(out, options.out)
     return 0
 
 
