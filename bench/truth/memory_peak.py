@@ -93,17 +93,9 @@ def record_run(path, batch, iterations):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out", help="the JSON to write")
-    parser.add_argument("runs", nargs="+", help="SAMPLE.py:BATCH[,BATCH...]")
     parser.add_argument("--iterations", type=int, default=1,
                         help="iterations recorded after the warm-up (the peak is the highest)")
-    parser.add_argument("--root", default=os.getcwd(), help="sample paths are relative to this")
-    options = parser.parse_args(argv)
-
-    import torch
-
-    if not torch.cuda.is_available():
-        sys.exit("memory_peak.py: no CUDA GPU visible to torch; run it on the GPU machine")
+    options = record.gpu_tool_options(parser, argv)
     out = dict(record.versions(), samples={})
     for key, path, batch in record.each_run(options.runs, options.root):
         try:

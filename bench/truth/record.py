@@ -257,6 +257,20 @@ def record_run(path, batch, options, root):
     return run
 
 
+def gpu_tool_options(parser, argv):
+    """A truth tool's options: OUT, SAMPLE:BATCH..., --root, and what the tool added to
+    `parser`; exits with one line where torch sees no CUDA GPU."""
+    parser.add_argument("out", help="the JSON to write")
+    parser.add_argument("runs", nargs="+", help="SAMPLE.py:BATCH[,BATCH...]")
+    parser.add_argument("--root", default=os.getcwd(), help="sample paths are relative to this")
+    options = parser.parse_args(argv)
+    import torch
+
+    if not torch.cuda.is_available():
+        sys.exit(f"{parser.prog}: no CUDA GPU visible to torch; run it on the GPU machine")
+    return options
+
+
 def each_run(specs, root):
     """(key, path, batch) for each SAMPLE:BATCH[,BATCH...] of `specs`, sample paths relative
     to `root`; the key is "SAMPLE:BATCH"."""
@@ -277,18 +291,10 @@ def write_whole(document, out):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out", help="the truth JSON to write")
-    parser.add_argument("runs", nargs="+", help="SAMPLE.py:BATCH[,BATCH...]")
     parser.add_argument("--iterations", type=int, default=10, help="timed iterations per run")
     parser.add_argument("--no-bf16", dest="bf16", action="store_false", help="FP32 only")
     parser.add_argument("--wavecast", help="the wavecast binary, for per-line kernel times")
-    parser.add_argument("--root", default=os.getcwd(), help="sample paths are relative to this")
-    options = parser.parse_args(argv)
-
-    import torch
-
-    if not torch.cuda.is_available():
-        sys.exit("record.py: no CUDA GPU visible to torch; run it on the GPU machine")
+    options = gpu_tool_options(parser, argv)
     truth = dict(versions(), samples={})
     for key, path, batch in each_run(options.runs, options.root):
         print(f"record.py: {key}", file=sys.stderr)
