@@ -207,6 +207,11 @@ Calibration calibrationFromJson(const json& doc, const std::string& path) {
   out.entries.reserve(entries->size());
   for (size_t i = 0; i < entries->size(); ++i)
     out.entries.push_back(entryFromJson((*entries)[i], i, path));
+  // A GPU's calibration always has ops that hold a workspace (convolutions, attention), so
+  // a file where none does is one that did not read the allocator.
+  out.measuresTransientMemory =
+      std::any_of(out.entries.begin(), out.entries.end(),
+                  [](const CalibrationEntry& e) { return e.transientBytes > 0; });
   return out;
 }
 
@@ -234,12 +239,19 @@ CalibrationTable::CalibrationTable(Calibration calibration) : calibration_(std::
   }
 }
 
+std::optional<int64_t> CalibrationTable::transient(const CalibrationEntry& entry,
+                                                   double ratio) const {
+  if (!calibration_.measuresTransientMemory)
+    return std::nullopt;
+  return static_cast<int64_t>(static_cast<double>(entry.transientBytes) * ratio);
+}
+
 std::optional<CalibratedTime> CalibrationTable::find(const OpRecord& op, const OpCost& cost) const {
   if (cost.metadataOnly() || op.onHost)
     return std::nullopt;
   if (const auto it = exact_.find(opKey(op, cost, true)); it != exact_.end()) {
     const CalibrationEntry& entry = calibration_.entries[it->second];
-    return CalibratedTime{entry.medianMs, true, 1.0, entry.transientBytes};
+    return CalibratedTime{entry.medianMs, true, 1.0, transient(entry, 1.0)};
   }
   const auto sameKind = byName_.find(opKey(op, cost, false));
   const double traced = work(cost);
@@ -258,8 +270,7 @@ std::optional<CalibratedTime> CalibrationTable::find(const OpRecord& op, const O
     const double distance = std::abs(std::log(ratio));
     if (!best || distance < bestDistance) {
       const CalibrationEntry& entry = calibration_.entries[i];
-      best = CalibratedTime{entry.medianMs * ratio, false, ratio,
-                            static_cast<int64_t>(static_cast<double>(entry.transientBytes) * ratio)};
+      best = CalibratedTime{entry.medianMs * ratio, false, ratio, transient(entry, ratio)};
       bestDistance = distance;
     }
   }

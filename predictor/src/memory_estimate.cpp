@@ -128,8 +128,9 @@ int64_t opWorkspaceBytes(const OpRecord& op, const OpCost& cost,
   if (cost.metadataOnly() || op.onHost)
     return 0;
   if (calibration)
-    if (const auto calibrated = calibration->find(op, cost))
-      return calibrated->transientBytes;
+    if (const auto calibrated = calibration->find(op, cost);
+        calibrated && calibrated->transientBytes)
+      return *calibrated->transientBytes;
   if (cost.family != CostFamily::Conv)
     return 0;
   int64_t largest = 0;

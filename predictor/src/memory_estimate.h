@@ -29,8 +29,8 @@ bool hasBackward(const Trace& trace);
 TensorMemory tensorMemory(const Trace& trace, const std::vector<OpCost>& costs);
 
 // The memory `op` holds only while it runs on a GPU, beyond its outputs: what `calibration`
-// (that GPU's) measured for it, else for a convolution cuDNN's workspace (its largest
-// operand, at most the limit), else none.
+// (that GPU's) measured for it where the file has transient memory, else for a convolution
+// cuDNN's workspace (its largest operand, at most the limit), else none.
 int64_t opWorkspaceBytes(const OpRecord& op, const OpCost& cost,
                          const CalibrationTable* calibration, const PredictorOptions& options);
 

@@ -51,6 +51,9 @@ struct Calibration {
   int64_t memoryBytes = 0;
   std::string driver, torch, cuda, date, timer;
   bool complete = false;
+  // Whether the file has each op's transient memory: a file from before calibrate read the
+  // allocator (or from the fake timer) has none, and its ops' workspaces are not known.
+  bool measuresTransientMemory = false;
   std::optional<HostCalibration> host;
   std::vector<CalibrationEntry> entries;
 };
@@ -65,7 +68,9 @@ struct CalibratedTime {
   double timeMs = 0;
   bool exact = false;
   double ratio = 1; // traced work / measured work
-  int64_t transientBytes = 0; // the measured op's, scaled by the ratio for a near shape
+  // The measured op's transient memory, scaled by the ratio for a near shape; absent when
+  // the file has none.
+  std::optional<int64_t> transientBytes;
 };
 
 // Near shapes: the same op, phase, arguments, dtypes, ranks and layouts, for matrix work
@@ -85,6 +90,8 @@ public:
   std::optional<CalibratedTime> find(const OpRecord& op, const OpCost& cost) const;
 
 private:
+  std::optional<int64_t> transient(const CalibrationEntry& entry, double ratio) const;
+
   Calibration calibration_;
   std::vector<OpCost> costs_; // [entry]
   std::map<std::string, size_t> exact_;
