@@ -117,7 +117,7 @@ void summarize(const Trace& trace, const std::vector<OpCost>& costs,
                Prediction& prediction) {
   const auto& timelines = host.timelines;
   const size_t gpuCount = gpus.size();
-  const TensorMemory tensors = tensorMemory(trace, costs);
+  const TensorMemory tensors = tensorMemory(trace, costs, options);
   for (size_t g = 0; g < gpuCount; ++g) {
     GpuSummary summary;
     summary.gpuId = gpus[g].id;

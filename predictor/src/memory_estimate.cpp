@@ -3,6 +3,8 @@
 #include "wavecast/predictor/prediction_stages.h"
 
 #include <algorithm>
+#include <tuple>
+#include <utility>
 
 namespace wavecast {
 namespace {
@@ -49,7 +51,51 @@ bool hasBackward(const Trace& trace) {
                      [](const OpRecord& op) { return op.phase == Phase::Backward; });
 }
 
-TensorMemory tensorMemory(const Trace& trace, const std::vector<OpCost>& costs) {
+int64_t opWorkspaceBytes(const OpRecord& op, const OpCost& cost,
+                         const CalibrationTable* calibration, const PredictorOptions& options) {
+  if (cost.metadataOnly() || op.onHost)
+    return 0;
+  if (calibration)
+    if (const auto calibrated = calibration->find(op, cost);
+        calibrated && calibrated->transientBytes)
+      return *calibrated->transientBytes;
+  if (cost.family != CostFamily::Conv)
+    return 0;
+  int64_t largest = 0;
+  for (const auto& t : op.inputs)
+    largest = std::max(largest, tensorBytes(t));
+  for (const auto& t : op.outputs)
+    largest = std::max(largest, tensorBytes(t));
+  return std::min(largest, options.convWorkspaceLimitBytes);
+}
+
+namespace {
+
+// What the ops' workspaces add to the tensors' peak, and the largest of them: {transient,
+// largest}. Only ops with per-op live bytes count.
+std::pair<int64_t, int64_t> workspaces(const Trace& trace, const std::vector<OpCost>& costs,
+                                       const CalibrationTable* calibration,
+                                       const PredictorOptions& options) {
+  int64_t transient = 0;
+  int64_t largest = 0;
+  if (!trace.memory.peakLiveBytes)
+    return {0, 0};
+  const int64_t tensorPeak = *trace.memory.peakLiveBytes;
+  for (size_t i = 0; i < trace.ops.size(); ++i) {
+    const OpRecord& op = trace.ops[i];
+    if (!op.liveBytes)
+      continue;
+    const int64_t workspace = opWorkspaceBytes(op, costs[i], calibration, options);
+    largest = std::max(largest, workspace);
+    transient = std::max(transient, *op.liveBytes + workspace - tensorPeak);
+  }
+  return {transient, largest};
+}
+
+} // namespace
+
+TensorMemory tensorMemory(const Trace& trace, const std::vector<OpCost>& costs,
+                          const PredictorOptions& options) {
   TensorMemory result;
   MemoryEstimate& memory = result.tensors;
   const bool training = hasBackward(trace);
@@ -120,25 +166,9 @@ TensorMemory tensorMemory(const Trace& trace, const std::vector<OpCost>& costs) 
     for (const auto& t : trace.ops[i].outputs)
       result.largestConvOperandBytes = std::max(result.largestConvOperandBytes, tensorBytes(t));
   }
+  std::tie(result.uncalibratedTransientBytes, result.uncalibratedLargestWorkspaceBytes) =
+      workspaces(trace, costs, nullptr, options);
   return result;
-}
-
-int64_t opWorkspaceBytes(const OpRecord& op, const OpCost& cost,
-                         const CalibrationTable* calibration, const PredictorOptions& options) {
-  if (cost.metadataOnly() || op.onHost)
-    return 0;
-  if (calibration)
-    if (const auto calibrated = calibration->find(op, cost);
-        calibrated && calibrated->transientBytes)
-      return *calibrated->transientBytes;
-  if (cost.family != CostFamily::Conv)
-    return 0;
-  int64_t largest = 0;
-  for (const auto& t : op.inputs)
-    largest = std::max(largest, tensorBytes(t));
-  for (const auto& t : op.outputs)
-    largest = std::max(largest, tensorBytes(t));
-  return std::min(largest, options.convWorkspaceLimitBytes);
 }
 
 MemoryEstimate onGpu(const TensorMemory& tensors, const Trace& trace,
@@ -155,19 +185,12 @@ MemoryEstimate onGpu(const TensorMemory& tensors, const Trace& trace,
   // workspace are highest, which may be another op than the tensors' own peak. The
   // allocator keeps the largest workspace's segment cached. A trace without per-op live
   // bytes (an older one, a split layout) prices the workspace as cached only.
-  int64_t largestWorkspace = 0;
-  if (trace.memory.peakLiveBytes) {
-    const int64_t tensorPeak = *trace.memory.peakLiveBytes;
-    for (size_t i = 0; i < trace.ops.size(); ++i) {
-      const OpRecord& op = trace.ops[i];
-      if (!op.liveBytes)
-        continue;
-      const int64_t workspace = opWorkspaceBytes(op, costs[i], calibration, options);
-      largestWorkspace = std::max(largestWorkspace, workspace);
-      memory.transientBytes =
-          std::max(memory.transientBytes, *op.liveBytes + workspace - tensorPeak);
-    }
-  }
+  const auto [transient, largest] = calibration
+                                        ? workspaces(trace, costs, calibration, options)
+                                        : std::pair{tensors.uncalibratedTransientBytes,
+                                                    tensors.uncalibratedLargestWorkspaceBytes};
+  memory.transientBytes = transient;
+  int64_t largestWorkspace = largest;
   if (largestWorkspace == 0)
     largestWorkspace = std::min(tensors.largestConvOperandBytes, options.convWorkspaceLimitBytes);
   memory.cachedBytes = tensors.roundingBytes +
@@ -182,8 +205,8 @@ MemoryEstimate estimateMemory(const Trace& trace, const DeviceSpec& gpu,
   // As the predictor costs them (TF32 where it runs), so a calibration finds the same entries.
   const std::vector<OpCost> costs =
       stages::costOps(trace, stages::effectivePrecision(trace, options)).costs;
-  return onGpu(tensorMemory(trace, costs), trace, costs, gpu, stages::calibrationFor(gpu, options),
-               options);
+  return onGpu(tensorMemory(trace, costs, options), trace, costs, gpu,
+               stages::calibrationFor(gpu, options), options);
 }
 
 } // namespace wavecast

@@ -14,6 +14,11 @@ namespace wavecast {
 struct TensorMemory {
   MemoryEstimate tensors; // the tensors only
   int64_t largestConvOperandBytes = 0;
+  // The workspaces as priced without a calibration (opWorkspaceBytes), the same on every
+  // GPU: how much they top the tensors' peak, and the largest. A calibrated GPU prices them
+  // again, op by op.
+  int64_t uncalibratedTransientBytes = 0;
+  int64_t uncalibratedLargestWorkspaceBytes = 0;
   // What the caching allocator's rounding adds to the tensors autograd keeps.
   int64_t roundingBytes = 0;
   // cuBLAS handles with a workspace: one per thread that runs GEMMs, the script's
@@ -26,7 +31,8 @@ int64_t upperBoundKeptBytes(const OpRecord& op, const OpCost& cost);
 // Whether the trace is of training (it has a backward pass).
 bool hasBackward(const Trace& trace);
 
-TensorMemory tensorMemory(const Trace& trace, const std::vector<OpCost>& costs);
+TensorMemory tensorMemory(const Trace& trace, const std::vector<OpCost>& costs,
+                          const PredictorOptions& options);
 
 // The memory `op` holds only while it runs on a GPU, beyond its outputs: what `calibration`
 // (that GPU's) measured for it where the file has transient memory, else for a convolution
