@@ -32,25 +32,24 @@ def transient_ops(step, inputs, autocast):
     from torch.utils._python_dispatch import TorchDispatchMode
 
     from wavecast_tracer import compat
+    from wavecast_tracer.calibrate.timing import CudaMemory
     from wavecast_tracer.recorder import describe_call
 
     seen = []
+    memory = CudaMemory()  # what `wavecast calibrate` reads around each op
 
     class Transient(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            torch.cuda.reset_peak_memory_stats()
-            before = torch.cuda.memory_allocated()
+            before = memory.memory_mark()
             out = func(*args, **kwargs)
-            peak = torch.cuda.max_memory_allocated()
-            after = torch.cuda.memory_allocated()
-            if peak > max(before, after):
+            held = memory.transient_bytes(before)
+            if held:
                 name = compat.op_name(func)
                 described, op_args = describe_call(func, name, args, kwargs)
                 seen.append({"name": name, "backward": torch._C._current_graph_task_id() != -1,
-                             "inputs": described, "args": op_args,
-                             "transient_bytes": peak - max(before, after),
-                             "output_bytes": max(0, after - before)})
+                             "inputs": described, "args": op_args, "transient_bytes": held,
+                             "output_bytes": max(0, torch.cuda.memory_allocated() - before)})
             return out
 
     run = record.in_precision(step, autocast)

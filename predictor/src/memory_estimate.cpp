@@ -3,8 +3,6 @@
 #include "wavecast/predictor/prediction_stages.h"
 
 #include <algorithm>
-#include <tuple>
-#include <utility>
 
 namespace wavecast {
 namespace {
@@ -51,6 +49,11 @@ bool hasBackward(const Trace& trace) {
                      [](const OpRecord& op) { return op.phase == Phase::Backward; });
 }
 
+namespace {
+
+// The memory `op` holds only while it runs on a GPU, beyond its outputs: what `calibration`
+// (that GPU's) measured for it where the file has transient memory, else for a convolution
+// cuDNN's workspace (its largest operand, at most the limit), else none.
 int64_t opWorkspaceBytes(const OpRecord& op, const OpCost& cost,
                          const CalibrationTable* calibration, const PredictorOptions& options) {
   if (cost.metadataOnly() || op.onHost)
@@ -69,27 +72,20 @@ int64_t opWorkspaceBytes(const OpRecord& op, const OpCost& cost,
   return std::min(largest, options.convWorkspaceLimitBytes);
 }
 
-namespace {
-
-// What the ops' workspaces add to the tensors' peak, and the largest of them: {transient,
-// largest}. Only ops with per-op live bytes count.
-std::pair<int64_t, int64_t> workspaces(const Trace& trace, const std::vector<OpCost>& costs,
-                                       const CalibrationTable* calibration,
-                                       const PredictorOptions& options) {
-  int64_t transient = 0;
-  int64_t largest = 0;
-  if (!trace.memory.peakLiveBytes)
-    return {0, 0};
-  const int64_t tensorPeak = *trace.memory.peakLiveBytes;
+// The ops' workspaces: the largest, and what they add to the tensors' peak where per-op
+// live bytes say what else is live while they run.
+Workspaces workspaces(const Trace& trace, const std::vector<OpCost>& costs,
+                      const CalibrationTable* calibration, const PredictorOptions& options) {
+  Workspaces out;
   for (size_t i = 0; i < trace.ops.size(); ++i) {
     const OpRecord& op = trace.ops[i];
-    if (!op.liveBytes)
-      continue;
     const int64_t workspace = opWorkspaceBytes(op, costs[i], calibration, options);
-    largest = std::max(largest, workspace);
-    transient = std::max(transient, *op.liveBytes + workspace - tensorPeak);
+    out.largestBytes = std::max(out.largestBytes, workspace);
+    if (op.liveBytes && trace.memory.peakLiveBytes)
+      out.transientBytes =
+          std::max(out.transientBytes, *op.liveBytes + workspace - *trace.memory.peakLiveBytes);
   }
-  return {transient, largest};
+  return out;
 }
 
 } // namespace
@@ -158,16 +154,7 @@ TensorMemory tensorMemory(const Trace& trace, const std::vector<OpCost>& costs,
   }
   result.cublasHandles = int{scriptThreadGemm} + int{autogradThreadGemm};
 
-  for (size_t i = 0; i < trace.ops.size(); ++i) {
-    if (costs[i].family != CostFamily::Conv)
-      continue;
-    for (const auto& t : trace.ops[i].inputs)
-      result.largestConvOperandBytes = std::max(result.largestConvOperandBytes, tensorBytes(t));
-    for (const auto& t : trace.ops[i].outputs)
-      result.largestConvOperandBytes = std::max(result.largestConvOperandBytes, tensorBytes(t));
-  }
-  std::tie(result.uncalibratedTransientBytes, result.uncalibratedLargestWorkspaceBytes) =
-      workspaces(trace, costs, nullptr, options);
+  result.uncalibrated = workspaces(trace, costs, nullptr, options);
   return result;
 }
 
@@ -185,17 +172,12 @@ MemoryEstimate onGpu(const TensorMemory& tensors, const Trace& trace,
   // workspace are highest, which may be another op than the tensors' own peak. The
   // allocator keeps the largest workspace's segment cached. A trace without per-op live
   // bytes (an older one, a split layout) prices the workspace as cached only.
-  const auto [transient, largest] = calibration
-                                        ? workspaces(trace, costs, calibration, options)
-                                        : std::pair{tensors.uncalibratedTransientBytes,
-                                                    tensors.uncalibratedLargestWorkspaceBytes};
-  memory.transientBytes = transient;
-  int64_t largestWorkspace = largest;
-  if (largestWorkspace == 0)
-    largestWorkspace = std::min(tensors.largestConvOperandBytes, options.convWorkspaceLimitBytes);
-  memory.cachedBytes = tensors.roundingBytes +
-                       std::max<int64_t>(0, allocatorBlockBytes(largestWorkspace) -
-                                                memory.transientBytes);
+  const Workspaces workspace =
+      calibration ? workspaces(trace, costs, calibration, options) : tensors.uncalibrated;
+  memory.transientBytes = workspace.transientBytes;
+  memory.cachedBytes =
+      tensors.roundingBytes +
+      std::max<int64_t>(0, allocatorBlockBytes(workspace.largestBytes) - workspace.transientBytes);
   memory.contextBytes = options.runtimeReserveBytes;
   return memory;
 }

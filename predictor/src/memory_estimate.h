@@ -10,15 +10,18 @@
 
 namespace wavecast {
 
+// The memory ops hold only while they run (cuDNN's workspaces, temporaries).
+struct Workspaces {
+  int64_t largestBytes = 0;   // one op's, the most: its segment stays cached
+  int64_t transientBytes = 0; // the most live tensors plus one op's top the tensors' peak by
+};
+
 // The GPU-independent part of the memory estimate.
 struct TensorMemory {
   MemoryEstimate tensors; // the tensors only
-  int64_t largestConvOperandBytes = 0;
-  // The workspaces as priced without a calibration (opWorkspaceBytes), the same on every
-  // GPU: how much they top the tensors' peak, and the largest. A calibrated GPU prices them
-  // again, op by op.
-  int64_t uncalibratedTransientBytes = 0;
-  int64_t uncalibratedLargestWorkspaceBytes = 0;
+  // The workspaces as priced without a calibration, the same on every GPU; a calibrated GPU
+  // prices them again, op by op.
+  Workspaces uncalibrated;
   // What the caching allocator's rounding adds to the tensors autograd keeps.
   int64_t roundingBytes = 0;
   // cuBLAS handles with a workspace: one per thread that runs GEMMs, the script's
@@ -33,12 +36,6 @@ bool hasBackward(const Trace& trace);
 
 TensorMemory tensorMemory(const Trace& trace, const std::vector<OpCost>& costs,
                           const PredictorOptions& options);
-
-// The memory `op` holds only while it runs on a GPU, beyond its outputs: what `calibration`
-// (that GPU's) measured for it where the file has transient memory, else for a convolution
-// cuDNN's workspace (its largest operand, at most the limit), else none.
-int64_t opWorkspaceBytes(const OpRecord& op, const OpCost& cost,
-                         const CalibrationTable* calibration, const PredictorOptions& options);
 
 // The tensors plus `gpu`'s cuBLAS workspace and what one op's workspace adds to the peak
 // (allocated), the allocator's rounding and the largest workspace's cached segment

@@ -48,7 +48,6 @@ class MemoryTracker:
         self._gradient_serials = set()  # storages seen as gradients, also ones freed since
         self._paused = 0  # > 0 while work no iteration repeats runs (an optimizer's first step)
         self._last_op = (None, None)  # (op index, phase) of the latest op that allocated
-        self._live_after_op = {}  # op index -> live bytes after its outputs (summary's count)
 
     @contextlib.contextmanager
     def paused(self):
@@ -310,18 +309,13 @@ class MemoryTracker:
             by_op[storage.producer] = by_op.get(storage.producer, 0) + storage.nbytes
         return by_op
 
-    def live_bytes_by_op(self):
-        """op index -> bytes live once the op's outputs were allocated (counted as
-        `summary` counts them; call it after `summary`): what a GPU holds while the op
-        runs, besides the op's own workspace."""
-        return dict(self._live_after_op)
-
     def summary(self, persistent_tensors, gradients=()):
-        """The trace's memory figures. `persistent_tensors` (optimizer state) live on from
-        one iteration to the next, so they count from the start of the iteration; so do
-        `gradients` ((parameter, gradient) pairs) unless a zero_grad(set_to_none=True)
-        drops them first: then they count until that point, and again from where backward
-        makes them."""
+        """The trace's memory figures, and op index -> bytes live once that op's outputs were
+        allocated (what a GPU holds while the op runs, besides its own workspace), counted
+        alike. `persistent_tensors` (optimizer state) live on from one iteration to the
+        next, so they count from the start of the iteration; so do `gradients` ((parameter,
+        gradient) pairs) unless a zero_grad(set_to_none=True) drops them first: then they
+        count until that point, and again from where backward makes them."""
         persistent = {}
         dropped = {}  # event index -> bytes of the previous iteration's gradients freed there
         gradient_serials = set(self._gradient_serials)
@@ -346,7 +340,7 @@ class MemoryTracker:
         gradients_live = sum(persistent.get(s, 0) for s in gradient_serials) + sum(dropped.values())
         live = self._baseline_bytes + sum(persistent.values()) + sum(dropped.values())
         peak, peak_at, gradients_at_peak = live, (None, None), gradients_live
-        self._live_after_op = {}
+        live_after_op = {}
         for index, (serial, delta, op_index, phase) in enumerate(self._events):
             freed = dropped.pop(index, 0)
             live -= freed
@@ -356,7 +350,7 @@ class MemoryTracker:
                 if serial in gradient_serials:
                     gradients_live += delta
             if op_index is not None and delta:  # an empty storage (torch.empty(0)) holds nothing
-                self._live_after_op[op_index] = live
+                live_after_op[op_index] = live
             if live > peak:
                 peak, peak_at, gradients_at_peak = live, (op_index, phase), gradients_live
         figures = {"activations_saved_bytes": self._saved_at_backward, "peak_live_bytes": peak,
@@ -364,7 +358,7 @@ class MemoryTracker:
         if peak_at[1] is not None:
             figures["peak_phase"] = peak_at[1]
             figures["peak_op_id"] = peak_at[0]
-        return figures
+        return figures, live_after_op
 
 
 def _unpack(packed):

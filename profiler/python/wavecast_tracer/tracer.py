@@ -496,11 +496,11 @@ def _tracked_memory(state, model):
     `live_bytes`."""
     gradients = [(p, distributed.local_tensor(p.grad)) for p in model.parameters() if p.grad is not None]
     optimizer_state = [distributed.local_tensor(t) for t in _optimizer_state_tensors(state.optimizers)]
-    figures = state.memory.summary(optimizer_state, gradients)
+    figures, live_after_op = state.memory.summary(optimizer_state, gradients)
     for index, saved in state.memory.saved_bytes_by_op().items():
         if index < len(state.ops):  # else made by an unrecorded dispatch after the last op
             state.ops[index]["saved_bytes"] = saved
-    for index, live in state.memory.live_bytes_by_op().items():
+    for index, live in live_after_op.items():
         if index < len(state.ops):
             state.ops[index]["live_bytes"] = live
     return figures

@@ -103,10 +103,8 @@ def _conv2d(p, dtype, device, grad):
     x = x.to(memory_format=fmt).requires_grad_(grad and p.get("input_grad", True))
     w = w.to(memory_format=fmt).requires_grad_(grad)
     b = _tensor([p["out_channels"]], dtype, device, grad) if p.get("bias") else None
-    if transposed:
-        return (lambda: F.conv_transpose2d(x, w, b, p["stride"], p["padding"], 0, p["groups"])), \
-            [t for t in (x, w, b) if t is not None]
-    return (lambda: F.conv2d(x, w, b, p["stride"], p["padding"], 1, p["groups"])), \
+    conv = F.conv_transpose2d if transposed else F.conv2d
+    return (lambda: conv(x, w, b, stride=p["stride"], padding=p["padding"], groups=p["groups"])), \
         [t for t in (x, w, b) if t is not None]
 
 
