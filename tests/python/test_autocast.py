@@ -1,5 +1,6 @@
 """CUDA autocast and the precision settings, traced without a GPU."""
 
+import math
 import os
 import tempfile
 import textwrap
@@ -87,10 +88,12 @@ class CudaAutocast(unittest.TestCase):
         self.assertEqual(dtypes(forward_ops(trace, "aten::native_layer_norm")[0]), ["float32"] * 3)
         self.assertEqual(dtypes(forward_ops(trace, "aten::relu")[0]), ["bfloat16"])
         self.assertEqual(forward_ops(trace, "aten::_softmax")[0]["outputs"][0]["dtype"], "float32")
-        self.assertEqual(dtypes(forward_ops(trace, "aten::_log_softmax")[0]), ["float32"])
+        # cross_entropy's log_softmax keeps the logits' dtype (the composite passes it);
+        # nll_loss casts its result to float32.
+        self.assertEqual(dtypes(forward_ops(trace, "aten::_log_softmax")[0]), ["bfloat16"])
         self.assertEqual(dtypes(forward_ops(trace, "aten::nll_loss_forward")[0]), ["float32", "int64", None])
         # Down: the shared weight and bias once, the head's two, the input and the softmax
-        # output entering the head. Up: layer_norm's input and the logits for the loss.
+        # output entering the head. Up: layer_norm's input and log_softmax's output.
         casts = [(dtypes(op)[0], op["outputs"][0]["dtype"]) for op in forward_ops(trace, "aten::_to_copy")]
         self.assertEqual(casts.count(("float32", "bfloat16")), 4 + 2)
         self.assertEqual(casts.count(("bfloat16", "float32")), 2)
@@ -186,6 +189,149 @@ class CudaAutocast(unittest.TestCase):
                 # Never a silent answer: every op keeps float32, and the trace says no autocast.
                 self.assertEqual(dtypes(forward_ops(trace, "aten::addmm")[0]), ["float32"] * 3)
                 self.assertIsNone(trace["precision"]["autocast"])
+
+
+# Ops whose CUDA autocast dtypes the comparison checks, and losses of every cross_entropy
+# variant (LossNLL.cpp: plain, label smoothing, class probabilities, weights, a class
+# dimension that is not last).
+MIXED = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(50, 32)
+        self.proj = nn.Linear(32, 96)
+        self.norm = nn.LayerNorm(32)
+        self.conv = nn.Conv1d(32, 32, 3, padding=1)
+        self.head = nn.Linear(32, 37)
+
+    def forward(self, tokens):
+        x = self.norm(self.embed(tokens))
+        q, k, v = self.proj(x).chunk(3, dim=-1)
+        attention = (q @ k.transpose(-2, -1) / 4).softmax(-1)
+        x = x + F.gelu(attention @ v)
+        x = x + self.conv(x.transpose(1, 2)).transpose(1, 2).exp().log1p()
+        return self.head(x)
+
+
+def losses(logits, labels, probs):
+    flat = logits.flatten(0, 1)
+    weight = torch.linspace(0.5, 1.5, 37, device=flat.device)
+    return (F.cross_entropy(flat, labels) + F.cross_entropy(flat, labels, label_smoothing=0.1)
+            + F.cross_entropy(flat, labels, weight=weight, label_smoothing=0.1)
+            + F.cross_entropy(flat, probs, label_smoothing=0.1) + F.cross_entropy(flat, probs, weight=weight)
+            + nn.CrossEntropyLoss(reduction="none")(flat, labels).mean()
+            + F.cross_entropy(logits.transpose(1, 2), labels.view(logits.shape[:2]), reduction="sum")
+            + F.mse_loss(flat, probs) + F.binary_cross_entropy_with_logits(flat, probs))
+
+
+def wavecast_model():
+    return Net().cuda()
+
+
+def wavecast_input(batch_size=4):
+    return (torch.randint(0, 50, (batch_size, 16), device="cuda"),
+            torch.randint(0, 37, (batch_size * 16,), device="cuda"),
+            torch.rand(batch_size * 16, 37, device="cuda").softmax(-1))
+
+
+def wavecast_iteration(model):
+    def iteration(tokens, labels, probs):
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = losses(model(tokens), labels, probs)
+        loss.backward()
+
+    return iteration
+"""
+
+# Ops that only make views or mark profiler ranges: not what autocast decides.
+NOT_COMPARED = {"view", "t", "transpose", "_unsafe_view", "slice", "select", "expand", "unsqueeze", "squeeze",
+                "permute", "split", "split_with_sizes", "detach", "as_strided", "alias", "unbind",
+                "_reshape_alias", "lift_fresh", "_record_function_enter_new", "_record_function_exit"}
+
+
+def _fake_cuda_available():
+    if torch.version.cuda is None:
+        return False
+    try:
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        with FakeTensorMode():
+            torch.empty(1, device="cuda")
+        return True
+    except Exception:  # an older torch without fake CUDA tensors
+        return False
+
+
+class AgainstTorchsOwnCudaAutocast(unittest.TestCase):
+    """The tracer's CUDA autocast against torch's own: torch's dispatcher applies CUDA
+    autocast to fake CUDA tensors without a GPU, so the forward pass's ops and dtypes as
+    CUDA would run them can be read here and compared op for op."""
+
+    def torchs_forward(self, module, batch_size):
+        from unittest import mock
+
+        import torch.cuda.amp.common as amp_common
+        import torch.utils._pytree as pytree
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        class Record(TorchDispatchMode):
+            def __init__(self):
+                super().__init__()
+                self.ops = []
+
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                out = func(*args, **(kwargs or {}))
+                if func.namespace == "aten":
+                    outputs = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
+                    self.ops.append((func.overloadpacket.__name__, tuple(str(t.dtype)[6:] for t in outputs),
+                                     tuple(t.numel() for t in outputs)))
+                return out
+
+        record = Record()
+        # torch.autocast switches itself off where CUDA is not available; the dispatcher's
+        # autocast itself needs no GPU.
+        with mock.patch.object(amp_common, "amp_definitely_not_available", return_value=False), \
+                mock.patch.object(torch.cuda, "is_bf16_supported", return_value=True), \
+                FakeTensorMode(), torch.device("cuda"):
+            model = module.Net()
+            tokens, labels, probs = module.wavecast_input(batch_size)
+            with torch.autocast("cuda", dtype=torch.bfloat16), record:
+                module.losses(model(tokens), labels, probs)
+        return record.ops
+
+    @unittest.skipUnless(_fake_cuda_available(), "this torch cannot make fake CUDA tensors (a CPU-only build or "
+                         "torch 1.x), so torch's own CUDA autocast cannot run here to compare with")
+    def test_forward_ops_and_dtypes_are_torchs(self):
+        import collections
+        import importlib.util
+
+        directory = tempfile.mkdtemp()
+        path = os.path.join(directory, "mixed.py")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(MIXED)
+        spec = importlib.util.spec_from_file_location("wavecast_mixed_precision", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        torchs = collections.Counter(op for op in self.torchs_forward(module, 4) if op[0] not in NOT_COMPARED)
+
+        trace = run_trace(path, batch_size=4)
+        traced = collections.Counter()
+        for op in trace["ops"]:
+            name = op["name"].split("::")[-1]
+            if op["phase"] == "forward" and name not in NOT_COMPARED:
+                outputs = [t for t in op["outputs"] if t]
+                traced[(name, tuple(t["dtype"] for t in outputs),
+                        tuple(math.prod(t["shape"]) for t in outputs))] += 1
+        # (op, output dtypes, output sizes): element counts, since nll_loss casts a
+        # class-dimension-not-last input after reshaping it to 4-D, the tracer before.
+        self.assertEqual(dict(torchs - traced), {}, "ops torch's CUDA autocast runs that the trace lacks")
+        self.assertEqual(dict(traced - torchs), {}, "ops the trace has that torch's CUDA autocast does not run")
+        self.assertGreater(sum(torchs.values()), 60)
 
 
 if __name__ == "__main__":

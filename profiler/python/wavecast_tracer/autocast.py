@@ -9,8 +9,9 @@ state and applies CUDA's op lists (aten/src/ATen/autocast_mode.cpp,
 points of the listed ops, above autograd as the real autocast is: the casts
 (`aten::_to_copy`), the forward ops and their backward all get CUDA's dtypes.
 Inner calls of a listed op are not cast again (autocast runs a listed op with
-itself switched off). C++ composites are cast at their entry: `cross_entropy`
-in float32, as its log_softmax and nll_loss would be.
+itself switched off). `cross_entropy`, a C++ composite whose inner calls CUDA
+autocast would see, runs as that composite does (LossNLL.cpp): log_softmax in
+the input's own dtype, which it passes explicitly, then nll_loss in float32.
 """
 
 import contextlib
@@ -45,7 +46,7 @@ _FP32 = {
          "smooth_l1_loss", "huber_loss", "kl_div", "binary_cross_entropy_with_logits", "margin_ranking_loss",
          "hinge_embedding_loss", "multilabel_margin_loss", "soft_margin_loss", "triplet_margin_loss",
          "multi_margin_loss", "poisson_nll_loss", "cosine_embedding_loss", "multilabel_soft_margin_loss",
-         "cross_entropy", "pdist"),
+         "pdist"),
     torch.Tensor: ("acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2", "log1p",
                    "reciprocal", "rsqrt", "sinh", "tan", "pow", "__pow__", "norm", "renorm", "dist",
                    "logsumexp"),
@@ -134,6 +135,22 @@ class CudaAutocast:
 
         return autocast_op
 
+    def wrap_composite(self, original, composite):
+        """`original` run as `composite(original, *args, **kwargs)` under autocast: its
+        inner calls go through the patched entry points, as a C++ composite's go through
+        the dispatcher's autocast."""
+        autocast = self
+
+        @functools.wraps(original)
+        def autocast_composite(*args, **kwargs):
+            dtype = autocast.dtype()
+            if dtype is None:
+                return original(*args, **kwargs)
+            autocast.note(dtype)
+            return composite(original, *args, **kwargs)
+
+        return autocast_composite
+
 
 def _lower(dtype, _args, _kwargs):
     return dtype
@@ -163,6 +180,52 @@ def _promote(_dtype, args, kwargs):
 _POLICIES = ((_LOWER, _lower), (_FP32, _fp32), (_FP32_OUTPUT, _fp32_output), (_PROMOTE, _promote))
 
 
+def _cross_entropy(original, input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                   reduction="mean", label_smoothing=0.0):
+    """cross_entropy_loss_symint and its two variants (aten/src/ATen/native/LossNLL.cpp)
+    in Python, so that autocast sees their inner calls as it does on CUDA: log_softmax keeps
+    a 16-bit input's dtype (the composite passes it), nll_loss casts to float32, and sums
+    without a dtype give float32. A float32 input runs as it would anyway."""
+    if not _eligible(input) or input.dtype == torch.float32 or input.numel() == 0:
+        return original(input, target, weight, size_average, ignore_index, reduce, reduction, label_smoothing)
+    if size_average is not None or reduce is not None:
+        reduction = torch.nn._reduction.legacy_get_string(size_average, reduce)
+    class_dim = 0 if input.dim() == 1 else 1
+    classes = input.shape[class_dim]
+    log_probs = torch.log_softmax(input, class_dim, dtype=input.dtype)
+    if weight is not None:
+        shape = [1] * input.dim()
+        shape[class_dim] = weight.shape[0]
+        weight_view = weight.view(shape)
+    if target.shape == input.shape:  # class probabilities
+        if label_smoothing > 0.0:
+            target = target * (1 - label_smoothing) + (label_smoothing / classes)
+        terms = log_probs * target if weight is None else log_probs * target * weight_view
+        if reduction == "none":
+            return -terms.sum(class_dim)
+        loss = -terms.sum()
+        return loss / (input.numel() / classes) if reduction == "mean" else loss
+    nll = _F.nll_loss(log_probs, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if label_smoothing <= 0.0:
+        return nll
+    smooth = -log_probs.sum(class_dim) if weight is None else -(log_probs * weight_view).sum(class_dim)
+    ignored = target == ignore_index
+    smooth.masked_fill_(ignored, 0.0)
+    if reduction == "mean":
+        if weight is None:
+            smooth = smooth.sum() / (~ignored).sum()
+        else:
+            weights = weight.gather(0, target.masked_fill(ignored, 0).flatten())
+            smooth = smooth.sum() / weights.masked_fill_(ignored.flatten(), 0).sum()
+    elif reduction == "sum":
+        smooth = smooth.sum()
+    return (1 - label_smoothing) * nll + smooth * (label_smoothing / classes)
+
+
+# C++ composites whose inner calls autocast sees: run by a Python copy of the composite.
+_COMPOSITES = {_F: {"cross_entropy": _cross_entropy}}
+
+
 @contextlib.contextmanager
 def cuda_autocast():
     """While active, the script's CUDA autocast regions cast as on a GPU; yields the
@@ -177,6 +240,10 @@ def cuda_autocast():
                     continue
                 saved.append((owner, name, owner.__dict__.get(name, _ABSENT)))
                 setattr(owner, name, autocast.wrap(original, policy))
+    for owner, composites in _COMPOSITES.items():
+        for name, composite in composites.items():
+            saved.append((owner, name, owner.__dict__.get(name, _ABSENT)))
+            setattr(owner, name, autocast.wrap_composite(getattr(owner, name), composite))
     clear = torch.clear_autocast_cache
 
     def clear_autocast_cache():  # autocast.__exit__ of the outermost region
