@@ -36,7 +36,8 @@ TEST(KernelShapeOf, Gemms) {
   EXPECT_EQ(shapeOf(op("aten::linear", {tensor({4, 128, 768}), tensor({3072, 768})})),
             "linear m=512 n=768 k=3072");
   // Half precision runs on tensor cores the FP32 models never saw.
-  EXPECT_EQ(shapeOf(op("aten::mm", {tensor({64, 32}, ScalarType::Float16), tensor({32, 16}, ScalarType::Float16)})),
+  EXPECT_EQ(shapeOf(op("aten::mm", {tensor({64, 32}, ScalarType::Float16),
+                                    tensor({32, 16}, ScalarType::Float16)})),
             "none");
 }
 
@@ -63,10 +64,14 @@ TEST(KernelShapeOf, RowWiseAndElementwise) {
             "elementwise add 8x1024");
   EXPECT_EQ(shapeOf(op("aten::mul", {tensor({8, 1024}), std::nullopt}, {tensor({8, 1024})})),
             "elementwise mulu 8x1024");
+  // NeuSight measured operands of one shape; a broadcast bias runs another kernel.
+  EXPECT_EQ(shapeOf(op("aten::add", {tensor({8, 1024}), tensor({1024})}, {tensor({8, 1024})})),
+            "none");
   EXPECT_EQ(shapeOf(op("aten::gelu", {tensor({8, 4096})}, {tensor({8, 4096})})),
             "elementwise gelu 8x4096");
-  EXPECT_EQ(shapeOf(op("aten::embedding", {tensor({30522, 1024}), tensor({8, 512}, ScalarType::Int64)})),
-            "none");
+  EXPECT_EQ(
+      shapeOf(op("aten::embedding", {tensor({30522, 1024}), tensor({8, 512}, ScalarType::Int64)})),
+      "none");
 }
 
 } // namespace

@@ -359,12 +359,18 @@ TEST(OpCost, ElementwiseWithBroadcastingAndInPlace) {
   EXPECT_EQ(add.family, CostFamily::Elementwise);
   EXPECT_DOUBLE_EQ(add.bytes, 12000);
   EXPECT_DOUBLE_EQ(add.flops, 1000);
+  EXPECT_DOUBLE_EQ(add.smCycles, 0); // vectorized: bound by its bytes
   add = estimateOpCost(op("aten::add", {tensor({64, 100}), tensor({100})}, {tensor({64, 100})}));
   EXPECT_DOUBLE_EQ(add.bytes, 25600.0 + 400 + 25600);
   EXPECT_DOUBLE_EQ(add.flops, 6400);
+  // A broadcast operand: the legacy kernel's cycles per element (bench/truth/fit_broadcast.py).
+  EXPECT_DOUBLE_EQ(add.smCycles, 6400 * 0.858);
   // In place with no recorded output still writes self.
   add = estimateOpCost(op("aten::add_", {tensor({1000}), tensor({1000})}, {}));
   EXPECT_DOUBLE_EQ(add.bytes, 12000);
+  // A one-element operand is not a broadcast the kernel pays for.
+  add = estimateOpCost(op("aten::mul", {tensor({1000}), tensor({})}, {tensor({1000})}));
+  EXPECT_DOUBLE_EQ(add.smCycles, 0);
   const auto gelu = estimateOpCost(op("aten::gelu", {tensor({10})}, {tensor({10})}));
   EXPECT_DOUBLE_EQ(gelu.flops, 140);
   const auto relu = estimateOpCost(op("aten::threshold_backward", {tensor({10}), tensor({10})},
@@ -374,7 +380,9 @@ TEST(OpCost, ElementwiseWithBroadcastingAndInPlace) {
   const auto mask = tensor({1, 100}, ScalarType::Bool);
   const auto fill = estimateOpCost(
       op("aten::masked_fill", {tensor({64, 100}), mask}, {tensor({64, 100})}, {{"value", 0.0}}));
-  EXPECT_DOUBLE_EQ(fill.bytes, 25600.0 + 100 + 3 * 25600);
+  EXPECT_DOUBLE_EQ(fill.helperBytes, 2 * 25600.0); // the clone, a vectorized copy
+  EXPECT_DOUBLE_EQ(fill.bytes, 25600.0 + 100 + 25600);
+  EXPECT_DOUBLE_EQ(fill.smCycles, 6400 * 0.858); // the fill, with its mask broadcast
   EXPECT_EQ(fill.kernels, 2);
   const auto fillInPlace =
       estimateOpCost(op("aten::masked_fill_", {tensor({64, 100}), mask}, {tensor({64, 100})}));
@@ -559,6 +567,25 @@ TEST(OpCost, CopiesAndConcatenation) {
   EXPECT_DOUBLE_EQ(cat.bytes, 1280);
   const auto clone = estimateOpCost(op("aten::clone", {tensor({50})}, {tensor({50})}));
   EXPECT_DOUBLE_EQ(clone.bytes, 400);
+  EXPECT_DOUBLE_EQ(clone.smCycles, 0);
+}
+
+TEST(OpCost, CastsFromA16BitFloatRunAtAnElementRate) {
+  const auto bf16 = tensor({1000}, ScalarType::BFloat16);
+  const auto up = estimateOpCost(op("aten::_to_copy", {bf16}, {tensor({1000})}));
+  EXPECT_DOUBLE_EQ(up.bytes, 6000);
+  EXPECT_DOUBLE_EQ(up.smCycles, 1000 * 0.858);
+  const auto across =
+      estimateOpCost(op("aten::_to_copy", {bf16}, {tensor({1000}, ScalarType::Float16)}));
+  EXPECT_DOUBLE_EQ(across.smCycles, 1000 * 0.858);
+  // Down from fp32, and a copy within one dtype, stream at the bandwidth.
+  const auto down = estimateOpCost(op("aten::_to_copy", {tensor({1000})}, {bf16}));
+  EXPECT_DOUBLE_EQ(down.smCycles, 0);
+  // copy_(self, src) reads src: a bf16 source into an fp32 self is a cast up.
+  const auto intoSelf = estimateOpCost(op("aten::copy_", {tensor({1000}), bf16}, {}));
+  EXPECT_DOUBLE_EQ(intoSelf.smCycles, 1000 * 0.858);
+  const auto sameType = estimateOpCost(op("aten::copy_", {bf16, bf16}, {}));
+  EXPECT_DOUBLE_EQ(sameType.smCycles, 0);
 }
 
 TEST(OpCost, MetadataOpsCostNothing) {

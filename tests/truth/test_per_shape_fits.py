@@ -10,6 +10,7 @@ import unittest
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "bench", "truth"))
 import fit_batch_norm  # noqa: E402
+import fit_broadcast  # noqa: E402
 import fit_layer_norm  # noqa: E402
 import per_shape_fit  # noqa: E402
 
@@ -43,6 +44,13 @@ class BatchNorm(unittest.TestCase):
                 rows = {k: v for k, v in table.items() if k[0] == precision and k[1] == backward}
                 fitted += list(fit_batch_norm.fit(gpu, rows))
             self.assertEqual(fitted, constant(name), name)
+
+
+class BroadcastElementwise(unittest.TestCase):
+    def test_the_fit_gives_the_shipped_cycles(self):
+        [(_, gpu, table)] = per_shape_fit.truth_files("", [H100], fit_broadcast.per_shape)
+        self.assertGreater(len(table), 40)
+        self.assertEqual([fit_broadcast.fit(gpu, table)], constant("kElementRateCycles"))
 
 
 if __name__ == "__main__":

@@ -86,6 +86,8 @@ std::optional<KernelShape> convOf(const OpRecord& op) {
 }
 
 std::optional<ElementwiseOp> elementwiseOpOf(const OpRecord& op) {
+  if (op.broadcastsAnInput())
+    return std::nullopt; // NeuSight measured operands of one shape (vectorized kernels)
   const TensorMeta* b = op.input(1);
   const bool binary = b && b->numel() > 1;
   const std::string& n = op.name;

@@ -16,7 +16,9 @@ using nlohmann::json;
 
 // A malformed field of an op record, named from its `where` (opRecordFromJson's callers
 // say which file it is).
-[[noreturn]] void failField(const std::string& what) { throw TraceFormatError(what); }
+[[noreturn]] void failField(const std::string& what) {
+  throw TraceFormatError(what);
+}
 
 std::optional<TensorMeta> tensorFromJson(const json& j, const std::string& where) {
   if (j.is_null())
@@ -369,6 +371,17 @@ const TensorMeta* OpRecord::input(size_t index) const {
 
 const TensorMeta* OpRecord::output(size_t index) const {
   return index < outputs.size() && outputs[index] ? &*outputs[index] : nullptr;
+}
+
+bool OpRecord::broadcastsAnInput() const {
+  int64_t largest = 0;
+  for (const auto* tensors : {&inputs, &outputs})
+    for (const auto& t : *tensors)
+      if (t)
+        largest = std::max(largest, t->numel());
+  return std::any_of(inputs.begin(), inputs.end(), [&](const std::optional<TensorMeta>& t) {
+    return t && t->numel() > 1 && t->numel() < largest;
+  });
 }
 
 Trace traceFromJson(const json& doc) {

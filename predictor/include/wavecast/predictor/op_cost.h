@@ -83,9 +83,10 @@ struct OpCost {
   // Blocks of this kernel one SM runs at once, where its block size or resources say
   // so; 0: as many 128-thread blocks as the SM holds threads.
   int blocksPerSm = 0;
-  // Work bound by each thread block's latency rather than by arithmetic or bandwidth (a
-  // block per row that waits on its row's loads and reductions): SM cycles summed over
-  // the blocks, spread over the SMs at the boost clock; added to the FLOPs' time.
+  // Work bound by each thread block's latency or issue rather than by arithmetic or
+  // bandwidth (a block per row that waits on its row's loads and reductions, a broadcast
+  // elementwise kernel's per-element offsets): SM cycles summed over the blocks, spread
+  // over the SMs at the boost clock; added to the FLOPs' time.
   double smCycles = 0;
   // Time a kernel spends in serial phases whatever its size (us): a split reduction's
   // last block summing every block's partial results.

@@ -165,6 +165,9 @@ struct OpRecord {
   // The input tensor at `index` if present.
   const TensorMeta* input(size_t index) const;
   const TensorMeta* output(size_t index) const;
+  // Whether an input of more than one element has fewer than the op's largest tensor: an
+  // elementwise op broadcasts it (a bias, a mask, a per-channel scale).
+  bool broadcastsAnInput() const;
 };
 
 // How much a warning or advisory matters: Warning changes what the user should do or
