@@ -133,26 +133,59 @@ bool nearGemm(const OpCost& traced, const OpCost& measured) {
          near(a.k, b.k);
 }
 
-// Norms, softmax, reductions, pooling and losses: each dimension of each input within the
-// near ratio. Their blocks follow the shape, not the bytes alone (a batch norm runs a block
-// per channel over the rest), so a [8, 256, 56, 56] batch norm is not timed as a
-// [32, 192, 35, 35] one. Elementwise work and copies stream their bytes whatever the shape.
-bool nearShapes(const OpRecord& traced, const OpRecord& measured, CostFamily family) {
-  if (family != CostFamily::Norm && family != CostFamily::Softmax &&
-      family != CostFamily::Reduction && family != CostFamily::Pooling &&
-      family != CostFamily::Loss)
-    return true;
+// Norms, softmax, reductions, pooling and losses: their blocks follow the shape, not the
+// bytes alone (a batch norm runs a block per channel over the rest), so a
+// [8, 256, 56, 56] batch norm is not timed as a [32, 192, 35, 35] one. Elementwise work
+// and copies stream their bytes whatever the shape.
+bool shapedFamily(CostFamily family) {
+  return family == CostFamily::Norm || family == CostFamily::Softmax ||
+         family == CostFamily::Reduction || family == CostFamily::Pooling ||
+         family == CostFamily::Loss;
+}
+
+// Sum over the dimensions of the inputs both ops have of |log(traced / measured)|; false
+// where a dimension is beyond the near ratio.
+bool shapeDistance(const OpRecord& traced, const OpRecord& measured, double& distance) {
+  distance = 0;
   const size_t inputs = std::min(traced.inputs.size(), measured.inputs.size());
   for (size_t i = 0; i < inputs; ++i) {
     const auto& a = traced.inputs[i];
     const auto& b = measured.inputs[i];
     if (!a || !b || a->shape.size() != b->shape.size())
       continue;
-    for (size_t d = 0; d < a->shape.size(); ++d)
-      if (!near(std::max<int64_t>(1, a->shape[d]), std::max<int64_t>(1, b->shape[d])))
+    for (size_t d = 0; d < a->shape.size(); ++d) {
+      const double x = static_cast<double>(std::max<int64_t>(1, a->shape[d]));
+      const double y = static_cast<double>(std::max<int64_t>(1, b->shape[d]));
+      if (!near(x, y))
         return false;
+      distance += std::abs(std::log(x / y));
+    }
   }
   return true;
+}
+
+// How far a measured near shape is from the traced one: for matrix work its rows, columns
+// and K, for the shaped families every input dimension, else the work. The nearest one's
+// kernels are likeliest to be the traced op's (the same blocks per channel, the same tiles).
+std::optional<double> nearDistance(const OpRecord& op, const OpCost& cost,
+                                   const OpRecord& measuredOp, const OpCost& measured) {
+  if (cost.unit == ComputeUnit::Matrix) {
+    if (!nearGemm(cost, measured))
+      return std::nullopt;
+    const GemmShape& a = cost.gemm;
+    const GemmShape& b = measured.gemm;
+    if (a.m <= 0 || a.n <= 0 || a.k <= 0 || b.m <= 0 || b.n <= 0 || b.k <= 0)
+      return std::abs(std::log(cost.flops / measured.flops));
+    return std::abs(std::log(std::max(1.0, a.batch) * a.m / (std::max(1.0, b.batch) * b.m))) +
+           std::abs(std::log(a.n / b.n)) + std::abs(std::log(a.k / b.k));
+  }
+  if (shapedFamily(cost.family)) {
+    double distance = 0;
+    if (!shapeDistance(op, measuredOp, distance))
+      return std::nullopt;
+    return distance;
+  }
+  return std::abs(std::log(cost.dramBytes() / measured.dramBytes()));
 }
 
 double work(const OpCost& cost) {
@@ -251,7 +284,8 @@ std::optional<CalibratedTime> CalibrationTable::find(const OpRecord& op, const O
     return std::nullopt;
   if (const auto it = exact_.find(opKey(op, cost, true)); it != exact_.end()) {
     const CalibrationEntry& entry = calibration_.entries[it->second];
-    return CalibratedTime{entry.medianMs, true, 1.0, transient(entry, 1.0)};
+    return CalibratedTime{entry.medianMs, true,    1.0,
+                          entry.medianMs, nullptr, transient(entry, 1.0)};
   }
   const auto sameKind = byName_.find(opKey(op, cost, false));
   const double traced = work(cost);
@@ -261,17 +295,17 @@ std::optional<CalibratedTime> CalibrationTable::find(const OpRecord& op, const O
   double bestDistance = 0;
   for (const size_t i : sameKind->second) {
     const double measured = work(costs_[i]);
-    if (measured <= 0 || !near(traced, measured) ||
-        !(cost.unit == ComputeUnit::Matrix
-              ? nearGemm(cost, costs_[i])
-              : nearShapes(op, calibration_.entries[i].op, cost.family)))
+    if (measured <= 0 || !near(traced, measured))
+      continue;
+    const auto distance = nearDistance(op, cost, calibration_.entries[i].op, costs_[i]);
+    if (!distance)
       continue;
     const double ratio = traced / measured;
-    const double distance = std::abs(std::log(ratio));
-    if (!best || distance < bestDistance) {
+    if (!best || *distance < bestDistance) {
       const CalibrationEntry& entry = calibration_.entries[i];
-      best = CalibratedTime{entry.medianMs * ratio, false, ratio, transient(entry, ratio)};
-      bestDistance = distance;
+      best = CalibratedTime{entry.medianMs * ratio, false,      ratio,
+                            entry.medianMs,         &costs_[i], transient(entry, ratio)};
+      bestDistance = *distance;
     }
   }
   return best;

@@ -65,6 +65,15 @@ PredictionMethod timeOp(const OpRecord& op, const OpCost& cost, const DeviceSpec
   if (calibration)
     if (const auto calibrated = calibration->find(op, cost)) {
       timeMs = calibrated->timeMs;
+      // A near shape's time follows the roofline from its shape to this one: waves, tiles,
+      // a block per channel and launch floors change with the shape where bytes and FLOPs
+      // scale evenly.
+      if (calibrated->measuredCost) {
+        const double traced = rooflineTime(cost, gpu, options.roofline).timeMs;
+        const double near = rooflineTime(*calibrated->measuredCost, gpu, options.roofline).timeMs;
+        if (traced > 0 && near > 0)
+          timeMs = calibrated->measuredMs * traced / near;
+      }
       return PredictionMethod::Calibrated;
     }
   if (learnedMs) {

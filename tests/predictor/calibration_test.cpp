@@ -3,7 +3,9 @@
 #include "presentation.h"
 #include "wavecast/predictor/calibration.h"
 #include "wavecast/predictor/gpu_database.h"
+#include "wavecast/predictor/op_cost.h"
 #include "wavecast/predictor/predictor.h"
+#include "wavecast/predictor/roofline.h"
 
 #include <cstdio>
 #include <fstream>
@@ -164,11 +166,12 @@ OpRecord add(int64_t id, int64_t rows) {
 TEST(Calibration, ACalibratedGpuTakesTheMeasuredTimesOfExactlyTheMatchedOps) {
   Trace trace;
   trace.batchSize = 8;
+  // A near shape's time follows the roofline from the measured shape to it.
   trace.ops = {mm(0, 1024, ScalarType::BFloat16), // its own shape: 0.5 ms
-               mm(1, 1536, ScalarType::BFloat16), // near: 1.5x the FLOPs, 0.75 ms
+               mm(1, 1536, ScalarType::BFloat16), // near: 1.5x the FLOPs, a wave more
                mm(2, 1023, ScalarType::BFloat16), // rows not a multiple of 8: other kernels
                mm(3, 1024, ScalarType::Float32),  // float32 without TF32: the entry ran TF32
-               add(4, 6144),                      // near: 0.75x the bytes, 0.06 ms
+               add(4, 6144),                      // near: 0.75x the bytes
                mm(5, 1024, ScalarType::BFloat16, Phase::Backward)}; // another phase
   trace.precision = FloatPrecision{false, true, std::nullopt};
 
@@ -187,10 +190,16 @@ TEST(Calibration, ACalibratedGpuTakesTheMeasuredTimesOfExactlyTheMatchedOps) {
   const auto& h100 = with.ops[0];
   EXPECT_EQ(h100[0].method, PredictionMethod::Calibrated);
   EXPECT_DOUBLE_EQ(h100[0].timeMs, 0.5);
+  const auto roofline = [&](const OpRecord& op) {
+    return rooflineTime(estimateOpCost(op), gpus[0], options.roofline).timeMs;
+  };
   EXPECT_EQ(h100[1].method, PredictionMethod::Calibrated);
-  EXPECT_DOUBLE_EQ(h100[1].timeMs, 0.5 * 1.5);
+  const double gemmRatio = roofline(trace.ops[1]) / roofline(trace.ops[0]);
+  EXPECT_GT(gemmRatio, 1.5); // the tiles' waves: more than the FLOPs' ratio
+  EXPECT_DOUBLE_EQ(h100[1].timeMs, 0.5 * gemmRatio);
   EXPECT_EQ(h100[4].method, PredictionMethod::Calibrated);
-  EXPECT_DOUBLE_EQ(h100[4].timeMs, 0.08 * 0.75);
+  EXPECT_NEAR(h100[4].timeMs, 0.08 * roofline(trace.ops[4]) / roofline(add(9, 8192)), 1e-12);
+  EXPECT_NEAR(h100[4].timeMs, 0.08 * 0.75, 0.002); // streaming: nearly the bytes' ratio
   for (const size_t unmatched : {2u, 3u, 5u}) {
     EXPECT_NE(h100[unmatched].method, PredictionMethod::Calibrated) << "op " << unmatched;
     EXPECT_DOUBLE_EQ(h100[unmatched].timeMs, without.ops[0][unmatched].timeMs) << unmatched;
@@ -292,6 +301,37 @@ TEST(Calibration, ANearBatchNormHasEachDimensionNearNotJustNearBytes) {
   const auto near = table.find(moreImages, estimateOpCost(moreImages));
   ASSERT_TRUE(near.has_value());
   EXPECT_FALSE(near->exact);
+}
+
+json batchNormEntry(const std::vector<int64_t>& shape, double ms) {
+  const std::vector<int64_t> channels{shape[1]};
+  return {{"name", "aten::native_batch_norm"},
+          {"phase", "forward"},
+          {"inputs",
+           {tensorJson(shape, "bfloat16"), tensorJson(channels, "float32"),
+            tensorJson(channels, "float32"), tensorJson(channels, "float32"),
+            tensorJson(channels, "float32")}},
+          {"outputs", {tensorJson(shape, "bfloat16")}},
+          {"args", {{"training", true}, {"momentum", 0.1}, {"eps", 1e-5}}},
+          {"precision", "bf16"},
+          {"median_ms", ms},
+          {"repeats", 10}};
+}
+
+TEST(Calibration, OfNearShapesTheOneNearestInEachDimensionIsTaken) {
+  // ResNet-50's [32, 1024, 14, 14] at batch 32 moves the bytes of the calibration's
+  // [64, 2048, 7, 7] exactly, and half those of its [64, 1024, 14, 14]. The H100 ran the
+  // first two 29.7 and 45.3 us apart in FP32 (twice the channels, half the rows each):
+  // the one with its channels and maps is the measure, halved.
+  auto doc = h100Calibration();
+  doc["entries"].push_back(batchNormEntry({64, 2048, 7, 7}, 0.0453));
+  doc["entries"].push_back(batchNormEntry({64, 1024, 14, 14}, 0.0585));
+  const CalibrationTable table(calibrationFromJson(doc, "h100"));
+  const OpRecord resnet = batchNorm({32, 1024, 14, 14});
+  const auto near = table.find(resnet, estimateOpCost(resnet));
+  ASSERT_TRUE(near.has_value());
+  EXPECT_DOUBLE_EQ(near->measuredMs, 0.0585);
+  EXPECT_NEAR(near->ratio, 0.5, 1e-3);
 }
 
 // A copy of a non-contiguous view into a contiguous tensor (x.permute(...).contiguous()).
