@@ -120,6 +120,33 @@ too much for autocast's casts there, though about right for the Transformer's)
 and NCHW convolutions (Inception-v3 b128 20% under, as its batch norm is in
 FP32).
 
+Three more causes were found by comparing GPT-2's bf16 per-op kernel times on
+bench/truth/data/h100 with its trace, op by op (development runs of
+`bench/truth/compare.py`):
+
+- **cross_entropy's log_softmax runs in the logits' dtype.** The C++ composite
+  passes `self.scalar_type()` to log_softmax, so CUDA autocast leaves it in bf16
+  and only nll_loss casts to float32. The tracer had cast the whole loss to
+  float32, which kept one float32 copy of GPT-2's logits too many (784 MiB at
+  batch 8) and priced log_softmax at twice its bytes. A test now compares the
+  tracer's forward ops and dtypes with torch's own CUDA autocast, which the
+  dispatcher applies to fake CUDA tensors without a GPU
+  (tests/python/test_autocast.py). Peak allocated MAPE on the H100 recording
+  went from 2.6% to 1.9%.
+- **Broadcast elementwise kernels run at an element rate.** A bf16
+  masked_fill_ with GPT-2's causal mask took 312 us against 338 us for its fp32
+  twin: an operand broadcast along some dims keeps TensorIterator off its
+  vectorized path. Priced at 0.858 SM cycles per element
+  (`bench/truth/fit_broadcast.py`; median error 9% on the H100's 60 shapes it
+  was fitted on, 12.5% on the H200's), the bf16 elementwise family went from
+  0.84 to 0.97 of its real time.
+- **Casts from a 16-bit float run at the same rate.** The H100's calibration
+  timed bf16 to fp32 at 0.84-0.85 SM cycles per element while fp32 to bf16
+  streams at the bandwidth; the bf16 copy family went from 0.77 to 0.92.
+
+Together they took the H100 recording's bf16 kernel MAPE from 7.1% to 6.2%
+and its bf16 wall MAPE from 8.8% to 8.1%.
+
 ### Batch norm: where the norm gap was
 
 From development runs of `bench/truth/compare.py` on bench/truth/data (not from this
@@ -156,6 +183,15 @@ with it 7.9%, before the batch-norm change above. The first calibration, timed w
 events that counted each op's launch gap and the suite's own Python, made it 49%
 (ResNet-50 at batch 8: 19.2 ms predicted against 6.7 ms of kernels); that timer was
 fixed and the file measured again (docs/calibration.md).
+
+A traced op whose exact shape the file lacks takes a near shape's time. That
+shape had been the one with the closest bytes (or FLOPs), scaled by their
+ratio. ResNet-50's batch norms at batch 32 were then priced at 1.5-2.2x their
+real time, from entries with the same bytes but other channels and maps (a batch
+norm runs a block per channel). Now the entry nearest in every dimension is
+taken, and its time is scaled by the roofline's ratio between the two shapes
+(docs/calibration.md). FP32 kernel MAPE went from 6.6% to 5.6% on
+`../shared/truth` and from 6.9% to 5.8% on the H100 recording.
 
 ### Kernels bound by latency, not by FLOPs or bytes
 
