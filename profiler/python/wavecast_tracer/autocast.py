@@ -114,42 +114,42 @@ class CudaAutocast:
             return type(values)(self.cast_all(v, dtype) for v in values)
         return self.cast(values, dtype)
 
-    def wrap(self, original, policy):
+    def _entry(self, original, run):
+        """`original` as autocast sees it: `run(dtype, args, kwargs)` inside an autocast
+        region, `original` itself outside one."""
         autocast = self
 
         @functools.wraps(original)
-        def autocast_op(*args, **kwargs):
+        def entry(*args, **kwargs):
             dtype = autocast.dtype()
             if dtype is None:
                 return original(*args, **kwargs)
             autocast.note(dtype)
+            return run(dtype, args, kwargs)
+
+        return entry
+
+    def wrap(self, original, policy):
+        """A listed op: its inputs cast as `policy` says, then run with autocast off inside."""
+
+        def listed(dtype, args, kwargs):
             target = policy(dtype, args, kwargs)
             if target is not None:
-                args = autocast.cast_all(args, target)
-                kwargs = {k: autocast.cast_all(v, target) for k, v in kwargs.items()}
-            autocast.inside = True
+                args = self.cast_all(args, target)
+                kwargs = {k: self.cast_all(v, target) for k, v in kwargs.items()}
+            self.inside = True
             try:
                 return original(*args, **kwargs)
             finally:
-                autocast.inside = False
+                self.inside = False
 
-        return autocast_op
+        return self._entry(original, listed)
 
     def wrap_composite(self, original, composite):
-        """`original` run as `composite(original, *args, **kwargs)` under autocast: its
-        inner calls go through the patched entry points, as a C++ composite's go through
-        the dispatcher's autocast."""
-        autocast = self
-
-        @functools.wraps(original)
-        def autocast_composite(*args, **kwargs):
-            dtype = autocast.dtype()
-            if dtype is None:
-                return original(*args, **kwargs)
-            autocast.note(dtype)
-            return composite(original, *args, **kwargs)
-
-        return autocast_composite
+        """`original` run as `composite(original, *args, **kwargs)`: its inner calls go
+        through the patched entry points, as a C++ composite's go through the
+        dispatcher's autocast."""
+        return self._entry(original, lambda _dtype, args, kwargs: composite(original, *args, **kwargs))
 
 
 def _lower(dtype, _args, _kwargs):
