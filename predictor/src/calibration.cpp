@@ -143,10 +143,10 @@ bool shapedFamily(CostFamily family) {
          family == CostFamily::Loss;
 }
 
-// Sum over the dimensions of the inputs both ops have of |log(traced / measured)|; false
+// Sum over the dimensions of the inputs both ops have of |log(traced / measured)|; none
 // where a dimension is beyond the near ratio.
-bool shapeDistance(const OpRecord& traced, const OpRecord& measured, double& distance) {
-  distance = 0;
+std::optional<double> shapeDistance(const OpRecord& traced, const OpRecord& measured) {
+  double distance = 0;
   const size_t inputs = std::min(traced.inputs.size(), measured.inputs.size());
   for (size_t i = 0; i < inputs; ++i) {
     const auto& a = traced.inputs[i];
@@ -157,11 +157,15 @@ bool shapeDistance(const OpRecord& traced, const OpRecord& measured, double& dis
       const double x = static_cast<double>(std::max<int64_t>(1, a->shape[d]));
       const double y = static_cast<double>(std::max<int64_t>(1, b->shape[d]));
       if (!near(x, y))
-        return false;
+        return std::nullopt;
       distance += std::abs(std::log(x / y));
     }
   }
-  return true;
+  return distance;
+}
+
+double work(const OpCost& cost) {
+  return cost.unit == ComputeUnit::Matrix && cost.flops > 0 ? cost.flops : cost.dramBytes();
 }
 
 // How far a measured near shape is from the traced one: for matrix work its rows, columns
@@ -175,21 +179,13 @@ std::optional<double> nearDistance(const OpRecord& op, const OpCost& cost,
     const GemmShape& a = cost.gemm;
     const GemmShape& b = measured.gemm;
     if (a.m <= 0 || a.n <= 0 || a.k <= 0 || b.m <= 0 || b.n <= 0 || b.k <= 0)
-      return std::abs(std::log(cost.flops / measured.flops));
+      return std::abs(std::log(work(cost) / work(measured)));
     return std::abs(std::log(std::max(1.0, a.batch) * a.m / (std::max(1.0, b.batch) * b.m))) +
            std::abs(std::log(a.n / b.n)) + std::abs(std::log(a.k / b.k));
   }
-  if (shapedFamily(cost.family)) {
-    double distance = 0;
-    if (!shapeDistance(op, measuredOp, distance))
-      return std::nullopt;
-    return distance;
-  }
-  return std::abs(std::log(cost.dramBytes() / measured.dramBytes()));
-}
-
-double work(const OpCost& cost) {
-  return cost.unit == ComputeUnit::Matrix && cost.flops > 0 ? cost.flops : cost.dramBytes();
+  if (shapedFamily(cost.family))
+    return shapeDistance(op, measuredOp);
+  return std::abs(std::log(work(cost) / work(measured)));
 }
 
 } // namespace
