@@ -320,9 +320,9 @@ json batchNormEntry(const std::vector<int64_t>& shape, double ms) {
 
 TEST(Calibration, OfNearShapesTheOneNearestInEachDimensionIsTaken) {
   // ResNet-50's [32, 1024, 14, 14] at batch 32 moves the bytes of the calibration's
-  // [64, 2048, 7, 7] exactly, and half those of its [64, 1024, 14, 14]. The H100 ran the
-  // first two 29.7 and 45.3 us apart in FP32 (twice the channels, half the rows each):
-  // the one with its channels and maps is the measure, halved.
+  // [64, 2048, 7, 7] exactly, and half those of its [64, 1024, 14, 14]. On the H100 it took
+  // 29.7 us in FP32, the first entry 45.3 us: twice the channels, each over half the rows.
+  // The entry with its channels and maps is the measure, halved.
   auto doc = h100Calibration();
   doc["entries"].push_back(batchNormEntry({64, 2048, 7, 7}, 0.0453));
   doc["entries"].push_back(batchNormEntry({64, 1024, 14, 14}, 0.0585));
