@@ -241,7 +241,7 @@ def wavecast_input(batch_size=4):
 
 def wavecast_iteration(model):
     def iteration(tokens, labels, probs):
-        with torch.autocast("cuda", dtype=torch.bfloat16):
+        with torch.autocast("cuda", dtype=torch.{dtype}):
             loss = losses(model(tokens), labels, probs)
         loss.backward()
 
@@ -271,7 +271,7 @@ class AgainstTorchsOwnCudaAutocast(unittest.TestCase):
     autocast to fake CUDA tensors without a GPU, so the forward pass's ops and dtypes as
     CUDA would run them can be read here and compared op for op."""
 
-    def torchs_forward(self, module, batch_size):
+    def torchs_forward(self, module, batch_size, dtype):
         from unittest import mock
 
         import torch.cuda.amp.common as amp_common
@@ -300,7 +300,7 @@ class AgainstTorchsOwnCudaAutocast(unittest.TestCase):
                 FakeTensorMode(), torch.device("cuda"):
             model = module.Net()
             tokens, labels, probs = module.wavecast_input(batch_size)
-            with torch.autocast("cuda", dtype=torch.bfloat16), record:
+            with torch.autocast("cuda", dtype=dtype), record:
                 module.losses(model(tokens), labels, probs)
         return record.ops
 
@@ -310,28 +310,31 @@ class AgainstTorchsOwnCudaAutocast(unittest.TestCase):
         import collections
         import importlib.util
 
-        directory = tempfile.mkdtemp()
-        path = os.path.join(directory, "mixed.py")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(MIXED)
-        spec = importlib.util.spec_from_file_location("wavecast_mixed_precision", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        torchs = collections.Counter(op for op in self.torchs_forward(module, 4) if op[0] not in NOT_COMPARED)
+        for dtype in (torch.bfloat16, torch.float16):
+            with self.subTest(dtype=dtype):
+                directory = tempfile.mkdtemp()
+                path = os.path.join(directory, "mixed.py")
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(MIXED.replace("{dtype}", str(dtype)[6:]))
+                spec = importlib.util.spec_from_file_location("wavecast_mixed_precision", path)
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+                torchs = collections.Counter(op for op in self.torchs_forward(module, 4, dtype)
+                                             if op[0] not in NOT_COMPARED)
 
-        trace = run_trace(path, batch_size=4)
-        traced = collections.Counter()
-        for op in trace["ops"]:
-            name = op["name"].split("::")[-1]
-            if op["phase"] == "forward" and name not in NOT_COMPARED:
-                outputs = [t for t in op["outputs"] if t]
-                traced[(name, tuple(t["dtype"] for t in outputs),
-                        tuple(math.prod(t["shape"]) for t in outputs))] += 1
-        # (op, output dtypes, output sizes): element counts, since nll_loss casts a
-        # class-dimension-not-last input after reshaping it to 4-D, the tracer before.
-        self.assertEqual(dict(torchs - traced), {}, "ops torch's CUDA autocast runs that the trace lacks")
-        self.assertEqual(dict(traced - torchs), {}, "ops the trace has that torch's CUDA autocast does not run")
-        self.assertGreater(sum(torchs.values()), 60)
+                trace = run_trace(path, batch_size=4)
+                traced = collections.Counter()
+                for op in trace["ops"]:
+                    name = op["name"].split("::")[-1]
+                    if op["phase"] == "forward" and name not in NOT_COMPARED:
+                        outputs = [t for t in op["outputs"] if t]
+                        traced[(name, tuple(t["dtype"] for t in outputs),
+                                tuple(math.prod(t["shape"]) for t in outputs))] += 1
+                # (op, output dtypes, output sizes): element counts, since nll_loss casts a
+                # class-dimension-not-last input after reshaping it to 4-D, the tracer before.
+                self.assertEqual(dict(torchs - traced), {}, "ops torch's CUDA autocast runs that the trace lacks")
+                self.assertEqual(dict(traced - torchs), {}, "ops the trace has that torch's CUDA autocast does not run")
+                self.assertGreater(sum(torchs.values()), 60)
 
 
 if __name__ == "__main__":

@@ -53,9 +53,8 @@ _FP32 = {
 }
 # Run in float32 when the caller set no dtype: the output is float32 (`dtype=torch.float32`).
 _FP32_OUTPUT = {
-    torch: ("softmax", "log_softmax", "sum", "prod", "cumsum", "cumprod"),
-    _F: ("softmax", "log_softmax"),
-    torch.Tensor: ("softmax", "log_softmax", "sum", "prod", "cumsum", "cumprod"),
+    torch: ("sum", "prod", "cumsum", "cumprod"),
+    torch.Tensor: ("sum", "prod", "cumsum", "cumprod"),
 }
 # Cast floating inputs to the widest floating dtype among them.
 _PROMOTE = {
@@ -222,8 +221,37 @@ def _cross_entropy(original, input, target, weight=None, size_average=None, igno
     return (1 - label_smoothing) * nll + smooth * (label_smoothing / classes)
 
 
+def _softmax_like(kernel, dtype_position):
+    """softmax or log_softmax as CUDA autocast runs it: with a float32 output unless the
+    caller set a dtype, and a float16 input goes straight to the kernel with half_to_float
+    (SoftMax.cpp, on CUDA only) where other inputs are cast to float32 first. `kernel`:
+    the ATen op; `dtype_position`: where the entry point takes `dtype` positionally."""
+
+    def composite(original, *args, **kwargs):
+        input = args[0] if args else kwargs.get("input")
+        dim = args[1] if len(args) > 1 else kwargs.get("dim")
+        dtype = args[dtype_position] if len(args) > dtype_position else kwargs.get("dtype")
+        if dtype is not None or not _eligible(input) or input.dtype == torch.float32:
+            return original(*args, **kwargs)
+        if input.dtype == torch.float16 and dim is not None:
+            try:
+                return kernel(input, dim, True)
+            except RuntimeError:  # the CPU has no half-to-float kernel: cpu mode casts first
+                pass
+        return original(*args, **dict(kwargs, dtype=torch.float32))
+
+    return composite
+
+
 # C++ composites whose inner calls autocast sees: run by a Python copy of the composite.
-_COMPOSITES = {_F: {"cross_entropy": _cross_entropy}}
+_COMPOSITES = {
+    _F: {"cross_entropy": _cross_entropy, "softmax": _softmax_like(torch.ops.aten._softmax, 3),
+         "log_softmax": _softmax_like(torch.ops.aten._log_softmax, 3)},
+    torch: {"softmax": _softmax_like(torch.ops.aten._softmax, 2),
+            "log_softmax": _softmax_like(torch.ops.aten._log_softmax, 2)},
+    torch.Tensor: {"softmax": _softmax_like(torch.ops.aten._softmax, 2),
+                   "log_softmax": _softmax_like(torch.ops.aten._log_softmax, 2)},
+}
 
 
 @contextlib.contextmanager
