@@ -133,8 +133,12 @@ TensorMemory tensorMemory(const Trace& trace, const std::vector<OpCost>& costs,
     memory.activationsSavedBytes = training ? kept : 0;
   }
 
-  // The tensors autograd keeps make up most of the peak; each is a block of its own.
-  for (size_t i = 0; i < trace.ops.size(); ++i) {
+  // The tracer replays the tensors' allocations through the caching allocator; without
+  // that, the rounding of the tensors autograd keeps, which make up most of the peak.
+  if (trace.memory.peakReservedBytes && trace.memory.peakLiveBytes)
+    result.roundingBytes =
+        std::max<int64_t>(0, *trace.memory.peakReservedBytes - *trace.memory.peakLiveBytes);
+  for (size_t i = 0; i < trace.ops.size() && !trace.memory.peakReservedBytes; ++i) {
     const OpRecord& op = trace.ops[i];
     const bool kept = memory.activationsSource == ActivationsSource::Traced
                           ? op.savedBytes.value_or(0) > 0

@@ -22,7 +22,9 @@ struct TensorMemory {
   // The workspaces as priced without a calibration, the same on every GPU; a calibrated GPU
   // prices them again, op by op.
   Workspaces uncalibrated;
-  // What the caching allocator's rounding adds to the tensors autograd keeps.
+  // What the caching allocator reserves beyond the tensors' peak: its rounding and
+  // fragmentation as the tracer replayed them, else the rounding of the tensors autograd
+  // keeps.
   int64_t roundingBytes = 0;
   // cuBLAS handles with a workspace: one per thread that runs GEMMs, the script's
   // (forward, optimizer) and autograd's device thread (backward).

@@ -146,6 +146,21 @@ TEST(Memory, ReservedAddsTheRoundingOfKeptTensorsAndTheConvolutionWorkspace) {
   EXPECT_LT(memory.reservedPeakBytes(), memory.processPeakBytes());
 }
 
+TEST(Memory, ReservedTakesTheTracersReplayOfTheCachingAllocator) {
+  // The tracer's replay reserved 15 GiB for the 14 GiB peak: its fragmentation replaces
+  // the rounding of the kept tensors (the odd relu output would add 1 MiB - 4 bytes).
+  nlohmann::json doc = tracedDocument();
+  const nlohmann::json odd = {{"shape", {11 * kMiB + 4}}, {"dtype", "uint8"}};
+  doc["ops"][1]["outputs"] = {odd};
+  doc["ops"][1]["saved_bytes"] = 11 * kMiB + 4;
+  doc["memory"]["peak_reserved_bytes"] = 15 * kGiB;
+  const Trace trace = traceFromJson(doc);
+  EXPECT_EQ(trace.memory.peakReservedBytes, 15 * kGiB);
+  EXPECT_EQ(traceToJson(trace)["memory"]["peak_reserved_bytes"], 15 * kGiB);
+  const MemoryEstimate memory = estimateMemory(trace, *db().find("T4"), PredictorOptions{});
+  EXPECT_EQ(memory.reservedPeakBytes() - memory.allocatedPeakBytes(), 1 * kGiB);
+}
+
 TEST(Memory, FitsInMemoryUsesTheProcessTotal) {
   nlohmann::json doc = tracedDocument();
   doc["memory"]["peak_live_bytes"] = 14 * kGiB + 3 * kGiB / 4;

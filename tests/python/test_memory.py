@@ -157,6 +157,11 @@ class SavedActivations(unittest.TestCase):
                 self.assertEqual(memory["peak_live_bytes"], expected)
                 self.assertEqual(memory["peak_phase"], "backward")
                 self.assertEqual(trace["ops"][memory["peak_op_id"]]["name"], "aten::threshold_backward")
+                # Every tensor of the small MLP is under 1 MiB: the caching allocator
+                # serves them all from 2 MiB segments, as few as hold the peak.
+                self.assertEqual(memory["peak_reserved_bytes"] % (2 << 20), 0)
+                self.assertGreaterEqual(memory["peak_reserved_bytes"], expected)
+                self.assertLess(memory["peak_reserved_bytes"], expected + 3 * (2 << 20))
 
     def test_live_bytes_per_op_reach_the_peak_where_the_peak_is(self):
         # Each op that allocates carries the bytes live once its outputs exist: the

@@ -16,7 +16,7 @@ import torch
 import torch.utils._pytree as pytree
 import torch.utils.checkpoint
 
-from . import compat, patching
+from . import allocator, compat, patching
 
 
 class _Storage:
@@ -318,6 +318,7 @@ class MemoryTracker:
         count until that point, and again from where backward makes them."""
         persistent = {}
         dropped = {}  # event index -> bytes of the previous iteration's gradients freed there
+        gradient_drops = {}  # serial -> (bytes, event index where the next iteration frees it)
         gradient_serials = set(self._gradient_serials)
         counted = set()  # gradient storages already placed as persistent or dropped
         with compat.no_torch_function():
@@ -333,6 +334,8 @@ class MemoryTracker:
                     gradient_serials.add(storage.serial)
                     counted.add(storage.serial)
                 position = self._grads_dropped_at.get(key) if key is not None else None
+                if position is not None:
+                    gradient_drops[storage.serial] = (storage.nbytes, position)
                 if position is None:
                     persistent[storage.serial] = storage.nbytes
                 else:
@@ -353,8 +356,10 @@ class MemoryTracker:
                 live_after_op[op_index] = live
             if live > peak:
                 peak, peak_at, gradients_at_peak = live, (op_index, phase), gradients_live
+        baseline = [s.nbytes for s in self._live.values() if s.serial in self._baseline_serials]
+        reserved = allocator.steady_state_reserved(baseline, persistent, gradient_drops, self._events)
         figures = {"activations_saved_bytes": self._saved_at_backward, "peak_live_bytes": peak,
-                   "gradients_at_peak_bytes": gradients_at_peak}
+                   "gradients_at_peak_bytes": gradients_at_peak, "peak_reserved_bytes": reserved}
         if peak_at[1] is not None:
             figures["peak_phase"] = peak_at[1]
             figures["peak_op_id"] = peak_at[0]

@@ -445,6 +445,7 @@ Trace traceFromJson(const json& doc) {
     t.memory.activationsSavedBytes = optionalInt("activations_saved_bytes");
     t.memory.peakLiveBytes = optionalInt("peak_live_bytes");
     t.memory.gradientsAtPeakBytes = optionalInt("gradients_at_peak_bytes");
+    t.memory.peakReservedBytes = optionalInt("peak_reserved_bytes");
     t.memory.peakOpId = optionalInt("peak_op_id");
     if (const auto phase = m->find("peak_phase"); phase != m->end() && phase->is_string())
       t.memory.peakPhase = phaseFromString(phase->get<std::string>());
@@ -534,6 +535,8 @@ json traceToJson(const Trace& t) {
     memory["peak_live_bytes"] = *t.memory.peakLiveBytes;
   if (t.memory.gradientsAtPeakBytes)
     memory["gradients_at_peak_bytes"] = *t.memory.gradientsAtPeakBytes;
+  if (t.memory.peakReservedBytes)
+    memory["peak_reserved_bytes"] = *t.memory.peakReservedBytes;
   if (t.memory.peakPhase)
     memory["peak_phase"] = toString(*t.memory.peakPhase);
   if (t.memory.peakOpId)

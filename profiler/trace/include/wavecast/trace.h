@@ -223,6 +223,9 @@ struct TraceMemory {
   // The gradients among them: fewer than all when zero_grad(set_to_none=True) freed the
   // previous iteration's before the forward and the peak comes before backward made them all.
   std::optional<int64_t> gradientsAtPeakBytes;
+  // What PyTorch's caching allocator reserves for these tensors at most, its rounding and
+  // fragmentation included: the tracer replays their allocations through it.
+  std::optional<int64_t> peakReservedBytes;
   std::optional<Phase> peakPhase;
   std::optional<int64_t> peakOpId;
 };
