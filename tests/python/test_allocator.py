@@ -9,6 +9,17 @@ from wavecast_tracer.allocator import CachingAllocator, steady_state_reserved
 MiB = 1 << 20
 
 
+def replayed(*steps):
+    """An allocator after `steps`: (key, bytes) allocates, a key alone frees."""
+    allocator = CachingAllocator()
+    for step in steps:
+        if isinstance(step, tuple):
+            allocator.allocate(*step)
+        else:
+            allocator.free(step)
+    return allocator
+
+
 class Segments(unittest.TestCase):
     def test_each_pool_reserves_its_segment_size(self):
         cases = [(100, 2 * MiB),  # small: 2 MiB segments
@@ -38,12 +49,8 @@ class Segments(unittest.TestCase):
         self.assertEqual(small.reserved_bytes, 2 * MiB)
 
     def test_freed_neighbours_merge_and_the_best_fit_is_taken(self):
-        allocator = CachingAllocator()
-        allocator.allocate("a", 4 * MiB)
-        allocator.allocate("b", 4 * MiB)
-        allocator.free("a")
-        allocator.free("b")  # merges with a and with the 12 MiB left: 20 MiB free again
-        allocator.allocate("c", 18 * MiB)
+        # b merges with a and with the 12 MiB left: 20 MiB free again.
+        allocator = replayed(("a", 4 * MiB), ("b", 4 * MiB), "a", "b", ("c", 18 * MiB))
         self.assertEqual(allocator.reserved_bytes, 20 * MiB)
         allocator.free("c")
         allocator.allocate("d", 30 * MiB)
@@ -54,12 +61,8 @@ class Segments(unittest.TestCase):
         self.assertEqual(allocator.reserved_bytes, 50 * MiB)
 
     def test_fragmentation_reserves_a_segment_though_enough_bytes_are_free(self):
-        allocator = CachingAllocator()
-        allocator.allocate("a", 12 * MiB)
-        allocator.allocate("b", 12 * MiB)
-        allocator.free("a")
-        allocator.free("b")  # two 12 MiB segments: blocks never merge across segments
-        allocator.allocate("c", 14 * MiB)
+        # Two 12 MiB segments: blocks never merge across segments.
+        allocator = replayed(("a", 12 * MiB), ("b", 12 * MiB), "a", "b", ("c", 14 * MiB))
         self.assertEqual(allocator.reserved_bytes, 38 * MiB)
 
 
