@@ -88,6 +88,27 @@ Workspaces workspaces(const Trace& trace, const std::vector<OpCost>& costs,
   return out;
 }
 
+// What the caching allocator reserves beyond the tensors' peak: as the tracer replayed
+// their allocations through it, else the rounding of the tensors autograd keeps, which make
+// up most of the peak (each a block of its own).
+int64_t allocatorOverheadBytes(const Trace& trace, const std::vector<OpCost>& costs,
+                               ActivationsSource activations) {
+  if (trace.memory.peakReservedBytes && trace.memory.peakLiveBytes)
+    return std::max<int64_t>(0, *trace.memory.peakReservedBytes - *trace.memory.peakLiveBytes);
+  int64_t rounding = 0;
+  for (size_t i = 0; i < trace.ops.size(); ++i) {
+    const OpRecord& op = trace.ops[i];
+    const bool kept = activations == ActivationsSource::Traced
+                          ? op.savedBytes.value_or(0) > 0
+                          : upperBoundKeptBytes(op, costs[i]) > 0;
+    if (!kept || op.phase != Phase::Forward)
+      continue;
+    for (const auto& t : op.outputs)
+      rounding += allocatorBlockBytes(tensorBytes(t)) - tensorBytes(t);
+  }
+  return rounding;
+}
+
 } // namespace
 
 TensorMemory tensorMemory(const Trace& trace, const std::vector<OpCost>& costs,
@@ -133,21 +154,7 @@ TensorMemory tensorMemory(const Trace& trace, const std::vector<OpCost>& costs,
     memory.activationsSavedBytes = training ? kept : 0;
   }
 
-  // The tracer replays the tensors' allocations through the caching allocator; without
-  // that, the rounding of the tensors autograd keeps, which make up most of the peak.
-  if (trace.memory.peakReservedBytes && trace.memory.peakLiveBytes)
-    result.roundingBytes =
-        std::max<int64_t>(0, *trace.memory.peakReservedBytes - *trace.memory.peakLiveBytes);
-  for (size_t i = 0; i < trace.ops.size() && !trace.memory.peakReservedBytes; ++i) {
-    const OpRecord& op = trace.ops[i];
-    const bool kept = memory.activationsSource == ActivationsSource::Traced
-                          ? op.savedBytes.value_or(0) > 0
-                          : upperBoundKeptBytes(op, costs[i]) > 0;
-    if (!kept || op.phase != Phase::Forward)
-      continue;
-    for (const auto& t : op.outputs)
-      result.roundingBytes += allocatorBlockBytes(tensorBytes(t)) - tensorBytes(t);
-  }
+  result.roundingBytes = allocatorOverheadBytes(trace, costs, memory.activationsSource);
 
   bool scriptThreadGemm = false;
   bool autogradThreadGemm = false;

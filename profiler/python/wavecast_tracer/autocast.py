@@ -12,6 +12,8 @@ Inner calls of a listed op are not cast again (autocast runs a listed op with
 itself switched off). `cross_entropy`, a C++ composite whose inner calls CUDA
 autocast would see, runs as that composite does (LossNLL.cpp): log_softmax in
 the input's own dtype, which it passes explicitly, then nll_loss in float32.
+softmax and log_softmax run as SoftMax.cpp does on CUDA: a float16 input goes
+to the kernel with half_to_float instead of being cast first.
 """
 
 import contextlib
@@ -244,14 +246,13 @@ def _softmax_like(kernel, dtype_position):
 
 
 # C++ composites whose inner calls autocast sees: run by a Python copy of the composite.
-_COMPOSITES = {
-    _F: {"cross_entropy": _cross_entropy, "softmax": _softmax_like(torch.ops.aten._softmax, 3),
-         "log_softmax": _softmax_like(torch.ops.aten._log_softmax, 3)},
-    torch: {"softmax": _softmax_like(torch.ops.aten._softmax, 2),
-            "log_softmax": _softmax_like(torch.ops.aten._log_softmax, 2)},
-    torch.Tensor: {"softmax": _softmax_like(torch.ops.aten._softmax, 2),
-                   "log_softmax": _softmax_like(torch.ops.aten._log_softmax, 2)},
-}
+# softmax and log_softmax take `dtype` third from torch and Tensor, fourth from F
+# (after `_stacklevel`).
+_COMPOSITES = {owner: {name: _softmax_like(kernel, dtype_position)
+                       for name, kernel in (("softmax", torch.ops.aten._softmax),
+                                            ("log_softmax", torch.ops.aten._log_softmax))}
+               for owner, dtype_position in ((_F, 3), (torch, 2), (torch.Tensor, 2))}
+_COMPOSITES[_F]["cross_entropy"] = _cross_entropy
 
 
 @contextlib.contextmanager
@@ -259,19 +260,17 @@ def cuda_autocast():
     """While active, the script's CUDA autocast regions cast as on a GPU; yields the
     CudaAutocast (its `dtypes` are the autocast dtypes the trace used)."""
     autocast = CudaAutocast()
+    wrappers = [(owner, name, functools.partial(autocast.wrap, policy=policy))
+                for table, policy in _POLICIES for owner, names in table.items() for name in names]
+    wrappers += [(owner, name, functools.partial(autocast.wrap_composite, composite=composite))
+                 for owner, composites in _COMPOSITES.items() for name, composite in composites.items()]
     saved = []
-    for table, policy in _POLICIES:
-        for owner, names in table.items():
-            for name in names:
-                original = getattr(owner, name, None)
-                if original is None:
-                    continue
-                saved.append((owner, name, owner.__dict__.get(name, _ABSENT)))
-                setattr(owner, name, autocast.wrap(original, policy))
-    for owner, composites in _COMPOSITES.items():
-        for name, composite in composites.items():
-            saved.append((owner, name, owner.__dict__.get(name, _ABSENT)))
-            setattr(owner, name, autocast.wrap_composite(getattr(owner, name), composite))
+    for owner, name, wrap in wrappers:
+        original = getattr(owner, name, None)
+        if original is None:
+            continue
+        saved.append((owner, name, owner.__dict__.get(name, _ABSENT)))
+        setattr(owner, name, wrap(original))
     clear = torch.clear_autocast_cache
 
     def clear_autocast_cache():  # autocast.__exit__ of the outermost region

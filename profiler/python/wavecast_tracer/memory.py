@@ -317,7 +317,6 @@ class MemoryTracker:
         gradient) pairs) unless a zero_grad(set_to_none=True) drops them first: then they
         count until that point, and again from where backward makes them."""
         persistent = {}
-        dropped = {}  # event index -> bytes of the previous iteration's gradients freed there
         gradient_drops = {}  # serial -> (bytes, event index where the next iteration frees it)
         gradient_serials = set(self._gradient_serials)
         counted = set()  # gradient storages already placed as persistent or dropped
@@ -334,12 +333,13 @@ class MemoryTracker:
                     gradient_serials.add(storage.serial)
                     counted.add(storage.serial)
                 position = self._grads_dropped_at.get(key) if key is not None else None
-                if position is not None:
-                    gradient_drops[storage.serial] = (storage.nbytes, position)
                 if position is None:
                     persistent[storage.serial] = storage.nbytes
                 else:
-                    dropped[position] = dropped.get(position, 0) + storage.nbytes
+                    gradient_drops[storage.serial] = (storage.nbytes, position)
+        dropped = {}  # event index -> bytes of the previous iteration's gradients freed there
+        for nbytes, position in gradient_drops.values():
+            dropped[position] = dropped.get(position, 0) + nbytes
         gradients_live = sum(persistent.get(s, 0) for s in gradient_serials) + sum(dropped.values())
         live = self._baseline_bytes + sum(persistent.values()) + sum(dropped.values())
         peak, peak_at, gradients_at_peak = live, (None, None), gradients_live
