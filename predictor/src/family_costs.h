@@ -8,6 +8,22 @@
 
 namespace wavecast::family_costs {
 
+// Elementwise kernels that run at an element rate rather than at the bandwidth.
+// TensorIterator loads whole vectors only when every operand is contiguous over the whole
+// iteration (gpu_kernel_impl's vectorized path). An operand broadcast along some dims (a
+// bias, a causal mask, a per-channel scale) sends the op down the legacy path: an element
+// per load, each operand's offset worked out dim by dim. Those kernels are bound by that
+// work, not by DRAM: on an H100 a bf16 masked_fill_ with a broadcast mask runs at the
+// element rate of its fp32 twin, where a contiguous bf16 add streams twice as many
+// elements. SM cycles per element, fitted by bench/truth/fit_broadcast.py to the per-shape
+// kernel times of bench/truth/data/h100 (GPT-2's causal masks, the biases and per-channel
+// adds of the transformers, GNMT and the small CNN; FP32 and bf16 autocast). Casts from a
+// 16-bit float run at the same rate (the H100's calibration: bf16 to fp32 at 0.84-0.85
+// cycles per element over 6 and 25 million elements, to fp16 at 0.66-0.77), where casts
+// down from fp32 stream at the bandwidth. The bias PyTorch adds to a cuDNN convolution's
+// output after it is such a broadcast add (the small CNN's: 0.84-0.93 cycles per element).
+inline constexpr double kElementRateCycles{0.858};
+
 // Matrix work (cuBLAS, cuDNN, fused attention): convolutions forward and backward,
 // GEMMs, scaled-dot-product attention and recurrent layers.
 OpCost convolution(const OpRecord& op);

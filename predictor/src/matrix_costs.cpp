@@ -69,6 +69,13 @@ bool transposesLayout(const TensorMeta& input, double groups, bool transposed) {
          !runsOwnDepthwiseKernel(input, groups, transposed);
 }
 
+// Whether cuDNN's tensor-core implicit GEMM cannot take the convolution: fewer than 8
+// channels per filter tap on the image side (NarrowConvWork). Grouped and depthwise
+// convolutions have kernels of their own.
+bool narrowChannels(const TensorMeta& weight, double groups) {
+  return groups == 1 && rank(&weight) >= 3 && dim(&weight, 1) < 8;
+}
+
 } // namespace
 
 OpCost convolution(const OpRecord& op) {
@@ -101,8 +108,10 @@ OpCost convolution(const OpRecord& op) {
     cost.flops += numel(&output);
     if (runsOwnDepthwiseKernel(*input, groups, transposed)) {
       cost.bytes += bytesOf(bias);
-    } else { // cuDNN's path calls output.add_(bias): it reads and writes the whole output
+    } else { // cuDNN's path calls output.add_(bias): it reads and writes the whole output,
+      // a bias broadcast over it
       cost.helperBytes += 2 * bytesOf(&output) + bytesOf(bias);
+      cost.helperSmCycles += numel(&output) * kElementRateCycles;
       ++cost.kernels;
     }
   }
@@ -110,6 +119,10 @@ OpCost convolution(const OpRecord& op) {
   const double positions = numel(positionsSide) / std::max(1.0, dim(positionsSide, 1));
   cost.gemm = {groups, positions, dim(weight, 0) / (transposed ? 1 : groups),
                numel(weight) / std::max(1.0, dim(weight, 0))};
+  if (narrowChannels(*weight, groups))
+    cost.narrowConvs.push_back({NarrowConvKernel::Data,
+                                numel(&output) / std::max(1.0, dim(&output, 1)),
+                                convolutionMacPositions(positionsSide, weight)});
   if (transposesLayout(*input, groups, transposed)) {
     cost.layoutTransformBytes += 2 * (bytesOf(input) + bytesOf(weight) + bytesOf(&output));
     cost.layoutTransformKernels += 3;
@@ -150,12 +163,15 @@ OpCost convolutionBackward(const OpRecord& op) {
   const TensorMeta* positionsSide = transposed ? input : gradOutput;
   const double positions = numel(positionsSide) / std::max(1.0, dim(positionsSide, 1));
   const double inputPositions = numel(input) / std::max(1.0, dim(input, 1));
+  const bool narrow = narrowChannels(*weight, groups);
   if (mask[0]) { // grad_input = conv_transpose(grad_output, weight)
     // Implicit GEMM over the input's positions: M = N x input positions, N = Cin,
     // K = Cout x R x S (of a transposed convolution: its forward's shape).
     const GemmShape shape = transposed ? GemmShape{groups, inputPositions, w0, w1 * taps}
                                        : GemmShape{groups, inputPositions, w1, w0 * taps};
     cost.gemms.push_back({shape, gemmFlops});
+    if (narrow)
+      cost.narrowConvs.push_back({NarrowConvKernel::Data, inputPositions, gemmFlops / 2});
     cost.flops += gemmFlops;
     cost.bytes += gradOutBytes + bytesOf(weight) + bytesOf(input);
     ++cost.kernels;
@@ -170,6 +186,8 @@ OpCost convolutionBackward(const OpRecord& op) {
     GemmShape shape{groups, w0, w1 * taps, positions};
     shape.splitK = true;
     cost.gemms.push_back({shape, gemmFlops});
+    if (narrow)
+      cost.narrowConvs.push_back({NarrowConvKernel::WeightGradient, positions, gemmFlops / 2});
     cost.flops += gemmFlops;
     cost.bytes += gradOutBytes + bytesOf(input) + bytesOf(weight);
     ++cost.kernels;

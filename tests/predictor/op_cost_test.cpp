@@ -43,6 +43,8 @@ TEST(OpCost, Convolution) {
   // float32: no layout transforms, but PyTorch adds the bias after cuDNN in a kernel of
   // its own (output.add_(bias)), reading and writing the whole output.
   EXPECT_DOUBLE_EQ(conv.helperBytes, 4.0 * (2 * 524288 + 16));
+  // The bias is broadcast over the output: the add runs at the element rate.
+  EXPECT_DOUBLE_EQ(conv.helperSmCycles, 524288 * 0.858);
   EXPECT_EQ(conv.kernels, 2);
   // bfloat16 on NCHW: where cuDNN's tensor-core kernels run on NHWC, input, weight and
   // output are each transformed (read and written) around the convolution, in kernels
@@ -69,6 +71,47 @@ TEST(OpCost, Convolution) {
   EXPECT_DOUBLE_EQ(halfBack.layoutTransformBytes, 2 * 2 * 2.0 * (524288 + 432 + 98304));
   EXPECT_EQ(halfBack.kernels, 2);
   EXPECT_EQ(halfBack.layoutTransformKernels, 6);
+}
+
+TEST(OpCost, ConvolutionsOnFewChannelsPerTapAreNarrowWork) {
+  // A first layer on 3 channels: cuDNN's tensor-core implicit GEMM reduces over 8 channels
+  // per tap, so its work is priced as narrow: per position of the output written.
+  const auto first = estimateOpCost(
+      op("aten::convolution", {tensor({32, 3, 32, 32}), tensor({16, 3, 3, 3})},
+         {tensor({32, 16, 32, 32})}, {{"stride", Ints{1, 1}}, {"padding", Ints{1, 1}}}));
+  ASSERT_EQ(first.narrowConvs.size(), 1u);
+  EXPECT_EQ(first.narrowConvs[0].kernel, NarrowConvKernel::Data);
+  EXPECT_DOUBLE_EQ(first.narrowConvs[0].positions, 32 * 1024);
+  EXPECT_DOUBLE_EQ(first.narrowConvs[0].multiplyAdds, first.flops / 2);
+  // Its backward: the input gradient writes the image, the weight gradient runs over the
+  // output's positions.
+  const auto back =
+      estimateOpCost(op("aten::convolution_backward",
+                        {tensor({32, 16, 16, 16}), tensor({32, 3, 32, 32}), tensor({16, 3, 3, 3})},
+                        {}, {{"output_mask", Ints{1, 1, 0}}}, Phase::Backward));
+  ASSERT_EQ(back.narrowConvs.size(), 2u);
+  EXPECT_EQ(back.narrowConvs[0].kernel, NarrowConvKernel::Data);
+  EXPECT_DOUBLE_EQ(back.narrowConvs[0].positions, 32 * 1024);
+  EXPECT_EQ(back.narrowConvs[1].kernel, NarrowConvKernel::WeightGradient);
+  EXPECT_DOUBLE_EQ(back.narrowConvs[1].positions, 32 * 256);
+  EXPECT_DOUBLE_EQ(back.narrowConvs[0].multiplyAdds + back.narrowConvs[1].multiplyAdds,
+                   back.flops / 2);
+  // A generator's last layer writes 3 channels: per position of its (larger) output.
+  const auto last =
+      estimateOpCost(op("aten::convolution", {tensor({8, 64, 32, 32}), tensor({64, 3, 4, 4})}, {},
+                        {{"stride", Ints{2, 2}}, {"padding", Ints{1, 1}}, {"transposed", true}}));
+  ASSERT_EQ(last.narrowConvs.size(), 1u);
+  EXPECT_DOUBLE_EQ(last.narrowConvs[0].positions, 8 * 64 * 64);
+  EXPECT_DOUBLE_EQ(last.narrowConvs[0].multiplyAdds, last.flops / 2);
+  // 8 channels per tap, and grouped (depthwise) convolutions, are not.
+  EXPECT_TRUE(
+      estimateOpCost(op("aten::convolution", {tensor({32, 8, 32, 32}), tensor({16, 8, 3, 3})}, {},
+                        {{"padding", Ints{1, 1}}}))
+          .narrowConvs.empty());
+  EXPECT_TRUE(
+      estimateOpCost(op("aten::convolution", {tensor({8, 32, 16, 16}), tensor({32, 1, 3, 3})}, {},
+                        {{"padding", Ints{1, 1}}, {"groups", int64_t{32}}}))
+          .narrowConvs.empty());
 }
 
 TEST(OpCost, GroupedStridedConvolutionWithoutTracedOutput) {

@@ -133,10 +133,10 @@ TEST(Predictor, AggregatesPerLinePhaseAndGpu) {
   EXPECT_DOUBLE_EQ(p.lines[0].perGpu[0].forwardMs, p.ops[0][0].wallMs);
   EXPECT_DOUBLE_EQ(p.lines[0].perGpu[0].backwardMs, p.ops[0][6].wallMs);
   EXPECT_DOUBLE_EQ(p.lines[0].perGpu[0].gpuMs, p.ops[0][0].timeMs + p.ops[0][6].timeMs);
-  // The convolution's weight gradient (16 x 27 over a K of 32,768) runs on one SM and
-  // keeps the GPU busy; the relu line's tiny kernels leave it waiting for the CPU.
-  EXPECT_FALSE(p.lines[0].perGpu[1].hostBound);
-  EXPECT_TRUE(p.lines[1].perGpu[1].hostBound);
+  // On the T4 the convolution's kernels (3 input channels: off the tensor cores) keep the
+  // GPU busy; the relu line's tiny kernels leave it waiting for the CPU.
+  EXPECT_FALSE(p.lines[0].perGpu[0].hostBound);
+  EXPECT_TRUE(p.lines[1].perGpu[0].hostBound);
   EXPECT_EQ(p.lines[1].opNames, (std::vector<std::string>{"aten::relu"}));
   EXPECT_EQ(p.lines[1].opCount, 2) << "relu and threshold_backward; the view does no work";
   EXPECT_EQ(p.lines[3].opNames, (std::vector<std::string>{"aten::_foreach_add_"}));

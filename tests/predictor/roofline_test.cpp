@@ -99,6 +99,47 @@ TEST(Roofline, CudnnReachesTheSameShareOfTheTensorCorePeakInEveryDtype) {
               conv.flops / (300e12 * options.matrixEfficiency) * 1e3, 1e-12);
 }
 
+TEST(Roofline, AHelperKernelTakesTheLongerOfItsBytesAndItsElementCycles) {
+  // A convolution's bias add after cuDNN, a broadcast add bound by its element rate: 1e8
+  // cycles over 100 SMs at 1 GHz (1 ms), against 1 ms of streaming at 4e9 bytes.
+  RooflineOptions options;
+  options.launchFloorUs = 0;
+  DeviceSpec device = gpu();
+  device.boostClockMHz = 1000;
+  OpCost conv = gemm(1, 128 * 100, 128, 4096);
+  conv.family = CostFamily::Conv;
+  const double convolutionMs = rooflineTime(conv, device, options).timeMs;
+  conv.helperBytes = 2000e9 * options.memoryEfficiency * 1e-3;
+  EXPECT_NEAR(rooflineTime(conv, device, options).timeMs - convolutionMs, 1.0, 1e-9);
+  conv.helperSmCycles = 2e8;
+  EXPECT_NEAR(rooflineTime(conv, device, options).timeMs - convolutionMs, 2.0, 1e-9);
+  conv.helperSmCycles = 0.5e8;
+  EXPECT_NEAR(rooflineTime(conv, device, options).timeMs - convolutionMs, 1.0, 1e-9);
+}
+
+TEST(Roofline, NarrowConvolutionsRunAtTheirOwnRatesInEveryDtype) {
+  // 1e6 positions of a first layer's forward, 1e9 multiply-adds, on 100 SMs at 1 GHz with
+  // 20 TFLOP/s of FP32 CUDA cores: 4 us, 20 cycles a position and 39% of the FP32 peak
+  // (bench/truth/fit_narrow_conv.py), whatever the dtype and tensor cores.
+  DeviceSpec device = gpu();
+  device.boostClockMHz = 1000;
+  OpCost conv = gemm(1, 1e6, 64, 27);
+  conv.family = CostFamily::Conv;
+  conv.flops = 2e9;
+  conv.narrowConvs = {{NarrowConvKernel::Data, 1e6, 1e9}};
+  const double expected = 4e-3 + 1e6 * 20 / 1e11 * 1e3 + 2e9 / (20e12 * 0.39) * 1e3;
+  EXPECT_NEAR(rooflineTime(conv, device, RooflineOptions()).computeMs, expected, 1e-12);
+  conv.tf32 = true;
+  EXPECT_NEAR(rooflineTime(conv, device, RooflineOptions()).computeMs, expected, 1e-12);
+  conv.tf32 = false;
+  conv.dtype = ScalarType::BFloat16;
+  EXPECT_NEAR(rooflineTime(conv, device, RooflineOptions()).computeMs, expected, 1e-12);
+  // The weight gradient over the same positions: 26 us, 36 cycles a position, 55%.
+  conv.narrowConvs = {{NarrowConvKernel::WeightGradient, 1e6, 1e9}};
+  EXPECT_NEAR(rooflineTime(conv, device, RooflineOptions()).computeMs,
+              26e-3 + 1e6 * 36 / 1e11 * 1e3 + 2e9 / (20e12 * 0.55) * 1e3, 1e-12);
+}
+
 DeviceSpec withComputeCapability(int major, int minor) {
   DeviceSpec spec = gpu();
   spec.computeCapabilityMajor = major;

@@ -12,18 +12,18 @@ sys.path.insert(0, os.path.join(ROOT, "bench", "truth"))
 import fit_batch_norm  # noqa: E402
 import fit_broadcast  # noqa: E402
 import fit_layer_norm  # noqa: E402
+import fit_narrow_conv  # noqa: E402
 import per_shape_fit  # noqa: E402
 
 H100 = os.path.join(ROOT, "bench", "truth", "data", "h100", "truth.json") + ":H100-SXM"
-with open(os.path.join(ROOT, "predictor", "src", "vector_costs.cpp"), encoding="utf-8") as f:
-    SOURCE = f.read()
 
 
-def constant(name):
-    """The numbers of `constexpr ... name{...}` in vector_costs.cpp."""
-    match = re.search(rf"{name}\{{([^;]*)\}};", SOURCE)
+def constant(name, source="vector_costs.cpp"):
+    """The numbers of `constexpr ... name{...}` in predictor/src/`source`."""
+    with open(os.path.join(ROOT, "predictor", "src", source), encoding="utf-8") as f:
+        match = re.search(rf"{name}\{{([^;]*)\}};", f.read())
     if not match:
-        raise AssertionError(f"{name} is not in vector_costs.cpp")
+        raise AssertionError(f"{name} is not in {source}")
     return [float(x) for x in re.findall(r"[\d.]+", match.group(1))]
 
 
@@ -50,7 +50,18 @@ class BroadcastElementwise(unittest.TestCase):
     def test_the_fit_gives_the_shipped_cycles(self):
         [(_, gpu, table)] = per_shape_fit.truth_files("", [H100], fit_broadcast.per_shape)
         self.assertGreater(len(table), 40)
-        self.assertEqual([fit_broadcast.fit(gpu, table)], constant("kElementRateCycles"))
+        self.assertEqual([fit_broadcast.fit(gpu, table)], constant("kElementRateCycles", "family_costs.h"))
+
+
+
+class NarrowConvolution(unittest.TestCase):
+    def test_the_fit_gives_the_shipped_rates(self):
+        [(_, gpu, table)] = per_shape_fit.truth_files("", [H100], fit_narrow_conv.per_shape)
+        for kernel, name in (("data", "kNarrowConvData"), ("weight", "kNarrowConvWeightGradient")):
+            rows = {k: v for k, v in table.items() if k[0] == kernel}
+            self.assertGreater(len(rows), 15, kernel)
+            cycles, share, fixed_us = fit_narrow_conv.fit(gpu, rows)
+            self.assertEqual([fixed_us, cycles, share], constant(name, "roofline.cpp"), name)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,22 @@ struct GemmWork {
   double flops = 0;
 };
 
+// Convolution work with fewer than 8 channels per filter tap on the image side (the
+// weight's dim 1: an image model's first layer reads 1 or 3 channels, a generator's last,
+// transposed one writes 3). cuDNN's tensor-core implicit GEMM reduces over channel vectors
+// of 8 per tap, so it runs other kernels, priced by their own rates (roofline.cpp).
+enum class NarrowConvKernel {
+  Data,           // forward or input gradient (cuDNN's fprop and dgrad)
+  WeightGradient, // wgrad: the image correlated with the output's gradient
+};
+struct NarrowConvWork {
+  NarrowConvKernel kernel = NarrowConvKernel::Data;
+  // Data: positions of the tensor written; WeightGradient: of the convolution's
+  // (non-transposed) output.
+  double positions = 0;
+  double multiplyAdds = 0;
+};
+
 // The fused scaled-dot-product-attention kernels of torch 2.x on CUDA, and the math
 // decomposition it falls back to (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp).
 // What an SDPA kernel computes, to price it again where a GPU lacks its backend.
@@ -76,6 +92,8 @@ struct OpCost {
   // Ops that run several GEMMs of different shapes (a convolution's backward: the
   // input and the weight gradients); empty: `gemm` runs all of `flops`.
   std::vector<GemmWork> gemms;
+  // A convolution's work on narrow channels (priced instead of its GEMMs); empty: none.
+  std::vector<NarrowConvWork> narrowConvs;
   double parallelElements = 0; // independent output elements (vector ops)
   // Thread blocks the kernel runs when its parallelism is not per element but per
   // reduction (one block per channel); 0: from parallelElements.
@@ -97,6 +115,10 @@ struct OpCost {
   // gradient, batch norm's elementwise pass) or a phase of its own (a split reduction's
   // stream after its rows' latency).
   double helperBytes = 0;
+  // SM cycles of helper kernels bound by their element rate rather than their bytes (the
+  // bias added to a cuDNN convolution's output, a broadcast add): they take the longer
+  // of their cycles and their helperBytes' streaming.
+  double helperSmCycles = 0;
   // cuDNN's NCHW <-> NHWC transforms around a half-precision convolution, in kernels of
   // their own, on the GPUs that still run them (layoutTransformsOn); not in helperBytes.
   double layoutTransformBytes = 0;
