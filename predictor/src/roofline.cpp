@@ -224,8 +224,11 @@ RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
     return t;
   }
   const bool cudnnTensorCores = usesTensorCores(cost, gpu) && runsOnCudnn(cost);
+  const double cudnnEfficiency = cost.family == CostFamily::Conv && usesTf32Cores(cost, gpu)
+                                     ? options.cudnnTf32ConvEfficiency
+                                     : options.cudnnTensorCoreEfficiency;
   const double efficiency = cost.unit != ComputeUnit::Matrix ? options.vectorEfficiency
-                            : cudnnTensorCores               ? options.cudnnTensorCoreEfficiency
+                            : cudnnTensorCores               ? cudnnEfficiency
                                                              : options.matrixEfficiency;
   const double peak = peakTflops(gpu, cost) * 1e12 * efficiency;
   const double bandwidth = gpu.memoryBandwidthGBs * 1e9 * options.memoryEfficiency;

@@ -82,18 +82,26 @@ TEST(Roofline, AnOpOfSeveralGemmsTakesTheirFlopWeightedEfficiency) {
   EXPECT_NEAR(t.waveEfficiency, 1.01 / (1 + 0.01 / 0.08), 1e-12);
 }
 
-TEST(Roofline, CudnnReachesTheSameShareOfTheTensorCorePeakInEveryDtype) {
+TEST(Roofline, CudnnReachesItsShareOfTheTensorCorePeakOfEachDtype) {
   const RooflineOptions options;
   OpCost conv = gemm(1, 128 * 100, 128, 4096);
   conv.family = CostFamily::Conv;
   conv.tf32 = true;
   const double tf32 = rooflineTime(conv, gpu(), options).computeMs;
+  EXPECT_NEAR(tf32, conv.flops / (150e12 * options.cudnnTf32ConvEfficiency) * 1e3, 1e-12);
+  // cuDNN's TF32 LSTMs keep the tensor cores' share.
+  OpCost rnn = conv;
+  rnn.family = CostFamily::Rnn;
+  EXPECT_NEAR(rooflineTime(rnn, gpu(), options).computeMs,
+              conv.flops / (150e12 * options.cudnnTensorCoreEfficiency) * 1e3, 1e-12);
   conv.tf32 = false;
   conv.dtype = ScalarType::BFloat16;
   const double bf16 = rooflineTime(conv, gpu(), options).computeMs;
-  EXPECT_NEAR(tf32 / bf16, 300.0 / 150.0, 1e-12);
   EXPECT_NEAR(bf16, conv.flops / (300e12 * options.cudnnTensorCoreEfficiency) * 1e3, 1e-12);
+  conv.dtype = ScalarType::Float16;
+  EXPECT_NEAR(rooflineTime(conv, gpu(), options).computeMs, bf16, 1e-12);
   // cuBLAS's bf16 GEMM of the same shape reaches the matrix efficiency.
+  conv.dtype = ScalarType::BFloat16;
   conv.family = CostFamily::Gemm;
   EXPECT_NEAR(rooflineTime(conv, gpu(), options).computeMs,
               conv.flops / (300e12 * options.matrixEfficiency) * 1e3, 1e-12);
