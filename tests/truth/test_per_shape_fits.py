@@ -11,6 +11,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "bench", "truth"))
 import fit_batch_norm  # noqa: E402
 import fit_broadcast  # noqa: E402
+import fit_embedding_backward  # noqa: E402
 import fit_layer_norm  # noqa: E402
 import fit_narrow_conv  # noqa: E402
 import per_shape_fit  # noqa: E402
@@ -52,6 +53,13 @@ class BroadcastElementwise(unittest.TestCase):
         self.assertGreater(len(table), 40)
         self.assertEqual([fit_broadcast.fit(gpu, table)], constant("kElementRateCycles", "family_costs.h"))
 
+
+
+class EmbeddingBackward(unittest.TestCase):
+    def test_the_fit_gives_the_shipped_cost(self):
+        [(_, gpu, table)] = per_shape_fit.truth_files("", [H100], fit_embedding_backward.per_shape)
+        self.assertGreater(len(table), 20)
+        self.assertEqual(list(fit_embedding_backward.fit(gpu, table)), constant("kEmbeddingBackward"))
 
 
 class NarrowConvolution(unittest.TestCase):
