@@ -147,6 +147,36 @@ bench/truth/data/h100 with its trace, op by op (development runs of
 Together they took the H100 recording's bf16 kernel MAPE from 7.1% to 6.2%
 and its bf16 wall MAPE from 8.8% to 8.1%.
 
+### Convolutions on 3 channels, and the embedding backward
+
+From development runs of `bench/truth/compare.py` and `bench/truth/per_op.py` on
+bench/truth/data (not from this script's run; the tables above are). A convolution with fewer than 8
+channels per filter tap on the image side (an image model's first layer on 3
+channels, DCGAN's generator writing 3) does not run cuDNN's tensor-core implicit
+GEMM: on the H100 those layers took the same time in FP32 and bf16, 9-31 TFLOP/s,
+and the tensor-core roofline priced them 3-9x fast (ResNet-50 b128's first layer:
+1,292 us forward against 274 us predicted on the H200). They are priced by the
+rates of the kernels cuDNN runs for them (`bench/truth/fit_narrow_conv.py`, median
+error 2.9% forward and 9.5% weight gradient on the H100, 5.1% and 10.8% on the
+H200). The share of the TF32 peak cuDNN's other convolutions reach had been
+calibrated while those layers were priced fast; refitted without them it is 0.28
+(0.25 had the TF32 conv family at 1.10 and 1.20 of its real time; bf16 keeps
+0.25). The bias PyTorch adds after a cuDNN convolution is a broadcast add and runs
+at the element rate. The embedding backward (a sort and segment sums) takes 29 us
+plus 6.05 SM cycles per gradient element (`bench/truth/fit_embedding_backward.py`,
+median 13.5% on the H100, 10.3% on the H200), where a stream of its bytes was 2-7x
+fast.
+Per op they are closer; per run, some errors that had cancelled now show. The conv
+family went from 1.05 to 0.99 of its real time on `../shared/truth` and from 1.17 to
+1.08 on the H200, but FP32 kernel MAPE rose on `../shared/truth` from 5.6% to 6.1%:
+ResNet-50's runs improved (12% to 6% at batch 8), Inception-v3's TF32 convolutions are
+now 4-9% under at 0.28, and DCGAN at batch 32 is 29% under (it was 12%), because its
+first layer's weight gradient had been priced at three times its real time and hid
+its small transposed convolutions, which cuDNN runs at 0.2-0.5 of the roofline's rate
+(`bench/truth/per_op.py bench/truth/data/h200/truth.json samples/dcgan.py:32 --gpu
+H200`). The embedding family reads 1.4: the truth books the weight gradient's zero
+fill under aten::fill_ (elementwise), the prediction inside the backward.
+
 ### Batch norm: where the norm gap was
 
 From development runs of `bench/truth/compare.py` on bench/truth/data (not from this
