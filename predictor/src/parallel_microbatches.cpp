@@ -38,7 +38,8 @@ OpRecord accumulateGradient(const OpRecord& gradientOp, const ParameterInfo& par
 } // namespace
 
 Trace runMicrobatches(const Trace& stage, const std::vector<size_t>& origin, const Trace& single,
-                      const ModelStructure& model, int tp, int m) {
+                      const ModelStructure& model, int tp, Microbatches microbatches) {
+  const int m = microbatches.count;
   size_t first = stage.ops.size(), last = 0;
   for (size_t i = 0; i < stage.ops.size(); ++i)
     if (stage.ops[i].phase != Phase::Optimizer) {
@@ -78,10 +79,13 @@ Trace runMicrobatches(const Trace& stage, const std::vector<size_t>& origin, con
           copy.forwardId = renamed(*op.forwardId);
         if (const auto wait = op.intArg("wait_op"))
           copy.args["wait_op"] = renamed(*wait);
-        if (!collective && phase != Phase::Optimizer)
+        if (microbatches.tracedPerMicrobatch) {
+          // Shapes, activations and their sends are already one microbatch's.
+        } else if (!collective && phase != Phase::Optimizer) {
           copy.batchShare = op.batchShare / m;
-        else if (!dataParallel(op))
+        } else if (!dataParallel(op)) {
           copy.args["bytes"] = op.intArg("bytes").value_or(0) / m;
+        }
         out.ops.push_back(std::move(copy));
         const size_t traced = origin[i];
         if (k == 0 || phase != Phase::Backward || traced == kNoOrigin ||

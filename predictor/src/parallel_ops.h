@@ -89,8 +89,13 @@ constexpr size_t kNoOrigin = std::numeric_limits<size_t>::max();
 // once, on the first microbatch's forward (FSDP's gathers, kept until backward) and the
 // last one's backward (gradients reduced once: DDP's no_sync). From the second microbatch
 // on, each parameter's new gradient is added to the one kept (AccumulateGrad's add_).
-// `origin` gives each op of `stage` its op in `single` (or kNoOrigin).
+// `origin` gives each op of `stage` its op in `single` (or kNoOrigin). Where `single` was
+// traced at one microbatch's batch (`tracedPerMicrobatch`), its ops are copied as they are.
+struct Microbatches {
+  int count = 1;
+  bool tracedPerMicrobatch = false;
+};
 Trace runMicrobatches(const Trace& stage, const std::vector<size_t>& origin, const Trace& single,
-                      const ModelStructure& model, int tp, int m);
+                      const ModelStructure& model, int tp, Microbatches microbatches);
 
 } // namespace wavecast

@@ -338,15 +338,49 @@ CommunicationTotals communicationOf(const Prediction& prediction) {
 
 } // namespace
 
+namespace {
+
+// Whether `microbatch` traced the same ops as `whole` (names and phases, one for one), so
+// that one microbatch's ops can be priced from it.
+bool tracesTheSameOps(const Trace& microbatch, const Trace& whole) {
+  if (microbatch.ops.size() != whole.ops.size())
+    return false;
+  for (size_t i = 0; i < whole.ops.size(); ++i)
+    if (microbatch.ops[i].name != whole.ops[i].name ||
+        microbatch.ops[i].phase != whole.ops[i].phase)
+      return false;
+  return true;
+}
+
+} // namespace
+
 ParallelOutcome predictParallel(const Trace& trace, const ModelStructure& model,
                                 const ParallelConfig& config, const DeviceSpec& gpu,
-                                const SystemSpec& system, PredictorOptions options) {
+                                const SystemSpec& system, PredictorOptions options,
+                                const Trace* microbatchTrace) {
   ParallelOutcome outcome;
   if ((outcome.problem = validateLayout(config, model, trace.batchSize, system)))
     return outcome;
   options.systems[gpu.id] = system;
   const Predictor predictor(options);
   const RankTrace rank = transformForRank(trace, model, config, system.gpusPerNode);
+  // Time: one microbatch's ops at their own shapes where a trace of one microbatch has
+  // the whole batch's ops; else the whole batch's ops, each doing 1/m of its work. Memory
+  // comes from the whole batch's trace either way.
+  std::optional<ModelStructure> microbatchModel;
+  if (microbatchTrace && config.microbatches > 1 && tracesTheSameOps(*microbatchTrace, trace) &&
+      microbatchTrace->batchSize * config.microbatches == trace.batchSize) {
+    microbatchModel = analyzeModel(*microbatchTrace);
+    if (microbatchModel->blocks.size() != model.blocks.size() ||
+        microbatchModel->parameters.size() != model.parameters.size())
+      microbatchModel.reset();
+  }
+  const Trace& timed = microbatchModel ? *microbatchTrace : trace;
+  const ModelStructure& timedModel = microbatchModel ? *microbatchModel : model;
+  std::optional<RankTrace> microbatchRank;
+  if (microbatchModel)
+    microbatchRank = transformForRank(timed, timedModel, config, system.gpusPerNode);
+  const RankTrace& timedRank = microbatchRank ? *microbatchRank : rank;
   const int stages = config.pp;
   ParallelSummary summary;
   summary.config = config;
@@ -361,18 +395,18 @@ ParallelOutcome predictParallel(const Trace& trace, const ModelStructure& model,
   std::vector<Prediction> stagePredictions;
   std::vector<int> blockFirst{0};
   if (stages > 1) {
-    const Prediction whole = predictor.predict(rank.trace, {gpu});
-    std::vector<double> blockMs(model.blocks.size(), 0);
+    const Prediction whole = predictor.predict(timedRank.trace, {gpu});
+    std::vector<double> blockMs(timedModel.blocks.size(), 0);
     double headMs = 0, tailMs = 0;
-    const size_t firstBlockOp = model.blocks.front().firstForward;
-    for (size_t i = 0; i < rank.trace.ops.size(); ++i) {
-      const auto& op = rank.trace.ops[i];
+    const size_t firstBlockOp = timedModel.blocks.front().firstForward;
+    for (size_t i = 0; i < timedRank.trace.ops.size(); ++i) {
+      const auto& op = timedRank.trace.ops[i];
       if (op.phase == Phase::Optimizer)
         continue;
       const double ms = whole.ops[0][i].wallMs;
-      if (rank.opBlock[i] >= 0)
-        blockMs[rank.opBlock[i]] += ms;
-      else if (rank.opOrigin[i] < firstBlockOp && op.phase == Phase::Forward)
+      if (timedRank.opBlock[i] >= 0)
+        blockMs[timedRank.opBlock[i]] += ms;
+      else if (timedRank.opOrigin[i] < firstBlockOp && op.phase == Phase::Forward)
         headMs += ms;
       else
         tailMs += ms;
@@ -380,19 +414,24 @@ ParallelOutcome predictParallel(const Trace& trace, const ModelStructure& model,
     blockFirst = balanceStages(blockMs, headMs, tailMs, stages);
   }
   const StageOps stageOps = assignStages(trace, model, rank, blockFirst);
-  const int microbatches = config.microbatches;
+  const StageOps timedStageOps =
+      microbatchModel ? assignStages(timed, timedModel, timedRank, blockFirst) : stageOps;
+  const Microbatches microbatches{config.microbatches, microbatchModel.has_value()};
   if (stages == 1) {
-    stagePredictions.push_back(predictor.predict(
-        runMicrobatches(rank.trace, rank.opOrigin, trace, model, config.tp, microbatches), {gpu}));
+    stagePredictions.push_back(
+        predictor.predict(runMicrobatches(timedRank.trace, timedRank.opOrigin, timed, timedModel,
+                                          config.tp, microbatches),
+                          {gpu}));
   } else {
     // Neighbouring stages are tp x dp ranks apart (Megatron's order): on one node when
     // two such strides fit in it.
     const int sendRanksPerNode = 2 * config.tp * config.dp <= system.gpusPerNode ? 2 : 1;
     std::vector<size_t> origin;
     for (int s = 0; s < stages; ++s) {
-      const Trace stage = stageTrace(trace, model, rank, stageOps, s, sendRanksPerNode, origin);
+      const Trace stage =
+          stageTrace(timed, timedModel, timedRank, timedStageOps, s, sendRanksPerNode, origin);
       stagePredictions.push_back(predictor.predict(
-          runMicrobatches(stage, origin, trace, model, config.tp, microbatches), {gpu}));
+          runMicrobatches(stage, origin, timed, timedModel, config.tp, microbatches), {gpu}));
     }
   }
 

@@ -414,6 +414,16 @@ TEST_F(TwoWaysAgree, PipelineStageRunsEveryMicrobatch) {
   // than a quarter of the whole batch's where the launch floor holds (the bias gradients'
   // sums: 1%), which the transform's share of a traced op does not see.
   expectClose(rank.at("gpu_ms").get<double>(), stage.at("gpu_ms").get<double>(), 0.05, "kernels");
+  // Predicted from the script itself, the transform traces one microbatch (batch 8) again
+  // and prices each microbatch's ops at their own shapes, so their launch floors count as
+  // the traced rank's do: what is left between the two is the recv.
+  const json fromScript =
+      predict(twin("single.py"), "--batch-size " + std::to_string(kBatch) +
+                                     " --pp 2 --microbatches 4 --schedule gpipe");
+  const double tracedKernels = rank.at("gpu_ms").get<double>();
+  EXPECT_LT(std::abs(fromScript.at("summaries")[0].at("gpu_ms").get<double>() - tracedKernels),
+            std::abs(stage.at("gpu_ms").get<double>() - tracedKernels));
+  EXPECT_EQ(accumulations(fromScript.at("ops")), (kMicrobatches - 1) * kStageParameters);
   const auto& first = whatIf.at("parallel")[0].at("stages")[0];
   expectClose(rank.at("forward_ms").get<double>() + rank.at("backward_ms").get<double>(),
               kMicrobatches *

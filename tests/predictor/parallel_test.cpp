@@ -693,5 +693,55 @@ TEST(ParallelPrediction, MicrobatchesIssueEveryOpAgainAndAccumulateGradients) {
   EXPECT_GT(four.accumulationMs, gradientsMs);
   EXPECT_GT(outcome.prediction->summary.iterationMs, single.summaries.front().iterationMs);
 }
+
+// With the script traced again at one microbatch's batch, each microbatch's ops are that
+// trace's, priced at their own shapes: the kernels of four microbatches of 2 take four times
+// what one trace at batch 2 takes, where 1/4 of each batch-8 op would not (tile and wave
+// quantisation, launch floors). A trace of other ops, or of another batch, is not used.
+TEST(ParallelPrediction, MicrobatchesTracedAtTheirOwnBatchArePricedAtTheirShapes) {
+  const Trace trace = syntheticTransformer(8);
+  const Trace microbatch = syntheticTransformer(2);
+  const ModelStructure model = analyzeModel(trace);
+  ParallelConfig config;
+  config.microbatches = 4;
+  const auto kernelMs = [](const Prediction& p) {
+    double ms = 0;
+    for (size_t i = 0; i < p.opInfo.size(); ++i)
+      if (p.opInfo[i].phase != Phase::Optimizer &&
+          !(p.opInfo[i].name == "aten::add_" && p.opInfo[i].phase == Phase::Backward))
+        ms += p.ops[0][i].timeMs;
+    return ms;
+  };
+  const auto rankWith = [&](const Trace* traced) {
+    const auto outcome =
+        predictParallel(trace, model, config, h100(), node8(), collectiveOptions(), traced);
+    EXPECT_FALSE(outcome.problem.has_value());
+    return outcome.prediction->rank;
+  };
+  const double one = kernelMs(Predictor(collectiveOptions()).predict(microbatch, {h100()}));
+  const double shares = kernelMs(rankWith(nullptr));
+  EXPECT_NEAR(kernelMs(rankWith(&microbatch)), 4 * one, 1e-9);
+  EXPECT_GT(std::abs(shares - 4 * one), 1e-6) << "1/4 of each op is not a microbatch's op";
+
+  Trace otherOps = microbatch;
+  otherOps.ops.pop_back();
+  EXPECT_NEAR(kernelMs(rankWith(&otherOps)), shares, 1e-9);
+  const Trace otherBatch = syntheticTransformer(4);
+  EXPECT_NEAR(kernelMs(rankWith(&otherBatch)), shares, 1e-9);
+
+  // Pipeline stages too: the stage's microbatch ops are the microbatch trace's.
+  config.pp = 2;
+  const auto pipelined =
+      predictParallel(trace, model, config, h100(), node8(), collectiveOptions(), &microbatch);
+  ASSERT_FALSE(pipelined.problem.has_value());
+  const auto byShares = predictParallel(trace, model, config, h100(), node8(), collectiveOptions());
+  EXPECT_GT(std::abs(kernelMs(pipelined.prediction->rank) - kernelMs(byShares.prediction->rank)),
+            1e-6);
+  EXPECT_EQ(pipelined.prediction->summary.globalBatch, 8);
+  EXPECT_EQ(pipelined.prediction->summary.stages[0].memory.activationsBytes,
+            byShares.prediction->summary.stages[0].memory.activationsBytes)
+      << "memory comes from the whole batch's trace";
+}
+
 } // namespace
 } // namespace wavecast

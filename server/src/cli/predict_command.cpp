@@ -198,6 +198,28 @@ void printParallelSummary(const std::vector<ParallelSummary>& layouts, std::ostr
   }
 }
 
+// The script traced again at one microbatch's batch, so that each microbatch's ops are
+// priced at their own shapes; nullopt where there is one microbatch, where the batch is
+// not the script's to set (a saved trace, a script run as written, a torch.distributed
+// one) or does not split evenly, or where that trace fails (the whole batch's ops at 1/m
+// of their work then, as predictParallel does without it).
+std::optional<Trace> microbatchTrace(const InstallLayout& layout, const std::string& file,
+                                     const Trace& trace, const ParallelConfig& config,
+                                     const CommandLine& args, const DeviceSpec* firstTarget) {
+  const int m = config.microbatches;
+  if (m <= 1 || fs::path(file).extension() != ".py" ||
+      !trace.providerLines.count(Provider::Input) || trace.distributed || trace.batchSize % m != 0)
+    return std::nullopt;
+  try {
+    return obtainTrace(layout, file, trace.batchSize / m, args, firstTarget);
+  } catch (const CommandError& e) {
+    std::cerr << "wavecast: tracing one microbatch (batch " << trace.batchSize / m
+              << ") failed, so each microbatch is priced as 1/" << m
+              << " of the batch's ops: " << e.what() << "\n";
+    return std::nullopt;
+  }
+}
+
 int runPredict(const CommandLine& args, const InstallLayout& layout) {
   const auto gpuList = args.value("gpu");
   if (!gpuList || splitList(*gpuList).empty())
@@ -241,9 +263,11 @@ int runPredict(const CommandLine& args, const InstallLayout& layout) {
       }
       options.systems[gpu.id] = system;
     }
+    const std::optional<Trace> microbatch = microbatchTrace(layout, file, trace, *parallel, args,
+                                                            gpus.empty() ? nullptr : &gpus.front());
     for (const auto& gpu : gpus) {
-      auto outcome =
-          predictParallel(trace, model, *parallel, gpu, options.systems.at(gpu.id), options);
+      auto outcome = predictParallel(trace, model, *parallel, gpu, options.systems.at(gpu.id),
+                                     options, microbatch ? &*microbatch : nullptr);
       if (outcome.problem)
         throw CommandError(layoutProblemMessage(*outcome.problem));
       layouts.push_back(std::move(outcome.prediction->summary));

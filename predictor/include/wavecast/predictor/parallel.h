@@ -155,8 +155,13 @@ struct ParallelOutcome {
   std::optional<LayoutProblem> problem;
   std::optional<ParallelPrediction> prediction;
 };
+// `microbatchTrace`: the same script traced at one microbatch's batch (trace.batchSize /
+// config.microbatches); where it traced the same ops, each microbatch's ops are priced at
+// its shapes (a quarter-batch GEMM is not a quarter of the whole one's time). Without it,
+// or where the ops differ, each microbatch runs the whole batch's ops at 1/m of their work.
 ParallelOutcome predictParallel(const Trace& trace, const ModelStructure& model,
                                 const ParallelConfig& config, const DeviceSpec& gpu,
-                                const SystemSpec& system, PredictorOptions options);
+                                const SystemSpec& system, PredictorOptions options,
+                                const Trace* microbatchTrace = nullptr);
 
 } // namespace wavecast
