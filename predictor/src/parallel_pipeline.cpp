@@ -336,10 +336,6 @@ CommunicationTotals communicationOf(const Prediction& prediction) {
   return out;
 }
 
-} // namespace
-
-namespace {
-
 // Whether `microbatch` traced the same ops as `whole` (names and phases, one for one), so
 // that one microbatch's ops can be priced from it.
 bool tracesTheSameOps(const Trace& microbatch, const Trace& whole) {
