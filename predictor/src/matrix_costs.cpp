@@ -108,8 +108,9 @@ OpCost convolution(const OpRecord& op) {
     cost.flops += numel(&output);
     if (runsOwnDepthwiseKernel(*input, groups, transposed)) {
       cost.bytes += bytesOf(bias);
-    } else { // cuDNN's path calls output.add_(bias): it reads and writes the whole output,
-      // a bias broadcast over it
+    } else {
+      // cuDNN's path calls output.add_(bias): a broadcast add that reads and writes the
+      // whole output.
       cost.helperBytes += 2 * bytesOf(&output) + bytesOf(bias);
       cost.helperSmCycles += numel(&output) * kElementRateCycles;
       ++cost.kernels;
