@@ -25,7 +25,6 @@ import per_shape_fit  # noqa: E402
 # RooflineOptions' defaults (predictor/include/wavecast/predictor/roofline.h); the memory
 # efficiency is in model.Gpu's bandwidth.
 VECTOR_EFFICIENCY = 0.85
-LAUNCH_FLOOR_US = 4.0
 BLOCKS_PER_SM = (1, 2, 3, 4, 6, 8, 16)
 
 
@@ -54,7 +53,8 @@ def predicted_us(gpu, precision, backward, shape, blocks_per_sm, ops):
     reduction_bytes = x_bytes * (2 if backward else 1)
     memory = reduction_bytes / (bandwidth * min(1.0, channels / gpu.sms))
     elementwise = x_bytes * (3 if backward else 2) / bandwidth
-    return max(LAUNCH_FLOOR_US * (2 if backward else 1), max(compute, memory) + elementwise)
+    floor = per_shape_fit.LAUNCH_FLOOR_US * (2 if backward else 1)
+    return max(floor, max(compute, memory) + elementwise)
 
 
 def fit(gpu, rows):

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Fits the SM cycles per element of PyTorch's elementwise kernels with a broadcast operand
-(predictor/src/vector_costs.cpp, kElementRateCycles) to the per-shape kernel times of
+(predictor/src/family_costs.h, kElementRateCycles) to the per-shape kernel times of
 a truth file.
 
 TensorIterator loads whole vectors only when every operand is contiguous over the whole
@@ -27,7 +27,6 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import per_shape_fit  # noqa: E402
 
-LAUNCH_FLOOR_US = 4.0  # RooflineOptions::launchFloorUs
 # Elementwise ops that run on TensorIterator's gpu_kernel, out of place or in place.
 OPS = {"add", "sub", "mul", "div", "where", "masked_fill", "maximum", "minimum", "pow", "lerp",
        "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "bitwise_and"}
@@ -65,7 +64,7 @@ def per_shape(truth):
 def predicted_us(gpu, element_bytes, elements, broadcast_elements, cycles):
     compute = elements * cycles / (gpu.sms * gpu.clock_hz) * 1e6
     memory = (2 * elements * element_bytes + broadcast_elements * element_bytes) / gpu.bandwidth * 1e6
-    return max(LAUNCH_FLOOR_US, compute, memory)
+    return max(per_shape_fit.LAUNCH_FLOOR_US, compute, memory)
 
 
 def fit(gpu, rows):

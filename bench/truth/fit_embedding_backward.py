@@ -25,7 +25,6 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import per_shape_fit  # noqa: E402
 
-LAUNCH_FLOOR_US = 4.0  # RooflineOptions::launchFloorUs
 ELEMENT_BYTES = 4
 
 
@@ -45,7 +44,7 @@ def predicted_us(gpu, key, parameters):
     elements = math.prod(key[1])
     compute = elements * cycles / (gpu.sms * gpu.clock_hz) * 1e6
     memory = 2 * elements * ELEMENT_BYTES / gpu.bandwidth * 1e6
-    return max(LAUNCH_FLOOR_US, fixed_us + max(compute, memory))
+    return max(per_shape_fit.LAUNCH_FLOOR_US, fixed_us + max(compute, memory))
 
 
 def fit(gpu, rows):

@@ -24,7 +24,6 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import per_shape_fit  # noqa: E402
 
-LAUNCH_FLOOR_US = 4.0  # RooflineOptions::launchFloorUs
 
 
 def per_shape(truth):
@@ -51,7 +50,7 @@ def predicted_us(gpu, backward, rows, length, element_bytes, row_cycles, element
     cycles = rows * row_cycles + elements * element_cycles
     compute = cycles / (gpu.sms * gpu.clock_hz) * 1e6
     memory = bytes_moved / gpu.bandwidth * 1e6
-    return max(LAUNCH_FLOOR_US * (2 if backward else 1), compute, memory)
+    return max(per_shape_fit.LAUNCH_FLOOR_US * (2 if backward else 1), compute, memory)
 
 
 def fit(gpu, rows):

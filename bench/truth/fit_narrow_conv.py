@@ -30,7 +30,6 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import per_shape_fit  # noqa: E402
 
-LAUNCH_FLOOR_US = 4.0  # RooflineOptions::launchFloorUs
 NARROW_CHANNELS = 8
 FORWARD = ("aten::cudnn_convolution", "aten::cudnn_convolution_transpose")
 
@@ -77,8 +76,9 @@ def per_shape(truth):
 def predicted_us(gpu, row, parameters):
     cycles, share, fixed_us = parameters
     position_count, macs, _ = row
-    return max(LAUNCH_FLOOR_US, fixed_us + position_count * cycles / (gpu.sms * gpu.clock_hz) * 1e6
-               + 2 * macs / (gpu.peak["fp32"] * share) * 1e6)
+    positions_us = position_count * cycles / (gpu.sms * gpu.clock_hz) * 1e6
+    macs_us = 2 * macs / (gpu.peak["fp32"] * share) * 1e6
+    return max(per_shape_fit.LAUNCH_FLOOR_US, fixed_us + positions_us + macs_us)
 
 
 def fit(gpu, rows):

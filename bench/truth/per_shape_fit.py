@@ -9,6 +9,7 @@ import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+LAUNCH_FLOOR_US = 4.0  # RooflineOptions::launchFloorUs: no kernel takes less
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "bench", "tensor_core_gemm"))
 import model  # noqa: E402  (the GPU database as the GEMM model reads it)

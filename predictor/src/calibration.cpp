@@ -280,8 +280,7 @@ std::optional<CalibratedTime> CalibrationTable::find(const OpRecord& op, const O
     return std::nullopt;
   if (const auto it = exact_.find(opKey(op, cost, true)); it != exact_.end()) {
     const CalibrationEntry& entry = calibration_.entries[it->second];
-    return CalibratedTime{entry.medianMs, true,    1.0,
-                          entry.medianMs, nullptr, transient(entry, 1.0)};
+    return CalibratedTime{entry.medianMs, nullptr, 1.0, transient(entry, 1.0)};
   }
   const auto sameKind = byName_.find(opKey(op, cost, false));
   const double traced = work(cost);
@@ -299,8 +298,7 @@ std::optional<CalibratedTime> CalibrationTable::find(const OpRecord& op, const O
     const double ratio = traced / measured;
     if (!best || *distance < bestDistance) {
       const CalibrationEntry& entry = calibration_.entries[i];
-      best = CalibratedTime{entry.medianMs * ratio, false,      ratio,
-                            entry.medianMs,         &costs_[i], transient(entry, ratio)};
+      best = CalibratedTime{entry.medianMs, &costs_[i], ratio, transient(entry, ratio)};
       bestDistance = *distance;
     }
   }

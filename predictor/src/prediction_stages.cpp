@@ -64,15 +64,14 @@ PredictionMethod timeOp(const OpRecord& op, const OpCost& cost, const DeviceSpec
     return PredictionMethod::Roofline;
   if (calibration)
     if (const auto calibrated = calibration->find(op, cost)) {
-      timeMs = calibrated->timeMs;
+      timeMs = calibrated->measuredMs;
       // A near shape's time follows the roofline from its shape to this one: waves, tiles,
       // a block per channel and launch floors change with the shape where bytes and FLOPs
-      // scale evenly.
-      if (calibrated->measuredCost) {
+      // scale evenly. Without a roofline time, the ratio of their work.
+      if (!calibrated->exact()) {
         const double traced = rooflineTime(cost, gpu, options.roofline).timeMs;
         const double near = rooflineTime(*calibrated->measuredCost, gpu, options.roofline).timeMs;
-        if (traced > 0 && near > 0)
-          timeMs = calibrated->measuredMs * traced / near;
+        timeMs = traced > 0 && near > 0 ? timeMs * traced / near : calibrated->timeMs();
       }
       return PredictionMethod::Calibrated;
     }

@@ -254,9 +254,10 @@ RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
     memoryEfficiency = std::min(1.0, blocks / sms);
   }
   t.waveEfficiency = computeEfficiency;
-  t.computeMs = peak > 0 ? cost.flops / (peak * computeEfficiency) * 1e3 : 0;
   if (!cost.narrowConvs.empty() && gpu.boostClockMHz > 0 && gpu.fp32Tflops > 0)
     t.computeMs = narrowConvMs(cost.narrowConvs, gpu);
+  else
+    t.computeMs = peak > 0 ? cost.flops / (peak * computeEfficiency) * 1e3 : 0;
   if (cost.smCycles > 0 && gpu.boostClockMHz > 0)
     t.computeMs += cost.smCycles / (sms * gpu.boostClockMHz * 1e6) * 1e3;
   t.computeMs = std::max(t.computeMs, fusedAttentionLatencyMs(cost.attention, gpu));

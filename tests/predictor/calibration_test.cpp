@@ -228,8 +228,8 @@ TEST(Calibration, TheFirstOfEqualEntriesWinsAndFarShapesAreNotScaled) {
   const OpCost cost = estimateOpCost(mm(0, 1024, ScalarType::BFloat16));
   const auto exact = table.find(mm(0, 1024, ScalarType::BFloat16), cost);
   ASSERT_TRUE(exact.has_value());
-  EXPECT_TRUE(exact->exact);
-  EXPECT_DOUBLE_EQ(exact->timeMs, 0.5);
+  EXPECT_TRUE(exact->exact());
+  EXPECT_DOUBLE_EQ(exact->timeMs(), 0.5);
   // 4,096 rows: 4x the work, past the near-shape ratio of 2.
   const OpRecord far = mm(1, 4096, ScalarType::BFloat16);
   EXPECT_FALSE(table.find(far, estimateOpCost(far)).has_value());
@@ -237,8 +237,8 @@ TEST(Calibration, TheFirstOfEqualEntriesWinsAndFarShapesAreNotScaled) {
   const OpRecord odd = add(2, 6143);
   const auto near = table.find(odd, estimateOpCost(odd));
   ASSERT_TRUE(near.has_value());
-  EXPECT_FALSE(near->exact);
-  EXPECT_NEAR(near->timeMs, 0.08 * 6143.0 / 8192.0, 1e-12);
+  EXPECT_FALSE(near->exact());
+  EXPECT_NEAR(near->timeMs(), 0.08 * 6143.0 / 8192.0, 1e-12);
 }
 
 TEST(Calibration, ANearGemmHasNearRowsColumnsAndKNotJustNearFlops) {
@@ -300,7 +300,7 @@ TEST(Calibration, ANearBatchNormHasEachDimensionNearNotJustNearBytes) {
   const OpRecord moreImages = batchNorm({48, 192, 35, 35});
   const auto near = table.find(moreImages, estimateOpCost(moreImages));
   ASSERT_TRUE(near.has_value());
-  EXPECT_FALSE(near->exact);
+  EXPECT_FALSE(near->exact());
 }
 
 json batchNormEntry(const std::vector<int64_t>& shape, double ms) {
@@ -373,8 +373,8 @@ TEST(Calibration, ACopyAcrossRowsAndACopyOfWholeRowsAreTimedApart) {
   const auto across = table.find(keys, estimateOpCost(keys));
   ASSERT_TRUE(rows.has_value());
   ASSERT_TRUE(across.has_value());
-  EXPECT_NEAR(rows->timeMs, 0.02 * 1023.0 / 1024.0, 1e-12);
-  EXPECT_NEAR(across->timeMs, 0.15 * 1023.0 / 1024.0, 1e-12);
+  EXPECT_NEAR(rows->timeMs(), 0.02 * 1023.0 / 1024.0, 1e-12);
+  EXPECT_NEAR(across->timeMs(), 0.15 * 1023.0 / 1024.0, 1e-12);
   // A trace from before strides were recorded matches neither.
   OpRecord unknown = keys;
   unknown.inputs[0]->strides.clear();

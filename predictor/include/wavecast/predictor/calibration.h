@@ -62,20 +62,21 @@ Calibration calibrationFromJson(const nlohmann::json& doc, const std::string& pa
 // Throws CalibrationError naming `path` and the field (a wrong format or version included).
 Calibration loadCalibration(const std::string& path);
 
-// A measured time for a traced op: its own shape's (exact), or the nearest near shape's
-// scaled by the ratio of their work (FLOPs for matrix work, else bytes). The predictor
-// scales a near shape's time by the roofline's ratio instead (prediction_stages.cpp).
+// A measured time for a traced op: its own shape's, or the nearest near shape's, which the
+// predictor scales to the traced shape by the roofline's ratio (prediction_stages.cpp).
 struct CalibratedTime {
-  double timeMs = 0;
-  bool exact = false;
-  double ratio = 1; // traced work / measured work
   double measuredMs = 0;
-  // The near shape's cost, for scaling its time by a model; null when exact. Owned by the
+  // The near shape's cost; null when the traced shape itself was measured. Owned by the
   // table.
   const OpCost* measuredCost = nullptr;
+  double ratio = 1; // traced work / measured work (FLOPs for matrix work, else bytes)
   // The measured op's transient memory, scaled by the ratio for a near shape; absent when
   // the file has none.
   std::optional<int64_t> transientBytes;
+
+  bool exact() const { return measuredCost == nullptr; }
+  // The measured time scaled by the ratio of work (the roofline's ratio aside).
+  double timeMs() const { return measuredMs * ratio; }
 };
 
 // Near shapes: the same op, phase, arguments, dtypes, ranks and layouts, for matrix work
