@@ -203,15 +203,15 @@ void printParallelSummary(const std::vector<ParallelSummary>& layouts, std::ostr
 // not the script's to set (a saved trace, a script run as written, a torch.distributed
 // one) or does not split evenly, or where that trace fails (the whole batch's ops at 1/m
 // of their work then, as predictParallel does without it).
-std::optional<Trace> microbatchTrace(const InstallLayout& layout, const std::string& file,
+std::optional<Trace> microbatchTrace(ScriptTracer& tracer, const std::string& file,
                                      const Trace& trace, const ParallelConfig& config,
-                                     const CommandLine& args, const DeviceSpec* firstTarget) {
+                                     const DeviceSpec* firstTarget) {
   const int m = config.microbatches;
   if (m <= 1 || fs::path(file).extension() != ".py" ||
       !trace.providerLines.count(Provider::Input) || trace.distributed || trace.batchSize % m != 0)
     return std::nullopt;
   try {
-    return obtainTrace(layout, file, trace.batchSize / m, args, firstTarget);
+    return tracer.trace(file, trace.batchSize / m, firstTarget);
   } catch (const CommandError& e) {
     std::cerr << "wavecast: tracing one microbatch (batch " << trace.batchSize / m
               << ") failed, so each microbatch is priced as 1/" << m
@@ -233,8 +233,9 @@ int runPredict(const CommandLine& args, const InstallLayout& layout) {
   }
 
   const std::string file = args.positional().front();
-  const Trace trace = obtainTrace(layout, file, args.positiveInt("batch-size"), args,
-                                  gpus.empty() ? nullptr : &gpus.front());
+  ScriptTracer tracer(layout, args);
+  const Trace trace =
+      tracer.trace(file, args.positiveInt("batch-size"), gpus.empty() ? nullptr : &gpus.front());
 
   PredictorOptions options = predictorOptions(layout, args, database);
   options.originGpu = measuredOrigin(trace, database);
@@ -263,8 +264,8 @@ int runPredict(const CommandLine& args, const InstallLayout& layout) {
       }
       options.systems[gpu.id] = system;
     }
-    const std::optional<Trace> microbatch = microbatchTrace(layout, file, trace, *parallel, args,
-                                                            gpus.empty() ? nullptr : &gpus.front());
+    const std::optional<Trace> microbatch =
+        microbatchTrace(tracer, file, trace, *parallel, gpus.empty() ? nullptr : &gpus.front());
     for (const auto& gpu : gpus) {
       auto outcome = predictParallel(trace, model, *parallel, gpu, options.systems.at(gpu.id),
                                      options, microbatch ? &*microbatch : nullptr);

@@ -210,9 +210,8 @@ ProfilerOptions profilerOptions(const InstallLayout& layout, const CommandLine& 
   return options;
 }
 
-Trace obtainTrace(const InstallLayout& layout, const std::string& path,
-                  std::optional<int64_t> batchSize, const CommandLine& args,
-                  const DeviceSpec* firstTarget) {
+Trace ScriptTracer::trace(const std::string& path, std::optional<int64_t> batchSize,
+                          const DeviceSpec* firstTarget) {
   std::error_code ec;
   if (fs::is_directory(path, ec))
     throw CommandError("'" + path +
@@ -225,40 +224,47 @@ Trace obtainTrace(const InstallLayout& layout, const std::string& path,
     throw CommandError("'" + path +
                        "' is not a Python file; pass a training script (.py) that "
                        "defines wavecast_model, wavecast_input and wavecast_iteration");
-  if (!fs::exists(layout.workerPath))
-    throw CommandError("the profiler worker '" + layout.workerPath + "' is missing; " +
-                       layout.repairAdvice() + " or set WAVECAST_WORKER");
+  if (!fs::exists(layout_.workerPath))
+    throw CommandError("the profiler worker '" + layout_.workerPath + "' is missing; " +
+                       layout_.repairAdvice() + " or set WAVECAST_WORKER");
 
-  ProgressLine progress;
-  ProfilerOptions options = profilerOptions(layout, args);
-  options.pythonEnv = args.value("python-env").value_or("");
-  options.progress = [&progress](const std::string& status) { progress.update(status); };
-  Profiler profiler(std::move(options));
+  if (!profiler_) {
+    ProfilerOptions options = profilerOptions(layout_, args_);
+    options.pythonEnv = args_.value("python-env").value_or("");
+    options.progress = [this](const std::string& status) { progress_.update(status); };
+    profiler_ = std::make_unique<Profiler>(std::move(options));
+  }
 
   TraceRequest request;
   request.file = fs::absolute(path).lexically_normal().string();
   request.batchSize = batchSize;
-  const std::string mode = args.value("mode").value_or("shape");
+  const std::string mode = args_.value("mode").value_or("shape");
   const auto parsed = traceModeFromString(mode);
   if (!parsed)
     throw UsageError("--mode must be shape, cpu or cuda, not '" + mode + "'");
   request.mode = *parsed;
-  if (const auto seconds = args.positiveInt("timeout"))
+  if (const auto seconds = args_.positiveInt("timeout"))
     request.timeout = std::chrono::seconds(*seconds);
-  request.scriptArgs = args.rest();
-  if (const auto ranks = args.positiveInt("world-size"))
+  request.scriptArgs = args_.rest();
+  if (const auto ranks = args_.positiveInt("world-size"))
     request.worldSize = static_cast<int>(*ranks);
   if (firstTarget)
     request.device = scriptDevice(*firstTarget);
 
-  auto result = profiler.trace(request);
-  progress.clear();
+  auto result = profiler_->trace(request);
+  progress_.clear();
   if (auto* error = std::get_if<ProfileError>(&result)) {
-    if (args.has("verbose") && !error->traceback.empty())
+    if (args_.has("verbose") && !error->traceback.empty())
       std::cerr << error->traceback << (error->traceback.back() == '\n' ? "" : "\n");
     throw CommandError(errorLine(*error));
   }
   return std::get<Trace>(std::move(result));
+}
+
+Trace obtainTrace(const InstallLayout& layout, const std::string& path,
+                  std::optional<int64_t> batchSize, const CommandLine& args,
+                  const DeviceSpec* firstTarget) {
+  return ScriptTracer(layout, args).trace(path, batchSize, firstTarget);
 }
 
 } // namespace wavecast::cli

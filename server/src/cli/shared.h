@@ -2,6 +2,7 @@
 #pragma once
 
 #include "cli/command_line.h"
+#include "cli/terminal.h"
 #include "install_layout.h"
 #include "wavecast/predictor/gpu_database.h"
 #include "wavecast/predictor/predictor.h"
@@ -35,8 +36,7 @@ OptionSpec calibrationOption();
 // GPU the database does not know is skipped with a note on stderr. Throws CommandError
 // naming the file and field of a malformed one.
 std::map<std::string, std::shared_ptr<const CalibrationTable>>
-loadCalibrations(const InstallLayout& layout, const CommandLine& args,
-                 const GpuDatabase& database);
+loadCalibrations(const InstallLayout& layout, const CommandLine& args, const GpuDatabase& database);
 
 // --tf32, --tf32-matmul and --tf32-conv: overrides of the script's precision.
 std::vector<OptionSpec> precisionOptions();
@@ -56,7 +56,25 @@ ProfilerOptions profilerOptions(const InstallLayout& layout, const CommandLine& 
 // Throws CommandError with "file:line: message (hint)" for a script the worker
 // could not trace.
 // `firstTarget`: the GPU a script run as written sees through torch.cuda (nullptr: the
-// worker's default); the words after "--" are its arguments.
+// worker's default); the words after "--" are its arguments. One worker serves every
+// trace of a ScriptTracer, so a second trace (another batch) imports torch no second time.
+class ScriptTracer {
+public:
+  ScriptTracer(const InstallLayout& layout, const CommandLine& args)
+      : layout_(layout), args_(args) {}
+  ScriptTracer(const ScriptTracer&) = delete; // the worker's progress callback holds `this`
+  ScriptTracer& operator=(const ScriptTracer&) = delete;
+  Trace trace(const std::string& path, std::optional<int64_t> batchSize,
+              const DeviceSpec* firstTarget = nullptr);
+
+private:
+  const InstallLayout& layout_;
+  const CommandLine& args_;
+  ProgressLine progress_;
+  std::unique_ptr<Profiler> profiler_; // started by the first script traced
+};
+
+// One trace with a ScriptTracer of its own.
 Trace obtainTrace(const InstallLayout& layout, const std::string& path,
                   std::optional<int64_t> batchSize, const CommandLine& args,
                   const DeviceSpec* firstTarget = nullptr);
