@@ -39,7 +39,7 @@ def positions(shape):
 
 
 def per_shape(truth):
-    """{(kernel, precision, input shape, weight shape): (positions, multiply-adds, kernel us)}
+    """{(kernel, precision, input shape, weight shape, positions, multiply-adds): kernel us}
     with kernel "data" or "weight". A forward row's output shape is its backward's incoming
     gradient (the truth records input shapes only)."""
     out = {}
@@ -64,18 +64,23 @@ def per_shape(truth):
                         continue
                     # The non-transposed direction's output positions times a tap's MACs.
                     macs = positions(x if transposed else y) * math.prod(weight)
-                    out[("data", field, tuple(x), tuple(weight))] = (positions(y), macs, us)
+                    out[("data", field, tuple(x), tuple(weight), positions(y), macs)] = us
                 elif row["op"] == "aten::convolution_backward" and row["count"] == 1:
                     grad, x, weight = shapes[:3]
                     if len(weight) == 4 and weight[1] < NARROW_CHANNELS and x[1] == weight[1]:
                         macs = positions(grad) * math.prod(weight)
-                        out[("weight", field, tuple(x), tuple(weight))] = (positions(grad), macs, us)
+                        out[("weight", field, tuple(x), tuple(weight), positions(grad), macs)] = us
     return out
 
 
-def predicted_us(gpu, row, parameters):
+def of_kernel(kernel):
+    """Selects one kernel's rows of a per_shape table."""
+    return lambda table: {key: us for key, us in table.items() if key[0] == kernel}
+
+
+def predicted_us(gpu, key, parameters):
     cycles, share, fixed_us = parameters
-    position_count, macs, _ = row
+    position_count, macs = key[4], key[5]
     positions_us = position_count * cycles / (gpu.sms * gpu.clock_hz) * 1e6
     macs_us = 2 * macs / (gpu.peak["fp32"] * share) * 1e6
     return max(per_shape_fit.LAUNCH_FLOOR_US, fixed_us + positions_us + macs_us)
@@ -83,8 +88,7 @@ def predicted_us(gpu, row, parameters):
 
 def fit(gpu, rows):
     def loss(parameters):
-        return per_shape_fit.mean_log_error(lambda key: predicted_us(gpu, rows[key], parameters),
-                                            {key: row[2] for key, row in rows.items()})
+        return per_shape_fit.mean_log_error(lambda key: predicted_us(gpu, key, parameters), rows)
 
     return min(((c, s / 100, f) for c in range(0, 129, 4) for s in range(5, 101)
                 for f in range(0, 41, 2)), key=loss)
@@ -92,14 +96,11 @@ def fit(gpu, rows):
 
 def main(argv=None):
     files = per_shape_fit.truth_files(__doc__.splitlines()[0], argv, per_shape)
-    for kernel, label in (("data", "forward and input gradient"), ("weight", "weight gradient")):
-        parameters = fit(files[0][1], {k: v for k, v in files[0][2].items() if k[0] == kernel})
-        print(f"{label}: {parameters[0]} SM cycles per position, {parameters[1]:.2f} of the FP32 peak, "
-              f"{parameters[2]} us more per kernel")
-        for path, gpu, table in files:
-            rows = {k: v for k, v in table.items() if k[0] == kernel}
-            per_shape_fit.report([(path, gpu, {k: v[2] for k, v in rows.items()})], lambda t: t,
-                                 lambda gpu, key, rows=rows: predicted_us(gpu, rows[key], parameters))
+    groups = [("forward and input gradient", of_kernel("data")),
+              ("weight gradient", of_kernel("weight"))]
+    per_shape_fit.fit_each(files, groups, fit, predicted_us,
+                           lambda p: f"{p[0]} SM cycles per position, {p[1]:.2f} of the FP32 peak, "
+                                     f"{p[2]} us more per kernel")
     return 0
 
 

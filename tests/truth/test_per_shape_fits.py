@@ -51,8 +51,8 @@ class BroadcastElementwise(unittest.TestCase):
     def test_the_fit_gives_the_shipped_cycles(self):
         [(_, gpu, table)] = per_shape_fit.truth_files("", [H100], fit_broadcast.per_shape)
         self.assertGreater(len(table), 40)
-        self.assertEqual([fit_broadcast.fit(gpu, table)], constant("kElementRateCycles", "family_costs.h"))
-
+        self.assertEqual([fit_broadcast.fit(gpu, table)],
+                         constant("kElementRateCycles", "family_costs.h"))
 
 
 class EmbeddingBackward(unittest.TestCase):
@@ -66,7 +66,7 @@ class NarrowConvolution(unittest.TestCase):
     def test_the_fit_gives_the_shipped_rates(self):
         [(_, gpu, table)] = per_shape_fit.truth_files("", [H100], fit_narrow_conv.per_shape)
         for kernel, name in (("data", "kNarrowConvData"), ("weight", "kNarrowConvWeightGradient")):
-            rows = {k: v for k, v in table.items() if k[0] == kernel}
+            rows = fit_narrow_conv.of_kernel(kernel)(table)
             self.assertGreater(len(rows), 15, kernel)
             cycles, share, fixed_us = fit_narrow_conv.fit(gpu, rows)
             self.assertEqual([fixed_us, cycles, share], constant(name, "roofline.cpp"), name)
