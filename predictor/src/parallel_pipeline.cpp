@@ -350,6 +350,14 @@ bool tracesTheSameOps(const Trace& microbatch, const Trace& whole) {
 
 } // namespace
 
+std::optional<int64_t> microbatchBatchSize(const Trace& trace, const ParallelConfig& config) {
+  const int m = config.microbatches;
+  if (m <= 1 || !trace.providerLines.count(Provider::Input) || trace.distributed ||
+      trace.batchSize % m != 0)
+    return std::nullopt;
+  return trace.batchSize / m;
+}
+
 ParallelOutcome predictParallel(const Trace& trace, const ModelStructure& model,
                                 const ParallelConfig& config, const DeviceSpec& gpu,
                                 const SystemSpec& system, PredictorOptions options,
@@ -387,6 +395,9 @@ ParallelOutcome predictParallel(const Trace& trace, const ModelStructure& model,
   summary.batchPerReplica = trace.batchSize;
   summary.globalBatch = trace.batchSize * config.dp;
   summary.sequenceLength = model.sequence;
+  summary.microbatchPricing = config.microbatches <= 1 ? MicrobatchPricing::Whole
+                              : microbatchModel        ? MicrobatchPricing::Traced
+                                                       : MicrobatchPricing::Shares;
 
   std::vector<Prediction> stagePredictions;
   std::vector<int> blockFirst{0};

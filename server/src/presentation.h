@@ -68,6 +68,9 @@ std::string targetTextProblemMessage(const std::string& text, const TargetTextPr
 std::string layoutProblemMessage(const LayoutProblem& problem);
 // "communication 3.10 ms, 2.40 ms of it hidden behind compute".
 std::string communicationText(double ms, double hiddenMs);
+// How a layout's microbatches were priced: "microbatches of 4 priced at their own shapes",
+// "each microbatch priced as 1/4 of the batch's ops"; empty with one microbatch.
+std::string microbatchPricingText(const ParallelSummary& summary);
 // "all-reduce", "reduce-scatter", "send/receive".
 std::string collectiveName(CollectiveKind kind);
 // "all-reduce 3.10 ms, 2.40 ms of it hidden behind backward".

@@ -97,6 +97,20 @@ std::string communicationText(double ms, double hiddenMs) {
          " of it hidden behind compute";
 }
 
+std::string microbatchPricingText(const ParallelSummary& summary) {
+  const int m = summary.config.microbatches;
+  switch (summary.microbatchPricing) {
+  case MicrobatchPricing::Whole:
+    return "";
+  case MicrobatchPricing::Traced:
+    return "microbatches of " + std::to_string(summary.batchPerReplica / m) +
+           " priced at their own shapes";
+  case MicrobatchPricing::Shares:
+    return "each microbatch priced as 1/" + std::to_string(m) + " of the batch's ops";
+  }
+  return "";
+}
+
 std::string targetTextProblemMessage(const std::string& text, const TargetTextProblem& problem) {
   const std::string at = "cannot read the target '" + text + "' at '" + problem.word + "': ";
   switch (problem.kind) {

@@ -234,6 +234,8 @@ void writeParallel(JsonWriter& w, const std::vector<ParallelSummary>& layouts) {
         .field("label", parallelConfigLabel(c, s.gpuId))
         .field("mfu", s.mfu)
         .field("mfu_precision", s.mfuPrecision)
+        .field("microbatch_pricing", toString(s.microbatchPricing))
+        .field("microbatch_text", microbatchPricingText(s))
         .field("microbatches", c.microbatches)
         .field("model_flops", s.modelFlops)
         .field("nodes", s.nodes)

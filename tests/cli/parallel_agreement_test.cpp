@@ -424,6 +424,13 @@ TEST_F(TwoWaysAgree, PipelineStageRunsEveryMicrobatch) {
   EXPECT_LT(std::abs(fromScript.at("summaries")[0].at("gpu_ms").get<double>() - tracedKernels),
             std::abs(stage.at("gpu_ms").get<double>() - tracedKernels));
   EXPECT_EQ(accumulations(fromScript.at("ops")), (kMicrobatches - 1) * kStageParameters);
+  // Each says how it priced the microbatches: a saved trace's batch is not wavecast's to set.
+  EXPECT_EQ(whatIf.at("parallel")[0].at("microbatch_pricing"), "shares");
+  EXPECT_EQ(whatIf.at("parallel")[0].at("microbatch_text"),
+            "each microbatch priced as 1/4 of the batch's ops");
+  EXPECT_EQ(fromScript.at("parallel")[0].at("microbatch_pricing"), "traced");
+  EXPECT_EQ(fromScript.at("parallel")[0].at("microbatch_text"),
+            "microbatches of 8 priced at their own shapes");
   const auto& first = whatIf.at("parallel")[0].at("stages")[0];
   expectClose(rank.at("forward_ms").get<double>() + rank.at("backward_ms").get<double>(),
               kMicrobatches *

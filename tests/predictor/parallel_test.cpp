@@ -743,5 +743,39 @@ TEST(ParallelPrediction, MicrobatchesTracedAtTheirOwnBatchArePricedAtTheirShapes
       << "memory comes from the whole batch's trace";
 }
 
+// The batch one microbatch's trace is taken at, where the script's providers set the batch,
+// and each layout saying how it priced its microbatches.
+TEST(ParallelPrediction, MicrobatchPricingSaysWhereTheShapesCameFrom) {
+  Trace trace = syntheticTransformer(8);
+  trace.providerLines[Provider::Input] = 12;
+  ParallelConfig config;
+  EXPECT_EQ(microbatchBatchSize(trace, config), std::nullopt) << "one microbatch";
+  config.microbatches = 4;
+  EXPECT_EQ(microbatchBatchSize(trace, config), 2);
+  config.microbatches = 3;
+  EXPECT_EQ(microbatchBatchSize(trace, config), std::nullopt) << "8 does not split in 3";
+  config.microbatches = 4;
+  Trace asWritten = trace;
+  asWritten.providerLines.clear();
+  EXPECT_EQ(microbatchBatchSize(asWritten, config), std::nullopt) << "no wavecast_input";
+  Trace distributed = trace;
+  distributed.distributed = DistributedInfo{};
+  EXPECT_EQ(microbatchBatchSize(distributed, config), std::nullopt) << "one rank of a launch";
+
+  const ModelStructure model = analyzeModel(trace);
+  const auto pricing = [&](const ParallelConfig& c, const Trace* microbatch) {
+    const auto outcome =
+        predictParallel(trace, model, c, h100(), node8(), collectiveOptions(), microbatch);
+    EXPECT_FALSE(outcome.problem.has_value());
+    return outcome.prediction->summary.microbatchPricing;
+  };
+  const Trace microbatch = syntheticTransformer(2);
+  const Trace otherBatch = syntheticTransformer(4);
+  EXPECT_EQ(pricing(ParallelConfig{}, nullptr), MicrobatchPricing::Whole);
+  EXPECT_EQ(pricing(config, nullptr), MicrobatchPricing::Shares);
+  EXPECT_EQ(pricing(config, &microbatch), MicrobatchPricing::Traced);
+  EXPECT_EQ(pricing(config, &otherBatch), MicrobatchPricing::Shares);
+}
+
 } // namespace
 } // namespace wavecast

@@ -185,6 +185,8 @@ void printParallelSummary(const std::vector<ParallelSummary>& layouts, std::ostr
       out << "; " << formatUsd(s.costPer1kSamplesUsd) << "/1k samples at "
           << formatUsd(s.clusterPricePerHourUsd) << "/h";
     out << "\n";
+    if (const std::string microbatches = microbatchPricingText(s); !microbatches.empty())
+      out << "  " << microbatches << "\n";
     for (size_t i = 0; i < s.stages.size(); ++i) {
       const auto& stage = s.stages[i];
       out << "  " << (s.stages.size() > 1 ? "stage " + std::to_string(i) + " " : std::string())
@@ -198,23 +200,20 @@ void printParallelSummary(const std::vector<ParallelSummary>& layouts, std::ostr
   }
 }
 
-// The script traced again at one microbatch's batch, so that each microbatch's ops are
-// priced at their own shapes; nullopt where there is one microbatch, where the batch is
-// not the script's to set (a saved trace, a script run as written, a torch.distributed
-// one) or does not split evenly, or where that trace fails (the whole batch's ops at 1/m
-// of their work then, as predictParallel does without it).
+// The script traced again at one microbatch's batch (microbatchBatchSize); nullopt also
+// for a saved trace, and where that trace fails (the whole batch's ops at 1/m of their work
+// then, as predictParallel does without it).
 std::optional<Trace> microbatchTrace(ScriptTracer& tracer, const std::string& file,
                                      const Trace& trace, const ParallelConfig& config,
                                      const DeviceSpec* firstTarget) {
-  const int m = config.microbatches;
-  if (m <= 1 || fs::path(file).extension() != ".py" ||
-      !trace.providerLines.count(Provider::Input) || trace.distributed || trace.batchSize % m != 0)
+  const std::optional<int64_t> batch = microbatchBatchSize(trace, config);
+  if (!batch || fs::path(file).extension() != ".py")
     return std::nullopt;
   try {
-    return tracer.trace(file, trace.batchSize / m, firstTarget);
+    return tracer.trace(file, *batch, firstTarget);
   } catch (const CommandError& e) {
-    std::cerr << "wavecast: tracing one microbatch (batch " << trace.batchSize / m
-              << ") failed, so each microbatch is priced as 1/" << m
+    std::cerr << "wavecast: tracing one microbatch (batch " << *batch
+              << ") failed, so each microbatch is priced as 1/" << config.microbatches
               << " of the batch's ops: " << e.what() << "\n";
     return std::nullopt;
   }

@@ -116,34 +116,68 @@ AnalysisOutcome ProfilingAnalyzer::analyze(const AnalysisRequest& request,
   // The environment the worker imports from, the installation's when none is chosen.
   const std::string& environment =
       request.pythonEnv.empty() ? options_.profiler.defaultPythonEnv : request.pythonEnv;
-  const std::string storeKey =
-      store ? TraceStore::key(traceRequest, environment, entryText) : std::string();
-  if (store && request.traceSource != TraceSource::Worker)
-    if (auto stored = store->load(storeKey)) {
-      AnalysisOutcome outcome = predict(request, stored->trace, progress);
-      if (auto* output = std::get_if<AnalysisOutput>(&outcome))
-        output->storedTraceRecorded = stored->recorded;
-      return outcome;
+  // The script at `batchSize` (nullopt: its own batch): from the store unless the request
+  // asks for a fresh trace, else from the worker unless it asks for stored ones only.
+  const auto obtain = [&](std::optional<int64_t> batchSize) -> Obtained {
+    TraceRequest at = traceRequest;
+    at.batchSize = batchSize ? batchSize : traceRequest.batchSize;
+    const std::string key = store ? TraceStore::key(at, environment, entryText) : std::string();
+    if (store && request.traceSource != TraceSource::Worker)
+      if (auto stored = store->load(key))
+        return StoredOrTraced{std::make_shared<const Trace>(std::move(stored->trace)),
+                              stored->recorded};
+    if (request.traceSource == TraceSource::Store) {
+      ProfileError none;
+      none.kind = ProfileErrorKind::Cancelled;
+      none.message = "no stored trace of " + request.file;
+      none.file = request.file;
+      return none;
     }
-  if (request.traceSource == TraceSource::Store) {
-    ProfileError none;
-    none.kind = ProfileErrorKind::Cancelled;
-    none.message = "no stored trace of " + request.file;
-    none.file = request.file;
-    return none;
+    TraceResult traced = profiler->trace(at, cancel);
+    if (auto* error = std::get_if<ProfileError>(&traced))
+      return *error;
+    auto trace = std::make_shared<const Trace>(std::move(std::get<Trace>(traced)));
+    if (store)
+      store->saveLater(key, trace, request.file, entryText);
+    return StoredOrTraced{std::move(trace), std::nullopt};
+  };
+
+  Obtained whole = obtain(std::nullopt);
+  if (auto* error = std::get_if<ProfileError>(&whole))
+    return *error;
+  const auto& [trace, recorded] = std::get<StoredOrTraced>(whole);
+
+  // One microbatch's trace per batch the layouts split into, so that their microbatches are
+  // priced at their own shapes as the CLI prices them (predictParallel).
+  MicrobatchTraces microbatches;
+  for (const auto& layout : request.layouts) {
+    const std::optional<int64_t> batch = microbatchBatchSize(*trace, layout.config);
+    if (!batch || microbatches.count(*batch))
+      continue;
+    if (progress)
+      progress("tracing one microbatch (batch " + std::to_string(*batch) + ")");
+    Obtained part = obtain(*batch);
+    if (auto* error = std::get_if<ProfileError>(&part)) {
+      if (cancel.cancelled())
+        return *error;
+      // Priced as shares of the whole batch's ops then (the layout says so).
+      if (progress)
+        progress("tracing one microbatch (batch " + std::to_string(*batch) +
+                 ") failed: " + error->message);
+      microbatches[*batch] = nullptr;
+      continue;
+    }
+    microbatches[*batch] = std::get<StoredOrTraced>(part).trace;
   }
 
-  TraceResult traced = profiler->trace(traceRequest, cancel);
-  if (auto* error = std::get_if<ProfileError>(&traced))
-    return *error;
-  auto trace = std::make_shared<const Trace>(std::move(std::get<Trace>(traced)));
-  AnalysisOutcome outcome = predict(request, *trace, progress);
-  if (store && std::holds_alternative<AnalysisOutput>(outcome))
-    store->saveLater(storeKey, trace, request.file, entryText);
+  AnalysisOutcome outcome = predict(request, *trace, microbatches, progress);
+  if (auto* output = std::get_if<AnalysisOutput>(&outcome))
+    output->storedTraceRecorded = recorded;
   return outcome;
 }
 
 AnalysisOutcome ProfilingAnalyzer::predict(const AnalysisRequest& request, const Trace& trace,
+                                           const MicrobatchTraces& microbatches,
                                            const ProgressCallback& progress) const {
   try {
     if (progress)
@@ -166,8 +200,12 @@ AnalysisOutcome ProfilingAnalyzer::predict(const AnalysisRequest& request, const
                                        : nullptr;
         if (!gpu || !system)
           continue; // resolved against these databases: cannot happen
-        auto outcome =
-            predictParallel(trace, model, layout.config, *gpu, *system, predictorOptions);
+        const Trace* microbatch = nullptr;
+        if (const auto batch = microbatchBatchSize(trace, layout.config))
+          if (auto found = microbatches.find(*batch); found != microbatches.end())
+            microbatch = found->second.get();
+        auto outcome = predictParallel(trace, model, layout.config, *gpu, *system, predictorOptions,
+                                       microbatch);
         if (outcome.problem)
           output.refusals.push_back({layout.config, layout.gpu, layout.system, *outcome.problem});
         else

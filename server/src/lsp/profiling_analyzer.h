@@ -8,6 +8,7 @@
 #include "wavecast/profiler/profiler.h"
 #include "wavecast/profiler/trace_store.h"
 
+#include <map>
 #include <memory>
 #include <mutex>
 
@@ -38,8 +39,18 @@ public:
   resolveLayouts(const std::vector<protocol::ParallelTargetSetting>& targets) const override;
 
 private:
-  // The prediction of `trace` for `request` (what analyze returns once it has a trace).
+  // A trace and, when it came from the store, when the worker recorded it.
+  struct StoredOrTraced {
+    std::shared_ptr<const Trace> trace;
+    std::optional<std::chrono::system_clock::time_point> recorded;
+  };
+  using Obtained = std::variant<StoredOrTraced, ProfileError>;
+  // The script traced at one microbatch's batch, by that batch (null where it failed).
+  using MicrobatchTraces = std::map<int64_t, std::shared_ptr<const Trace>>;
+
+  // The prediction of `trace` for `request` (what analyze returns once it has its traces).
   AnalysisOutcome predict(const AnalysisRequest& request, const Trace& trace,
+                          const MicrobatchTraces& microbatches,
                           const ProgressCallback& progress) const;
   // The profiler for `pythonEnv`, replacing one for another environment; holds mutex_.
   std::shared_ptr<Profiler> profilerForLocked(const std::string& pythonEnv);

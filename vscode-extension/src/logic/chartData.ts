@@ -127,7 +127,9 @@ export function configurationTable(parallel: ParallelConfiguration[] | undefined
   return {
     columns: configs.map((c) => ({
       label: c.label,
-      detail: `${c.system} · ${c.nodes} node${c.nodes === 1 ? '' : 's'} · global batch ${c.global_batch}`,
+      detail:
+        `${c.system} · ${c.nodes} node${c.nodes === 1 ? '' : 's'} · global batch ${c.global_batch}` +
+        (c.microbatch_text ? ` · ${c.microbatch_text}` : ''),
     })),
     rows: [
       row('Iteration', (c) => c.iteration_ms, formatMs, 'lower'),

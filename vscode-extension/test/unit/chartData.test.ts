@@ -229,3 +229,14 @@ test('multi-GPU configurations side by side, the best of each comparable row mar
   assert.deepEqual(table.refusals, ['16× H100-SXM, tp 16: --tp 16 spans more than the 8 GPUs of one node']);
   assert.equal(configurationTable(undefined, undefined), null);
 });
+
+test('a configuration with microbatches says how they were priced under its label', () => {
+  const pipeline = configuration({
+    label: '4× H100-SXM, DDP, dp 2, pp 2 (4 microbatches, 1F1B)', pp: 2, microbatches: 4,
+    microbatch_pricing: 'traced', microbatch_text: 'microbatches of 8 priced at their own shapes',
+  });
+  const [column] = configurationTable([pipeline], [])!.columns;
+  assert.equal(column.detail, 'HGX-H100 · 1 node · global batch 32 · microbatches of 8 priced at their own shapes');
+  const whole = configuration({ label: '8× H100-SXM, DDP', microbatch_pricing: 'whole', microbatch_text: '' });
+  assert.equal(configurationTable([whole], [])!.columns[0].detail, 'HGX-H100 · 1 node · global batch 32');
+});

@@ -155,6 +155,12 @@ struct ParallelOutcome {
   std::optional<LayoutProblem> problem;
   std::optional<ParallelPrediction> prediction;
 };
+// The batch at which to trace the script again so that predictParallel prices each of
+// `config`'s microbatches at its own shapes (trace.batchSize / microbatches); nullopt where
+// there is one microbatch, where the batch is not the script's providers' to set (a script
+// run as written, a torch.distributed one) or where it does not split evenly.
+std::optional<int64_t> microbatchBatchSize(const Trace& trace, const ParallelConfig& config);
+
 // `microbatchTrace`: the same script traced at one microbatch's batch (trace.batchSize /
 // config.microbatches); where it traced the same ops, each microbatch's ops are priced at
 // its shapes (a quarter-batch GEMM is not a quarter of the whole one's time). Without it,

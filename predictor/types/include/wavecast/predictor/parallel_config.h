@@ -219,6 +219,24 @@ struct StageSummary {
   bool fitsInMemory = true;
 };
 
+// How each microbatch's ops were priced.
+enum class MicrobatchPricing {
+  Whole,  // one microbatch: the batch's ops as traced
+  Traced, // at their own shapes, from the script traced again at one microbatch's batch
+  Shares, // the whole batch's ops, each at 1/m of its work (no trace of one microbatch)
+};
+constexpr const char* toString(MicrobatchPricing pricing) {
+  switch (pricing) {
+  case MicrobatchPricing::Whole:
+    return "whole";
+  case MicrobatchPricing::Traced:
+    return "traced";
+  case MicrobatchPricing::Shares:
+    return "shares";
+  }
+  return "unknown";
+}
+
 // A layout on one GPU and system: the per-configuration figures (docs/results-json.md).
 struct ParallelSummary {
   ParallelConfig config;
@@ -229,6 +247,7 @@ struct ParallelSummary {
   int64_t batchPerReplica = 0;
   int64_t globalBatch = 0;
   int64_t sequenceLength = 0; // 0: the input has no sequence dimension
+  MicrobatchPricing microbatchPricing = MicrobatchPricing::Whole;
   double iterationMs = 0;
   double computeMs = 0;      // the slowest stage's compute per iteration
   double bubbleMs = 0;       // the pipeline's idle time
