@@ -1,7 +1,11 @@
 """What training scripts written for torch 2.x use: foreach and fused optimizers,
-channels_last, torch.compile, activation checkpointing, gradient accumulation."""
+channels_last, torch.compile, activation checkpointing, gradient accumulation, in-place ops on
+views."""
 
+import json
 import os
+import subprocess
+import sys
 import tempfile
 import textwrap
 import unittest
@@ -157,6 +161,83 @@ class Compile(unittest.TestCase):
         self.assertEqual(len(warnings), 1)
         self.assertTrue(warnings[0]["file"].endswith("mlp.py"), warnings[0])
         self.assertEqual(warnings[0]["line"], 8)  # the torch.compile line
+
+
+class InPlaceOnViews(unittest.TestCase):
+    """An in-place op on a view of a tensor that needs a gradient (EfficientNet's in-place
+    dropout on its flattened features): autograd replays the view while it holds the view's
+    lock, and the tracer must not read that view's autograd node meanwhile."""
+
+    def test_in_place_ops_on_a_flattened_tensor_trace_and_get_their_backward(self):
+        model = ("model = nn.Sequential(nn.Linear(32, 64), nn.Unflatten(1, (8, 8)), nn.Flatten(1), "
+                 "nn.ReLU(inplace=True), nn.Dropout(0.1, inplace=True), nn.Linear(64, 10)).cuda()")
+        optimizer = "torch.optim.SGD(model.parameters(), lr=0.1)"
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "mlp.py")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(textwrap.dedent(MLP).format(optimizer=optimizer, model=model))
+            # In a process of its own: a deadlock holds the interpreter's lock, and this one's.
+            try:
+                done = subprocess.run([sys.executable, "-m", "wavecast_tracer", path, "--batch-size", "16"],
+                                      capture_output=True, text=True, timeout=120)
+            except subprocess.TimeoutExpired:
+                self.fail("the trace deadlocked on the in-place ops")
+        self.assertEqual(done.returncode, 0, done.stderr[-2000:])
+        ops = json.loads(done.stdout)["ops"]
+        forward = [op["name"] for op in ops if op["phase"] == "forward"]
+        self.assertIn("aten::relu_", forward)
+        backward = [op for op in ops if op["phase"] == "backward"]
+        self.assertEqual(len([op for op in backward if op["name"] == "aten::threshold_backward"]), 1)
+        # Every backward op is on the line that ran the forward and the backward.
+        line = 1 + textwrap.dedent(MLP).split("\n").index("        model(x).sum().backward()")
+        self.assertEqual({op["loc"]["line"] for op in backward}, {line})
+
+
+    def test_the_gradient_of_an_op_in_place_on_a_slice_is_on_its_line(self):
+        # Each op writes into h through a view made for it alone; its gradient is computed
+        # in the node autograd puts on h.
+        script = textwrap.dedent("""
+            import torch
+            import torch.nn as nn
+
+
+            class Model(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.a, self.b = nn.Linear(16, 32), nn.Linear(32, 10)
+
+                def forward(self, x):
+                    h = self.a(x)
+                    h[..., 8:16].mul_(2)
+                    h.view(-1, 4, 8)[:, 0].sigmoid_()
+                    return self.b(h)
+
+
+            def wavecast_model():
+                return Model().cuda()
+
+
+            def wavecast_input(batch_size=4):
+                return (torch.randn(batch_size, 16, device="cuda"),)
+
+
+            def wavecast_iteration(model):
+                def iteration(x):
+                    model(x).sum().backward()
+
+                return iteration
+            """)
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "slices.py")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(script)
+            trace = run_trace(path, batch_size=4)
+        lines = script.split("\n")
+        mul_line = 1 + lines.index("        h[..., 8:16].mul_(2)")
+        sigmoid_line = 1 + lines.index("        h.view(-1, 4, 8)[:, 0].sigmoid_()")
+        backward = {op["name"]: op["loc"]["line"] for op in trace["ops"] if op["phase"] == "backward"}
+        self.assertEqual(backward["aten::mul"], mul_line)
+        self.assertEqual(backward["aten::sigmoid_backward"], sigmoid_line)
 
 
 class Checkpointing(unittest.TestCase):

@@ -197,6 +197,19 @@ def op_name(func):
     return func._schema.name  # "aten::convolution": the overload packet name
 
 
+@functools.lru_cache(maxsize=None)  # asked on every dispatch
+def is_view_op(func):
+    """Whether `func` returns a view of an input: an alias that does not write (aten::view,
+    select, transpose, ...; not relu_)."""
+    return any(r.alias_info is not None and not r.alias_info.is_write for r in func._schema.returns)
+
+
+@functools.lru_cache(maxsize=None)
+def writes_an_input(func):
+    """Whether `func` modifies an input in place (relu_, add_, an out= variant)."""
+    return any(a.alias_info is not None and a.alias_info.is_write for a in func._schema.arguments)
+
+
 def is_fake(tensor):
     return isinstance(tensor, _fake_tensor.FakeTensor)
 

@@ -267,10 +267,13 @@ class TraceState:
         some bookkeeping dispatches of its own), so each output is checked on
         later dispatches until its node appears; the first node seen is the
         op's own, before any later in-place op replaces it.
+
+        An op in place on a view (`h[:, :8] += 1`) computes its gradient in the node autograd
+        puts on the view's base (CopySlices), which the op is credited with too (the view's
+        own node only selects from it, and a view made for the op alone dies with it).
         """
         still_pending = []
-        for entry in self._pending_outputs:
-            index, tensors, checks_left = entry
+        for index, tensors, checks_left in self._pending_outputs:
             unresolved = []
             for ref in tensors:
                 t = ref()
@@ -285,8 +288,11 @@ class TraceState:
                 still_pending.append((index, unresolved, checks_left - 1))
         self._pending_outputs = still_pending
 
-    def expect_grad_fn(self, index, tensors):
-        """The autograd node `tensors` get (after the op returned) belongs to op `index`."""
+    def expect_grad_fn(self, index, tensors, in_place=False):
+        """The autograd node `tensors` get (after the op returned) belongs to op `index`;
+        `in_place`: the op modified them, and so also the node of any view's base."""
+        if in_place:
+            tensors = list(tensors) + [t._base for t in tensors if t._is_view()]
         if tensors:
             # Weakly: an output the iteration drops dies then, not some dispatches later.
             self._pending_outputs.append((index, [weakref.ref(t) for t in tensors], _GRAD_FN_CHECKS))
@@ -397,10 +403,11 @@ class TraceState:
 
     def record(self, func, name, args, kwargs, out):
         inputs, op_args = describe_call(func, name, args, kwargs)
-        self.append_op(name, inputs, flatten_tensors(out), op_args)
+        self.append_op(name, inputs, flatten_tensors(out), op_args, in_place=compat.writes_an_input(func))
 
-    def append_op(self, name, inputs, out_tensors, op_args):
-        """Appends one op record; `inputs` are tensor metadata (or None), returns its index."""
+    def append_op(self, name, inputs, out_tensors, op_args, in_place=False):
+        """Appends one op record; `inputs` are tensor metadata (or None), returns its index.
+        `in_place`: the op modifies its output, an input (resolve_pending_outputs)."""
         index = len(self.ops)
         op = {
             "id": index,
@@ -428,7 +435,7 @@ class TraceState:
                 op["forward_id"] = index
                 # Also under no_grad: a custom autograd Function (torch.utils.checkpoint) runs its
                 # forward without grad and then makes its backward node the grad_fn of the output.
-                self.expect_grad_fn(index, out_tensors)
+                self.expect_grad_fn(index, out_tensors, in_place)
             op["stack"] = self.stack_json(frames)
         self.ops.append(op)
         return index
@@ -497,7 +504,10 @@ class OpRecorder(compat.TorchDispatchMode):
         ):
             args = self._to_fake(args)
             kwargs = {k: self._to_fake(v) for k, v in kwargs.items()}
-        if state._pending_outputs:
+        if state._pending_outputs and not compat.is_view_op(func):
+            # Not on a view op: after an in-place op on a view (EfficientNet's in-place dropout
+            # on a flattened tensor) autograd replays the view through the dispatcher while it
+            # holds that view's lock, and reading the view's grad_fn then would deadlock.
             state.resolve_pending_outputs()
         state.fallback_hit = False
         name = compat.op_name(func)
