@@ -57,7 +57,7 @@ OpCost exactFamily(const OpRecord& op, const std::string& stem, bool inplace, bo
   if (isLoss(stem))
     return loss(op, stem);
   if (stem.rfind("_foreach_", 0) == 0 || contains(stem, "_fused_adam") ||
-      contains(stem, "_fused_sgd"))
+      contains(stem, "_fused_sgd") || stem == "_amp_foreach_non_finite_check_and_unscale")
     return optimizerForeach(op, stem, inplace);
   if (reductionOps().count(stem))
     return reduction(op, stem);
@@ -106,7 +106,8 @@ std::optional<OpCost> collective(const OpRecord& op) {
   cost.family = CostFamily::Collective;
   cost.collective.kind = *kind;
   cost.collective.bytes = std::max<int64_t>(0, op.intArg("bytes").value_or(0));
-  cost.collective.groupSize = static_cast<int>(std::max<int64_t>(1, op.intArg("group_size").value_or(1)));
+  cost.collective.groupSize =
+      static_cast<int>(std::max<int64_t>(1, op.intArg("group_size").value_or(1)));
   cost.collective.ranksPerNode =
       static_cast<int>(std::max<int64_t>(0, op.intArg("ranks_per_node").value_or(0)));
   cost.collective.async = op.boolArg("async").value_or(false);

@@ -409,7 +409,9 @@ OpCost loss(const OpRecord& op, const std::string& stem) {
   return cost;
 }
 
-// _foreach_* (multi-tensor apply) and _fused_adam(w) optimizer kernels.
+// _foreach_* (multi-tensor apply) and _fused_adam(w) optimizer kernels, and GradScaler's
+// unscale (_amp_foreach_non_finite_check_and_unscale_: each gradient times the inverse
+// scale, in place, noting any that is not finite).
 OpCost optimizerForeach(const OpRecord& op, const std::string& stem, bool inplace) {
   OpCost cost;
   cost.family = CostFamily::Optimizer;
@@ -433,7 +435,9 @@ OpCost optimizerForeach(const OpRecord& op, const std::string& stem, bool inplac
   } else {
     if (inplace && op.outputs.empty())
       cost.bytes += firstListBytes;
-    cost.flops = elements * elementwiseFlops(stem.substr(std::string("_foreach_").size()));
+    const std::string perElement =
+        stem.rfind("_foreach_", 0) == 0 ? stem.substr(std::string("_foreach_").size()) : stem;
+    cost.flops = elements * elementwiseFlops(perElement);
   }
   cost.parallelElements = elements;
   // multi_tensor_apply launches one kernel per ~64 tensors or 320 chunks of 64Ki elements.

@@ -609,6 +609,24 @@ TEST(OpCost, OptimizerUpdates) {
   EXPECT_DOUBLE_EQ(addcdiv.flops, 200);
 }
 
+TEST(OpCost, GradScalersUnscaleAndUpdateHaveFormulas) {
+  // _amp_foreach_non_finite_check_and_unscale_(grads=[g1, g2], found_inf, inv_scale): each
+  // gradient read and written in place (a multiply and a finiteness check per element).
+  const auto unscale = estimateOpCost(op("aten::_amp_foreach_non_finite_check_and_unscale_",
+                                         {tensor({100}), tensor({200}), tensor({}), tensor({})}, {},
+                                         {{"num_tensors", int64_t{2}}}, Phase::Backward));
+  EXPECT_FALSE(unscale.approximate);
+  EXPECT_EQ(unscale.family, CostFamily::Optimizer);
+  EXPECT_DOUBLE_EQ(unscale.bytes, 2 * 1200.0 + 8);
+  EXPECT_DOUBLE_EQ(unscale.flops, 600);
+  EXPECT_EQ(unscale.kernels, 1);
+  const auto update =
+      estimateOpCost(op("aten::_amp_update_scale_", {tensor({}), tensor({}), tensor({})},
+                        {tensor({})}, {}, Phase::Optimizer));
+  EXPECT_FALSE(update.approximate);
+  EXPECT_EQ(update.kernels, 1);
+}
+
 TEST(OpCost, CopiesAndConcatenation) {
   const auto cat = estimateOpCost(op("aten::cat", {tensor({4, 10}), tensor({4, 30})},
                                      {tensor({4, 40})}, {{"num_tensors", int64_t{2}}}));

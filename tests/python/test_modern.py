@@ -2,6 +2,7 @@
 channels_last, torch.compile, activation checkpointing, gradient accumulation, in-place ops on
 views."""
 
+import inspect
 import json
 import os
 import subprocess
@@ -127,6 +128,50 @@ class Optimizers(unittest.TestCase):
         self.assertEqual(step_ops(trace), [
             ("aten::_foreach_mul_", 4), ("aten::_foreach_add_", 4), ("aten::_foreach_add_", 4)])
         self.assertEqual(trace["memory"]["optimizer_state_bytes"], 4 * PARAMETERS)
+
+
+CLIPPED = """
+import torch
+import torch.nn as nn
+
+
+def wavecast_model():
+    return nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10)).cuda()
+
+
+def wavecast_input(batch_size=16):
+    return (torch.randn(batch_size, 32, device="cuda"),)
+
+
+def wavecast_iteration(model):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def iteration(x):
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+
+    return iteration
+"""
+
+
+@unittest.skipUnless("foreach" in inspect.signature(torch.nn.utils.clip_grad_norm_).parameters,
+                     "torch 1.13's clip_grad_norm_ has no multi-tensor path")
+class GradientClipping(unittest.TestCase):
+    def test_clip_grad_norm_takes_the_multi_tensor_kernels_as_on_a_gpu(self):
+        # On CUDA: one _foreach_norm over the 4 gradients, the norm of their norms, and one
+        # _foreach_mul_ scaling them; not a norm and a multiply per parameter.
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "clipped.py")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(CLIPPED)
+            trace = run_trace(path, batch_size=16)
+        line = 1 + CLIPPED.split("\n").index("        nn.utils.clip_grad_norm_(model.parameters(), 1.0)")
+        clipping = [(op["name"], op["args"].get("num_tensors")) for op in trace["ops"] if op["loc"]["line"] == line]
+        self.assertIn(("aten::_foreach_norm", 4), clipping)
+        self.assertIn(("aten::_foreach_mul_", 4), clipping)
+        self.assertEqual([name for name, _ in clipping].count("aten::linalg_vector_norm"), 1)
 
 
 class RepeatedInputs(unittest.TestCase):

@@ -1,12 +1,16 @@
-"""Optimizers pick the implementation CUDA would run.
+"""Optimizers and gradient clipping pick the implementation CUDA would run.
 
 torch 2.x steps with the multi-tensor (`_foreach_*`) kernels when every
 parameter is a plain CUDA tensor, and with `_fused_adam(w)_` when asked
-(`fused=True`) (torch/optim/optimizer.py, `_default_to_fused_or_foreach`).
-The tracer's parameters are (fake) CPU tensors, so torch would take the
-per-parameter loop; here the default is answered as on a GPU. A script's own
-`foreach=` / `fused=` is honoured: torch only asks when both are None.
-torch 1.13 has no such default (its optimizers loop per parameter unless told
+(`fused=True`) (torch/optim/optimizer.py, `_default_to_fused_or_foreach`);
+`clip_grad_norm_` takes the norms with `_foreach_norm` and scales with
+`_foreach_mul_` when every gradient is a plain tensor
+(torch/utils/_foreach_utils.py, `_has_foreach_support`), and AveragedModel
+averages with `_foreach_*` ops on devices with those kernels. The tracer's
+parameters are (fake) CPU tensors, so torch would take the per-parameter loop;
+here the defaults are answered as on a GPU. A script's own `foreach=` /
+`fused=` is honoured: torch only asks when they are None. torch 1.13 has no
+such defaults (its optimizers and clipping loop per parameter unless told
 `foreach=True`), so nothing changes there.
 
 A training run spends its iterations in the steady state: Adam's moments and
@@ -33,19 +37,39 @@ def _as_on_cuda(params, differentiable, use_fused=False):
     return fused, not fused
 
 
+def _foreach_supported_as_on_cuda(tensors, device):
+    return not torch.jit.is_scripting() and all(t is None or isinstance(t, torch.Tensor) for t in tensors)
+
+
+def _foreach_devices_as_on_cuda():
+    return ["cuda", "cpu"]  # the tracer's tensors are (fake) CPU ones
+
+
+# Torch's functions that choose the multi-tensor kernels: the modules that call them, the
+# name they import them under, and what each answers on a GPU.
+_CUDA_ANSWERS = (
+    (("torch.optim",), "_default_to_fused_or_foreach", _as_on_cuda),
+    (("torch.nn.utils",), "_has_foreach_support", _foreach_supported_as_on_cuda),  # clipping
+    (("torch.optim.swa_utils",), "_get_foreach_kernels_supported_devices", _foreach_devices_as_on_cuda),
+)
+
+
 @contextlib.contextmanager
-def cuda_optimizer_defaults():
-    """While active, torch.optim's foreach/fused default is CUDA's."""
-    name = "_default_to_fused_or_foreach"
-    modules = [m for key, m in list(sys.modules.items())
-               if key.startswith("torch.optim") and m is not None and hasattr(m, name)]
-    saved = [(m, getattr(m, name)) for m in modules]
-    for module in modules:
-        setattr(module, name, _as_on_cuda)
+def cuda_multi_tensor_defaults():
+    """While active, torch.optim's foreach/fused default, gradient clipping's and
+    AveragedModel's foreach defaults are CUDA's."""
+    saved = []
+    for key, module in list(sys.modules.items()):
+        if module is None:
+            continue
+        for prefixes, name, answer in _CUDA_ANSWERS:
+            if key.startswith(prefixes) and hasattr(module, name):
+                saved.append((module, name, getattr(module, name)))
+                setattr(module, name, answer)
     try:
         yield
     finally:
-        for module, original in saved:
+        for module, name, original in saved:
             setattr(module, name, original)
 
 

@@ -12,7 +12,7 @@ from . import compat, distributed, measured
 from .attention import cuda_attention
 from .autocast import checked_autocast_regions, cuda_autocast, precision
 from .compiled import eager_compile
-from .optimizers import cuda_optimizer_defaults, state_tensors, steady_state_steps
+from .optimizers import cuda_multi_tensor_defaults, state_tensors, steady_state_steps
 from .devices import cuda_mapped_to_cpu
 from .errors import TraceError, TraceInterrupted, error_at, one_line, out_of_memory_error, timeout_error
 from .loader import (ENTRY_MODULE_NAME, PROVIDER_NAMES, find_providers, load_entry_module, project_modules,
@@ -360,7 +360,7 @@ def enter_tracing_contexts(stack, state, mode, rank, fake_mode, steady_state=Tru
         return None
     stack.enter_context(cuda_mapped_to_cpu(state.on_cuda_mapped, state.placement, rank.device_count))
     stack.enter_context(compat.fused_dropout())
-    stack.enter_context(cuda_optimizer_defaults())
+    stack.enter_context(cuda_multi_tensor_defaults())
     if steady_state:
         stack.enter_context(steady_state_steps(state))
     autocast = stack.enter_context(cuda_autocast())  # after cuda_attention: wraps it
