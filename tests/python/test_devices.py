@@ -102,6 +102,64 @@ class CpuTensorsMixedWithGpuTensors(unittest.TestCase):
                              [(path, line_of(path, "# MIXED")), (path, line_of(path, "# INDEX"))])
 
 
+DEFAULT_DEVICE = """
+import torch
+import torch.nn as nn
+
+{before}
+
+
+def wavecast_model():
+    {build}
+
+
+def wavecast_input(batch_size=4):
+    return (torch.randn(batch_size, 32),)
+
+
+def wavecast_iteration(model):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def iteration(x):
+        bias = torch.ones(32)
+        model(x + bias).sum().backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+    return iteration
+"""
+
+
+@unittest.skipUnless(hasattr(torch, "set_default_device"), "torch 1.13 has no default device")
+class DefaultDevice(unittest.TestCase):
+    """torch.set_default_device("cuda") and `with torch.device("cuda"):` put every factory's
+    tensor on the GPU: the model and tensors made without `device=` are GPU tensors."""
+
+    def trace(self, before, build):
+        source = DEFAULT_DEVICE.format(before=before, build=build)
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "default_device.py")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(source)
+            try:
+                return run_trace(path, batch_size=4)
+            finally:
+                torch.set_default_device(None)
+
+    def test_set_default_device_cuda(self):
+        trace = self.trace('torch.set_default_device("cuda")', "return nn.Linear(32, 10)")
+        self.assertEqual(cpu_tensor_warnings(trace), [])
+        self.assertEqual([op["name"] for op in trace["ops"] if op.get("device") == "cpu"
+                          and op["phase"] != "optimizer"], [])
+
+    def test_a_model_built_under_torch_device_cuda(self):
+        trace = self.trace("", 'with torch.device("cuda"):\n        return nn.Linear(32, 10)')
+        self.assertIn("aten::addmm", [op["name"] for op in trace["ops"]])
+        # The batch and the bias are made without a device outside the context: CPU tensors,
+        # mixed with the GPU model's on the iteration's line.
+        self.assertEqual(len(cpu_tensor_warnings(trace)), 1)
+
+
 class HostOps(unittest.TestCase):
     def test_adam_step_counters_run_on_the_cpu(self):
         trace = run_trace(FIXTURE, batch_size=4)

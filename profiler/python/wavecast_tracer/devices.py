@@ -33,6 +33,21 @@ _FACTORIES = frozenset(
 _TO_TENSORS_DEVICE = frozenset({torch.Tensor.to, torch.Tensor.type_as})
 
 
+try:  # torch >= 2.0: torch.set_default_device and `with torch.device(...)`
+    from torch.utils import _device as _default_device
+except ImportError:
+    _default_device = None
+# The factories the default device applies to (torch.utils._device._device_constructors).
+_DEFAULT_DEVICE_FACTORIES = (
+    _default_device._device_constructors() if _default_device is not None else frozenset()
+)
+
+
+def _default_device_is_cuda():
+    """Whether torch.set_default_device("cuda") or `with torch.device("cuda"):` is in force."""
+    return _default_device is not None and _is_cuda(getattr(_default_device, "CURRENT_DEVICE", None))
+
+
 def _is_cuda(device):
     if isinstance(device, torch.device):
         return device.type == "cuda"
@@ -184,6 +199,11 @@ class _CudaAsCpu(compat.TorchFunctionMode):
             return args[0]
         to_gpu = False
         if _is_cuda(kwargs.get("device")):
+            self.on_mapped()
+            kwargs = dict(kwargs, device=torch.device("cpu"))
+            to_gpu = True
+        elif kwargs.get("device") is None and func in _DEFAULT_DEVICE_FACTORIES and _default_device_is_cuda():
+            # The default device's mode sits below this one and would make it on the GPU.
             self.on_mapped()
             kwargs = dict(kwargs, device=torch.device("cpu"))
             to_gpu = True
