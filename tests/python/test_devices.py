@@ -160,6 +160,43 @@ class DefaultDevice(unittest.TestCase):
         self.assertEqual(len(cpu_tensor_warnings(trace)), 1)
 
 
+CUDA_CALLS = """
+import torch
+import torch.nn as nn
+
+
+def wavecast_model():
+    return nn.DataParallel(nn.Linear(32, 10).cuda())
+
+
+def wavecast_input(batch_size=4):
+    generator = torch.Generator(device="cuda")
+    generator.manual_seed(0)
+    state = torch.cuda.get_rng_state()
+    torch.cuda.set_rng_state(state)
+    return (torch.randn(batch_size, 32, device="cuda", generator=generator),)
+
+
+def wavecast_iteration(model):
+    def iteration(x):
+        model(x).sum().backward()
+
+    return iteration
+"""
+
+
+class CudaCalls(unittest.TestCase):
+    def test_a_cuda_generator_its_rng_state_and_data_parallel_on_one_gpu(self):
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "cuda_calls.py")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(CUDA_CALLS)
+            trace = run_trace(path, batch_size=4)
+        forward = [op for op in trace["ops"] if op["phase"] == "forward"]
+        self.assertEqual([op["outputs"][0]["shape"] for op in forward if op["name"] == "aten::addmm"], [[4, 10]])
+        self.assertEqual(cpu_tensor_warnings(trace), [])
+
+
 class HostOps(unittest.TestCase):
     def test_adam_step_counters_run_on_the_cpu(self):
         trace = run_trace(FIXTURE, batch_size=4)

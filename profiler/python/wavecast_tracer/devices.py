@@ -241,9 +241,32 @@ def cuda_mapped_to_cpu(on_mapped, placement=None, device_count=None):
     saved = {name: getattr(torch.cuda, name) for name in standins}
     for name, standin in standins.items():
         setattr(torch.cuda, name, standin)
+
+    class GeneratorOnCpu(torch.Generator):
+        """torch.Generator(device="cuda") draws for the tracer's CPU tensors."""
+
+        def __new__(cls, device="cpu"):
+            if _is_cuda(device):
+                on_mapped()
+            return super().__new__(cls, _cpu_if_cuda(device))
+
+        def __init__(self, device="cpu"):
+            pass
+
+    def data_parallel_on_one_gpu(self, *inputs, **kwargs):
+        # On one GPU, DataParallel runs its module on the batch (after checking that the
+        # parameters are on that GPU, which the tracer's CPU tensors are not).
+        return self.module(*inputs, **kwargs)
+
+    generator = torch.Generator
+    data_parallel = torch.nn.DataParallel.forward
+    torch.Generator = GeneratorOnCpu
+    torch.nn.DataParallel.forward = data_parallel_on_one_gpu
     try:
         with _CudaAsCpu(on_mapped, placement):
             yield
     finally:
+        torch.Generator = generator
+        torch.nn.DataParallel.forward = data_parallel
         for name, original in saved.items():
             setattr(torch.cuda, name, original)

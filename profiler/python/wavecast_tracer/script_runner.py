@@ -36,7 +36,6 @@ from .memory import MemoryTracker
 from .recorder import OpRecorder, TraceState
 from .patching import PatchOnImport, attributes_set, replace_while_active
 from .sandbox import Blocked, Sandbox
-from .target_gpu import answering_as
 from .trace_warnings import warning
 from .values import Shadows, flatten_tensors
 
@@ -356,10 +355,8 @@ def trace_script(project, mode, progress, assume_gpu, rank, script_args, device)
         with contextlib.ExitStack() as stack:
             stack.enter_context(_script_process_state(project, script_args))
             stack.enter_context(sandbox.active())
-            autocast = tracer.enter_tracing_contexts(stack, state, mode, rank, fake_mode, steady_state=False)
-            # After the tracing contexts: the target GPU's answers (bf16 from sm_80 on) replace
-            # their stand-ins for any GPU.
-            stack.enter_context(answering_as(device))
+            autocast = tracer.enter_tracing_contexts(stack, state, mode, rank, fake_mode, steady_state=False,
+                                                     device=device)
             stack.enter_context(_pinning_ignored())
             stack.enter_context(_real_tensors_to_transformers())
             stack.enter_context(recorder)

@@ -92,6 +92,10 @@ def answering_as(device=None):
         "memory_allocated": zero, "max_memory_allocated": zero, "memory_reserved": zero,
         "max_memory_reserved": zero, "reset_peak_memory_stats": nothing, "reset_max_memory_allocated": nothing,
         "manual_seed": nothing, "manual_seed_all": nothing, "seed": nothing, "seed_all": nothing,
+        # A CUDA generator's state: its seed and offset, 16 bytes.
+        "get_rng_state": lambda device="cuda": torch.zeros(16, dtype=torch.uint8),
+        "get_rng_state_all": lambda: [torch.zeros(16, dtype=torch.uint8)],
+        "set_rng_state": nothing, "set_rng_state_all": nothing, "initial_seed": zero,
         "ipc_collect": nothing, "init": nothing, "is_initialized": lambda: True,
         "Event": _Event, "Stream": _Stream, "current_stream": lambda device=None: _Stream(),
         "default_stream": lambda device=None: _Stream(), "stream": lambda stream=None: contextlib.nullcontext(),

@@ -28,6 +28,7 @@ from .values import flatten_tensors
 from .versions import VALIDATED_TORCH, release
 from .rnn import fuse_recurrent_layers
 from .script_runner import runs_as_written, trace_script
+from .target_gpu import answering_as
 
 TRACE_FORMAT_VERSION = 2
 MODES = ("shape", "cpu", "cuda")
@@ -86,7 +87,7 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
             else:
                 try:
                     with one_rank() as rank:
-                        document = _trace(project, batch_size, mode, progress, assume_gpu, rank, cache)
+                        document = _trace(project, batch_size, mode, progress, assume_gpu, rank, cache, device)
                 except _ReusedModelFailed:
                     # The kept model may hold state a fresh build would not (the provider set a
                     # global the iteration reads): a failure is only believed from a fresh one.
@@ -94,7 +95,7 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
                     captured.seek(0)
                     captured.truncate()
                     with one_rank() as rank:
-                        document = _trace(project, batch_size, mode, progress, assume_gpu, rank, cache)
+                        document = _trace(project, batch_size, mode, progress, assume_gpu, rank, cache, device)
         except TraceError as error:
             error.output = _tail(captured.getvalue())
             raise
@@ -149,7 +150,7 @@ def _reusable_model(cache, modules_kept, project, module, source, mode, world_si
     return built, key
 
 
-def _trace(project, batch_size, mode, progress, assume_gpu, rank, cache=None):
+def _trace(project, batch_size, mode, progress, assume_gpu, rank, cache=None, device=None):
     modules_kept = purge_project_modules(project, cache.modules if cache is not None else None)
     progress("loading script")
     source = _read(project.entry_file) if cache is not None else None
@@ -164,7 +165,7 @@ def _trace(project, batch_size, mode, progress, assume_gpu, rank, cache=None):
     try:
         try:
             document = _trace_providers(project, providers, batch_size, mode, progress, assume_gpu, rank,
-                                        cache, reused, model_key)
+                                        cache, reused, model_key, device)
         except ReplayMismatch:
             # The kept model's call was replayed, and its backward then met another gradient
             # (the loss changed): traced again, the call is recorded anew.
@@ -174,7 +175,7 @@ def _trace(project, batch_size, mode, progress, assume_gpu, rank, cache=None):
                 output.seek(printed)
                 output.truncate()
             document = _trace_providers(project, providers, batch_size, mode, progress, assume_gpu, rank,
-                                        cache, reused, model_key)
+                                        cache, reused, model_key, device)
     except TraceError as error:
         if reused is not None and error.kind != "timeout":
             raise _ReusedModelFailed() from None
@@ -184,7 +185,8 @@ def _trace(project, batch_size, mode, progress, assume_gpu, rank, cache=None):
     return document
 
 
-def _trace_providers(project, providers, batch_size, mode, progress, assume_gpu, rank, cache, reused, model_key):
+def _trace_providers(project, providers, batch_size, mode, progress, assume_gpu, rank, cache, reused, model_key,
+                     device=None):
     if batch_size is None:
         batch_size = providers.default_batch_size
     if batch_size is None:
@@ -208,7 +210,7 @@ def _trace_providers(project, providers, batch_size, mode, progress, assume_gpu,
         else contextlib.nullcontext()
     try:
         with contextlib.ExitStack() as stack:
-            autocast = enter_tracing_contexts(stack, state, mode, rank, fake_mode)
+            autocast = enter_tracing_contexts(stack, state, mode, rank, fake_mode, device=device)
 
             # In shape mode the recorder also follows the providers' small integer tensors
             # (labels, ids, masks) for value-dependent ops; it records only the iteration.
@@ -338,11 +340,12 @@ class KeptOptimizerStates:
         self._states.keep(signature, optimizer, self._shadows.kept_values)
 
 
-def enter_tracing_contexts(stack, state, mode, rank, fake_mode, steady_state=True):
+def enter_tracing_contexts(stack, state, mode, rank, fake_mode, steady_state=True, device=None):
     """Enters on `stack` the modes and patches a trace runs under (fake tensors, CUDA mapped
-    to the CPU, optimizer and autocast as on a GPU, ...); returns the autocast tracker
-    (None in cuda mode). `steady_state`: an optimizer's first step is preceded by an
-    unrecorded one that builds its state (optimizers.steady_state_steps)."""
+    to the CPU, optimizer and autocast as on a GPU, torch.cuda's queries answered for
+    `device`, ...); returns the autocast tracker (None in cuda mode). `steady_state`: an
+    optimizer's first step is preceded by an unrecorded one that builds its state
+    (optimizers.steady_state_steps)."""
     shape_only = mode == "shape"
     stack.enter_context(fake_mode)
     if shape_only:
@@ -365,6 +368,8 @@ def enter_tracing_contexts(stack, state, mode, rank, fake_mode, steady_state=Tru
         stack.enter_context(steady_state_steps(state))
     autocast = stack.enter_context(cuda_autocast())  # after cuda_attention: wraps it
     stack.enter_context(checked_autocast_regions(state.on_unmodelled_autocast))
+    # Last: the target GPU's answers (bf16 from sm_80 on) replace the stand-ins for any GPU.
+    stack.enter_context(answering_as(device))
     return autocast
 
 
