@@ -1,7 +1,12 @@
-"""Tensors the iteration leaves on the CPU: warned about when mixed with GPU tensors, and their
-ops marked `"device": "cpu"` (Adam's step counters)."""
+"""A script written for a GPU traced without one: CUDA devices (given, or the default device)
+mapped to the CPU, torch.cuda's calls answered, and the tensors the iteration leaves on the CPU
+warned about when mixed with GPU tensors, their ops marked `"device": "cpu"` (Adam's step
+counters)."""
 
+import json
 import os
+import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -195,6 +200,24 @@ class CudaCalls(unittest.TestCase):
         forward = [op for op in trace["ops"] if op["phase"] == "forward"]
         self.assertEqual([op["outputs"][0]["shape"] for op in forward if op["name"] == "aten::addmm"], [[4, 10]])
         self.assertEqual(cpu_tensor_warnings(trace), [])
+
+
+class AnsweredQueriesInAFreshWorker(unittest.TestCase):
+    @unittest.skipUnless(hasattr(torch, "compile"), "torch 1.13 has no torch._dynamo")
+    def test_cpu_mode_builds_an_optimizer_while_torch_cuda_answers(self):
+        # A worker's first optimizer makes torch._dynamo index torch's functions by identity
+        # while torch.cuda's answers stand in for them: in a process of its own, since the
+        # index is built once per process.
+        source = DEFAULT_DEVICE.format(before="", build="return nn.Linear(32, 10).cuda()").replace(
+            "torch.optim.SGD(model.parameters(), lr=0.1)", "torch.optim.AdamW(model.parameters())")
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "adamw.py")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(source)
+            done = subprocess.run([sys.executable, "-m", "wavecast_tracer", path, "--mode", "cpu"],
+                                  capture_output=True, text=True, timeout=300)
+        self.assertEqual(done.returncode, 0, done.stdout[-2000:] + done.stderr[-2000:])
+        self.assertIn("aten::addmm", [op["name"] for op in json.loads(done.stdout)["ops"]])
 
 
 class HostOps(unittest.TestCase):

@@ -82,21 +82,27 @@ def answering_as(device=None):
     """While active, torch.cuda's device queries answer for `device` (DEFAULT when None)."""
     device = dict(DEFAULT, **(device or {}))
     properties = _properties(device)
-    zero = lambda *args, **kwargs: 0  # noqa: E731 - memory counters of a GPU the trace never uses
-    nothing = lambda *args, **kwargs: None  # noqa: E731
+    # A function of its own for each name: torch._dynamo maps torch's functions to its rules
+    # by identity, and refuses one function under two names with different rules.
+    def zero():  # memory counters of a GPU the trace never uses
+        return lambda *args, **kwargs: 0
+
+    def nothing():
+        return lambda *args, **kwargs: None
+
     answers = {
         "get_device_properties": lambda device=None: properties,
         "get_device_capability": lambda device=None: (properties.major, properties.minor),
         "get_device_name": lambda device=None: properties.name,
         "mem_get_info": lambda device=None: (properties.total_memory, properties.total_memory),
-        "memory_allocated": zero, "max_memory_allocated": zero, "memory_reserved": zero,
-        "max_memory_reserved": zero, "reset_peak_memory_stats": nothing, "reset_max_memory_allocated": nothing,
-        "manual_seed": nothing, "manual_seed_all": nothing, "seed": nothing, "seed_all": nothing,
+        "memory_allocated": zero(), "max_memory_allocated": zero(), "memory_reserved": zero(),
+        "max_memory_reserved": zero(), "reset_peak_memory_stats": nothing(), "reset_max_memory_allocated": nothing(),
+        "manual_seed": nothing(), "manual_seed_all": nothing(), "seed": nothing(), "seed_all": nothing(),
         # A CUDA generator's state: its seed and offset, 16 bytes.
         "get_rng_state": lambda device="cuda": torch.zeros(16, dtype=torch.uint8),
         "get_rng_state_all": lambda: [torch.zeros(16, dtype=torch.uint8)],
-        "set_rng_state": nothing, "set_rng_state_all": nothing, "initial_seed": zero,
-        "ipc_collect": nothing, "init": nothing, "is_initialized": lambda: True,
+        "set_rng_state": nothing(), "set_rng_state_all": nothing(), "initial_seed": zero(),
+        "ipc_collect": nothing(), "init": nothing(), "is_initialized": lambda: True,
         "Event": _Event, "Stream": _Stream, "current_stream": lambda device=None: _Stream(),
         "default_stream": lambda device=None: _Stream(), "stream": lambda stream=None: contextlib.nullcontext(),
         "device": lambda device=None: contextlib.nullcontext(),
