@@ -160,8 +160,9 @@ AnalysisOutcome ProfilingAnalyzer::analyze(const AnalysisRequest& request,
     if (auto* error = std::get_if<ProfileError>(&part)) {
       if (cancel.cancelled())
         return *error;
-      // Priced as shares of the whole batch's ops then (the layout says so).
-      if (progress)
+      // Priced as shares of the whole batch's ops then (the layout says so); when only
+      // stored traces are asked for, one not stored is no failure.
+      if (progress && request.traceSource != TraceSource::Store)
         progress("tracing one microbatch (batch " + std::to_string(*batch) +
                  ") failed: " + error->message);
       microbatches[*batch] = nullptr;
