@@ -13,7 +13,7 @@ import unittest
 import torch
 from torch.optim import optimizer as optimizer_module
 
-from source_lines import line_of
+from source_lines import line_of, script_file
 from wavecast_tracer.tracer import run_trace
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -141,11 +141,7 @@ class DefaultDevice(unittest.TestCase):
     tensor on the GPU: the model and tensors made without `device=` are GPU tensors."""
 
     def trace(self, before, build):
-        source = DEFAULT_DEVICE.format(before=before, build=build)
-        with tempfile.TemporaryDirectory() as directory:
-            path = os.path.join(directory, "default_device.py")
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(source)
+        with script_file(DEFAULT_DEVICE.format(before=before, build=build), "default_device.py") as path:
             try:
                 return run_trace(path, batch_size=4)
             finally:
@@ -192,10 +188,7 @@ def wavecast_iteration(model):
 
 class CudaCalls(unittest.TestCase):
     def test_a_cuda_generator_its_rng_state_and_data_parallel_on_one_gpu(self):
-        with tempfile.TemporaryDirectory() as directory:
-            path = os.path.join(directory, "cuda_calls.py")
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(CUDA_CALLS)
+        with script_file(CUDA_CALLS, "cuda_calls.py") as path:
             trace = run_trace(path, batch_size=4)
         forward = [op for op in trace["ops"] if op["phase"] == "forward"]
         self.assertEqual([op["outputs"][0]["shape"] for op in forward if op["name"] == "aten::addmm"], [[4, 10]])
@@ -210,10 +203,7 @@ class AnsweredQueriesInAFreshWorker(unittest.TestCase):
         # index is built once per process.
         source = DEFAULT_DEVICE.format(before="", build="return nn.Linear(32, 10).cuda()").replace(
             "torch.optim.SGD(model.parameters(), lr=0.1)", "torch.optim.AdamW(model.parameters())")
-        with tempfile.TemporaryDirectory() as directory:
-            path = os.path.join(directory, "adamw.py")
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(source)
+        with script_file(source, "adamw.py") as path:
             done = subprocess.run([sys.executable, "-m", "wavecast_tracer", path, "--mode", "cpu"],
                                   capture_output=True, text=True, timeout=300)
         self.assertEqual(done.returncode, 0, done.stdout[-2000:] + done.stderr[-2000:])

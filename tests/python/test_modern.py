@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import textwrap
 import unittest
 from unittest import mock
@@ -15,6 +14,7 @@ from unittest import mock
 import torch
 from torch.optim import optimizer as optimizer_module
 
+from source_lines import script_file
 from wavecast_tracer import multi_tensor
 from wavecast_tracer.tracer import run_trace
 
@@ -56,10 +56,7 @@ PARAMETERS = 64 * 32 + 64 + 10 * 64 + 10
 
 
 def trace_mlp(optimizer, model=""):
-    with tempfile.TemporaryDirectory() as directory:
-        path = os.path.join(directory, "mlp.py")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(textwrap.dedent(MLP).format(optimizer=optimizer, model=model))
+    with script_file(textwrap.dedent(MLP).format(optimizer=optimizer, model=model), "mlp.py") as path:
         return run_trace(path, batch_size=16)
 
 
@@ -162,10 +159,7 @@ class GradientClipping(unittest.TestCase):
     def test_clip_grad_norm_takes_the_multi_tensor_kernels_as_on_a_gpu(self):
         # On CUDA: one _foreach_norm over the 4 gradients, the norm of their norms, and one
         # _foreach_mul_ scaling them; not a norm and a multiply per parameter.
-        with tempfile.TemporaryDirectory() as directory:
-            path = os.path.join(directory, "clipped.py")
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(CLIPPED)
+        with script_file(CLIPPED, "clipped.py") as path:
             trace = run_trace(path, batch_size=16)
         line = 1 + CLIPPED.split("\n").index("        nn.utils.clip_grad_norm_(model.parameters(), 1.0)")
         clipping = [(op["name"], op["args"].get("num_tensors")) for op in trace["ops"] if op["loc"]["line"] == line]
@@ -217,10 +211,7 @@ class InPlaceOnViews(unittest.TestCase):
         model = ("model = nn.Sequential(nn.Linear(32, 64), nn.Unflatten(1, (8, 8)), nn.Flatten(1), "
                  "nn.ReLU(inplace=True), nn.Dropout(0.1, inplace=True), nn.Linear(64, 10)).cuda()")
         optimizer = "torch.optim.SGD(model.parameters(), lr=0.1)"
-        with tempfile.TemporaryDirectory() as directory:
-            path = os.path.join(directory, "mlp.py")
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(textwrap.dedent(MLP).format(optimizer=optimizer, model=model))
+        with script_file(textwrap.dedent(MLP).format(optimizer=optimizer, model=model), "mlp.py") as path:
             # In a process of its own: a deadlock holds the interpreter's lock, and this one's.
             try:
                 done = subprocess.run([sys.executable, "-m", "wavecast_tracer", path, "--batch-size", "16"],
@@ -272,10 +263,7 @@ class InPlaceOnViews(unittest.TestCase):
 
                 return iteration
             """)
-        with tempfile.TemporaryDirectory() as directory:
-            path = os.path.join(directory, "slices.py")
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(script)
+        with script_file(script, "slices.py") as path:
             trace = run_trace(path, batch_size=4)
         lines = script.split("\n")
         mul_line = 1 + lines.index("        h[..., 8:16].mul_(2)")
