@@ -385,6 +385,8 @@ const std::unordered_set<std::string>& reductionOps() {
                                                       "argsort",
                                                       "kthvalue",
                                                       "_foreach_norm",
+                                                      "_is_all_true",
+                                                      "multinomial",
                                                       "bincount",
                                                       "histc",
                                                       "unique",

@@ -168,6 +168,48 @@ class GradientClipping(unittest.TestCase):
         self.assertEqual([name for name, _ in clipping].count("aten::linalg_vector_norm"), 1)
 
 
+POLICY = """
+import torch
+import torch.nn as nn
+from torch.distributions import Categorical
+
+
+def wavecast_model():
+    return nn.Sequential(nn.Linear(8, 64), nn.Tanh(), nn.Linear(64, 4)).cuda()
+
+
+def wavecast_input(batch_size=16):
+    return torch.randn(batch_size, 8, device="cuda"), torch.randn(batch_size, device="cuda")
+
+
+def wavecast_iteration(model):
+    optimizer = torch.optim.Adam(model.parameters())
+
+    def iteration(observations, advantages):
+        policy = Categorical(logits=model(observations))
+        actions = policy.sample()
+        (-(policy.log_prob(actions) * advantages).mean()).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+    return iteration
+"""
+
+
+@unittest.skipUnless(HAS_COMPILE, "torch 1.13 has no shape-only multinomial: it would draw from zeros")
+class Distributions(unittest.TestCase):
+    def test_a_policy_gradient_step_traces_with_its_argument_checks(self):
+        # Categorical checks its logits (an .all() of computed values, read as true: data as
+        # it should be); the sampled actions have the batch's shape.
+        with script_file(POLICY, "policy.py") as path:
+            trace = run_trace(path, batch_size=16)
+        names = [op["name"] for op in trace["ops"]]
+        self.assertIn("aten::multinomial", names)
+        self.assertIn("aten::addmm", names)
+        sampled = next(op for op in trace["ops"] if op["name"] == "aten::multinomial")
+        self.assertEqual(sampled["outputs"][0]["shape"], [16, 1])
+
+
 class RepeatedInputs(unittest.TestCase):
     def test_a_tensor_passed_twice_names_its_first_place(self):
         trace = trace_mlp("torch.optim.SGD(model.parameters(), lr=0.1)", model="model.register_forward_hook("

@@ -81,15 +81,8 @@ class _Finished(ScriptControl):
 class _ScriptShadows(Shadows):
     """A script reads values the trace does not compute (`loss.item()` to print it, GradScaler's
     overflow check, `if torch.isnan(loss)`): any such value without a real shadow reads as
-    zero (no overflow, no NaN), as a float's already does; but an `.all()` reads as true
-    (`torch.isfinite(x).all()`, a library's "no packed sequences" check): the answer of
-    data that is as it should be."""
-
-    def follow(self, func, args, kwargs, out):
-        super().follow(func, args, kwargs, out)
-        if func.overloadpacket is torch.ops.aten.all and isinstance(out, torch.Tensor) and self.real(out) is None:
-            with compat.real_execution():
-                self.remember(out, torch.ones(out.shape, dtype=torch.bool))
+    zero (no overflow, no NaN), as a float's already does (an `.all()` reads as true, as in
+    every trace: Shadows.follow)."""
 
     def _to_real(self, value, zeros_for_missing):
         if zeros_for_missing and isinstance(value, torch.Tensor) and self.real(value) is None:

@@ -53,6 +53,12 @@ def _constant_float(func, t):
     )
 
 
+# Ops asking whether every value holds (`.all()`; torch.distributions' `torch._is_all_true`).
+_ALL_TRUE_CHECKS = frozenset(
+    getattr(torch.ops.aten, name) for name in ("all", "_is_all_true") if hasattr(torch.ops.aten, name)
+)
+
+
 class Shadows:
     """fake tensor -> real CPU tensor with the values it would have."""
 
@@ -116,17 +122,19 @@ class Shadows:
     def follow(self, func, args, kwargs, out):
         """After a fake op ran: computes the real values of its small integer/bool outputs."""
         fakes = flatten_tensors(out)
-        if not fakes or not all(_shadowable(t) or _constant_float(func, t) for t in fakes):
+        followed = fakes and all(_shadowable(t) or _constant_float(func, t) for t in fakes)
+        result = self._real_call(func, args, kwargs, zeros_for_missing=False) if followed else None
+        if result is None:
             for t in _written(func, args, kwargs):  # an in-place op the shadows cannot follow
                 self.forget(t)
-            return
-        result = self._real_call(func, args, kwargs, zeros_for_missing=False)
-        if result is None:
-            for t in _written(func, args, kwargs):
-                self.forget(t)
-            return
-        for fake, real in zip(fakes, flatten_tensors(result[0])):
-            self.remember(fake, real, func)
+        else:
+            for fake, real in zip(fakes, flatten_tensors(result[0])):
+                self.remember(fake, real, func)
+        if func.overloadpacket in _ALL_TRUE_CHECKS and isinstance(out, torch.Tensor) and self.real(out) is None:
+            # An `.all()` of values not followed (`torch.isfinite(loss).all()`, a
+            # distribution's argument check) reads as true: data as it should be.
+            with compat.real_execution():
+                self.remember(out, torch.ones(out.shape, dtype=torch.bool))
 
     def fallback(self, func, args, kwargs, fake_mode):
         """Runs a value-dependent op for real; returns its fake-wrapped output, or None."""
