@@ -136,8 +136,8 @@ void summarize(const Trace& trace, const std::vector<OpCost>& costs,
     summary.commHiddenMs = timelines[g].commHiddenMs;
     summary.hostBound = isHostBound(summary.gpuIdleMs, summary.iterationMs, options.host);
     summary.pricePerHourUsd = gpus[g].pricePerHourUsd;
-    if (summary.iterationMs > 0 && trace.batchSize > 0) {
-      summary.samplesPerSecond = trace.batchSize / (summary.iterationMs * 1e-3);
+    if (summary.iterationMs > 0 && trace.samples() > 0) {
+      summary.samplesPerSecond = trace.samples() / (summary.iterationMs * 1e-3);
       summary.costPer1kSamplesUsd =
           summary.pricePerHourUsd / 3600.0 * (1000.0 / summary.samplesPerSecond);
     }

@@ -393,7 +393,7 @@ ParallelOutcome predictParallel(const Trace& trace, const ModelStructure& model,
   summary.gpus = config.worldSize();
   summary.nodes = (summary.gpus + system.gpusPerNode - 1) / system.gpusPerNode;
   summary.batchPerReplica = trace.batchSize;
-  summary.globalBatch = trace.batchSize * config.dp;
+  summary.globalBatch = trace.samples() * config.dp;
   summary.sequenceLength = model.sequence;
   summary.microbatchPricing = config.microbatches <= 1 ? MicrobatchPricing::Whole
                               : microbatchModel        ? MicrobatchPricing::Traced

@@ -20,6 +20,7 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
   using namespace stages;
   Prediction prediction;
   prediction.batchSize = trace.batchSize;
+  prediction.samplesPerIteration = trace.samples();
   for (const auto& gpu : gpus)
     prediction.gpus.push_back(gpu.id);
 

@@ -146,6 +146,13 @@ std::string lineLabel(const Prediction& prediction, const LineBreakdown& line) {
   return label;
 }
 
+std::string batchText(const Prediction& prediction) {
+  std::string text = "batch size " + std::to_string(prediction.batchSize);
+  if (prediction.samplesPerIteration > prediction.batchSize)
+    text += ", " + std::to_string(prediction.samplesPerIteration) + " samples per optimizer step";
+  return text;
+}
+
 std::string lineHover(const Prediction& prediction, const LineBreakdown& line) {
   std::string md = "**wavecast** \u2014 predicted time of this line per training iteration "
                    "(batch " +

@@ -60,6 +60,9 @@ std::string localTime(std::chrono::system_clock::time_point when);
 // "file:line: message (hint)" on one line, for a terminal.
 std::string errorLine(const ProfileError& error);
 
+// "batch size 12", or with gradient accumulated over batches "batch size 12, 60 samples per
+// optimizer step".
+std::string batchText(const Prediction& prediction);
 // A layout in words: "8x H100-SXM, FSDP, tp 2, pp 2 (8 microbatches, 1F1B)".
 std::string parallelConfigLabel(const ParallelConfig& config, const std::string& gpu);
 // Why a target's words ("8x H100-SXM, FSPD") cannot be read, and how to write them.

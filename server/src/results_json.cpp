@@ -297,7 +297,10 @@ void writeResults(JsonWriter& w, const Prediction& prediction, const TraceFacts&
   w.beginObject().field("method", predictionMethodText(prediction)).key("precision").beginObject();
   for (const auto& entry : prediction.precisions)
     w.field(toString(entry.family), entry.precision);
-  w.endObject().field("batch_size", prediction.batchSize).field("gpus", prediction.gpus);
+  w.endObject()
+      .field("batch_size", prediction.batchSize)
+      .field("samples_per_iteration", prediction.samplesPerIteration)
+      .field("gpus", prediction.gpus);
   w.key("summaries");
   writeSummaries(w, prediction);
 

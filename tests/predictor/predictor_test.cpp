@@ -148,6 +148,23 @@ TEST(Predictor, AggregatesPerLinePhaseAndGpu) {
   EXPECT_DOUBLE_EQ(p.modules[1].perGpu[0].totalMs(), p.ops[0][0].wallMs + p.ops[0][6].wallMs);
 }
 
+// A script that accumulates gradients over four batches of 32 per optimizer step trains on
+// 128 samples an iteration: throughput and cost count them all.
+TEST(Predictor, SamplesPerSecondCountEveryBatchOfTheStep) {
+  const auto gpus = db().resolve({"H100"});
+  Trace accumulating = smallTrace();
+  accumulating.samplesPerIteration = 4 * accumulating.batchSize;
+  const Prediction one = Predictor().predict(smallTrace(), gpus);
+  const Prediction four = Predictor().predict(accumulating, gpus);
+  EXPECT_EQ(four.batchSize, 32);
+  EXPECT_EQ(four.samplesPerIteration, 128);
+  EXPECT_EQ(one.samplesPerIteration, 32);
+  const GpuSummary& s = four.summaries[0];
+  EXPECT_DOUBLE_EQ(s.iterationMs, one.summaries[0].iterationMs);
+  EXPECT_DOUBLE_EQ(s.samplesPerSecond, 128 / (s.iterationMs / 1000));
+  EXPECT_NEAR(s.costPer1kSamplesUsd, one.summaries[0].costPer1kSamplesUsd / 4, 1e-12);
+}
+
 TEST(Predictor, LaunchFloorAndRoofline) {
   const auto gpus = db().resolve({"A100"});
   Trace trace;

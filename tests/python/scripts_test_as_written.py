@@ -73,6 +73,7 @@ class AsWritten:
         self.assertIn(line, lines_of(self.trace, "backward"))
         self.assertEqual(self.trace["providers"], {})
         self.assertEqual(self.trace["batch_size"], self.twin_batch)
+        self.assertEqual(self.trace["samples_per_iteration"], self.twin_batch)  # one batch per step
 
     def test_step_line_carries_the_optimizer(self):
         self.assertEqual(lines_of(self.trace, "optimizer"), {line_of(self.path, self.step_text)})

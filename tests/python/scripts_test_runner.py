@@ -68,6 +68,32 @@ class ScriptRunnerTest(unittest.TestCase):
         modules = {op.get("module") for op in trace["ops"] if op["phase"] == "forward"}
         self.assertNotIn("transform", " ".join(m for m in modules if m))
 
+    def test_gradient_accumulation_trains_on_every_batch_of_the_step(self):
+        # Four batches of 16 per optimizer step, from a DataLoader or made by the loop: the
+        # batch size is one batch's, the samples per iteration all four's.
+        for batches in ("DataLoader(data, batch_size=16)",
+                        "((torch.randn(16, 32), torch.randint(0, 10, (16,))) for _ in range(64))"):
+            with self.subTest(batches=batches.split("(")[0]):
+                path = self.write(f"""
+                    import torch
+                    import torch.nn as nn
+                    from torch.utils.data import DataLoader, TensorDataset
+
+                    data = TensorDataset(torch.randn(256, 32), torch.randint(0, 10, (256,)))
+                    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10)).cuda()
+                    criterion = nn.CrossEntropyLoss()
+                    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                    for step, (x, y) in enumerate({batches}):
+                        loss = criterion(model(x.cuda()), y.cuda()) / 4
+                        loss.backward()
+                        if step % 4 == 3:
+                            optimizer.step()
+                            optimizer.zero_grad()
+                    """)
+                trace = run_trace(path)
+                self.assertEqual(trace["batch_size"], 16)
+                self.assertEqual(trace["samples_per_iteration"], 64)
+
     def test_what_the_script_changes_of_the_process_is_put_back(self):
         path = self.write(textwrap.dedent("""
             import logging, os, signal

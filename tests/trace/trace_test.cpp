@@ -45,6 +45,7 @@ TEST(TraceTest, ReadsEveryField) {
   const Trace t = traceFromJson(sampleDoc());
   EXPECT_EQ(t.torchVersion, "1.13.0");
   EXPECT_EQ(t.batchSize, 32);
+  EXPECT_EQ(t.samples(), 32) << "no samples_per_iteration: one batch per step";
   EXPECT_EQ(t.providerLines.at(Provider::Input), 20);
   ASSERT_EQ(t.ops.size(), 2u);
   const OpRecord& conv = t.ops[0];
@@ -78,6 +79,15 @@ TEST(TraceTest, ReadsEveryField) {
   EXPECT_EQ(back.kernels[2].kind, GpuActivityKind::Kernel) << "an unknown kind reads as a kernel";
   EXPECT_EQ(t.memory.optimizerStateBytes, 2000);
   EXPECT_EQ(t.mode, TraceMode::Shape) << "absent: a shape trace";
+}
+
+TEST(TraceTest, ReadsTheSamplesOfAnIterationThatAccumulates) {
+  json doc = sampleDoc();
+  doc["samples_per_iteration"] = 128;
+  const Trace t = traceFromJson(doc);
+  EXPECT_EQ(t.batchSize, 32);
+  EXPECT_EQ(t.samples(), 128);
+  EXPECT_EQ(traceToJson(t)["samples_per_iteration"], 128);
 }
 
 TEST(TraceTest, RoundTripsThroughJson) {

@@ -104,6 +104,12 @@ class _Run:
         self.window = contextlib.ExitStack()  # what the recorded iteration runs under
         self.recording = False
         self.batch_size = None
+        # Samples the recorded iteration trains on, by the DataLoader batches it took and by
+        # the batches its first module called outside any other (the model) ran on: more
+        # than one batch when it accumulates gradients before the optimizer steps.
+        self.loader_samples = 0
+        self.model_samples = 0
+        self.model = None
         self.host_ms = {}  # (file, line) -> measured host milliseconds
         # True while a DataLoader makes a batch: its transforms (torchvision's are modules)
         # are neither the model nor what the batch size is read from.
@@ -119,9 +125,14 @@ class _Run:
             return
         if self.depth == 0:
             self.roots.setdefault(id(module), module)
-            if self.recording and self.batch_size is None:
+            if self.recording:
                 first = next((t for t in inputs if isinstance(t, torch.Tensor) and t.dim() > 0), None)
-                self.batch_size = int(first.shape[0]) if first is not None else None
+                if self.batch_size is None:
+                    self.batch_size = int(first.shape[0]) if first is not None else None
+                if self.model is None:
+                    self.model = id(module)
+                if id(module) == self.model and first is not None:
+                    self.model_samples += int(first.shape[0])
         self.depth += 1
 
     def module_left(self, module, inputs, output):
@@ -237,8 +248,11 @@ class _Run:
             # Such batches time the tracer, not the loading: only real batches are host work.
             if run.recording and not shape_only:
                 run._host_work((time.perf_counter() - started) * 1e3)
-            if run.recording and run.batch_size is None:
-                run.batch_size = next((int(t.shape[0]) for t in tensors if t.dim() > 0), None)
+            if run.recording:
+                size = next((int(t.shape[0]) for t in tensors if t.dim() > 0), None)
+                if run.batch_size is None:
+                    run.batch_size = size
+                run.loader_samples += size or 0
             return batch
 
         cls.__next__ = next_
@@ -372,6 +386,7 @@ def trace_script(project, mode, progress, assume_gpu, rank, script_args, device)
         "entry_file": project.entry_file,
         "project_root": project.root,
         "batch_size": run.batch_size or 0,
+        "samples_per_iteration": max(run.batch_size or 0, run.loader_samples or run.model_samples),
         "mode": mode,
         "providers": {},
         "script_args": list(script_args),

@@ -408,6 +408,7 @@ Trace traceFromJson(const json& doc) {
   t.entryFile = doc.value("entry_file", std::string());
   t.projectRoot = doc.value("project_root", std::string());
   t.batchSize = doc.value("batch_size", int64_t{0});
+  t.samplesPerIteration = doc.value("samples_per_iteration", int64_t{0});
   if (const auto args = doc.find("script_args"); args != doc.end() && args->is_array())
     for (const auto& word : *args)
       if (word.is_string())
@@ -496,6 +497,7 @@ json traceToJson(const Trace& t) {
            {"entry_file", t.entryFile},
            {"project_root", t.projectRoot},
            {"batch_size", t.batchSize},
+           {"samples_per_iteration", t.samples()},
            {"mode", toString(t.mode)},
            {"providers", json::object()},
            {"fallback_ops", t.fallbackOps},

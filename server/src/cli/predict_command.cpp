@@ -106,7 +106,7 @@ void printSummary(const Prediction& prediction, bool methodPerGpu, std::ostream&
   std::stable_sort(order.begin(), order.end(), [](const GpuSummary* a, const GpuSummary* b) {
     return a->iterationMs < b->iterationMs;
   });
-  out << "\nper GPU, fastest first (batch size " << prediction.batchSize << "):\n";
+  out << "\nper GPU, fastest first (" << batchText(prediction) << "):\n";
   size_t idWidth = 6;
   for (const auto& summary : prediction.summaries)
     idWidth = std::max(idWidth, summary.gpuId.size() + 2);

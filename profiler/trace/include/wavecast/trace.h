@@ -261,6 +261,10 @@ struct Trace {
   std::string entryFile;
   std::string projectRoot;
   int64_t batchSize = 0;
+  // Samples one iteration (one optimizer step) trains on: a script run as written that
+  // accumulates gradients over k batches trains on k x batchSize; 0: batchSize.
+  int64_t samplesPerIteration = 0;
+  int64_t samples() const { return samplesPerIteration > 0 ? samplesPerIteration : batchSize; }
   // A script run as written: the arguments it ran with (empty for a provider script).
   std::vector<std::string> scriptArgs;
   TraceMode mode = TraceMode::Shape;

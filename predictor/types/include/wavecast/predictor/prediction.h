@@ -314,6 +314,7 @@ struct Prediction {
   std::string learnedModel;
   std::vector<FamilyPrecision> precisions; // matrix families, by FLOPs (largest first)
   int64_t batchSize = 0;
+  int64_t samplesPerIteration = 0; // batchSize x the batches one optimizer step trains on
   std::vector<std::string> gpus;              // ids, in the order the caller asked
   std::vector<GpuSummary> summaries;          // same order as gpus
   std::vector<LineBreakdown> lines;           // sorted by file, line
