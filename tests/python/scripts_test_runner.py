@@ -25,11 +25,12 @@ class ScriptRunnerTest(unittest.TestCase):
             f.write(textwrap.dedent(text))
         return path
 
-    def test_a_gpu_before_ampere_does_not_support_bf16(self):
+    def test_a_gpu_before_ampere_has_no_bf16_kernels(self):
         path = self.write(textwrap.dedent("""
             import torch
             assert torch.cuda.get_device_capability() == (7, 5)
-            assert not torch.cuda.is_bf16_supported(), "a T4 has no bf16"
+            assert not torch.cuda.is_bf16_supported(including_emulation=False), "a T4 has no bf16 kernels"
+            assert torch.cuda.is_bf16_supported(), "torch emulates bf16 on a T4"
             assert torch.cuda.get_device_properties(0).L2_cache_size == 4 * 2 ** 20
             """) + TRAIN)
         device = {"name": "Tesla T4", "memory_bytes": 16 * 2 ** 30, "capability": [7, 5],

@@ -195,6 +195,40 @@ class CudaCalls(unittest.TestCase):
         self.assertEqual(cpu_tensor_warnings(trace), [])
 
 
+BF16_AUTOCAST = """
+import torch
+import torch.nn as nn
+
+
+def wavecast_model():
+    return nn.Linear(32, 10).cuda()
+
+
+def wavecast_input(batch_size=4):
+    return (torch.randn(batch_size, 32, device="cuda"),)
+
+
+def wavecast_iteration(model):
+    def iteration(x):
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            y = model(x)
+        y.float().sum().backward()
+
+    return iteration
+"""
+
+
+class TargetGpuAnswers(unittest.TestCase):
+    def test_bf16_autocast_traces_with_a_t4_first(self):
+        # torch emulates bf16 before Ampere: autocast on a T4 runs, as it does on the GPU.
+        t4 = {"name": "Tesla T4", "memory_bytes": 16 * 2 ** 30, "capability": [7, 5],
+              "multiprocessors": 40, "l2_cache_bytes": 4 * 2 ** 20}
+        with script_file(BF16_AUTOCAST, "bf16.py") as path:
+            trace = run_trace(path, batch_size=4, device=t4)
+        gemm = next(op for op in trace["ops"] if op["name"] == "aten::addmm")
+        self.assertEqual(gemm["inputs"][1]["dtype"], "bfloat16")
+
+
 class AnsweredQueriesInAFreshWorker(unittest.TestCase):
     @unittest.skipUnless(hasattr(torch, "compile"), "torch 1.13 has no torch._dynamo")
     def test_cpu_mode_builds_an_optimizer_while_torch_cuda_answers(self):

@@ -106,7 +106,9 @@ def answering_as(device=None):
         "Event": _Event, "Stream": _Stream, "current_stream": lambda device=None: _Stream(),
         "default_stream": lambda device=None: _Stream(), "stream": lambda stream=None: contextlib.nullcontext(),
         "device": lambda device=None: contextlib.nullcontext(),
-        "is_bf16_supported": lambda including_emulation=True: properties.major >= 8,
+        # As torch answers: bf16 kernels from sm_80 on; before that, emulated (a T4 runs
+        # bf16 autocast), unless the caller asks without emulation (transformers' bf16 check).
+        "is_bf16_supported": lambda including_emulation=True: properties.major >= 8 or including_emulation,
         "get_arch_list": lambda: [f"sm_{properties.major}{properties.minor}"],
     }
     with attributes_set(torch.cuda, answers):
