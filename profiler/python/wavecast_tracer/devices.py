@@ -224,9 +224,8 @@ _CUDA_STANDINS = {
     "empty_cache": lambda: None,
     # torch 2.x optimizers ask before each step (CUDA-graph capture check).
     "is_current_stream_capturing": lambda: False,
-    # torch.autocast("cuda", dtype=torch.bfloat16) asks; every GPU the predictor prices has bf16.
-    "is_bf16_supported": lambda including_emulation=True: True,
 }
+# The target GPU's own answers (its properties, bf16, memory, streams) are target_gpu.py's.
 
 
 @contextlib.contextmanager
