@@ -28,8 +28,9 @@ export PYTHONPATH="$root/profiler/python${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUF
 cd "$root"
 
 # Most informative first: the truth runs whose per-shape kernels the cost model lacks
-# (batch norm, strided copies, small attention, cuDNN RNNs), then the rest of the sweep.
-runs=(samples/resnet50.py:32,128,256 samples/gpt2.py:8,1,16 samples/inception_v3.py:128,32
+# (batch norm, strided copies, small attention, cuDNN RNNs), a mixture of experts (its
+# router's real spread, against the even one shape mode assumes), then the rest of the sweep.
+runs=(samples/resnet50.py:32,128,256 samples/gpt2.py:8,1,16 samples/moe.py:16,64 samples/inception_v3.py:128,32
       samples/transformer.py:16,64,256 samples/gnmt.py:16,64,256 samples/small_cnn.py:64,1024
       samples/small_transformer.py:32,256 samples/dcgan.py:32,128,512 samples/resnet50.py:8)
 # Transient memory: the runs whose peak is under-predicted first (convolution workspaces).

@@ -29,6 +29,10 @@ inline constexpr double kElementRateCycles{0.858};
 OpCost convolution(const OpRecord& op);
 OpCost convolutionBackward(const OpRecord& op);
 OpCost gemm(const OpRecord& op, const std::string& stem);
+// torch._grouped_mm and transformers' grouped_mm_fallback (stem), and the fallback's
+// backward.
+OpCost groupedGemm(const OpRecord& op, const std::string& stem);
+OpCost groupedGemmBackward(const OpRecord& op);
 OpCost attention(const OpRecord& op, const std::string& stem);
 OpCost recurrent(const OpRecord& op, const std::string& stem);
 

@@ -36,6 +36,13 @@ bool synchronizesHost(const OpRecord& op) {
                                  std::string_view(op.name)) != kSynchronizingOps.end();
 }
 
+std::vector<bool> hostWaits(const Trace& trace) {
+  std::vector<bool> waits(trace.ops.size());
+  for (size_t i = 0; i < trace.ops.size(); ++i)
+    waits[i] = synchronizesHost(trace.ops[i]);
+  return waits;
+}
+
 std::vector<double> issueMs(const Trace& trace, const std::vector<OpCost>& costs,
                             const HostOptions& options) {
   const size_t count = std::min(trace.ops.size(), costs.size());
@@ -64,9 +71,11 @@ std::vector<double> issueMs(const Trace& trace, const std::vector<OpCost>& costs
 
 IterationTimeline simulateIteration(const Trace& trace, const std::vector<OpCost>& costs,
                                     const std::vector<double>& hostMs,
-                                    const std::vector<double>& gpuMs, double ncclSmShare) {
+                                    const std::vector<double>& gpuMs,
+                                    const std::vector<bool>& waits, double ncclSmShare) {
   IterationTimeline timeline;
-  const size_t count = std::min({trace.ops.size(), costs.size(), hostMs.size(), gpuMs.size()});
+  const size_t count =
+      std::min({trace.ops.size(), costs.size(), hostMs.size(), gpuMs.size(), waits.size()});
   timeline.ops.resize(count);
   double cpu = 0, gpu = 0, end = 0;
   // NCCL's stream: the last collective's span, and those the compute stream has not yet
@@ -141,7 +150,7 @@ IterationTimeline simulateIteration(const Trace& trace, const std::vector<OpCost
       timeline.gpuMs += finish - gpu - out.gpuIdleMs;
       gpu = finish;
     }
-    if (synchronizesHost(op))
+    if (waits[i])
       cpu = std::max(cpu, gpu);
     const double reached = std::max(cpu, gpu);
     out.wallMs += reached - end;

@@ -300,6 +300,62 @@ OpCost gemm(const OpRecord& op, const std::string& stem) {
   return cost;
 }
 
+OpCost groupedGemm(const OpRecord& op, const std::string& stem) {
+  OpCost cost;
+  cost.family = CostFamily::Gemm;
+  cost.unit = ComputeUnit::Matrix;
+  cost.bytes = inputBytes(op) + outputBytes(op);
+  // Schema: (mat_a, mat_b, offs, bias). The offsets cut the 2-D operand's rows (2-D x 3-D),
+  // its K (2-D x 2-D: the weight gradient, one matrix per group) or its columns (3-D x
+  // 2-D); without them both are batches of matrices.
+  const TensorMeta* a = op.input(0);
+  const TensorMeta* b = op.input(1);
+  const TensorMeta* offsets = op.input(2);
+  if (!a || !b || rank(a) < 2 || rank(b) < 2) {
+    cost.approximate = true;
+    cost.note = CostNote::MatrixOperandsMissing;
+    return cost;
+  }
+  const bool a2d = rank(a) == 2, b2d = rank(b) == 2;
+  const double groups = std::max(1.0, offsets ? numel(offsets) : dim(a2d ? b : a, 0));
+  GemmShape g;
+  g.batch = groups;
+  // Where offsets cut a dimension, each group's share of it is unknown until the router
+  // has run: an even split, as a load-balancing loss aims for.
+  g.m = a2d && !b2d ? dim(a, 0) / groups : dim(a, -2);
+  g.k = a2d && b2d ? dim(a, 1) / groups : dim(a, -1);
+  g.n = !a2d && b2d ? dim(b, 1) / groups : dim(b, -1);
+  g.leadingDimAlignmentBytes = operandAlignmentBytes(a, b, dim(b, -1));
+  g.splitK = true;
+  cost.gemm = g;
+  cost.flops = 2 * g.batch * g.m * g.n * g.k;
+  if (op.input(3))
+    cost.flops += g.batch * g.m * g.n;
+  const bool bf16 = a->dtype == ScalarType::BFloat16 && b->dtype == ScalarType::BFloat16;
+  cost.grouped = {static_cast<int>(groups), stem == "_grouped_mm" && bf16};
+  if (!cost.grouped.groupedKernel)
+    cost.kernels = cost.grouped.groups; // one mm per group on every GPU
+  if (stem == "grouped_mm_fallback")
+    ++cost.kernels; // and the zeros the output starts as
+  if (offsets)
+    cost.note = CostNote::EvenExpertGroups;
+  return cost;
+}
+
+OpCost groupedGemmBackward(const OpRecord& op) {
+  // transformers::grouped_mm_fallback_backward(input, weight, offs, grad_output): per
+  // expert, grad_input = grad_output @ weight^T and grad_weight = input^T @ grad_output,
+  // into zeroed gradients.
+  OpRecord forward = op;
+  forward.inputs.resize(std::min<size_t>(3, op.inputs.size()));
+  forward.outputs = {op.input(3) ? std::optional<TensorMeta>(*op.input(3)) : std::nullopt};
+  OpCost cost = groupedGemm(forward, "grouped_mm_fallback");
+  cost.flops *= 2;
+  cost.bytes = inputBytes(op) + outputBytes(op);
+  cost.kernels = 2 * cost.grouped.groups + 2;
+  return cost;
+}
+
 namespace {
 
 // Share of the L x S score blocks a fused causal kernel computes: it skips the key

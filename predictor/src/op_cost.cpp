@@ -37,6 +37,10 @@ OpCost exactFamily(const OpRecord& op, const std::string& stem, bool inplace, bo
     return attention(op, stem);
   if (isGemm(stem))
     return gemm(op, stem);
+  if (stem == "_grouped_mm" || stem == "grouped_mm_fallback")
+    return groupedGemm(op, stem);
+  if (stem == "grouped_mm_fallback_backward")
+    return groupedGemmBackward(op);
   if (isNormalization(stem))
     return normalization(op, stem);
   if (contains(stem, "softmax"))
@@ -161,6 +165,14 @@ OpCost estimateOpCost(const OpRecord& op) {
       cost.note = CostNote::EmptyTensors;
   }
   return cost;
+}
+
+bool groupedGemmLoops(const OpCost& cost, const DeviceSpec& gpu) {
+  if (cost.grouped.groups == 0)
+    return false;
+  const bool groupedKernel = gpu.vendor == GpuVendor::Nvidia &&
+                             (gpu.computeCapabilityMajor == 9 || gpu.computeCapabilityMajor == 10);
+  return !(cost.grouped.groupedKernel && groupedKernel);
 }
 
 bool runsOnCudnn(const OpCost& cost) {

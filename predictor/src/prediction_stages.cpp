@@ -246,16 +246,29 @@ const CalibrationTable* calibrationFor(const DeviceSpec& gpu, const PredictorOpt
 }
 
 HostTimelines playIterations(const Trace& trace, const std::vector<OpCost>& costs,
-                             const HostOptions& host, double ncclSmShare, OpTimes& times) {
+                             const std::vector<DeviceSpec>& gpus, const HostOptions& host,
+                             double ncclSmShare, OpTimes& times) {
   const size_t opCount = trace.ops.size();
   HostTimelines out;
   out.hostMs = issueMs(trace, costs, host);
+  const std::vector<bool> waits = hostWaits(trace);
   out.timelines.reserve(times.ops.size());
-  for (auto& ops : times.ops) {
+  for (size_t g = 0; g < times.ops.size(); ++g) {
+    auto& ops = times.ops[g];
     std::vector<double> gpuMs(opCount);
     for (size_t i = 0; i < opCount; ++i)
       gpuMs[i] = ops[i].timeMs;
-    out.timelines.push_back(simulateIteration(trace, costs, out.hostMs, gpuMs, ncclSmShare));
+    std::vector<double> hostMs = out.hostMs;
+    std::vector<bool> gpuWaits = waits;
+    for (size_t i = 0; i < std::min(opCount, costs.size()); ++i) {
+      if (g >= gpus.size() || !groupedGemmLoops(costs[i], gpus[g]))
+        continue;
+      // The offsets' copy to the host, then the mm a group that issueMs did not count.
+      const int uncounted = std::max(0, costs[i].grouped.groups - costs[i].kernels);
+      hostMs[i] += (host.opUs + uncounted * host.extraLaunchUs) * 1e-3;
+      gpuWaits[i] = true;
+    }
+    out.timelines.push_back(simulateIteration(trace, costs, hostMs, gpuMs, gpuWaits, ncclSmShare));
     for (size_t i = 0; i < opCount; ++i) {
       ops[i].wallMs = out.timelines.back().ops[i].wallMs;
       ops[i].gpuIdleMs = out.timelines.back().ops[i].gpuIdleMs;

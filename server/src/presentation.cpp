@@ -326,6 +326,12 @@ std::string costNoteText(CostNote note, const std::string& op, CostFamily family
     return "an operand width that is not a multiple of 8 (bf16/fp16) keeps cuBLAS on its "
            "element-wise loading kernels, about a tenth of the tensor-core peak on an H100; "
            "padding it to a multiple of 8 (GPT-2's 50257-word head to 50304) avoids them";
+  case CostNote::EvenExpertGroups:
+    return "a grouped GEMM, one per expert: which tokens go to which expert is known only "
+           "when the router runs, so they are taken as spread evenly over the experts, as a "
+           "load-balancing loss aims for. CUDA runs it as one kernel for bf16 on sm90/sm100 "
+           "GPUs, elsewhere as one mm per expert after copying the group sizes to the host, "
+           "which makes the CPU wait for the GPU";
   }
   return "";
 }
@@ -481,6 +487,14 @@ std::string traceWarningMessage(const TraceWarning& warning) {
     return "data loading took " + formatMs(warning.ms) +
            " per iteration, measured on this CPU in one process (DataLoader workers are off "
            "while tracing); it is predicted as host time on this line";
+  case TraceWarningKind::EvenRouting:
+    return "these shapes depend on indices picked from computed values" +
+           (warning.origin ? " (at " + location(*warning.origin) + ")" : std::string()) +
+           ", which shape-only tracing does not compute: they are taken as spread evenly over "
+           "the " +
+           std::to_string(warning.count) +
+           " choices, as a mixture of experts' load-balancing loss aims for (each expert gets "
+           "the same number of tokens); --mode cpu runs the router for real";
   case TraceWarningKind::Sentence:
     return warning.text;
   }

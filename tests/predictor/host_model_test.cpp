@@ -35,7 +35,7 @@ HostOptions host() {
 
 IterationTimeline play(const Trace& trace, const std::vector<OpCost>& costs,
                        const std::vector<double>& gpuMs) {
-  return simulateIteration(trace, costs, issueMs(trace, costs, host()), gpuMs);
+  return simulateIteration(trace, costs, issueMs(trace, costs, host()), gpuMs, hostWaits(trace));
 }
 
 double sumWall(const IterationTimeline& timeline) {
@@ -172,7 +172,7 @@ OpCost allReduce(bool async, std::optional<int64_t> waitOp = std::nullopt) {
 IterationTimeline playOnGpu(const Trace& trace, const std::vector<OpCost>& costs,
                             const std::vector<double>& gpuMs, double smShare = 0) {
   return simulateIteration(trace, costs, std::vector<double>(trace.ops.size(), 0.0), gpuMs,
-                           smShare);
+                           hostWaits(trace), smShare);
 }
 
 TEST(CommStream, HiddenPartlyExposedAndSynchronous) {

@@ -212,6 +212,83 @@ TEST(OpCost, ConvolutionBackwardRunsTheInputAndWeightGradientsAsTheirOwnGemms) {
   EXPECT_DOUBLE_EQ(transposed.gemms[1].shape.k, 8 * 64);
 }
 
+TEST(OpCost, GroupedGemmOfAMixtureOfExperts) {
+  // 2,048 (token, expert) pairs over 8 experts of 1024 -> 4096: the router decides each
+  // expert's rows, so each gets an even 256.
+  const auto bf16 = [](std::vector<int64_t> shape) { return tensor(shape, ScalarType::BFloat16); };
+  const auto offsets = tensor({8}, ScalarType::Int32);
+  const auto forward =
+      estimateOpCost(op("aten::_grouped_mm", {bf16({2048, 1024}), bf16({8, 1024, 4096}), offsets},
+                        {bf16({2048, 4096})}));
+  EXPECT_EQ(forward.family, CostFamily::Gemm);
+  EXPECT_FALSE(forward.approximate);
+  EXPECT_EQ(forward.note, CostNote::EvenExpertGroups);
+  EXPECT_DOUBLE_EQ(forward.gemm.batch, 8);
+  EXPECT_DOUBLE_EQ(forward.gemm.m, 256);
+  EXPECT_DOUBLE_EQ(forward.gemm.k, 1024);
+  EXPECT_DOUBLE_EQ(forward.gemm.n, 4096);
+  EXPECT_DOUBLE_EQ(forward.flops, 2.0 * 2048 * 1024 * 4096);
+  EXPECT_DOUBLE_EQ(forward.bytes, 2.0 * (2048 * 1024 + 8 * 1024 * 4096 + 2048 * 4096) + 4 * 8);
+  EXPECT_EQ(forward.grouped.groups, 8);
+  EXPECT_TRUE(forward.grouped.groupedKernel);
+  EXPECT_EQ(forward.kernels, 1) << "one grouped kernel where the GPU has it";
+  // The weight gradient, x.t() @ grad: the offsets cut K, one 1024 x 4096 matrix per expert.
+  const auto weightGrad =
+      estimateOpCost(op("aten::_grouped_mm", {bf16({1024, 2048}), bf16({2048, 4096}), offsets},
+                        {bf16({8, 1024, 4096})}, {}, Phase::Backward));
+  EXPECT_DOUBLE_EQ(weightGrad.gemm.m, 1024);
+  EXPECT_DOUBLE_EQ(weightGrad.gemm.k, 256);
+  EXPECT_DOUBLE_EQ(weightGrad.gemm.n, 4096);
+  EXPECT_DOUBLE_EQ(weightGrad.flops, forward.flops);
+  // 3-D x 2-D: the offsets cut the columns.
+  const auto columns = estimateOpCost(op(
+      "aten::_grouped_mm", {bf16({8, 64, 1024}), bf16({1024, 2048}), offsets}, {bf16({64, 2048})}));
+  EXPECT_DOUBLE_EQ(columns.gemm.m, 64);
+  EXPECT_DOUBLE_EQ(columns.gemm.n, 256);
+  EXPECT_DOUBLE_EQ(columns.flops, 2.0 * 64 * 1024 * 2048);
+  // 3-D x 3-D, no offsets: a batch of equal GEMMs, nothing assumed.
+  const auto batched = estimateOpCost(op("aten::_grouped_mm",
+                                         {bf16({8, 64, 1024}), bf16({8, 1024, 512}), std::nullopt},
+                                         {bf16({8, 64, 512})}));
+  EXPECT_DOUBLE_EQ(batched.flops, 2.0 * 8 * 64 * 1024 * 512);
+  EXPECT_EQ(batched.note, CostNote::None);
+  // float32 (autocast leaves grouped GEMMs in the weights' dtype): one mm per expert on
+  // every GPU.
+  const auto fp32 = estimateOpCost(op("aten::_grouped_mm",
+                                      {tensor({2048, 1024}), tensor({8, 1024, 4096}), offsets},
+                                      {tensor({2048, 4096})}));
+  EXPECT_FALSE(fp32.grouped.groupedKernel);
+  EXPECT_EQ(fp32.kernels, 8);
+  // transformers' own loop (GPUs before sm80): the same GEMMs, the output zeroed first, and
+  // its backward's two GEMMs per expert into zeroed gradients.
+  const auto loop = estimateOpCost(op("transformers::grouped_mm_fallback",
+                                      {bf16({2048, 1024}), bf16({8, 1024, 4096}), offsets},
+                                      {bf16({2048, 4096})}));
+  EXPECT_DOUBLE_EQ(loop.flops, forward.flops);
+  EXPECT_FALSE(loop.grouped.groupedKernel);
+  EXPECT_EQ(loop.kernels, 9);
+  const auto loopBackward =
+      estimateOpCost(op("transformers::grouped_mm_fallback_backward",
+                        {bf16({2048, 1024}), bf16({8, 1024, 4096}), offsets, bf16({2048, 4096})},
+                        {bf16({2048, 1024}), bf16({8, 1024, 4096})}, {}, Phase::Backward));
+  EXPECT_DOUBLE_EQ(loopBackward.flops, 2 * forward.flops);
+  EXPECT_EQ(loopBackward.kernels, 18);
+  EXPECT_EQ(loopBackward.grouped.groups, 8);
+}
+
+TEST(OpCost, GroupedGemmLoopsWhereTheGpuHasNoGroupedKernel) {
+  OpCost grouped;
+  grouped.grouped = {8, true};
+  DeviceSpec hopper, ampere;
+  hopper.computeCapabilityMajor = 9;
+  ampere.computeCapabilityMajor = 8;
+  EXPECT_FALSE(groupedGemmLoops(grouped, hopper));
+  EXPECT_TRUE(groupedGemmLoops(grouped, ampere));
+  grouped.grouped.groupedKernel = false;
+  EXPECT_TRUE(groupedGemmLoops(grouped, hopper)) << "CUTLASS's grouped kernel is bf16 only";
+  EXPECT_FALSE(groupedGemmLoops(OpCost{}, ampere)) << "not a grouped GEMM";
+}
+
 TEST(OpCost, GemmLeadingDimensionAlignment) {
   const auto bf16 = [](std::vector<int64_t> shape, bool contiguous = true) {
     TensorMeta t = tensor(std::move(shape), ScalarType::BFloat16);

@@ -74,11 +74,45 @@ TEST(PredictionStages, ShapeTracesUseNoKernelsAndRooflineTimesEveryOp) {
   }
   EXPECT_GT(times.ops[1][0].timeMs, times.ops[0][0].timeMs) << "the T4 has less bandwidth";
 
-  const HostTimelines host = playIterations(trace, costed.costs, HostOptions{}, 0.0, times);
+  const HostTimelines host = playIterations(trace, costed.costs, gpus, HostOptions{}, 0.0, times);
   ASSERT_EQ(host.hostMs.size(), 2u);
   ASSERT_EQ(host.timelines.size(), 2u);
   for (size_t g = 0; g < 2; ++g)
     EXPECT_GE(times.ops[g][1].wallMs, 0) << "wall time set by the host model";
+}
+
+TEST(PredictionStages, ABf16GroupedGemmLoopsAndWaitsOnlyWhereTheGpuHasNoGroupedKernel) {
+  Trace trace;
+  OpRecord grouped;
+  grouped.id = 0;
+  grouped.name = "aten::_grouped_mm";
+  TensorMeta a, b, offsets, out;
+  a.shape = {16384, 1024};
+  b.shape = {8, 1024, 4096};
+  out.shape = {16384, 4096};
+  a.dtype = b.dtype = out.dtype = ScalarType::BFloat16;
+  offsets.shape = {8};
+  offsets.dtype = ScalarType::Int32;
+  grouped.inputs = {a, b, offsets};
+  grouped.outputs = {out};
+  trace.ops = {grouped, op(1, "aten::add", {1024})};
+  const auto gpus = db().resolve({"H100", "A100"});
+  CostedOps costed = costOps(trace, {});
+  const MeasuredKernels kernels = useMeasuredKernels(trace, gpus, {}, costed.costs);
+  const auto learned = askLearnedModel(trace, costed.costs, gpus, kernels, {});
+  OpTimes times = timeOps(trace, costed.costs, gpus, kernels, learned, {});
+  const HostOptions host;
+  const HostTimelines played = playIterations(trace, costed.costs, gpus, host, 0.0, times);
+  // The H100 runs one grouped kernel and issues the add while it runs.
+  const IterationTimeline& h100 = played.timelines[0];
+  EXPECT_NEAR(h100.hostMs, (2 * host.opUs) * 1e-3, 1e-9);
+  EXPECT_LT(h100.ops[1].wallMs, times.ops[0][1].timeMs + 1e-9) << "the add waits for the kernel";
+  // The A100 copies the offsets to the host, waits for the GPU, then issues an mm per
+  // expert and, only after the GPU is done, the add, whose launch is then exposed.
+  const IterationTimeline& a100 = played.timelines[1];
+  EXPECT_NEAR(a100.hostMs, (3 * host.opUs + 7 * host.extraLaunchUs) * 1e-3, 1e-9);
+  EXPECT_NEAR(a100.wallMs, a100.ops[0].wallMs + host.opUs * 1e-3 + times.ops[1][1].timeMs, 1e-6);
+  EXPECT_NEAR(played.hostMs[0], host.opUs * 1e-3, 1e-9) << "per op: as the H100 issues it";
 }
 
 TEST(PredictionStages, AMeasuredTraceFromAnUnknownGpuSaysSo) {

@@ -14,7 +14,7 @@ from unittest import mock
 import torch
 from torch.optim import optimizer as optimizer_module
 
-from source_lines import script_file
+from source_lines import line_of, script_file
 from wavecast_tracer import multi_tensor
 from wavecast_tracer.tracer import run_trace
 
@@ -208,6 +208,91 @@ class Distributions(unittest.TestCase):
         self.assertIn("aten::addmm", names)
         sampled = next(op for op in trace["ops"] if op["name"] == "aten::multinomial")
         self.assertEqual(sampled["outputs"][0]["shape"], [16, 1])
+
+
+MIXTURE_OF_EXPERTS = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class MoE(nn.Module):
+    def __init__(self, d=32, experts=8, k=2):
+        super().__init__()
+        self.k = k
+        self.router = nn.Linear(d, experts, bias=False)
+        self.experts = nn.ModuleList(nn.Linear(d, d) for _ in range(experts))
+
+    def forward(self, x):
+        weights, chosen = F.softmax(self.router(x), dim=-1).topk(self.k, dim=-1)
+        out = torch.zeros_like(x)
+        for e, expert in enumerate(self.experts):
+            token, slot = torch.where(chosen == e)
+            out.index_add_(0, token, weights[token, slot, None] * expert(x[token]))
+        best = self.router(x).argmax(dim=-1)
+        return out, best
+
+
+def wavecast_model():
+    return MoE().cuda()
+
+
+def wavecast_input(batch_size=12):
+    return (torch.randn(batch_size, 32, device="cuda"),)
+
+
+def wavecast_iteration(model):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def iteration(x):
+        out, best = model(x)
+        top = int((best == 3).sum())
+        out.sum().backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+    return iteration
+"""
+
+
+@unittest.skipUnless(HAS_COMPILE, "torch 1.13's FakeTensorMode has no shape-only nonzero fallback")
+class MixtureOfExperts(unittest.TestCase):
+    def test_the_router_spreads_tokens_evenly_over_the_experts(self):
+        # 12 tokens, 2 picks each, 8 experts: 3 tokens per expert, whatever the router computes.
+        with script_file(MIXTURE_OF_EXPERTS, "moe.py") as path:
+            trace = run_trace(path, batch_size=12)
+            where, pick, read = (line_of(path, text) for text in
+                                 ("torch.where(chosen == e)", ".topk(self.k", "int((best == 3).sum())"))
+        forward = [op for op in trace["ops"] if op["phase"] == "forward"]
+        expert_calls = [op for op in forward if op["name"] == "aten::addmm"]
+        self.assertEqual([op["inputs"][1]["shape"] for op in expert_calls], [[3, 32]] * 8)
+        self.assertEqual([op["outputs"][0]["shape"] for op in forward if op["name"] == "aten::nonzero"],
+                         [[3, 2]] * 8)
+        self.assertIn("aten::nonzero", trace["fallback_ops"])
+        # The note names the pick the shapes come from; a value read from picks (argmax's, one
+        # of 8 per row) is no shape and gets none.
+        routing = [w for w in trace["warnings"] if w["kind"] == "even_routing"]
+        self.assertEqual(routing, [
+            {"kind": "even_routing", "severity": "info", "file": path, "line": where, "count": 8,
+             "origin": {"file": path, "line": pick}},
+        ])
+        reads = [op for op in trace["ops"] if op["name"] == "aten::_local_scalar_dense"]
+        self.assertEqual([op["loc"]["line"] for op in reads], [read])
+
+    def test_even_picks(self):
+        from wavecast_tracer.values import _even_picks
+
+        def picks(func, source, out, *args, **kwargs):
+            return _even_picks(func, (source, *args), kwargs, out)[1].tolist()
+
+        scores = torch.randn(4, 3)
+        _, indices = scores.topk(2, dim=-1)
+        self.assertEqual(picks(torch.ops.aten.topk.default, scores, (None, indices), 2), [[0, 1], [2, 0], [1, 2], [0, 1]])
+        # Over dim 0 (columns are the rows being routed): column c picks (c * k + j) mod 4.
+        _, indices = scores.topk(2, dim=0)
+        self.assertEqual(picks(torch.ops.aten.topk.default, scores, (None, indices), 2, 0), [[0, 2, 0], [1, 3, 1]])
+        self.assertEqual(picks(torch.ops.aten.argmax.default, scores, scores.argmax(1), 1), [0, 1, 2, 0])
+        self.assertIsNone(_even_picks(torch.ops.aten.argmax.default, (scores,), {}, scores.argmax()))
 
 
 class RepeatedInputs(unittest.TestCase):

@@ -197,6 +197,22 @@ class SampleTraces(unittest.TestCase):
         self.assertEqual(backward[0]["args"]["backend"], "efficient")
 
 
+    def test_moe(self):
+        # 2 x 256 tokens, 2 experts each of 8: an even router gives every expert 128 tokens.
+        path = sample("moe.py")
+        trace = self.trace("moe.py")
+        step_lines = self.assert_common(trace, path, fallback_ops=["aten::nonzero"])
+        self.assertEqual(step_lines, {line_of(path, "optimizer.step()")})
+        routed = [op for op in trace["ops"] if op["name"] == "aten::nonzero"]
+        self.assertEqual([op["outputs"][0]["shape"] for op in routed], [[128, 2]] * 4 * 8)
+        first_expert = [op for op in trace["ops"] if op["name"] == "aten::addmm" and op["phase"] == "forward"
+                        and op["module"] == "blocks.0.moe.experts.0.0"]
+        self.assertEqual(first_expert[0]["inputs"][1]["shape"], [128, 512])
+        self.assertIn({"kind": "even_routing", "severity": "info", "file": path,
+                       "line": line_of(path, "torch.where(chosen == e)"), "count": 8,
+                       "origin": {"file": path, "line": line_of(path, ".topk(TOP_K")}}, trace["warnings"])
+
+
 class Errors(unittest.TestCase):
     def test_missing_provider(self):
         with self.assertRaises(TraceError) as caught:

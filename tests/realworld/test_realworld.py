@@ -220,8 +220,10 @@ class RealWorldModel:
         backward = self.attention_ops(backward=True)
         self.assertEqual(len(backward), self.ATTENTION_LAYERS)
         self.assertEqual({op["phase"] for op in backward}, {"backward"})
-        # The attention's softmax is inside the SDPA kernel, not a separate op.
-        softmax = [op for op in self.ops() if "softmax" in op["name"] and "log_softmax" not in op["name"]]
+        # The attention's softmax (over batch x heads x L x S scores) is inside the SDPA
+        # kernel, not a separate op; a mixture of experts' router has one over (tokens, experts).
+        softmax = [op for op in self.ops() if "softmax" in op["name"] and "log_softmax" not in op["name"]
+                   and len(op["inputs"][0]["shape"]) > 2]
         self.assertEqual(softmax, [])
 
     def check_attention_is_a_cuda_kernel(self):
@@ -336,6 +338,14 @@ def llama_parameters(c):
     return 2 * c.vocab_size * d + c.num_hidden_layers * layer + d  # embed + untied lm_head + norm
 
 
+def mixtral_parameters(c):
+    d, i, e = c.hidden_size, c.intermediate_size, c.num_local_experts
+    kv = c.num_key_value_heads * (d // c.num_attention_heads)
+    # q, o, k, v; the router (one logit per expert); each expert's gate, up and down; 2 RMSNorms
+    layer = 2 * d * d + 2 * d * kv + d * e + e * 3 * d * i + 2 * d
+    return 2 * c.vocab_size * d + c.num_hidden_layers * layer + d  # embed + untied lm_head + norm
+
+
 class HuggingFace:
     MODEL_CLASS = None
     FORMULA = None
@@ -376,7 +386,7 @@ class Llama(HuggingFace, model_tests(attention=True), unittest.TestCase):
                      "inputs, targets = tokens[:, :-1], tokens[:, 1:]",
                      "loss = F.cross_entropy(")
     LOSS_LINE = "loss = F.cross_entropy("
-    NEXT = ("llama7b_hf", 8)
+    NEXT = ("mixtral_hf", 2)
 
     def test_bfloat16_autocast_and_flash_attention(self):
         """Under bf16 autocast the projections run in bf16 and GQA attention as flash."""
@@ -387,6 +397,35 @@ class Llama(HuggingFace, model_tests(attention=True), unittest.TestCase):
                          {"aten::_scaled_dot_product_flash_attention"})
         self.assertEqual({op["name"] for op in self.attention_ops(True)},
                          {"aten::_scaled_dot_product_flash_attention_backward"})
+
+
+class Mixtral(HuggingFace, model_tests(attention=True), unittest.TestCase):
+    """A mixture of experts: transformers runs each layer's experts as grouped GEMMs, whose
+    shape-only kernel refuses the float32 CUDA runs them in (wavecast_tracer/cuda_kernels.py)."""
+
+    NAME, BATCH = "mixtral_hf", 2
+    MODEL_CLASS, FORMULA = "MixtralForCausalLM", mixtral_parameters
+    FORWARD_LINES = ("outputs = model(input_ids=input_ids, labels=input_ids)",)
+    NEXT = ("llama7b_hf", 8)
+
+    def test_experts_run_as_grouped_gemms(self):
+        config = self.script.config()
+        d, i, e = config.hidden_size, config.intermediate_size, config.num_local_experts
+        rows = self.BATCH * self.script.SEQ_LEN * config.num_experts_per_tok  # (token, expert) pairs
+        grouped = [op for op in self.ops() if op["name"] == "aten::_grouped_mm"]
+        forward = [op for op in grouped if op["phase"] == "forward"]
+        backward = [op for op in grouped if op["phase"] == "backward"]
+        self.assertEqual(len(forward), 2 * config.num_hidden_layers)  # gate/up, then down
+        self.assertEqual(len(backward), 4 * config.num_hidden_layers)  # input and weight gradients
+        # Autocast does not cast grouped GEMMs: they run in the weights' float32.
+        self.assertEqual({op["outputs"][0]["dtype"] for op in grouped}, {"float32"})
+        shapes = [(op["inputs"][0]["shape"], op["inputs"][1]["shape"], op["outputs"][0]["shape"])
+                  for op in forward[:2]]
+        self.assertEqual(shapes, [([rows, d], [e, d, 2 * i], [rows, 2 * i]),
+                                  ([rows, i], [e, i, d], [rows, d])])
+        self.assertEqual({op["inputs"][2]["shape"][0] for op in grouped}, {e})  # one offset per expert
+        weight_gradients = [op["outputs"][0]["shape"] for op in backward if len(op["outputs"][0]["shape"]) == 3]
+        self.assertEqual(sorted(weight_gradients)[:2], [[e, d, i], [e, d, i]])
 
 
 class Llama7B(HuggingFace, model_tests(attention=True), unittest.TestCase):

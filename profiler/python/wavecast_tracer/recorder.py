@@ -9,10 +9,11 @@ import weakref
 import torch
 
 from . import compat, multi_tensor
+from .cuda_kernels import SHAPE_KERNELS
 from .attention import BACKEND_OF_OP
 from .devices import Placement
 from .distributed import local_tensor
-from .trace_warnings import warning
+from .trace_warnings import location, warning
 from .values import Shadows, flatten_tensors
 
 # Ops that only query or relabel metadata and never launch work. Views (view,
@@ -466,7 +467,7 @@ class OpRecorder(compat.TorchDispatchMode):
         self.fake_mode = fake_mode
         # Measured mode: timer.run(func, args, kwargs, op_index) runs and times a recorded op.
         self.timer = timer
-        self.shadows = Shadows() if fake_mode is not None else None
+        self.shadows = Shadows(site=state.site) if fake_mode is not None else None
         # False while the providers build the model and inputs: shadows are kept, ops not recorded.
         self.recording = True
         # True while a tensor subclass's op runs with this mode entered again.
@@ -529,6 +530,15 @@ class OpRecorder(compat.TorchDispatchMode):
             state.placement.follow(args, kwargs, flatten_tensors(out), state.ops[-1] if recorded else None)
         return out
 
+    def _report_invented(self, values):
+        """A shape that depends on evenly spread picks (values.py) says so, at its line,
+        naming the pick's."""
+        origin = self.shadows.invented_origin(values)
+        if origin is not None and self.recording:
+            file, line, choices = origin
+            facts = {"origin": location(file, line)} if file else {}
+            self.state.warn_once(warning("even_routing", *self.state.site(), count=choices, **facts))
+
     def _through_subclass(self, func, args, kwargs):
         """An op on a tensor subclass (DTensor, AsyncCollectiveTensor) is recorded as the ops
         the subclass runs on this rank's local tensors, collectives included: this mode is
@@ -574,8 +584,11 @@ class OpRecorder(compat.TorchDispatchMode):
             made = compat.fake_tensors(self.fake_mode, layouts) if layouts is not None else None
             if made is not None:
                 return made
+        shape_kernel = SHAPE_KERNELS.get(func)
+        out = shape_kernel(args, kwargs) if shape_kernel is not None else None
         try:
-            out = func(*args, **kwargs)
+            if out is None:
+                out = func(*args, **kwargs)
         except Exception as exc:  # noqa: B902 - only value-dependent failures are handled
             if not compat.is_value_dependent_error(exc):
                 raise
@@ -583,6 +596,7 @@ class OpRecorder(compat.TorchDispatchMode):
             if out is None:
                 raise
             self.state.on_fallback(func)
+            self._report_invented((args, list(kwargs.values())))
             return out
         if func in _LIFT_OPS:
             real = args[0] if args else None

@@ -352,7 +352,7 @@ def trace_script(project, mode, progress, assume_gpu, rank, script_args, device)
     fake_mode = compat.make_fake_mode()
     recorder = OpRecorder(state, fake_mode)
     recorder.recording = False
-    recorder.shadows = _ScriptShadows()
+    recorder.shadows = _ScriptShadows(site=state.site)
     run = _Run(state, recorder)
     # Which tensors stay on the CPU is followed from the start: Adam's step counters are
     # made in the warm-up iteration, and stay host tensors in the recorded one.

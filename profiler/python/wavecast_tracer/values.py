@@ -12,6 +12,13 @@ runs for real on them (float inputs, whose values do not decide the shape,
 become zeros); its output becomes a fake tensor of the real shape. Where a
 needed value has no shadow (e.g. a mask computed from activations), the op
 still fails and is reported.
+
+One kind of computed value gets a shadow all the same: the indices an op picks
+from activations (`topk`, `argmax`, `max(dim=...)`: a mixture of experts' router
+choosing experts for each token). They are spread evenly over the choices, as a
+load-balancing loss aims for, so the tokens each expert gets (`torch.where(chosen
+== e)`) have the sizes of a balanced router. Shadows made from them are
+"invented": an op whose shape or value read depends on one reports its origin.
 """
 
 import torch
@@ -59,13 +66,54 @@ _ALL_TRUE_CHECKS = frozenset(
 )
 
 
+# Ops that pick indices from their input's values; a dim argument at position 1 (topk's
+# at 2), its k at 1 (topk only).
+_INDEX_PICKS = {
+    name: getattr(torch.ops.aten, name) for name in ("topk", "argmax", "argmin", "max", "min")
+}
+
+
+def _even_picks(func, args, kwargs, out):
+    """The indices `func` would pick, spread evenly over the choices: in row r of the
+    picked dim, pick j is choice (r * k + j) mod choices. None for another op or a pick
+    over the whole tensor (no dim)."""
+    packet = func.overloadpacket
+    if packet not in _INDEX_PICKS.values() or not args:
+        return None
+    source = args[0]
+    names = [a.name for a in func._schema.arguments]
+    bound = dict(zip(names, args), **kwargs)
+    dim = bound.get("dim", next((a.default_value for a in func._schema.arguments if a.name == "dim"), None))
+    if not isinstance(dim, int) or source.dim() == 0:
+        return None
+    indices = flatten_tensors(out)[-1]  # topk and max/min(dim): (values, indices)
+    if indices.dtype != torch.int64 or not _shadowable(indices):
+        return None
+    dim %= source.dim()
+    choices = source.shape[dim]
+    picks = indices.shape[dim] if indices.dim() > dim else 1
+    with compat.real_execution():
+        moved = list(indices.shape)
+        if indices.dim() > dim:
+            moved.append(moved.pop(dim))
+        rows = indices.numel() // max(1, picks)
+        even = torch.arange(rows * picks).reshape(rows, picks).remainder(choices).reshape(moved)
+        if indices.dim() > dim:
+            even = even.movedim(-1, dim)
+        return indices, even.contiguous(), choices
+
+
 class Shadows:
     """fake tensor -> real CPU tensor with the values it would have."""
 
-    def __init__(self):
+    def __init__(self, site=lambda: ("", 0)):
         # Keyed by the TensorImpl address: C++ code may hand the same tensor back in a new
         # Python wrapper. The fake is held so the address stays unique during the trace.
         self._real = {}
+        # Invented shadows (even picks, and what was computed from them): address ->
+        # (file, line, choices) of the pick.
+        self._invented = {}
+        self._site = site  # (file, line) of the op running now
 
     def real(self, fake):
         entry = self._real.get(fake._cdata)
@@ -77,6 +125,15 @@ class Shadows:
 
     def forget(self, fake):
         self._real.pop(fake._cdata, None)
+        self._invented.pop(fake._cdata, None)
+
+    def invented_origin(self, values):
+        """(file, line, choices) of the even pick behind any of `values`' shadows, or None."""
+        for t in flatten_tensors(values):
+            origin = self._invented.get(t._cdata)
+            if origin is not None:
+                return origin
+        return None
 
     def kept_values(self, fakes):
         """[(fake, a copy of its real value)] of those of `fakes` whose value is followed: for
@@ -127,9 +184,17 @@ class Shadows:
         if result is None:
             for t in _written(func, args, kwargs):  # an in-place op the shadows cannot follow
                 self.forget(t)
+            picked = _even_picks(func, args, kwargs, out)
+            if picked is not None:
+                fake, real, choices = picked
+                self.remember(fake, real)
+                self._invented[fake._cdata] = (*self._site(), choices)
         else:
+            origin = self.invented_origin((args, list(kwargs.values())))
             for fake, real in zip(fakes, flatten_tensors(result[0])):
                 self.remember(fake, real, func)
+                if origin is not None:
+                    self._invented[fake._cdata] = origin
         if func.overloadpacket in _ALL_TRUE_CHECKS and isinstance(out, torch.Tensor) and self.real(out) is None:
             # An `.all()` of values not followed (`torch.isfinite(loss).all()`, a
             # distribution's argument check) reads as true: data as it should be.
@@ -145,8 +210,11 @@ class Shadows:
         if not isinstance(real, (torch.Tensor, list, tuple)):
             return real  # .item(): a Python number
         fake = _wrap(real, fake_mode)
+        origin = self.invented_origin((args, list(kwargs.values())))
         for f, r in zip(flatten_tensors(fake), flatten_tensors(real)):
             self.remember(f, r)
+            if origin is not None:
+                self._invented[f._cdata] = origin
         return fake
 
 

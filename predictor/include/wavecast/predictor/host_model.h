@@ -46,6 +46,9 @@ std::vector<double> issueMs(const Trace& trace, const std::vector<OpCost>& costs
 // Ops that make the CPU wait for the GPU (a GPU value read on the host).
 bool synchronizesHost(const OpRecord& op);
 
+// synchronizesHost of each op of the trace, on any GPU.
+std::vector<bool> hostWaits(const Trace& trace);
+
 // One op on the timeline of one GPU.
 struct OpTimeline {
   double wallMs = 0;    // how much it moved the iteration's end (sums to the wall time)
@@ -68,7 +71,7 @@ struct IterationTimeline {
 // Plays the iteration on two clocks, as ml_perf_model does: op i costs the CPU
 // hostMs[i] (its kernels issued evenly over that span, from issueMs) and the GPU
 // gpuMs[i]; a kernel starts when both the GPU is free and it has been launched;
-// synchronising ops make the CPU wait for the GPU. Starts with an idle GPU and ends when
+// the ops `waits` marks make the CPU wait for the GPU. Starts with an idle GPU and ends when
 // both clocks have finished, as CUDA events around one iteration measure it.
 // Collectives (CostFamily::Collective, gpuMs their time) run on a third clock, NCCL's
 // stream, one after another, each starting once the compute issued before it is done:
@@ -77,6 +80,7 @@ struct IterationTimeline {
 // Compute overlapping a collective runs on 1 - ncclSmShare of the SMs.
 IterationTimeline simulateIteration(const Trace& trace, const std::vector<OpCost>& costs,
                                     const std::vector<double>& hostMs,
-                                    const std::vector<double>& gpuMs, double ncclSmShare = 0);
+                                    const std::vector<double>& gpuMs,
+                                    const std::vector<bool>& waits, double ncclSmShare = 0);
 
 } // namespace wavecast

@@ -4,6 +4,7 @@
 
 #include "wavecast/predictor/collectives.h"
 #include "wavecast/predictor/cost_family.h"
+#include "wavecast/predictor/device_spec.h"
 #include "wavecast/trace.h"
 
 #include <optional>
@@ -81,6 +82,16 @@ struct CollectiveWork {
   bool sideStream = false;
 };
 
+// A mixture of experts' grouped GEMM: one GEMM per group (expert), `gemm` being one of
+// them. torch._grouped_mm runs as one grouped kernel for bf16 on sm90/sm100, elsewhere as
+// a loop of mm after copying the group offsets to the host
+// (aten/src/ATen/native/cuda/GroupedBlas.cpp); transformers' own fallback always loops
+// (groupedGemmLoops).
+struct GroupedGemmWork {
+  int groups = 0;             // 0: not a grouped GEMM
+  bool groupedKernel = false; // a bf16 torch._grouped_mm: one kernel where the GPU has it
+};
+
 struct OpCost {
   CostFamily family = CostFamily::Elementwise;
   double flops = 0;
@@ -125,6 +136,7 @@ struct OpCost {
   int layoutTransformKernels = 0;
   AttentionWork attention;        // scaled-dot-product-attention kernels only
   CollectiveWork collective;      // CostFamily::Collective only
+  GroupedGemmWork grouped;        // torch._grouped_mm only
   bool approximate = false;       // no formula of its own: closest family used
   CostNote note = CostNote::None; // why approximate, zero or unusual
 
@@ -137,6 +149,11 @@ struct OpCost {
 // FLOPs and bytes of `op` from its shapes, dtypes and arguments. Never throws on odd
 // input: negative dimensions count as empty and set `approximate` with a note.
 OpCost estimateOpCost(const OpRecord& op);
+
+// Whether `gpu` runs the grouped GEMM `cost` as a loop of mm, one kernel per group, after
+// a device-to-host copy of the group offsets that makes the CPU wait for the GPU; false
+// for one grouped kernel, and for any other op.
+bool groupedGemmLoops(const OpCost& cost, const DeviceSpec& gpu);
 
 // Convolutions and RNNs go to cuDNN; other matrix work to cuBLAS.
 bool runsOnCudnn(const OpCost& cost);

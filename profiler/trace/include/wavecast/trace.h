@@ -192,7 +192,8 @@ enum class TraceWarningKind {
   UnsupportedDistributed,   // torch.distributed `call` cannot run as one rank: skipped
   CallStubbed,              // a script run as written: `call` (torch.save, a logger) did nothing
   HostTimeMeasured,         // a script run as written: `ms` of data loading, timed on this CPU
-  Sentence,                 // a version-1 trace's warning: only its `text`
+  EvenRouting, // shapes from indices picked among `count` choices, taken as spread evenly
+  Sentence,    // a version-1 trace's warning: only its `text`
 };
 const char* toString(TraceWarningKind kind);
 std::optional<TraceWarningKind> traceWarningKindFromString(std::string_view text);
@@ -202,7 +203,8 @@ struct TraceWarning {
   TraceWarningKind kind = TraceWarningKind::Sentence;
   Severity severity = Severity::Warning;
   SourceLocation loc;                   // the line it is about; invalid: the whole script
-  std::optional<SourceLocation> origin; // HostTensorWithGpu: made on another line
+  // HostTensorWithGpu: made on another line; EvenRouting: the line that picked the indices
+  std::optional<SourceLocation> origin;
   int64_t count = 0;
   double ms = 0;
   int repeat = 0;      // 1-based

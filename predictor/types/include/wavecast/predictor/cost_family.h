@@ -99,6 +99,7 @@ enum class CostNote {
   RecurrentWithoutHidden,    // counted by its tensors' bytes
   RecurrentSerial,           // per-step GEMMs are serial: small batches are latency bound
   OddLeadingDimension,       // a 16-bit GEMM on cuBLAS's element-wise loading kernels
+  EvenExpertGroups,          // a grouped GEMM's rows taken as spread evenly over its groups
 };
 
 // What stops a kernel from launching on an SM as recorded (occupancy.h): the limit it
