@@ -18,7 +18,7 @@ from activations (`topk`, `argmax`, `max(dim=...)`: a mixture of experts' router
 choosing experts for each token). They are spread evenly over the choices, as a
 load-balancing loss aims for, so the tokens each expert gets (`torch.where(chosen
 == e)`) have the sizes of a balanced router. Shadows made from them are
-"invented": an op whose shape or value read depends on one reports its origin.
+"invented": an op whose shape depends on one reports the pick's line.
 """
 
 import torch
@@ -66,11 +66,9 @@ _ALL_TRUE_CHECKS = frozenset(
 )
 
 
-# Ops that pick indices from their input's values; a dim argument at position 1 (topk's
-# at 2), its k at 1 (topk only).
-_INDEX_PICKS = {
-    name: getattr(torch.ops.aten, name) for name in ("topk", "argmax", "argmin", "max", "min")
-}
+# Ops that pick indices from their input's values (over a `dim`; max and min also have
+# overloads without one, which pick none).
+_INDEX_PICKS = frozenset(getattr(torch.ops.aten, name) for name in ("topk", "argmax", "argmin", "max", "min"))
 
 
 def _even_picks(func, args, kwargs, out):
@@ -78,7 +76,7 @@ def _even_picks(func, args, kwargs, out):
     picked dim, pick j is choice (r * k + j) mod choices. None for another op or a pick
     over the whole tensor (no dim)."""
     packet = func.overloadpacket
-    if packet not in _INDEX_PICKS.values() or not args:
+    if packet not in _INDEX_PICKS or not args:
         return None
     source = args[0]
     names = [a.name for a in func._schema.arguments]
@@ -126,6 +124,11 @@ class Shadows:
     def forget(self, fake):
         self._real.pop(fake._cdata, None)
         self._invented.pop(fake._cdata, None)
+
+    def _invent(self, fake, origin):
+        """Marks a remembered shadow as made from the even pick at `origin` (None: not)."""
+        if origin is not None and fake._cdata in self._real:  # held there: the address is its
+            self._invented[fake._cdata] = origin
 
     def invented_origin(self, values):
         """(file, line, choices) of the even pick behind any of `values`' shadows, or None."""
@@ -188,13 +191,12 @@ class Shadows:
             if picked is not None:
                 fake, real, choices = picked
                 self.remember(fake, real)
-                self._invented[fake._cdata] = (*self._site(), choices)
+                self._invent(fake, (*self._site(), choices))
         else:
             origin = self.invented_origin((args, list(kwargs.values())))
             for fake, real in zip(fakes, flatten_tensors(result[0])):
                 self.remember(fake, real, func)
-                if origin is not None:
-                    self._invented[fake._cdata] = origin
+                self._invent(fake, origin)
         if func.overloadpacket in _ALL_TRUE_CHECKS and isinstance(out, torch.Tensor) and self.real(out) is None:
             # An `.all()` of values not followed (`torch.isfinite(loss).all()`, a
             # distribution's argument check) reads as true: data as it should be.
@@ -213,8 +215,7 @@ class Shadows:
         origin = self.invented_origin((args, list(kwargs.values())))
         for f, r in zip(flatten_tensors(fake), flatten_tensors(real)):
             self.remember(f, r)
-            if origin is not None:
-                self._invented[f._cdata] = origin
+            self._invent(f, origin)
         return fake
 
 
