@@ -488,7 +488,7 @@ std::string traceWarningMessage(const TraceWarning& warning) {
            " per iteration, measured on this CPU in one process (DataLoader workers are off "
            "while tracing); it is predicted as host time on this line";
   case TraceWarningKind::EvenRouting:
-    return "these shapes depend on indices picked from computed values" +
+    return "the shapes or values here depend on indices picked from computed values" +
            (warning.origin ? " (at " + location(*warning.origin) + ")" : std::string()) +
            ", which shape-only tracing does not compute: they are taken as spread evenly over "
            "the " +

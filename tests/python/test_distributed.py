@@ -141,6 +141,34 @@ class DistributedSamples(unittest.TestCase):
         local_block = linear_bytes(256, 1024) // 8 + (1024 * 256 // 8 + 256) * FLOAT
         self.assertEqual(trace["memory"]["parameters_bytes"], 2 * local_block)
 
+    def test_expert_parallel_exchanges_counts_then_tokens_as_a_balanced_router_would(self):
+        path = sample("expert_parallel.py")
+        trace = run_trace(path, batch_size=8)
+        tokens = 8 * 256 * 2  # batch x sequence x experts per token: (token, expert) pairs
+        routed = tokens * 512 * FLOAT  # as many arrive at this rank's 2 experts as it sends out
+        forward, backward = collectives(trace, "forward"), collectives(trace, "backward")
+        self.assertEqual([op["args"]["bytes"] for op in forward], [16 * FLOAT, routed, routed] * 2)
+        # Backward sends both gradients back, but the first block's tokens are the batch,
+        # which needs none.
+        self.assertEqual([op["args"]["bytes"] for op in backward], [routed] * 3)
+        for op in forward + backward:
+            self.assertEqual(op["args"]["collective"], "all_to_all")
+        self.assertEqual([op["loc"]["line"] for op in forward[:3]],
+                         [line_of(path, "all_to_all_single(per_expert"), line_of(path, "routed = all_to_all"),
+                          line_of(path, "back = all_to_all")])
+        # The split sizes read on the host come from the even counts every rank is taken to
+        # send: the grouped GEMMs of this rank's 2 experts get all the tokens it receives.
+        grouped = [op for op in trace["ops"] if op["name"] == "aten::_grouped_mm" and op["phase"] == "forward"]
+        self.assertEqual([op["inputs"][0]["shape"] for op in grouped], [[tokens, 512], [tokens, 2048]] * 2)
+        self.assertEqual(grouped[0]["inputs"][1]["shape"], [2, 512, 2048])
+        notes = [(w["line"], w["origin"]["line"]) for w in trace["warnings"] if w["kind"] == "even_routing"]
+        pick = line_of(path, ".topk(TOP_K")
+        self.assertEqual(notes, [(line_of(path, "send = per_expert"), pick),
+                                 (line_of(path, "receive = per_expert_here"), pick)])
+        local_experts = 2 * 2 * 512 * 2048 * FLOAT  # 2 experts' up and down of each block
+        self.assertEqual(trace["memory"]["parameters_bytes"],
+                         2 * (local_experts + 512 * 16 * FLOAT) + linear_bytes(512, 10))
+
     def test_pipeline_first_stage_sends_activations_and_receives_gradients(self):
         path = sample("pipeline.py")
         trace = run_trace(path, batch_size=8, world_size=4)

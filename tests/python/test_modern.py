@@ -261,20 +261,22 @@ class MixtureOfExperts(unittest.TestCase):
         # 12 tokens, 2 picks each, 8 experts: 3 tokens per expert, whatever the router computes.
         with script_file(MIXTURE_OF_EXPERTS, "moe.py") as path:
             trace = run_trace(path, batch_size=12)
-            where, pick, read = (line_of(path, text) for text in
-                                 ("torch.where(chosen == e)", ".topk(self.k", "int((best == 3).sum())"))
+            where, pick, read, best = (line_of(path, text) for text in (
+                "torch.where(chosen == e)", ".topk(self.k", "int((best == 3).sum())", ".argmax(dim=-1)"))
         forward = [op for op in trace["ops"] if op["phase"] == "forward"]
         expert_calls = [op for op in forward if op["name"] == "aten::addmm"]
         self.assertEqual([op["inputs"][1]["shape"] for op in expert_calls], [[3, 32]] * 8)
         self.assertEqual([op["outputs"][0]["shape"] for op in forward if op["name"] == "aten::nonzero"],
                          [[3, 2]] * 8)
         self.assertIn("aten::nonzero", trace["fallback_ops"])
-        # The note names the pick the shapes come from; a value read from picks (argmax's, one
-        # of 8 per row) is no shape and gets none.
+        # The note names the pick the shapes come from, and so does a value read (argmax's
+        # picks, one of 8 per row).
         routing = [w for w in trace["warnings"] if w["kind"] == "even_routing"]
         self.assertEqual(routing, [
             {"kind": "even_routing", "severity": "info", "file": path, "line": where, "count": 8,
              "origin": {"file": path, "line": pick}},
+            {"kind": "even_routing", "severity": "info", "file": path, "line": read, "count": 8,
+             "origin": {"file": path, "line": best}},
         ])
         reads = [op for op in trace["ops"] if op["name"] == "aten::_local_scalar_dense"]
         self.assertEqual([op["loc"]["line"] for op in reads], [read])

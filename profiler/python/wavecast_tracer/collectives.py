@@ -64,6 +64,49 @@ _OUTPUT_ARGUMENTS = ("output_tensors", "output_tensor", "output", "outputs", "ou
 _SIDE_STREAM_CALLERS = ("/torch/distributed/fsdp/",)
 
 
+def symmetric_values(name, func, args, kwargs, out, real_of):
+    """The values a collective's result would hold if every rank held this rank's (a trace
+    of one rank sees no other; a mixture of experts' token counts, exchanged before its
+    all-to-all, are what its split sizes are read from): [(result, real value)], empty
+    where the input's values are not followed or the collective is not one of these."""
+    if name == "_c10d_functional::wait_tensor":  # the collective's result, as it is
+        real = real_of(args[0]) if args else None
+        return [(out, real)] if real is not None and isinstance(out, torch.Tensor) else []
+    spec = KINDS.get(name)
+    if spec is None:
+        return []
+    kind = spec[0]
+    inputs = flatten_tensors(_argument(func, args, kwargs, _INPUT_ARGUMENTS))
+    results = flatten_tensors(_argument(func, args, kwargs, _OUTPUT_ARGUMENTS)) or flatten_tensors(out)
+    if name.startswith("c10d::") and kind != "all_to_all":
+        return []  # in place on tensor lists, with the reduction as a ScriptObject
+    if len(inputs) != 1 or len(results) != 1:
+        return []
+    real = real_of(inputs[0])
+    pg = _process_group(func, args, kwargs)
+    if real is None or pg is None:
+        return []
+    ranks, rank = pg.size(), pg.rank()
+    reduce_op = _argument(func, args, kwargs, ("reduce_op",))
+    with compat.real_execution():
+        if kind == "all_reduce" and reduce_op in ("sum", "avg", "max", "min"):
+            value = real * ranks if reduce_op == "sum" else real.clone()
+        elif kind == "all_gather":
+            value = torch.cat([real] * ranks)
+        elif kind == "reduce_scatter" and reduce_op in ("sum", "avg", "max", "min"):
+            value = real.chunk(ranks)[rank] * (ranks if reduce_op == "sum" else 1)
+        elif kind == "all_to_all":
+            # Each peer sends this rank the chunk it sends to this rank's index: this rank's.
+            splits = _argument(func, args, kwargs, ("input_split_sizes",))
+            own = real.split([int(s) for s in splits])[rank] if splits else real.chunk(ranks)[rank]
+            value = torch.cat([own] * ranks)
+        elif kind == "broadcast":
+            value = real.clone()
+        else:
+            return []
+    return [(results[0], value)] if tuple(value.shape) == tuple(results[0].shape) else []
+
+
 def tensor_bytes(tensors):
     return sum(int(t.numel()) * int(t.element_size()) for t in tensors)
 

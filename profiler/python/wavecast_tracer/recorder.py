@@ -9,6 +9,7 @@ import weakref
 import torch
 
 from . import compat, multi_tensor
+from .collectives import symmetric_values
 from .cuda_kernels import SHAPE_KERNELS
 from .attention import BACKEND_OF_OP
 from .devices import Placement
@@ -524,6 +525,9 @@ class OpRecorder(compat.TorchDispatchMode):
         if recorded:
             state.record(func, name, args, kwargs, out)
         if collectives is not None:
+            if self.shadows is not None:
+                for result, value in symmetric_values(name, func, args, kwargs, out, self.shadows.real):
+                    self.shadows.remember_derived(result, value, func, args)
             pending = collectives.observe(state.ops[-1], func, name, args, kwargs, out) if recorded else None
             out = collectives.traced_work(name, args, out, pending)
         if state.placement.any_host and self.recording and state.phase != "backward" and not state.suppressed:
@@ -531,8 +535,8 @@ class OpRecorder(compat.TorchDispatchMode):
         return out
 
     def _report_invented(self, values):
-        """A shape that depends on evenly spread picks (values.py) says so, at its line,
-        naming the pick's."""
+        """A shape or a value read that depends on evenly spread picks (values.py) says so,
+        at its line, naming the pick's."""
         origin = self.shadows.invented_origin(values)
         if origin is not None and self.recording:
             file, line, choices = origin
@@ -567,6 +571,7 @@ class OpRecorder(compat.TorchDispatchMode):
                 real = self.shadows.real(args[0])
                 if real is not None:
                     self.state.on_fallback(func)  # a value FakeTensorMode does not know
+                    self._report_invented(args)  # split sizes, a token count
             if real is not None:
                 with compat.real_execution():
                     return real.item()

@@ -18,7 +18,8 @@ from activations (`topk`, `argmax`, `max(dim=...)`: a mixture of experts' router
 choosing experts for each token). They are spread evenly over the choices, as a
 load-balancing loss aims for, so the tokens each expert gets (`torch.where(chosen
 == e)`) have the sizes of a balanced router. Shadows made from them are
-"invented": an op whose shape depends on one reports the pick's line.
+"invented": an op whose shape depends on one, and a read of one's value (`.item()`,
+`.tolist()`: an all-to-all's split sizes), reports the pick's line.
 """
 
 import torch
@@ -65,6 +66,10 @@ _ALL_TRUE_CHECKS = frozenset(
     getattr(torch.ops.aten, name) for name in ("all", "_is_all_true") if hasattr(torch.ops.aten, name)
 )
 
+
+# Collectives: run for real on the fake process group they move nothing, and leave work no
+# one waits for; collectives.symmetric_values gives their results' values instead.
+_COLLECTIVE_NAMESPACES = frozenset({"c10d", "_c10d_functional", "_c10d_functional_autograd", "_dtensor"})
 
 # Ops that pick indices from their input's values (over a `dim`; max and min also have
 # overloads without one, which pick none).
@@ -125,6 +130,12 @@ class Shadows:
         self._real.pop(fake._cdata, None)
         self._invented.pop(fake._cdata, None)
 
+    def remember_derived(self, fake, real, func, sources):
+        """Remembers `real` as the value of `func`'s output `fake`, computed from `sources`
+        (invented when one of them is)."""
+        self.remember(fake, real, func)
+        self._invent(fake, self.invented_origin(sources))
+
     def _invent(self, fake, origin):
         """Marks a remembered shadow as made from the even pick at `origin` (None: not)."""
         if origin is not None and fake._cdata in self._real:  # held there: the address is its
@@ -182,7 +193,8 @@ class Shadows:
     def follow(self, func, args, kwargs, out):
         """After a fake op ran: computes the real values of its small integer/bool outputs."""
         fakes = flatten_tensors(out)
-        followed = fakes and all(_shadowable(t) or _constant_float(func, t) for t in fakes)
+        followed = (fakes and func.namespace not in _COLLECTIVE_NAMESPACES
+                    and all(_shadowable(t) or _constant_float(func, t) for t in fakes))
         result = self._real_call(func, args, kwargs, zeros_for_missing=False) if followed else None
         if result is None:
             for t in _written(func, args, kwargs):  # an in-place op the shadows cannot follow
