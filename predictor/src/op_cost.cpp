@@ -13,14 +13,6 @@ using namespace cost_shapes;
 using namespace family_costs;
 using namespace op_tables;
 
-std::string stemOf(const std::string& name) {
-  std::string stem = name.rfind("aten::", 0) == 0 ? name.substr(6) : name;
-  const auto ns = stem.find("::"); // other namespaces (torchvision::, prims::)
-  if (ns != std::string::npos)
-    stem = stem.substr(ns + 2);
-  return stem;
-}
-
 // "add_" -> "add" (in place); "_foreach_add_" -> "_foreach_add"; "__and__" stays.
 std::string withoutInplaceSuffix(const std::string& stem, bool& inplace) {
   inplace = stem.size() > 1 && stem.back() == '_' && stem[stem.size() - 2] != '_';
@@ -37,7 +29,7 @@ OpCost exactFamily(const OpRecord& op, const std::string& stem, bool inplace, bo
     return attention(op, stem);
   if (isGemm(stem))
     return gemm(op, stem);
-  if (stem == "_grouped_mm" || stem == "grouped_mm_fallback")
+  if (isGroupedGemm(stem))
     return groupedGemm(op, stem);
   if (stem == "grouped_mm_fallback_backward")
     return groupedGemmBackward(op);

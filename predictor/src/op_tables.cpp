@@ -418,6 +418,15 @@ bool isConvolution(const std::string& stem) {
          stem == "cudnn_convolution_relu" || stem == "cudnn_convolution_add_relu";
 }
 
+std::string stemOf(const std::string& name) {
+  const auto ns = name.find("::"); // aten::, and torchvision::, prims::, transformers::
+  return ns == std::string::npos ? name : name.substr(ns + 2);
+}
+
+bool isGroupedGemm(const std::string& stem) {
+  return stem == "_grouped_mm" || stem == "grouped_mm_fallback";
+}
+
 bool isGemm(const std::string& stem) {
   static const std::unordered_set<std::string> ops = {"linear",       "addmm",
                                                       "mm",           "bmm",

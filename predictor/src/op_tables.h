@@ -8,6 +8,9 @@
 
 namespace wavecast::op_tables {
 
+// An op's name without its namespace: "aten::add_" -> "add_", "torchvision::nms" -> "nms".
+std::string stemOf(const std::string& name);
+
 // Views and allocations: no kernel, no memory traffic.
 const std::unordered_set<std::string>& metadataOps();
 // FLOPs per output element of elementwise ops (transcendentals cost more); default 1.
@@ -21,6 +24,8 @@ const std::unordered_set<std::string>& reductionOps();
 bool isConvolution(const std::string& stem);
 bool isConvolutionBackward(const std::string& stem);
 bool isGemm(const std::string& stem);
+// A mixture of experts' grouped GEMM: torch._grouped_mm, transformers' own loop.
+bool isGroupedGemm(const std::string& stem);
 bool isAttention(const std::string& stem);
 bool isNormalization(const std::string& stem);
 bool isPooling(const std::string& stem);

@@ -1,6 +1,7 @@
 // Pricing a layout: the rank's trace through the ordinary predictor, pipeline stages
 // balanced by predicted time and scheduled over microbatches, memory per rank, and the
 // per-configuration figures (throughput, MFU, cost).
+#include "op_tables.h"
 #include "parallel_ops.h"
 #include "wavecast/predictor/op_cost.h"
 #include "wavecast/predictor/parallel.h"
@@ -530,6 +531,13 @@ ParallelOutcome predictParallel(const Trace& trace, const ModelStructure& model,
     advisories.push_back(
         {advisory::OutOfMemory{first.gpuId, first.memory.peakBytes(), first.memoryCapacityBytes,
                                first.memory.activationsSource == ActivationsSource::UpperBound}});
+  if (config.tp > 1) {
+    const auto experts = std::count_if(trace.ops.begin(), trace.ops.end(), [](const OpRecord& op) {
+      return op.phase == Phase::Forward && op_tables::isGroupedGemm(op_tables::stemOf(op.name));
+    });
+    if (experts > 0)
+      advisories.push_back({advisory::ReplicatedExperts{config.tp, static_cast<int>(experts)}});
+  }
   outcome.prediction = ParallelPrediction{std::move(summary), std::move(stagePredictions[0])};
   return outcome;
 }

@@ -159,6 +159,9 @@ struct AdvisoryFacts {
         .field("gpu", facts.gpu)
         .field("peak_bytes", facts.peakBytes);
   }
+  void operator()(const advisory::ReplicatedExperts& facts) const {
+    out.field("count", facts.count).field("tensor_parallel", facts.tensorParallel);
+  }
 };
 
 void writeAdvisories(JsonWriter& w, const std::vector<Advisory>& advisories) {

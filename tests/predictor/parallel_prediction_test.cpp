@@ -266,5 +266,43 @@ TEST(ParallelPrediction, MicrobatchPricingSaysWhereTheShapesCameFrom) {
   EXPECT_EQ(pricing(config, &otherBatch), MicrobatchPricing::Shares);
 }
 
+// A mixture of experts' grouped GEMMs stay whole under tensor parallelism, and the layout
+// says so (the MLP's activation stands in for each block's experts here).
+TEST(ParallelPrediction, TensorParallelismSaysItLeavesTheExpertsWhole) {
+  Trace trace = syntheticTransformer(2);
+  const int64_t tokens = 2 * 8, width = 4 * 16;
+  for (OpRecord& op : trace.ops) {
+    if (op.name != "aten::gelu" || op.phase != Phase::Forward)
+      continue;
+    op.name = "aten::_grouped_mm";
+    TensorMeta a, b, offsets;
+    a.shape = {tokens, width};
+    b.shape = {8, width, width};
+    offsets.shape = {8};
+    offsets.dtype = ScalarType::Int32;
+    op.inputs = {a, b, offsets};
+    op.outputs = {a};
+  }
+  const auto advisories = [&](ParallelConfig config) {
+    auto outcome =
+        predictParallel(trace, analyzeModel(trace), config, h100(), node8(), collectiveOptions());
+    EXPECT_FALSE(outcome.problem.has_value());
+    std::vector<advisory::ReplicatedExperts> found;
+    for (const Advisory& advisory : outcome.prediction->rank.advisories)
+      if (const auto* facts = advisory.as<advisory::ReplicatedExperts>())
+        found.push_back(*facts);
+    return found;
+  };
+  ParallelConfig tp;
+  tp.tp = 2;
+  const auto replicated = advisories(tp);
+  ASSERT_EQ(replicated.size(), 1u);
+  EXPECT_EQ(replicated[0].tensorParallel, 2);
+  EXPECT_EQ(replicated[0].count, 4) << "one per block";
+  ParallelConfig dp;
+  dp.dp = 2;
+  EXPECT_TRUE(advisories(dp).empty()) << "data parallelism replicates everything anyway";
+}
+
 } // namespace
 } // namespace wavecast

@@ -130,6 +130,11 @@ TEST(Presentation, AdvisoriesReadAsSentencesWithTheirFigures) {
   EXPECT_EQ(advisoryMessage({advisory::OutOfMemory{"T4", int64_t{2} << 30, int64_t{16} << 30}}),
             "out of memory on T4: the iteration needs about 2.0 GiB, the GPU has 16.0 GiB; lower "
             "the batch size or choose a larger GPU");
+  EXPECT_EQ(advisoryMessage({advisory::ReplicatedExperts{4, 32}}),
+            "tp 4 splits the Linear layers, not the 32 grouped GEMMs of the mixture of experts: "
+            "every rank holds every expert and runs all of its tokens through them, as a "
+            "tensor-parallel plan that leaves the experts out does (to spread the experts over "
+            "the ranks, trace a script that does: samples/distributed/expert_parallel.py)");
   EXPECT_EQ(advisoryMessage({advisory::HostBound{"L4", 8.5, 10, 1.5}}),
             "L4: host-bound: the GPU waits for the CPU to issue work for 8.50 ms of the 10.0 ms "
             "of an iteration (its kernels take 1.50 ms); a larger batch, CUDA graphs or "

@@ -253,6 +253,12 @@ struct OutOfMemory {
   int64_t capacityBytes = 0;
   bool activationsUpperBound = false; // an older trace: activations are an upper bound
 };
+// A layout with tensor parallelism `tensorParallel` leaves the `count` grouped GEMMs of a
+// mixture of experts whole on every rank: each rank holds and runs every expert.
+struct ReplicatedExperts {
+  int tensorParallel = 1;
+  int count = 0;
+};
 } // namespace advisory
 
 // In the variant's order.
@@ -265,6 +271,7 @@ enum class AdvisoryKind {
   ApproximateOp,
   HostBound,
   OutOfMemory,
+  ReplicatedExperts,
 };
 constexpr const char* toString(AdvisoryKind kind) {
   switch (kind) {
@@ -284,6 +291,8 @@ constexpr const char* toString(AdvisoryKind kind) {
     return "host_bound";
   case AdvisoryKind::OutOfMemory:
     return "out_of_memory";
+  case AdvisoryKind::ReplicatedExperts:
+    return "replicated_experts";
   }
   return "unknown";
 }
@@ -292,7 +301,7 @@ struct Advisory {
   std::variant<advisory::MeasuredWithoutKernels, advisory::UnknownMeasuredGpu,
                advisory::UntrainedGpus, advisory::WaveScalingAssumption,
                advisory::AttentionSubstituted, advisory::ApproximateOp, advisory::HostBound,
-               advisory::OutOfMemory>
+               advisory::OutOfMemory, advisory::ReplicatedExperts>
       facts;
   AdvisoryKind kind() const { return static_cast<AdvisoryKind>(facts.index()); }
   // Out of memory and host-bound change what the user should do; the rest say how the
