@@ -184,6 +184,21 @@ class ReplayTest(unittest.TestCase):
         self.assertNotIn(REPLAYED, self.steps)
         self.assertSameAsFresh(document)
 
+    def test_a_call_whose_shapes_come_from_even_picks_is_replayed(self):
+        # A mixture of experts: the tokens each expert gets (nonzero, run for real) depend on
+        # the router's picks, which shape mode spreads evenly: on shapes alone, so the call
+        # traces the same every time.
+        self.edit("        x = x[:, None, :] + self.token(tokens)", """        x = x[:, None, :] + self.token(tokens)
+        flat = x.reshape(-1, 8)
+        chosen = flat.topk(2, dim=-1).indices
+        token, _ = torch.where(chosen == 3)
+        x = x + flat[token].sum() * 0""")
+        document = self.second_trace()
+        self.assertIn(REPLAYED, self.steps)
+        self.assertIn("aten::nonzero", document["fallback_ops"])
+        self.assertIn("even_routing", [w["kind"] for w in document["warnings"]])
+        self.assertSameAsFresh(document)
+
     def test_an_input_that_needs_a_gradient_is_traced_again(self):
         self.edit("        logits = model(images, tokens)",
                   "        images = images.requires_grad_()\n        logits = model(images, tokens)")

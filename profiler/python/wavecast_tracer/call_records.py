@@ -120,8 +120,10 @@ class Capture:
         self._output[1] = _output_position()
         if len(state.placement.mixed) != self._mixed or reuse.fingerprint(self._model) != self._fingerprint:
             return False  # a host tensor met GPU ones (a warning at a line), or the model changed
-        for op in state.ops[self._op_start:self._op_end]:
-            if op["fallback"] or op["name"] in _VALUE_READS or op["phase"] != "forward":
+        for index in range(self._op_start, self._op_end):
+            op = state.ops[index]
+            reads = op["fallback"] or op["name"] in _VALUE_READS
+            if (reads and index not in state.invented_reads) or op["phase"] != "forward":
                 return False
         leaves, self._spec = pytree.tree_flatten(out)
         self._leaves = []

@@ -140,6 +140,9 @@ class TraceState:
         self._modules_at_backward = 0
         # > 1 while a backward runs inside a backward (reentrant torch.utils.checkpoint).
         self._backward_depth = 0
+        # Ops that ran for real or read a value on invented values only (values.py): their
+        # shapes and values follow from the shapes alone, so a model call may be replayed.
+        self.invented_reads = set()
         self._stack_json = {}
         # > 0 while a fused op (e.g. a whole LSTM) runs its parts, which are not recorded.
         self.suppressed = 0
@@ -401,6 +404,8 @@ class TraceState:
     def append_replayed(self, op):
         """Appends an op record a replayed model call made complete (replay.py): its id,
         location and forward op are set, and it needs no attribution."""
+        if op["fallback"] and op["name"] not in self.fallback_ops:
+            self.fallback_ops.append(op["name"])
         self.ops.append(op)
 
     def record(self, func, name, args, kwargs, out):
@@ -538,6 +543,8 @@ class OpRecorder(compat.TorchDispatchMode):
         """A shape or a value read that depends on evenly spread picks (values.py) says so,
         at its line, naming the pick's."""
         origin = self.shadows.invented_origin(values)
+        if origin is not None and self.recording and self.shadows.only_invented(values):
+            self.state.invented_reads.add(len(self.state.ops))  # the op about to be recorded
         if origin is not None and self.recording:
             file, line, choices = origin
             facts = {"origin": location(file, line)} if file else {}

@@ -136,6 +136,11 @@ class Shadows:
         self.remember(fake, real, func)
         self._invent(fake, self.invented_origin(sources))
 
+    def only_invented(self, values):
+        """Whether every value of `values` that is followed is invented: what an op computes
+        from them depends on shapes alone."""
+        return all(t._cdata in self._invented for t in flatten_tensors(values) if t._cdata in self._real)
+
     def _invent(self, fake, origin):
         """Marks a remembered shadow as made from the even pick at `origin` (None: not)."""
         if origin is not None and fake._cdata in self._real:  # held there: the address is its
