@@ -346,6 +346,21 @@ def mixtral_parameters(c):
     return 2 * c.vocab_size * d + c.num_hidden_layers * layer + d  # embed + untied lm_head + norm
 
 
+def deepseek_v3_parameters(c):
+    d, h = c.hidden_size, c.num_attention_heads
+    qk = c.qk_nope_head_dim + c.qk_rope_head_dim
+    attention = (d * c.q_lora_rank + c.q_lora_rank + c.q_lora_rank * h * qk  # low-rank query, its norm
+                 + d * (c.kv_lora_rank + c.qk_rope_head_dim) + c.kv_lora_rank  # joint key/value, its norm
+                 + c.kv_lora_rank * h * (c.qk_nope_head_dim + c.v_head_dim)  # keys and values from it
+                 + h * c.v_head_dim * d)  # output
+    dense = 3 * d * c.intermediate_size
+    routed, shared = c.n_routed_experts, c.n_shared_experts * c.moe_intermediate_size
+    moe = d * routed + routed * 3 * d * c.moe_intermediate_size + 3 * d * shared  # router, experts, shared
+    layers = c.num_hidden_layers
+    blocks = layers * (attention + 2 * d) + c.first_k_dense_replace * dense + (layers - c.first_k_dense_replace) * moe
+    return 2 * c.vocab_size * d + blocks + d  # embed + untied lm_head + final norm
+
+
 class HuggingFace:
     MODEL_CLASS = None
     FORMULA = None
@@ -406,7 +421,7 @@ class Mixtral(HuggingFace, model_tests(attention=True), unittest.TestCase):
     NAME, BATCH = "mixtral_hf", 2
     MODEL_CLASS, FORMULA = "MixtralForCausalLM", mixtral_parameters
     FORWARD_LINES = ("outputs = model(input_ids=input_ids, labels=input_ids)",)
-    NEXT = ("llama7b_hf", 8)
+    NEXT = ("deepseek_v3_hf", 2)
 
     def test_experts_run_as_grouped_gemms(self):
         config = self.script.config()
@@ -426,6 +441,31 @@ class Mixtral(HuggingFace, model_tests(attention=True), unittest.TestCase):
         self.assertEqual({op["inputs"][2]["shape"][0] for op in grouped}, {e})  # one offset per expert
         weight_gradients = [op["outputs"][0]["shape"] for op in backward if len(op["outputs"][0]["shape"]) == 3]
         self.assertEqual(sorted(weight_gradients)[:2], [[e, d, i], [e, d, i]])
+
+
+class DeepseekV3(HuggingFace, model_tests(attention=True), unittest.TestCase):
+    """Latent attention (query and key head sizes differ from the values': the memory-
+    efficient kernel, not flash) and routed experts picked within expert groups."""
+
+    NAME, BATCH = "deepseek_v3_hf", 2
+    MODEL_CLASS, FORMULA = "DeepseekV3ForCausalLM", deepseek_v3_parameters
+    FORWARD_LINES = ("outputs = model(input_ids=input_ids, labels=input_ids)",)
+    NEXT = ("llama7b_hf", 8)
+
+    def test_routed_experts_run_as_grouped_gemms_beside_the_shared_expert(self):
+        config = self.script.config()
+        moe_layers = config.num_hidden_layers - config.first_k_dense_replace
+        rows = self.BATCH * self.script.SEQ_LEN * config.num_experts_per_tok
+        grouped = [op for op in self.ops() if op["name"] == "aten::_grouped_mm" and op["phase"] == "forward"]
+        self.assertEqual(len(grouped), 2 * moe_layers)
+        self.assertEqual({tuple(op["inputs"][0]["shape"][:1]) for op in grouped}, {(rows,)})
+        self.assertEqual(grouped[0]["inputs"][1]["shape"],
+                         [config.n_routed_experts, config.hidden_size, 2 * config.moe_intermediate_size])
+        shared = [op for op in self.ops() if op["phase"] == "forward" and op["name"] == "aten::mm"
+                  and op["module"] == "model.layers.1.mlp.shared_experts.gate_proj"]
+        self.assertEqual(len(shared), 1)
+        self.assertEqual({op["name"] for op in self.attention_ops(False)},
+                         {"aten::_scaled_dot_product_efficient_attention"})
 
 
 class Llama7B(HuggingFace, model_tests(attention=True), unittest.TestCase):
