@@ -104,6 +104,24 @@ class FakeSuiteTest(unittest.TestCase):
         self.assertFalse(any(e["name"] in ("aten::t", "aten::view") for e in doc["entries"]),
                          "views launch nothing and are not timed")
 
+    def test_a_grouped_gemm_is_the_op_a_mixture_of_experts_traces(self):
+        # bf16: the fake suite runs on fake tensors, whose grouped GEMM takes bf16 only (a GPU
+        # runs float32 too, one mm per expert).
+        grouped = {"name": "experts", "kind": "grouped_mm", "quick": True, "backward": True,
+                   "precisions": ["bf16"], "params": {"tokens": 32, "in_features": 16, "out_features": 8,
+                                                      "experts": 4}}
+        _, doc = run_suite([grouped])
+        forward = entries_named(doc, "aten::_grouped_mm", "forward", "bf16")
+        self.assertEqual(len(forward), 1)
+        # The (token, expert) rows, the weights stored [out, in] and passed transposed, and
+        # one int32 end offset per expert, as transformers calls it and a trace records it.
+        self.assertEqual([i["shape"] for i in forward[0]["inputs"][:3]], [[32, 16], [4, 16, 8], [4]])
+        self.assertFalse(forward[0]["inputs"][1]["contiguous"])
+        self.assertEqual(forward[0]["inputs"][2]["dtype"], "int32")
+        backward = entries_named(doc, "aten::_grouped_mm", "backward", "bf16")
+        # The rows' gradient (2-D x 3-D) and the weights' (2-D x 2-D, cut along K).
+        self.assertEqual(sorted(len(e["inputs"][1]["shape"]) for e in backward), [2, 3])
+
     def test_norms_pools_biased_convolutions_and_permutes_are_traced_ops(self):
         small = [
             {"name": "bn", "kind": "batch_norm", "quick": True, "backward": True, "precisions": ["bf16"],

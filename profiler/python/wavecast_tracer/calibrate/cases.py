@@ -89,6 +89,20 @@ def _matmul(p, dtype, device, grad):
     return (lambda: torch.matmul(a, b)), [a, b]
 
 
+def _grouped_mm(p, dtype, device, grad):
+    """A mixture of experts' experts as one grouped GEMM (torch._grouped_mm), as transformers
+    runs them: `tokens` (token, expert) rows sorted by expert and spread evenly over the
+    `experts` (as wavecast takes a router's picks), each times its expert's weight, stored
+    [out, in] and passed transposed."""
+    experts, tokens = p["experts"], p["tokens"]
+    x = _tensor([tokens, p["in_features"]], dtype, device, grad)
+    w = _tensor([experts, p["out_features"], p["in_features"]], dtype, device, grad)
+    offsets = torch.arange(1, experts + 1, dtype=torch.int32, device=device) * (tokens // experts)
+    if not hasattr(torch, "_grouped_mm"):
+        raise CaseError("this torch has no torch._grouped_mm")
+    return (lambda: torch._grouped_mm(x, w.transpose(-2, -1), offs=offsets)), [x, w]
+
+
 def _conv2d(p, dtype, device, grad):
     """A convolution, or with "transposed" a transposed one (a generator's upsampling);
     "input_grad": false for a network's first layer, whose input (the batch) needs no
@@ -250,7 +264,7 @@ def _optimizer(p, dtype, device):
 
 
 _WITH_GRAD = {
-    "linear": _linear, "matmul": _matmul, "conv2d": _conv2d, "batch_norm": _batch_norm,
+    "linear": _linear, "matmul": _matmul, "grouped_mm": _grouped_mm, "conv2d": _conv2d, "batch_norm": _batch_norm,
     "pool2d": _pool2d, "sdpa": _sdpa,
     "layer_norm": _norm("layer_norm"), "rms_norm": _norm("rms_norm"),
     "softmax": _softmax(False), "log_softmax": _softmax(True),
