@@ -33,6 +33,7 @@ OpCost gemm(const OpRecord& op, const std::string& stem);
 // backward.
 OpCost groupedGemm(const OpRecord& op, const std::string& stem);
 OpCost groupedGemmBackward(const OpRecord& op);
+OpCost fft(const OpRecord& op, const std::string& stem);
 OpCost attention(const OpRecord& op, const std::string& stem);
 OpCost recurrent(const OpRecord& op, const std::string& stem);
 

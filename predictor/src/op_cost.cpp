@@ -35,6 +35,8 @@ OpCost exactFamily(const OpRecord& op, const std::string& stem, bool inplace, bo
     return groupedGemmBackward(op);
   if (isNormalization(stem))
     return normalization(op, stem);
+  if (isFft(stem))
+    return fft(op, stem);
   if (contains(stem, "softmax"))
     return softmax(op, stem);
   if (isEmbedding(stem)) {

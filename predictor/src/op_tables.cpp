@@ -423,6 +423,10 @@ std::string stemOf(const std::string& name) {
   return ns == std::string::npos ? name : name.substr(ns + 2);
 }
 
+bool isFft(const std::string& stem) {
+  return stem == "_fft_r2c" || stem == "_fft_c2r" || stem == "_fft_c2c";
+}
+
 bool isGroupedGemm(const std::string& stem) {
   return stem == "_grouped_mm" || stem == "grouped_mm_fallback";
 }

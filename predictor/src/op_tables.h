@@ -32,5 +32,6 @@ bool isPooling(const std::string& stem);
 bool isLoss(const std::string& stem);
 bool isRecurrent(const std::string& stem);
 bool isEmbedding(const std::string& stem);
+bool isFft(const std::string& stem);
 
 } // namespace wavecast::op_tables

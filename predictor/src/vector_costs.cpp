@@ -34,6 +34,42 @@ OpCost elementwise(const OpRecord& op, const std::string& stem, bool inplace) {
   return cost;
 }
 
+OpCost fft(const OpRecord& op, const std::string& stem) {
+  // torch.fft on CUDA is cuFFT: _fft_r2c (a real input, its onesided complex spectrum),
+  // _fft_c2r (back) and _fft_c2c, over args.dim. A complex transform of n points takes
+  // 5 n log2 n FLOPs (the radix-2 count cuFFT's benchmarks quote), a real one half that.
+  // cuFFT runs a multi-dimensional transform as a pass per dimension, each reading and
+  // writing the whole spectrum; torch scales a normalized one in a kernel of its own.
+  OpCost cost;
+  cost.family = CostFamily::Fft;
+  cost.bytes = inputBytes(op) + outputBytes(op);
+  const TensorMeta* in = op.input(0);
+  const TensorMeta* out = op.outputs.empty() || !op.outputs[0] ? nullptr : &*op.outputs[0];
+  if (!in || !out) {
+    cost.approximate = true;
+    cost.note = CostNote::NoFormula;
+    return cost;
+  }
+  const TensorMeta* spectrum = stem == "_fft_r2c" ? out : in;
+  const TensorMeta* signal = stem == "_fft_c2r" ? out : in; // its sizes are the points
+  std::vector<int64_t> dims = op.intListArg("dim").value_or(std::vector<int64_t>{-1});
+  double points = 1;
+  for (int64_t d : dims)
+    points *= dim(signal, static_cast<int>(d));
+  const double transforms = points > 0 ? numel(signal) / points : 0;
+  const double perPoint = stem == "_fft_c2c" ? 5.0 : 2.5;
+  cost.flops = points > 1 ? perPoint * points * std::log2(points) * transforms : 0;
+  cost.parallelElements = numel(spectrum);
+  const int passes = std::max<int>(1, static_cast<int>(dims.size()));
+  cost.kernels = passes;
+  cost.bytes += (passes - 1) * 2 * bytesOf(spectrum);
+  if (op.intArg("normalization").value_or(0) != 0) {
+    cost.helperBytes = 2 * bytesOf(out);
+    ++cost.kernels;
+  }
+  return cost;
+}
+
 OpCost copyLike(const OpRecord& op, const std::string& stem) {
   OpCost cost;
   cost.family = CostFamily::Copy;

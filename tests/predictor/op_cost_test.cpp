@@ -289,6 +289,37 @@ TEST(OpCost, GroupedGemmLoopsWhereTheGpuHasNoGroupedKernel) {
   EXPECT_FALSE(groupedGemmLoops(OpCost{}, ampere)) << "not a grouped GEMM";
 }
 
+TEST(OpCost, FourierTransformsOfAFourierNeuralOperator) {
+  // torch.fft.rfft2 of [16, 32, 64, 64] float32: 512 transforms of 64 x 64 real points into
+  // a onesided [64, 33] spectrum, a pass per dimension.
+  const auto complex = [](std::vector<int64_t> shape) {
+    return tensor(shape, ScalarType::Complex64);
+  };
+  const auto r2c =
+      estimateOpCost(op("aten::_fft_r2c", {tensor({16, 32, 64, 64})}, {complex({16, 32, 64, 33})},
+                        {{"dim", Ints{2, 3}}, {"normalization", int64_t{0}}}));
+  EXPECT_EQ(r2c.family, CostFamily::Fft);
+  EXPECT_FALSE(r2c.approximate);
+  EXPECT_DOUBLE_EQ(r2c.flops, 2.5 * 4096 * 12 * 512);
+  const double signal = 4.0 * 16 * 32 * 4096, spectrum = 8.0 * 16 * 32 * 64 * 33;
+  EXPECT_DOUBLE_EQ(r2c.bytes, signal + spectrum + 2 * spectrum) << "the second pass";
+  EXPECT_EQ(r2c.kernels, 2);
+  // Back (irfft2, normalized by 1/n): the points are the real output's; the scaling is a
+  // kernel of its own.
+  const auto c2r =
+      estimateOpCost(op("aten::_fft_c2r", {complex({16, 32, 64, 33})}, {tensor({16, 32, 64, 64})},
+                        {{"dim", Ints{2, 3}}, {"normalization", int64_t{2}}}));
+  EXPECT_DOUBLE_EQ(c2r.flops, r2c.flops);
+  EXPECT_DOUBLE_EQ(c2r.helperBytes, 2 * signal);
+  EXPECT_EQ(c2r.kernels, 3);
+  // A complex transform along the last dimension only: twice a real one's FLOPs, one pass.
+  const auto c2c = estimateOpCost(op("aten::_fft_c2c", {complex({8, 1024})}, {complex({8, 1024})},
+                                     {{"dim", Ints{1}}, {"normalization", int64_t{0}}}));
+  EXPECT_DOUBLE_EQ(c2c.flops, 5.0 * 1024 * 10 * 8);
+  EXPECT_DOUBLE_EQ(c2c.bytes, 2 * 8.0 * 8 * 1024);
+  EXPECT_EQ(c2c.kernels, 1);
+}
+
 TEST(OpCost, GemmLeadingDimensionAlignment) {
   const auto bf16 = [](std::vector<int64_t> shape, bool contiguous = true) {
     TensorMeta t = tensor(std::move(shape), ScalarType::BFloat16);

@@ -19,6 +19,7 @@ enum class CostFamily {
   Rnn,
   Optimizer,
   Copy,
+  Fft, // cuFFT's transforms (torch.fft)
   Metadata,
   Collective // an NCCL collective on the communication stream (collectives.h)
 };
@@ -52,6 +53,8 @@ constexpr const char* toString(CostFamily family) {
     return "optimizer";
   case CostFamily::Copy:
     return "copy";
+  case CostFamily::Fft:
+    return "fft";
   case CostFamily::Metadata:
     return "metadata";
   case CostFamily::Collective:
