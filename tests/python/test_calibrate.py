@@ -122,6 +122,18 @@ class FakeSuiteTest(unittest.TestCase):
         # The rows' gradient (2-D x 3-D) and the weights' (2-D x 2-D, cut along K).
         self.assertEqual(sorted(len(e["inputs"][1]["shape"]) for e in backward), [2, 3])
 
+    def test_fourier_transforms_are_the_ops_torch_fft_traces(self):
+        spectral = {"name": "fno", "kind": "fft", "quick": True, "backward": True, "precisions": ["fp32"],
+                    "params": {"shape": [2, 4, 8, 8]}}
+        _, doc = run_suite([spectral])
+        names = {(e["name"], e["phase"]) for e in doc["entries"]}
+        self.assertIn(("aten::_fft_r2c", "forward"), names)
+        self.assertIn(("aten::_fft_c2r", "forward"), names)
+        self.assertIn(("aten::_fft_r2c", "backward"), names)  # irfft2's gradient
+        r2c = entries_named(doc, "aten::_fft_r2c", "forward", "fp32")[0]
+        self.assertEqual(r2c["args"]["dim"], [2, 3])
+        self.assertEqual(r2c["inputs"][0]["shape"], [2, 4, 8, 8])
+
     def test_norms_pools_biased_convolutions_and_permutes_are_traced_ops(self):
         small = [
             {"name": "bn", "kind": "batch_norm", "quick": True, "backward": True, "precisions": ["bf16"],

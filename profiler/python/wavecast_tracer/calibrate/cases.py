@@ -103,6 +103,14 @@ def _grouped_mm(p, dtype, device, grad):
     return (lambda: torch._grouped_mm(x, w.transpose(-2, -1), offs=offsets)), [x, w]
 
 
+def _fft(p, dtype, device, grad):
+    """A spectral layer's transforms (a Fourier neural operator's): rfft2 of a real
+    `shape` and irfft2 back, over its last two dimensions."""
+    x = _tensor(p["shape"], dtype, device, grad)
+    size = tuple(p["shape"][-2:])
+    return (lambda: torch.fft.irfft2(torch.fft.rfft2(x), s=size)), [x]
+
+
 def _conv2d(p, dtype, device, grad):
     """A convolution, or with "transposed" a transposed one (a generator's upsampling);
     "input_grad": false for a network's first layer, whose input (the batch) needs no
@@ -264,7 +272,7 @@ def _optimizer(p, dtype, device):
 
 
 _WITH_GRAD = {
-    "linear": _linear, "matmul": _matmul, "grouped_mm": _grouped_mm, "conv2d": _conv2d, "batch_norm": _batch_norm,
+    "linear": _linear, "matmul": _matmul, "grouped_mm": _grouped_mm, "fft": _fft, "conv2d": _conv2d, "batch_norm": _batch_norm,
     "pool2d": _pool2d, "sdpa": _sdpa,
     "layer_norm": _norm("layer_norm"), "rms_norm": _norm("rms_norm"),
     "softmax": _softmax(False), "log_softmax": _softmax(True),
