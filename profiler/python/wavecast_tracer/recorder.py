@@ -9,9 +9,9 @@ import weakref
 import torch
 
 from . import compat, multi_tensor
+from .attention import BACKEND_OF_OP
 from .collectives import symmetric_values
 from .cuda_kernels import SHAPE_KERNELS
-from .attention import BACKEND_OF_OP
 from .devices import Placement
 from .distributed import local_tensor
 from .trace_warnings import location, warning
@@ -543,12 +543,13 @@ class OpRecorder(compat.TorchDispatchMode):
         """A shape or a value read that depends on evenly spread picks (values.py) says so,
         at its line, naming the pick's."""
         origin = self.shadows.invented_origin(values)
-        if origin is not None and self.recording and self.shadows.only_invented(values):
+        if origin is None or not self.recording:
+            return
+        if self.shadows.only_invented(values):
             self.state.invented_reads.add(len(self.state.ops))  # the op about to be recorded
-        if origin is not None and self.recording:
-            file, line, choices = origin
-            facts = {"origin": location(file, line)} if file else {}
-            self.state.warn_once(warning("even_routing", *self.state.site(), count=choices, **facts))
+        file, line, choices = origin
+        facts = {"origin": location(file, line)} if file else {}
+        self.state.warn_once(warning("even_routing", *self.state.site(), count=choices, **facts))
 
     def _through_subclass(self, func, args, kwargs):
         """An op on a tensor subclass (DTensor, AsyncCollectiveTensor) is recorded as the ops
