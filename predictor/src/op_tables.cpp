@@ -455,7 +455,10 @@ bool isNormalization(const std::string& stem) {
   return contains(stem, "batch_norm") || contains(stem, "layer_norm") ||
          contains(stem, "group_norm") || contains(stem, "instance_norm") ||
          contains(stem, "rms_norm") || stem == "_batch_norm_impl_index" ||
-         stem == "_batch_norm_impl_index_backward";
+         stem == "_batch_norm_impl_index_backward" ||
+         // torch.nn.utils.weight_norm: a block per slice sums its squares, then scales it
+         // (aten/src/ATen/native/cuda/WeightNorm.cu), as a training norm reads twice.
+         stem == "_weight_norm_interface" || stem == "_weight_norm_interface_backward";
 }
 
 bool isPooling(const std::string& stem) {

@@ -320,6 +320,26 @@ TEST(OpCost, FourierTransformsOfAFourierNeuralOperator) {
   EXPECT_EQ(c2c.kernels, 1);
 }
 
+TEST(OpCost, WeightNormReadsItsWeightTwice) {
+  // A weight-normed Conv1d(80, 256, 7): the norm of each output channel's slice, then v * g /
+  // norm; the backward reads the gradient and v twice the same way.
+  const auto forward =
+      estimateOpCost(op("aten::_weight_norm_interface", {tensor({256, 80, 7}), tensor({256, 1, 1})},
+                        {tensor({256, 80, 7}), tensor({256, 1, 1})}, {{"dim", int64_t{0}}}));
+  EXPECT_EQ(forward.family, CostFamily::Norm);
+  EXPECT_FALSE(forward.approximate);
+  const double v = 4.0 * 256 * 80 * 7, g = 4.0 * 256;
+  EXPECT_DOUBLE_EQ(forward.bytes, 2 * v + (v + g) + g);
+  EXPECT_EQ(forward.kernels, 1);
+  const auto backward = estimateOpCost(
+      op("aten::_weight_norm_interface_backward",
+         {tensor({256, 80, 7}), tensor({256, 80, 7}), tensor({256, 1, 1}), tensor({256, 1, 1})},
+         {tensor({256, 80, 7}), tensor({256, 1, 1})}, {{"dim", int64_t{0}}}, Phase::Backward));
+  EXPECT_FALSE(backward.approximate);
+  EXPECT_DOUBLE_EQ(backward.bytes, 2 * (v + v) + (v + g) + 2 * g);
+  EXPECT_EQ(backward.kernels, 1);
+}
+
 TEST(OpCost, GemmLeadingDimensionAlignment) {
   const auto bf16 = [](std::vector<int64_t> shape, bool contiguous = true) {
     TensorMeta t = tensor(std::move(shape), ScalarType::BFloat16);
