@@ -252,23 +252,33 @@ HostTimelines playIterations(const Trace& trace, const std::vector<OpCost>& cost
   HostTimelines out;
   out.hostMs = issueMs(trace, costs, host);
   const std::vector<bool> waits = hostWaits(trace);
+  std::vector<size_t> grouped; // ops whose issue and waits depend on the GPU
+  for (size_t i = 0; i < std::min(opCount, costs.size()); ++i)
+    if (costs[i].grouped.groups > 0)
+      grouped.push_back(i);
   out.timelines.reserve(times.ops.size());
   for (size_t g = 0; g < times.ops.size(); ++g) {
     auto& ops = times.ops[g];
     std::vector<double> gpuMs(opCount);
     for (size_t i = 0; i < opCount; ++i)
       gpuMs[i] = ops[i].timeMs;
-    std::vector<double> hostMs = out.hostMs;
-    std::vector<bool> gpuWaits = waits;
-    for (size_t i = 0; i < std::min(opCount, costs.size()); ++i) {
+    std::vector<double> hostMs;
+    std::vector<bool> gpuWaits;
+    for (size_t i : grouped) {
       if (g >= gpus.size() || !groupedGemmLoops(costs[i], gpus[g]))
         continue;
+      if (hostMs.empty()) {
+        hostMs = out.hostMs;
+        gpuWaits = waits;
+      }
       // The offsets' copy to the host, then the mm a group that issueMs did not count.
       const int uncounted = std::max(0, costs[i].grouped.groups - costs[i].kernels);
       hostMs[i] += (host.opUs + uncounted * host.extraLaunchUs) * 1e-3;
       gpuWaits[i] = true;
     }
-    out.timelines.push_back(simulateIteration(trace, costs, hostMs, gpuMs, gpuWaits, ncclSmShare));
+    const bool loops = !hostMs.empty();
+    out.timelines.push_back(simulateIteration(trace, costs, loops ? hostMs : out.hostMs, gpuMs,
+                                              loops ? gpuWaits : waits, ncclSmShare));
     for (size_t i = 0; i < opCount; ++i) {
       ops[i].wallMs = out.timelines.back().ops[i].wallMs;
       ops[i].gpuIdleMs = out.timelines.back().ops[i].gpuIdleMs;

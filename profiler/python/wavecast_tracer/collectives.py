@@ -76,8 +76,8 @@ def symmetric_values(name, func, args, kwargs, out, real_of):
     if spec is None:
         return []
     kind = spec[0]
-    inputs = flatten_tensors(_argument(func, args, kwargs, _INPUT_ARGUMENTS))
-    results = flatten_tensors(_argument(func, args, kwargs, _OUTPUT_ARGUMENTS)) or flatten_tensors(out)
+    inputs = flatten_tensors(compat.argument(func, args, kwargs, *_INPUT_ARGUMENTS))
+    results = flatten_tensors(compat.argument(func, args, kwargs, *_OUTPUT_ARGUMENTS)) or flatten_tensors(out)
     if name.startswith("c10d::") and kind != "all_to_all":
         return []  # in place on tensor lists, with the reduction as a ScriptObject
     if len(inputs) != 1 or len(results) != 1:
@@ -87,7 +87,7 @@ def symmetric_values(name, func, args, kwargs, out, real_of):
     if real is None or pg is None:
         return []
     ranks, rank = pg.size(), pg.rank()
-    reduce_op = _argument(func, args, kwargs, ("reduce_op",))
+    reduce_op = compat.argument(func, args, kwargs, "reduce_op")
     with compat.real_execution():
         if kind == "all_reduce" and reduce_op in ("sum", "avg", "max", "min"):
             value = real * ranks if reduce_op == "sum" else real.clone()
@@ -97,7 +97,7 @@ def symmetric_values(name, func, args, kwargs, out, real_of):
             value = real.chunk(ranks)[rank] * (ranks if reduce_op == "sum" else 1)
         elif kind == "all_to_all":
             # Each peer sends this rank the chunk it sends to this rank's index: this rank's.
-            splits = _argument(func, args, kwargs, ("input_split_sizes",))
+            splits = compat.argument(func, args, kwargs, "input_split_sizes")
             own = real.split([int(s) for s in splits])[rank] if splits else real.chunk(ranks)[rank]
             value = torch.cat([own] * ranks)
         elif kind == "broadcast":
@@ -111,21 +111,12 @@ def tensor_bytes(tensors):
     return sum(int(t.numel()) * int(t.element_size()) for t in tensors)
 
 
-def _argument(func, args, kwargs, names):
-    for position, argument in enumerate(func._schema.arguments):
-        if argument.name in names:
-            if position < len(args):
-                return args[position]
-            return kwargs.get(argument.name)
-    return None
-
-
 def _process_group(func, args, kwargs):
     """The op's ProcessGroup: a c10d op's argument, or the group a functional op names."""
-    value = _argument(func, args, kwargs, ("process_group",))
+    value = compat.argument(func, args, kwargs, "process_group")
     if value is not None:
         return dist.ProcessGroup.unbox(value)
-    name = _argument(func, args, kwargs, ("group_name",))
+    name = compat.argument(func, args, kwargs, "group_name")
     if isinstance(name, str):
         from torch._C._distributed_c10d import _resolve_process_group
 
@@ -264,8 +255,8 @@ class Collectives:
             return None
         kind, counted = spec
         pg = _process_group(func, args, kwargs)
-        inputs = flatten_tensors(_argument(func, args, kwargs, _INPUT_ARGUMENTS))
-        outputs = flatten_tensors(_argument(func, args, kwargs, _OUTPUT_ARGUMENTS))
+        inputs = flatten_tensors(compat.argument(func, args, kwargs, *_INPUT_ARGUMENTS))
+        outputs = flatten_tensors(compat.argument(func, args, kwargs, *_OUTPUT_ARGUMENTS))
         if name.startswith("c10d::"):
             results = outputs or flatten_tensors(args[0] if args else None)
         else:
@@ -287,13 +278,13 @@ class Collectives:
             "async": True,  # settled when the next op is recorded
         }
         if kind in ("send", "recv"):
-            peer = _argument(func, args, kwargs, ("dst", "src"))
+            peer = compat.argument(func, args, kwargs, "dst", "src")
             if isinstance(peer, int):
                 op["args"]["peer"] = peer
         pending = _Pending(op, self._storages(results if kind != "send" else ()), _side_stream_caller())
         if pending.side_stream:
             op["args"]["side_stream"] = True
-        elif _argument(func, args, kwargs, ("async_op",)) is False:
+        elif compat.argument(func, args, kwargs, "async_op") is False:
             op["args"]["async"] = False
         self._pending.append(pending)
         return pending

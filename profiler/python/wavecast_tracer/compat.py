@@ -193,6 +193,19 @@ def is_value_dependent_error(exc):
                             _fake_tensor.DataDependentOutputException))
 
 
+def argument(func, args, kwargs, *names):
+    """What this call gives the first of `func`'s schema arguments named in `names`: its
+    positional or keyword value, else the schema's default (None without one)."""
+    for position, schema_argument in enumerate(func._schema.arguments):
+        if schema_argument.name in names:
+            if position < len(args):
+                return args[position]
+            if schema_argument.name in kwargs:
+                return kwargs[schema_argument.name]
+            return schema_argument.default_value if schema_argument.has_default_value() else None
+    return None
+
+
 def op_name(func):
     return func._schema.name  # "aten::convolution": the overload packet name
 

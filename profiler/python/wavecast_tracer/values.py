@@ -84,9 +84,7 @@ def _even_picks(func, args, kwargs, out):
     if packet not in _INDEX_PICKS or not args:
         return None
     source = args[0]
-    names = [a.name for a in func._schema.arguments]
-    bound = dict(zip(names, args), **kwargs)
-    dim = bound.get("dim", next((a.default_value for a in func._schema.arguments if a.name == "dim"), None))
+    dim = compat.argument(func, args, kwargs, "dim")
     if not isinstance(dim, int) or source.dim() == 0:
         return None
     indices = flatten_tensors(out)[-1]  # topk and max/min(dim): (values, indices)
