@@ -35,11 +35,19 @@ fi
 truth=${WAVECAST_TRUTH:-$root/../shared/truth/h100/sweep.json}
 python3 "$root/bench/truth/compare.py" "$truth" --wavecast "$tool" --markdown "$work/truth.md" >/dev/null
 # Truth recorded from this repository (bench/truth/data, with bf16 per-op profiles): the
-# H100, whose calibration data/calibration holds, and the H200, which has none.
+# H100 and the H200 with their calibrations (data/calibration), the H200 also with the
+# models alone (what a GPU never calibrated gets), its mixture-of-experts decoders, and
+# what torch.compile does there.
 for gpu in h100:H100-SXM h200:H200; do
   python3 "$root/bench/truth/compare.py" "$root/bench/truth/data/${gpu%%:*}/truth.json" \
     --wavecast "$tool" --gpu "${gpu##*:}" --markdown "$work/truth_${gpu%%:*}.md" >/dev/null
 done
+python3 "$root/bench/truth/compare.py" "$root/bench/truth/data/h200/truth.json" \
+  --wavecast "$tool" --gpu H200 --markdown "$work/truth_h200_alone.md" -- --no-calibration >/dev/null
+python3 "$root/bench/truth/compare.py" "$root/bench/truth/data/h200/moe_hf.json" \
+  --wavecast "$tool" --gpu H200 --markdown "$work/moe_h200.md" >/dev/null
+python3 "$root/bench/truth/compiled_report.py" "$root/bench/truth/data/h200/compiled.json" \
+  --wavecast "$tool" --gpu H200 --markdown "$work/compiled_h200.md" >/dev/null
 # Tensor-core GEMMs against OpenXLA's measured GEMM table (../shared/reference).
 python3 "$root/bench/tensor_core_gemm/report.py" --wavecast "$tool" --markdown "$work/gemm.md" >/dev/null
 # torchtitan's published Llama 3 8B FSDP throughputs (reported, never fitted on).
@@ -77,25 +85,64 @@ HEADER
 
 ### Recorded here: H100 and H200 (bench/truth/data)
 
-The same samples on an H100 SXM (recorded again on 2026-11-27, with each precision's own
-allocated and reserved peaks) and an H200 (2026-11-26), by `bench/gpu_session.sh`
-(bench/truth/README.md), with per-op kernel times of the bf16 runs too (`bf16_lines`),
-so bf16 is also compared against kernel time, and bf16 memory against its own peak. The
-H100 is predicted with its calibration (`data/calibration`, docs/calibration.md), the
-H200 from the models alone: it is the figure for a GPU without one. Host-bound runs
-(small CNN, small transformer, DCGAN and ResNet-50 at small batches) ran up to twice as
-fast on these machines' hosts as in `../shared/truth`, so their wall figures differ
-most. DCGAN's peaks in `../shared/truth` and in the H200 file are not its own: recorded
-after other samples in one process, they count the 64 MiB of cuBLAS workspaces those
-left allocated (DCGAN runs no GEMM) and 8 MiB more: 264 MiB at batch 32 against 192 MiB
-when DCGAN ran first (bench/truth/data/h100/memory_peak.json); the H100 file holds the
-peaks DCGAN reached on its own, and record.py now frees the workspaces between runs.
+The same samples on an H100 SXM and an H200 (both recorded again on 2026-11-27, with
+each precision's own allocated and reserved peaks; the H200's with `samples/moe.py`), by
+`bench/gpu_session.sh` (bench/truth/README.md), with per-op kernel times of the bf16 runs
+too (`bf16_lines`), so bf16 is also compared against kernel time, and bf16 memory
+against its own peak. Each GPU is predicted with its calibration (`data/calibration`,
+docs/calibration.md), recorded the same hour on the same machine; the H200 a second time
+with `--no-calibration`, the models alone: that is the figure for a GPU without one.
+Host-bound runs (small CNN, small transformer, DCGAN and ResNet-50 at small batches) ran
+up to twice as fast on these machines' hosts as in `../shared/truth`, and 15-30% faster
+on the H200's machine than on the H100's, so their wall figures differ most: the host
+model's per-op cost is one figure for every machine. DCGAN's peaks in `../shared/truth`
+are not its own: recorded after other samples in one process, they count the 64 MiB of
+cuBLAS workspaces those left allocated (DCGAN runs no GEMM) and 8 MiB more: 264 MiB at
+batch 32 against 192 MiB when DCGAN ran first (bench/truth/data/h100/memory_peak.json);
+record.py now frees the workspaces between runs.
 
 RECORDED
   cat "$work/truth_h100.md"
   echo
   cat "$work/truth_h200.md"
   echo
+  echo "The H200 with the models alone (\`--no-calibration\`):"
+  echo
+  cat "$work/truth_h200_alone.md"
+  echo
+  cat <<'MOE'
+### Mixtures of experts on the H200
+
+Mixtral- and DeepSeek-V3-style decoders of `tests/realworld` (transformers 5.17 there,
+built from configs; float32 weights under bf16 autocast, so each grouped GEMM runs as one
+mm per expert after its offsets reach the host), recorded with `bench/truth/record.py`:
+the real router's spread against the even one shape tracing assumes (docs/predictor.md).
+The scripts autocast themselves, so both precisions run the same iteration.
+
+MOE
+  cat "$work/moe_h200.md"
+  echo
+  cat <<'COMPILED'
+### torch.compile on the H200: not yet predicted
+
+wavecast traces a compiled model's eager ops and prices them as eager. What compiling
+really does (`bench/truth/compiled.py`):
+
+COMPILED
+  cat "$work/compiled_h200.md"
+  echo
+  cat <<'COMPILED_WHY'
+Where compiled GPT-2 in bf16 saves half its kernel time (the kernels by name in
+bench/truth/data/h200/compiled.json): the casts autocast adds are gone (eager spends about
+14 ms in copy and bf16-cast kernels), the attention's masked softmax and dropout become
+one online-softmax Triton reduction per layer, and the 50,257-word head's GEMMs, eager's
+slowest kernels (cuBLAS's `align1` CUTLASS kernels, since the vocabulary is odd), run as
+Hopper `nvjet` kernels. A model of compilation needs those three: fusion of elementwise
+chains into their producers, autocast's casts folded away, and the head padded. FP32
+gains 10% (its GEMMs dominate and are unchanged); ResNet-50 at batch 32 is host-bound,
+and its compiled iteration issued slower than eager on that host.
+
+COMPILED_WHY
   cat "$work/gemm.md"
   echo
   cat <<'BF16'

@@ -371,6 +371,16 @@ def markdown(report):
     return "\n".join(out) + "\n"
 
 
+def parse_with_predict_options(parser, argv):
+    """`parser`'s options, and in `extra` the words after "--", which go to `wavecast
+    predict` whatever comes before them (argparse refuses them after other options)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra = argv[argv.index("--") + 1:] if "--" in argv else []
+    options = parser.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    options.extra = extra
+    return options
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("truth", help="a truth JSON file (../shared/truth/h100/sweep.json)")
@@ -386,12 +396,7 @@ def main(argv=None):
     parser.add_argument("--markdown", help="write the report as Markdown to this file")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("extra", nargs="*", help="more `wavecast predict` options, after --")
-    # The options after "--" go to wavecast whatever comes before them (argparse would
-    # refuse them after other options).
-    argv = list(sys.argv[1:] if argv is None else argv)
-    extra = argv[argv.index("--") + 1:] if "--" in argv else []
-    options = parser.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
-    options.extra = extra
+    options = parse_with_predict_options(parser, argv)
     report = run(options)
     report["metrics"] = metrics(report)
     if options.json:

@@ -68,7 +68,7 @@ def main(argv=None):
     parser.add_argument("--wavecast", default=os.path.join(compare.ROOT, "build", "bin", "wavecast"))
     parser.add_argument("--top", type=int, default=30, help="groups to print")
     parser.add_argument("extra", nargs="*", help="more `wavecast predict` options, after --")
-    options = parser.parse_args(argv)
+    options = compare.parse_with_predict_options(parser, argv)
     with open(options.truth) as f:
         run = json.load(f)["samples"].get(options.run)
     lines = run and run.get("lines" if options.precision == "fp32" else "bf16_lines")

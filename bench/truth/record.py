@@ -299,6 +299,8 @@ def main(argv=None):
     for key, path, batch in each_run(options.runs, options.root):
         print(f"record.py: {key}", file=sys.stderr)
         truth["samples"][key] = record_run(path, batch, options, options.root)
+        if "transformers" in sys.modules:  # a sample built with it: which version ran
+            truth["transformers"] = sys.modules["transformers"].__version__
         write_whole(truth, options.out)
     return 0
 

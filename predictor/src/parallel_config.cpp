@@ -106,6 +106,7 @@ std::variant<ParallelTarget, TargetTextProblem> parseParallelTarget(std::string_
       for (auto [prefix, field] : {std::pair<std::string_view, int*>{"dp", &target.config.dp},
                                    {"tp", &target.config.tp},
                                    {"pp", &target.config.pp},
+                                   {"ep", &target.config.ep},
                                    {"mb", &target.config.microbatches}}) {
         if (startsWith(word, prefix)) {
           degree = field;
@@ -142,6 +143,8 @@ std::string parallelConfigText(const ParallelConfig& config) {
   std::string text = "dp" + std::to_string(config.dp) + " tp" + std::to_string(config.tp) + " pp" +
                      std::to_string(config.pp) + " mb" + std::to_string(config.microbatches) + " " +
                      toString(config.sharding);
+  if (config.ep > 1)
+    text += " ep" + std::to_string(config.ep);
   if (config.sequenceParallel)
     text += " sp";
   if (config.recompute)

@@ -55,6 +55,11 @@ inline std::string_view collectiveGroup(const OpRecord& op) {
   return name ? std::string_view(*name) : std::string_view();
 }
 
+// A parameter's bytes on one rank after tensor and expert parallelism.
+int64_t rankBytes(const ParameterInfo& p, const ParallelConfig& config);
+// The ranks ZeRO/FSDP shard a parameter over: dp, or an expert's dp / ep replicas.
+int zeroShards(const ParameterInfo& p, const ParallelConfig& config);
+
 // Views and other ops that launch no work (op_tables' metadata ops).
 bool isMetadata(const OpRecord& op);
 

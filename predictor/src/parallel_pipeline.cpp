@@ -214,14 +214,18 @@ MemoryEstimate stageMemory(const MemoryEstimate& single, const ModelStructure& m
                            const ParallelConfig& config, const Trace& trace) {
   MemoryEstimate m = single;
   const int count = static_cast<int>(stages.blockFirst.size());
-  int64_t params = 0, total = 0, largestBlock = 0;
+  // The stage's parameters on a rank (after tp and ep) and their ZeRO shards (of dp ranks;
+  // an expert's of its dp / ep replicas).
+  int64_t params = 0, sharded = 0, total = 0, largestBlock = 0;
   std::vector<int64_t> blockBytes(model.blocks.size(), 0);
   for (size_t p = 0; p < model.parameters.size(); ++p) {
     const auto& param = model.parameters[p];
-    const int64_t bytes = param.tensorParallel ? param.bytes / config.tp : param.bytes;
+    const int64_t bytes = rankBytes(param, config);
     total += param.bytes;
-    if (stages.paramStage[p] == s)
+    if (stages.paramStage[p] == s) {
       params += bytes;
+      sharded += bytes / zeroShards(param, config);
+    }
     if (param.block >= 0)
       blockBytes[param.block] += bytes;
   }
@@ -230,6 +234,7 @@ MemoryEstimate stageMemory(const MemoryEstimate& single, const ModelStructure& m
   if (model.parameters.empty()) {
     total = std::max<int64_t>(single.weightsBytes, 1);
     params = single.weightsBytes / (config.tp * count);
+    sharded = params / config.dp;
   }
   const double share = total > 0 ? static_cast<double>(params) / total : 1.0;
   const auto perWeight = [&](int64_t bytes) {
@@ -244,14 +249,15 @@ MemoryEstimate stageMemory(const MemoryEstimate& single, const ModelStructure& m
   if (zero3 && config.paramDtype)
     largestBlock =
         largestBlock * elementSize(*config.paramDtype) / elementSize(parameterDtype(model));
-  m.weightsBytes = zero3 ? params / dp + 2 * largestBlock : params;
+  m.weightsBytes = zero3 ? sharded + 2 * largestBlock : params;
   const int gradientShards = config.sharding >= Sharding::Zero2 ? dp : 1;
   const auto gradientsOf = [&](int64_t singleBytes) {
-    return static_cast<int64_t>(params * perWeight(singleBytes)) / gradientShards;
+    return static_cast<int64_t>((gradientShards > 1 ? sharded : params) * perWeight(singleBytes));
   };
   m.gradientsBytes = gradientsOf(single.gradientsBytes);
-  m.optimizerStateBytes = static_cast<int64_t>(single.optimizerStateBytes * share) /
-                          (config.sharding >= Sharding::Zero1 ? dp : 1);
+  const double shardShare = total > 0 ? static_cast<double>(sharded) / total : share / dp;
+  m.optimizerStateBytes = static_cast<int64_t>(
+      single.optimizerStateBytes * (config.sharding >= Sharding::Zero1 ? shardShare : share));
   // Activations: the stage's share of what autograd keeps, after tensor parallelism, per
   // microbatch, times the microbatches in flight.
   double savedSingle = 0, savedStage = 0;

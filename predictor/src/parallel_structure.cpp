@@ -323,6 +323,65 @@ void findParameters(const Trace& trace, ModelStructure& model) {
   }
 }
 
+// A grouped GEMM with offsets (the router's cut of its tokens): forward, its autograd
+// gradient (itself a grouped GEMM) or transformers' fallback backward.
+std::optional<int64_t> expertGroups(const OpRecord& op) {
+  const std::string stem = op_tables::stemOf(op.name);
+  if (!op_tables::isGroupedGemm(stem) && stem != "grouped_mm_fallback_backward")
+    return std::nullopt;
+  const auto* offsets = op.input(2);
+  if (!offsets || offsets->shape.size() != 1 || offsets->numel() < 1)
+    return std::nullopt;
+  return offsets->numel();
+}
+
+// The mixture-of-experts layers: each module's forward grouped GEMMs (transformers'
+// experts module, torchtitan's GroupedExperts), and the backward ops of those; the expert
+// weights are the parameters of [experts, ...] shape of three dimensions.
+void findExperts(const Trace& trace, ModelStructure& model) {
+  model.opExpertLayer.assign(trace.ops.size(), -1);
+  std::map<std::string, int> byModule;
+  for (size_t i = 0; i < trace.ops.size(); ++i) {
+    const auto& op = trace.ops[i];
+    const auto groups = expertGroups(op);
+    if (!groups)
+      continue;
+    const std::string key = op.module + "#" + std::to_string(model.opBlock[i]);
+    if (op.phase == Phase::Forward) {
+      auto [it, fresh] = byModule.emplace(key, static_cast<int>(model.expertLayers.size()));
+      if (fresh) {
+        ExpertLayer layer;
+        layer.experts = *groups;
+        layer.firstForward = i;
+        const auto* tokens = op.input(0);
+        layer.dispatchBytes = tokens && tokens->shape.size() == 2 ? tokens->bytes() : 0;
+        model.expertLayers.push_back(layer);
+      }
+      auto& layer = model.expertLayers[it->second];
+      layer.lastForward = i;
+      const auto* out = op.output(0);
+      layer.combineBytes = out && out->shape.size() == 2 ? out->bytes() : layer.dispatchBytes;
+      model.opExpertLayer[i] = it->second;
+    } else if (op.phase == Phase::Backward) {
+      // The layer of the forward op it differentiates, else of its module.
+      int layer = model.opExpertLayer[model.opForward[i]];
+      if (const auto it = byModule.find(key); layer < 0 && it != byModule.end())
+        layer = it->second;
+      if (layer < 0)
+        continue;
+      auto& l = model.expertLayers[layer];
+      if (!l.firstBackward)
+        l.firstBackward = i;
+      l.lastBackward = i;
+      model.opExpertLayer[i] = layer;
+    }
+  }
+  for (auto& p : model.parameters)
+    p.expert = p.shape.size() == 3 &&
+               std::any_of(model.expertLayers.begin(), model.expertLayers.end(),
+                           [&](const ExpertLayer& l) { return l.experts == p.shape[0]; });
+}
+
 } // namespace
 
 int64_t ModelStructure::parameterBytes() const {
@@ -343,6 +402,7 @@ ModelStructure analyzeModel(const Trace& trace) {
   findBlocks(trace, model);
   findLinearPairs(trace, model);
   findParameters(trace, model);
+  findExperts(trace, model);
   model.computeDtype = trace.precision && trace.precision->autocast ? *trace.precision->autocast
                                                                     : parameterDtype(model);
   return model;
@@ -351,7 +411,8 @@ ModelStructure analyzeModel(const Trace& trace) {
 std::optional<LayoutProblem> validateLayout(const ParallelConfig& config,
                                             const ModelStructure& model, int64_t batchPerReplica,
                                             const SystemSpec& system) {
-  for (int degree : {config.dp, config.tp, config.pp, config.microbatches, config.recomputeEvery})
+  for (int degree :
+       {config.dp, config.tp, config.pp, config.ep, config.microbatches, config.recomputeEvery})
     if (degree < 1)
       return LayoutProblem{LayoutProblemKind::BadDegree, degree, 1};
   if (config.tp > 1) {
@@ -363,6 +424,15 @@ std::optional<LayoutProblem> validateLayout(const ParallelConfig& config,
       return LayoutProblem{LayoutProblemKind::TpNotDividingHidden, config.tp, model.hidden};
     if (config.tp > system.gpusPerNode)
       return LayoutProblem{LayoutProblemKind::TpAcrossNodes, config.tp, system.gpusPerNode};
+  }
+  if (config.ep > 1) {
+    if (model.expertLayers.empty())
+      return LayoutProblem{LayoutProblemKind::EpWithoutExperts, config.ep, 0};
+    if (config.dp % config.ep != 0)
+      return LayoutProblem{LayoutProblemKind::EpNotDividingDp, config.ep, config.dp};
+    for (const auto& layer : model.expertLayers)
+      if (layer.experts % config.ep != 0)
+        return LayoutProblem{LayoutProblemKind::EpNotDividingExperts, config.ep, layer.experts};
   }
   if (config.recompute && model.blocks.empty())
     return LayoutProblem{LayoutProblemKind::RecomputeWithoutBlocks, 0, 0};

@@ -11,6 +11,7 @@
 #include <iterator>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <variant>
 
 namespace wavecast {
@@ -268,12 +269,38 @@ int dpPerNode(const ParallelConfig& config, int gpusPerNode) {
   return std::max(1, std::min(config.dp, gpusPerNode / std::max(1, config.tp)));
 }
 
-// A parameter's bytes on one rank after tensor parallelism.
-int64_t rankBytes(const ParameterInfo& p, int tp) {
-  return p.tensorParallel ? (p.bytes + tp - 1) / tp : p.bytes;
+// An expert-parallel group's ranks are consecutive dp ranks, tp apart.
+int epPerNode(const ParallelConfig& config, int gpusPerNode) {
+  return std::max(1, std::min(config.ep, gpusPerNode / std::max(1, config.tp)));
 }
-int64_t rankElements(const ParameterInfo& p, int tp) {
-  return p.tensorParallel ? (p.numel + tp - 1) / tp : p.numel;
+
+// The replicas of an expert (dp / ep of them) are tp x ep ranks apart.
+int expertDpPerNode(const ParallelConfig& config, int gpusPerNode) {
+  const int replicas = config.dp / std::max(1, config.ep);
+  return std::max(1, std::min(replicas, gpusPerNode / std::max(1, config.tp * config.ep)));
+}
+
+int64_t rankElements(const ParameterInfo& p, const ParallelConfig& config) {
+  const int split = (p.tensorParallel ? config.tp : 1) * (p.expert ? config.ep : 1);
+  return (p.numel + split - 1) / split;
+}
+
+// The data-parallel groups gradients are reduced over: every parameter's dp ranks, and,
+// under expert parallelism, an expert's replicas (dp / ep ranks, "edp") for its weights.
+struct ReductionGroup {
+  const char* name = "dp";
+  int size = 1;
+  int perNode = 1;
+  bool experts = false;
+};
+std::vector<ReductionGroup> reductionGroups(const ParallelConfig& config, int gpusPerNode) {
+  std::vector<ReductionGroup> groups = {{"dp", config.dp, dpPerNode(config, gpusPerNode), false}};
+  if (config.ep > 1)
+    groups.push_back({"edp", config.dp / config.ep, expertDpPerNode(config, gpusPerNode), true});
+  return groups;
+}
+bool inGroup(const ParameterInfo& p, const ReductionGroup& group, const ParallelConfig& config) {
+  return (p.expert && config.ep > 1) == group.experts;
 }
 
 std::optional<size_t> lastOf(const Edits& edits, Phase phase) {
@@ -333,40 +360,51 @@ void insertGradientBuckets(const ModelStructure& model, const ParallelConfig& co
                                                   : std::nullopt;
   const auto kind =
       config.sharding == Sharding::None ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter;
-  std::vector<int64_t> buckets;
-  auto emit = [&](int64_t bytes, size_t readyOp) {
+  std::vector<std::pair<ReductionGroup, int64_t>> buckets;
+  auto emit = [&](const ReductionGroup& group, int64_t bytes, size_t readyOp) {
     edits.after[readyOp].push_back(
-        collectiveOp({kind, bytes, "dp", config.dp, dpPerNode(config, gpusPerNode), true, wait},
+        collectiveOp({kind, bytes, group.name, group.size, group.perNode, true, wait},
                      edits.ops[readyOp], Phase::Backward));
-    buckets.push_back(bytes);
+    buckets.emplace_back(group, bytes);
   };
-  if (model.parameters.empty()) {
-    emit(model.parameterBytes(), *lastBackward);
-  } else {
+  const auto groups = reductionGroups(config, gpusPerNode);
+  if (model.parameters.empty())
+    emit(groups.front(), model.parameterBytes(), *lastBackward);
+  for (const auto& group : groups) {
+    // This group's parameters in reverse registration order; a group of one rank (experts
+    // with ep = dp) has nothing to reduce.
+    std::vector<size_t> reduced;
+    for (size_t p = model.parameters.size(); p-- > 0;)
+      if (group.size > 1 && inGroup(model.parameters[p], group, config))
+        reduced.push_back(p);
     int64_t bytes = 0;
     size_t ready = 0;
-    for (size_t p = model.parameters.size(); p-- > 0;) {
-      const auto& param = model.parameters[p];
-      bytes += rankBytes(param, config.tp);
+    for (size_t r = 0; r < reduced.size(); ++r) {
+      const auto& param = model.parameters[reduced[r]];
+      bytes += rankBytes(param, config);
       const size_t made = param.gradientOp.value_or(*lastBackward);
       ready = std::max(ready, made);
       if (ddp)
         edits.after[made].push_back(
-            reducerOp("aten::mul", param, rankElements(param, config.tp), edits.ops[made]));
+            reducerOp("aten::mul", param, rankElements(param, config), edits.ops[made]));
       const int64_t cap = buckets.empty() ? config.firstBucketBytes : config.bucketBytes;
-      if (bytes >= cap || p == 0) {
-        emit(bytes, ready);
+      if (bytes >= cap || r + 1 == reduced.size()) {
+        emit(group, bytes, ready);
         bytes = 0;
         ready = 0;
       }
     }
   }
   if (ddp) {
+    bool first = true;
     for (size_t p = model.parameters.size(); p-- > 0;) {
+      const auto& param = model.parameters[p];
+      const auto& group = groups[param.expert && groups.size() > 1 ? 1 : 0];
+      if (group.size <= 1)
+        continue;
       OpRecord copy =
-          reducerOp("aten::copy_", model.parameters[p],
-                    rankElements(model.parameters[p], config.tp), edits.ops[*lastBackward]);
-      if (p + 1 == model.parameters.size())
+          reducerOp("aten::copy_", param, rankElements(param, config), edits.ops[*lastBackward]);
+      if (std::exchange(first, false))
         copy.id = copyBack;
       edits.after[*lastBackward].push_back(std::move(copy));
     }
@@ -375,10 +413,10 @@ void insertGradientBuckets(const ModelStructure& model, const ParallelConfig& co
     return;
   // ZeRO-1/2: each rank updated its shard; the parameters are gathered back after the step.
   if (const auto lastStep = lastOf(edits, Phase::Optimizer))
-    for (int64_t bytes : buckets)
+    for (const auto& [group, bytes] : buckets)
       edits.after[*lastStep].push_back(
-          collectiveOp({CollectiveKind::AllGather, bytes, "dp", config.dp,
-                        dpPerNode(config, gpusPerNode), false, std::nullopt},
+          collectiveOp({CollectiveKind::AllGather, bytes, group.name, group.size, group.perNode,
+                        false, std::nullopt},
                        edits.ops[*lastStep], Phase::Optimizer));
 }
 
@@ -397,15 +435,8 @@ void insertGradientBuckets(const ModelStructure& model, const ParallelConfig& co
 // gradients to the reduce dtype, which is reduce-scattered.
 void insertFullySharded(const ModelStructure& model, const ParallelConfig& config, int gpusPerNode,
                         Edits& edits) {
-  // Elements per block (and outside the blocks: the root) on this rank, after tp.
   const ScalarType dtype = parameterDtype(model);
   const int64_t elementSize = wavecast::elementSize(dtype);
-  std::vector<int64_t> blockElements(model.blocks.size(), 0);
-  int64_t rootElements = 0;
-  for (const auto& p : model.parameters)
-    (p.block >= 0 ? blockElements[p.block] : rootElements) += rankBytes(p, config.tp) / elementSize;
-  if (model.parameters.empty())
-    rootElements = model.parameterBytes() / elementSize;
   const ScalarType gathered = config.paramDtype.value_or(dtype);
   const ScalarType reduced = config.reduceDtype.value_or(gathered);
   const auto copy = [&](const char* name, int64_t elements, ScalarType from, ScalarType to,
@@ -414,53 +445,67 @@ void insertFullySharded(const ModelStructure& model, const ParallelConfig& confi
     op.inputs[1]->dtype = from;
     return op;
   };
-  const auto gatherBytes = [&](int64_t elements) {
-    return elements * wavecast::elementSize(gathered);
-  };
-  const auto reduceBytes = [&](int64_t elements) {
-    return elements * wavecast::elementSize(reduced);
-  };
   const auto firstForward = firstOf(edits, Phase::Forward);
   const auto lastBackward = lastOf(edits, Phase::Backward);
-  auto op = [&](CollectiveKind kind, int64_t bytes, bool async, std::optional<int64_t> wait,
-                size_t near, Phase phase) {
-    return collectiveOp({kind, bytes, "dp", config.dp, dpPerNode(config, gpusPerNode), async, wait},
-                        edits.ops[near], phase);
-  };
-  if (firstForward && rootElements > 0)
-    edits.before[*firstForward].push_back(op(CollectiveKind::AllGather, gatherBytes(rootElements),
-                                             false, std::nullopt, *firstForward, Phase::Forward));
-  // A block's gather: copied in where it is issued, copied out (its wait) before `first`.
-  const auto gather = [&](int64_t elements, size_t issue, size_t first, Phase phase) {
-    OpRecord out = copy("aten::copy_", elements, gathered, gathered, first, phase);
-    out.id = edits.nextId++;
-    edits.before[issue].push_back(
-        copy("aten::copy_", elements / config.dp, dtype, gathered, issue, phase));
-    edits.before[issue].push_back(
-        op(CollectiveKind::AllGather, gatherBytes(elements), true, out.id, first, phase));
-    edits.before[first].push_back(std::move(out));
-  };
-  // The gradients, made in the dtype the block computed in, into the reduce-scatter's input.
-  const auto scatter = [&](int64_t elements, size_t after) {
-    edits.after[after].push_back(
-        copy("aten::copy_", elements, gathered, reduced, after, Phase::Backward));
-    edits.after[after].push_back(op(CollectiveKind::ReduceScatter, reduceBytes(elements), true,
-                                    std::nullopt, after, Phase::Backward));
-  };
-  for (size_t b = 0; b < model.blocks.size(); ++b) {
-    const auto& block = model.blocks[b];
-    const size_t issue = b > 0 ? model.blocks[b - 1].firstForward : block.firstForward;
-    gather(blockElements[b], issue, block.firstForward, Phase::Forward);
-    if (!block.firstBackward)
+  // Each group shards its parameters over its ranks: every parameter over dp, and under
+  // expert parallelism the rank's experts over their replicas (FSDP over dp / ep).
+  for (const auto& group : reductionGroups(config, gpusPerNode)) {
+    if (group.size <= 1)
       continue;
-    const auto& later =
-        b + 1 < model.blocks.size() ? model.blocks[b + 1].firstBackward : block.firstBackward;
-    gather(blockElements[b], later.value_or(*block.firstBackward), *block.firstBackward,
-           Phase::Backward);
-    scatter(blockElements[b], *block.lastBackward);
+    // Elements per block (and outside the blocks: the root) on this rank, after tp and ep.
+    std::vector<int64_t> blockElements(model.blocks.size(), 0);
+    int64_t rootElements = 0;
+    for (const auto& p : model.parameters)
+      if (inGroup(p, group, config))
+        (p.block >= 0 ? blockElements[p.block] : rootElements) +=
+            rankBytes(p, config) / elementSize;
+    if (model.parameters.empty())
+      rootElements = model.parameterBytes() / elementSize;
+    auto op = [&](CollectiveKind kind, int64_t elements, ScalarType type, bool async,
+                  std::optional<int64_t> wait, size_t near, Phase phase) {
+      return collectiveOp({kind, elements * wavecast::elementSize(type), group.name, group.size,
+                           group.perNode, async, wait},
+                          edits.ops[near], phase);
+    };
+    if (firstForward && rootElements > 0)
+      edits.before[*firstForward].push_back(op(CollectiveKind::AllGather, rootElements, gathered,
+                                               false, std::nullopt, *firstForward, Phase::Forward));
+    // A block's gather: copied in where it is issued, copied out (its wait) before `first`.
+    const auto gather = [&](int64_t elements, size_t issue, size_t first, Phase phase) {
+      if (elements <= 0 && group.experts)
+        return;
+      OpRecord out = copy("aten::copy_", elements, gathered, gathered, first, phase);
+      out.id = edits.nextId++;
+      edits.before[issue].push_back(
+          copy("aten::copy_", elements / group.size, dtype, gathered, issue, phase));
+      edits.before[issue].push_back(
+          op(CollectiveKind::AllGather, elements, gathered, true, out.id, first, phase));
+      edits.before[first].push_back(std::move(out));
+    };
+    // The gradients, made in the dtype the block computed in, into the reduce-scatter's input.
+    const auto scatter = [&](int64_t elements, size_t after) {
+      if (elements <= 0 && group.experts)
+        return;
+      edits.after[after].push_back(
+          copy("aten::copy_", elements, gathered, reduced, after, Phase::Backward));
+      edits.after[after].push_back(op(CollectiveKind::ReduceScatter, elements, reduced, true,
+                                      std::nullopt, after, Phase::Backward));
+    };
+    for (size_t b = 0; b < model.blocks.size(); ++b) {
+      const auto& block = model.blocks[b];
+      const size_t issue = b > 0 ? model.blocks[b - 1].firstForward : block.firstForward;
+      gather(blockElements[b], issue, block.firstForward, Phase::Forward);
+      if (!block.firstBackward)
+        continue;
+      const auto& later =
+          b + 1 < model.blocks.size() ? model.blocks[b + 1].firstBackward : block.firstBackward;
+      gather(blockElements[b], later.value_or(*block.firstBackward), *block.firstBackward,
+             Phase::Backward);
+      scatter(blockElements[b], *block.lastBackward);
+    }
+    if (lastBackward && rootElements > 0)
+      scatter(rootElements, *lastBackward);
   }
-  if (lastBackward && rootElements > 0)
-    scatter(rootElements, *lastBackward);
 }
 
 // Under FSDP's mixed precision the blocks get their parameters gathered in the param dtype:
@@ -479,11 +524,12 @@ void dropParameterCasts(const ModelStructure& model, ScalarType gathered, Edits&
   }
 }
 
-// The optimizer step on this rank's parameters: tensor-parallel ones split by tp, and all
-// of them by dp under ZeRO (a flat shard of each).
+// The optimizer step on this rank's parameters: tensor-parallel ones split by tp, expert
+// weights by ep, and all of them under ZeRO by the ranks sharing them (a flat shard of each:
+// dp, or an expert's dp / ep replicas).
 void shardOptimizer(const ModelStructure& model, const ParallelConfig& config, Edits& edits) {
   const size_t count = model.parameters.size();
-  const int zero = config.sharding == Sharding::None ? 1 : config.dp;
+  const bool zero = config.sharding != Sharding::None;
   for (auto& op : edits.ops) {
     if (op.phase != Phase::Optimizer)
       continue;
@@ -492,12 +538,64 @@ void shardOptimizer(const ModelStructure& model, const ParallelConfig& config, E
         auto& t = (*list)[j];
         if (!t || t->numel() <= 1)
           continue;
-        if (config.tp > 1 && count > 0 && model.parameters[j % count].tensorParallel &&
-            model.parameters[j % count].shape == t->shape)
+        const ParameterInfo* param = count > 0 && model.parameters[j % count].shape == t->shape
+                                         ? &model.parameters[j % count]
+                                         : nullptr;
+        const bool expert = param && param->expert && config.ep > 1;
+        if (config.tp > 1 && param && param->tensorParallel)
           divide(t, 0, config.tp);
-        if (zero > 1)
-          t->shape = {(t->numel() + zero - 1) / zero};
+        if (expert)
+          divide(t, 0, config.ep);
+        const int shards = !zero ? 1 : param ? zeroShards(*param, config) : config.dp;
+        if (shards > 1)
+          t->shape = {(t->numel() + shards - 1) / shards};
       }
+  }
+}
+
+// Expert parallelism: each rank keeps experts / ep of every layer's experts; the tokens
+// routed to the others go to their ranks and come back by an all-to-all each way, in
+// forward and again (the gradients) in backward, as torchtitan's token dispatch runs them.
+// Each rank first tells the others how many tokens it sends to each expert (an all-to-all
+// of counts, read on the host as split sizes). With a balanced router a rank receives as
+// many tokens as it sends: its grouped GEMMs keep their rows and run experts / ep groups of
+// ep times as many rows each.
+void splitExperts(const ModelStructure& model, const ParallelConfig& config, int gpusPerNode,
+                  Edits& edits) {
+  const int ep = config.ep;
+  for (size_t i = 0; i < edits.ops.size(); ++i) {
+    const int layer = i < model.opExpertLayer.size() ? model.opExpertLayer[i] : -1;
+    if (layer < 0)
+      continue;
+    const int64_t experts = model.expertLayers[layer].experts;
+    OpRecord& op = edits.ops[i];
+    // The offsets, the per-expert bias and the expert weights (and their gradients).
+    for (auto* list : {&op.inputs, &op.outputs})
+      for (size_t j = 0; j < list->size(); ++j) {
+        auto& t = (*list)[j];
+        const bool offsets = list == &op.inputs && j == 2 && t && t->shape.size() == 1;
+        if (t && !t->shape.empty() && t->shape[0] == experts &&
+            (offsets || t->shape.size() == 3 || (list == &op.inputs && j == 3)))
+          t->shape[0] /= ep;
+      }
+  }
+  const int perNode = epPerNode(config, gpusPerNode);
+  const auto allToAll = [&](int64_t bytes, size_t near, Phase phase) {
+    return collectiveOp({CollectiveKind::AllToAll, bytes, "ep", ep, perNode, false, std::nullopt},
+                        edits.ops[near], phase);
+  };
+  for (const auto& layer : model.expertLayers) {
+    auto& before = edits.before[layer.firstForward];
+    before.push_back(allToAll(layer.experts * int64_t{8}, layer.firstForward, Phase::Forward));
+    before.push_back(allToAll(layer.dispatchBytes, layer.firstForward, Phase::Forward));
+    edits.after[layer.lastForward].push_back(
+        allToAll(layer.combineBytes, layer.lastForward, Phase::Forward));
+    if (!layer.firstBackward)
+      continue;
+    edits.before[*layer.firstBackward].push_back(
+        allToAll(layer.combineBytes, *layer.firstBackward, Phase::Backward));
+    edits.after[*layer.lastBackward].push_back(
+        allToAll(layer.dispatchBytes, *layer.lastBackward, Phase::Backward));
   }
 }
 
@@ -520,6 +618,15 @@ OpRecord collectiveOp(const CollectiveCall& call, const OpRecord& near, Phase ph
   if (call.waitOp)
     op.args["wait_op"] = *call.waitOp;
   return op;
+}
+
+int64_t rankBytes(const ParameterInfo& p, const ParallelConfig& config) {
+  const int split = (p.tensorParallel ? config.tp : 1) * (p.expert ? config.ep : 1);
+  return (p.bytes + split - 1) / split;
+}
+
+int zeroShards(const ParameterInfo& p, const ParallelConfig& config) {
+  return p.expert && config.ep > 1 ? config.dp / config.ep : config.dp;
 }
 
 bool isMetadata(const OpRecord& op) {
@@ -552,7 +659,9 @@ RankTrace transformForRank(const Trace& trace, const ModelStructure& model,
     } else
       insertGradientBuckets(model, config, gpusPerNode, edits);
   }
-  if (config.tp > 1 || (config.dp > 1 && config.sharding != Sharding::None))
+  if (config.ep > 1)
+    splitExperts(model, config, gpusPerNode, edits);
+  if (config.tp > 1 || config.ep > 1 || (config.dp > 1 && config.sharding != Sharding::None))
     shardOptimizer(model, config, edits);
 
   RankTrace rank;
@@ -567,6 +676,9 @@ RankTrace transformForRank(const Trace& trace, const ModelStructure& model,
     distributed.localWorldSize = std::min(distributed.worldSize, gpusPerNode);
     distributed.groups = {
         {"default", config.worldSize()}, {"dp", config.dp}, {"tp", config.tp}, {"pp", config.pp}};
+    if (config.ep > 1)
+      distributed.groups.insert(distributed.groups.end(),
+                                {{"ep", config.ep}, {"edp", config.dp / config.ep}});
     rank.trace.distributed = std::move(distributed);
   }
   int64_t nextId = edits.nextId;
@@ -586,11 +698,17 @@ RankTrace transformForRank(const Trace& trace, const ModelStructure& model,
       add(std::move(op), i, true);
   }
   for (const auto& p : model.parameters)
-    rank.parameterBytesPerRank += rankBytes(p, config.tp);
+    rank.parameterBytesPerRank += rankBytes(p, config);
   if (model.parameters.empty())
     rank.parameterBytesPerRank = model.parameterBytes();
-  if (config.sharding == Sharding::Zero3)
-    rank.parameterBytesPerRank /= config.dp;
+  if (config.sharding == Sharding::Zero3) {
+    // Each parameter's shard: of dp ranks, an expert's of its dp / ep replicas.
+    rank.parameterBytesPerRank = 0;
+    for (const auto& p : model.parameters)
+      rank.parameterBytesPerRank += rankBytes(p, config) / zeroShards(p, config);
+    if (model.parameters.empty())
+      rank.parameterBytesPerRank = model.parameterBytes() / config.dp;
+  }
   return rank;
 }
 

@@ -429,10 +429,10 @@ struct AdvisorySentence {
   std::string operator()(const advisory::ReplicatedExperts& facts) const {
     return "tp " + std::to_string(facts.tensorParallel) + " splits the Linear layers, not the " +
            std::to_string(facts.count) +
-           " grouped GEMMs of the mixture of experts: every rank holds every expert and runs "
-           "all of its tokens through them, as a tensor-parallel plan that leaves the experts "
-           "out does (to spread the experts over the ranks, trace a script that does: "
-           "samples/distributed/expert_parallel.py)";
+           " grouped GEMMs of the mixture of experts: the ranks of a tp group hold the same "
+           "experts and run all of their tokens through them, as a tensor-parallel plan that "
+           "leaves the experts out does (--ep N spreads the experts over N data-parallel "
+           "ranks)";
   }
 };
 

@@ -24,6 +24,8 @@ std::string parallelConfigLabel(const ParallelConfig& config, const std::string&
     label += ", dp " + std::to_string(config.dp);
   if (config.tp > 1)
     label += ", tp " + std::to_string(config.tp) + (config.sequenceParallel ? " + SP" : "");
+  if (config.ep > 1)
+    label += ", ep " + std::to_string(config.ep);
   if (config.pp > 1)
     label += ", pp " + std::to_string(config.pp) + " (" + std::to_string(config.microbatches) +
              " microbatches, " + (config.schedule == PipelineSchedule::GPipe ? "GPipe" : "1F1B") +
@@ -45,7 +47,7 @@ std::string layoutProblemMessage(const LayoutProblem& problem) {
   const std::string limit = std::to_string(problem.limit);
   switch (problem.kind) {
   case LayoutProblemKind::BadDegree:
-    return "dp, tp, pp and microbatches must each be at least 1 (got " + value + ")";
+    return "dp, tp, pp, ep and microbatches must each be at least 1 (got " + value + ")";
   case LayoutProblemKind::TpWithoutHeads:
     return "tensor parallelism splits the Linear pairs of repeated blocks (attention, MLP), "
            "and this model has none: use --tp 1 and scale with --dp or --pp";
@@ -55,6 +57,16 @@ std::string layoutProblemMessage(const LayoutProblem& problem) {
   case LayoutProblemKind::TpNotDividingHidden:
     return "--tp " + value + " does not divide the hidden size " + limit +
            ": choose a tp that divides " + limit;
+  case LayoutProblemKind::EpWithoutExperts:
+    return "expert parallelism splits the experts of grouped-GEMM mixture-of-experts layers "
+           "(torch._grouped_mm, as transformers and torchtitan run them), and this model has "
+           "none: leave out --ep";
+  case LayoutProblemKind::EpNotDividingDp:
+    return "--ep " + value + " does not divide --dp " + limit +
+           ": expert parallelism splits the data-parallel ranks, so choose an ep dividing " + limit;
+  case LayoutProblemKind::EpNotDividingExperts:
+    return "--ep " + value + " does not divide the " + limit +
+           " experts of each mixture-of-experts layer: choose an ep dividing " + limit;
   case LayoutProblemKind::PpExceedsLayers:
     return "--pp " + value + " is more than the model's " + limit +
            " repeated blocks (layers): use --pp " + limit + " or fewer";

@@ -229,6 +229,7 @@ void writeParallel(JsonWriter& w, const std::vector<ParallelSummary>& layouts) {
         .field("compute_ms", Milliseconds{s.computeMs})
         .field("cost_per_1k_samples_usd", s.costPer1kSamplesUsd)
         .field("dp", c.dp)
+        .field("ep", c.ep)
         .field("fits_in_memory", s.fitsInMemory)
         .field("global_batch", s.globalBatch)
         .field("gpu", s.gpuId)

@@ -53,7 +53,8 @@ CommandSpec serveSpec() {
         "none)"},
        {"roofline", "",
         "analytic model only (no learned per-op models, no installed calibrations)"},
-       calibrationOption()},
+       calibrationOption(),
+       noCalibrationOption()},
       0,
       0};
   for (auto& option : precisionOptions())

@@ -484,6 +484,26 @@ TEST(CliTest, PredictTakesACalibratedGpusMeasuredTimes) {
   EXPECT_TRUE(contains(table.out, "  calibrated on NVIDIA H100 80GB HBM3\n"))
       << "the summary row says it: " << table.out;
 
+  // --no-calibration: the models alone, as for a GPU no one calibrated, though the user's
+  // folder holds the H100's file; naming a file too contradicts it.
+  const std::string userFolder = testing::TempDir() + "/user_calibrations";
+  std::filesystem::create_directories(userFolder);
+  std::filesystem::copy_file(calibration, userFolder + "/h100.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  const auto methodOf = [&](const std::string& flags) {
+    const CliRun run = wavecast("predict " + tracePath + " --gpu H100 --json" + flags,
+                                "WAVECAST_CALIBRATION_DIR=" + userFolder);
+    EXPECT_EQ(run.status, 0) << run.err;
+    return nlohmann::json::parse(run.out)["summaries"][0]["method"].get<std::string>();
+  };
+  EXPECT_EQ(methodOf(""), "calibrated on NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(methodOf(" --no-calibration"), "learned per-op model");
+  expectOneLineError(wavecast("predict " + tracePath + " --gpu H100 --no-calibration " +
+                              "--calibration " + calibration),
+                     "--no-calibration reads no calibration file: drop --calibration " +
+                         calibration + " or --no-calibration");
+  std::filesystem::remove_all(userFolder);
+
   const std::string bad = testing::TempDir() + "/bad_calibration.json";
   std::ofstream(bad) << R"({"format": "wavecast-calibration", "version": 9})";
   expectOneLineError(

@@ -4,7 +4,10 @@
 // head onto the vocabulary, log-softmax and NLL; every forward op's backward (Linears as
 // their input- and weight-gradient GEMMs and bias sum) and one multi-tensor optimizer op
 // over the parameters in registration order. float32. For tests and benches that need a
-// transformer whose every figure can be worked out by hand.
+// transformer whose every figure can be worked out by hand. With `experts`, each block's
+// MLP is a mixture of experts instead: a router Linear onto the experts, then the experts'
+// up and down projections as grouped GEMMs (torch._grouped_mm) over the 2 tokens each
+// token is routed to.
 #pragma once
 
 #include "wavecast/trace.h"
@@ -21,13 +24,14 @@ struct TransformerShape {
   int64_t heads = 4;
   int64_t vocab = 64;
   int64_t blocks = 4;
+  int64_t experts = 0; // 0: dense MLPs
 };
 
 class TransformerTraceBuilder {
 public:
   explicit TransformerTraceBuilder(const TransformerShape& shape)
       : batch_(shape.batch), seq_(shape.sequence), hidden_(shape.hidden), heads_(shape.heads),
-        vocab_(shape.vocab), blocks_(shape.blocks) {}
+        vocab_(shape.vocab), blocks_(shape.blocks), experts_(shape.experts) {}
 
   Trace build() {
     Trace trace;
@@ -45,9 +49,17 @@ public:
       linear(p + ".attn.proj", h, h);
       fwd("aten::add", p, {{B, L, h}, {B, L, h}}, {{B, L, h}});
       fwd("aten::native_layer_norm", p + ".ln2", {{B, L, h}, {h}, {h}}, {{B, L, h}});
-      linear(p + ".mlp.0", h, 4 * h);
-      fwd("aten::gelu", p + ".mlp.1", {{B, L, 4 * h}}, {{B, L, 4 * h}});
-      linear(p + ".mlp.2", 4 * h, h);
+      if (experts_ > 0) {
+        const int64_t E = experts_, R = 2 * T; // top-2 routing
+        linear(p + ".mlp.router", h, E);
+        grouped(p + ".mlp.experts", {R, h}, {E, h, 4 * h});
+        fwd("aten::gelu", p + ".mlp.experts", {{R, 4 * h}}, {{R, 4 * h}});
+        grouped(p + ".mlp.experts", {R, 4 * h}, {E, 4 * h, h});
+      } else {
+        linear(p + ".mlp.0", h, 4 * h);
+        fwd("aten::gelu", p + ".mlp.1", {{B, L, 4 * h}}, {{B, L, 4 * h}});
+        linear(p + ".mlp.2", 4 * h, h);
+      }
       fwd("aten::add", p, {{B, L, h}, {B, L, h}}, {{B, L, h}});
     }
     fwd("aten::native_layer_norm", "ln", {{B, L, h}, {h}, {h}}, {{B, L, h}});
@@ -60,20 +72,18 @@ public:
       backwardOf(*it);
     // The optimizer's list: parameters in registration order.
     std::vector<std::vector<int64_t>> params = {{vocab_, h}};
-    for (int b = 0; b < blocks_; ++b)
-      for (auto shape : std::vector<std::vector<int64_t>>{{h},
-                                                          {h},
-                                                          {3 * h, h},
-                                                          {3 * h},
-                                                          {h, h},
-                                                          {h},
-                                                          {h},
-                                                          {h},
-                                                          {4 * h, h},
-                                                          {4 * h},
-                                                          {h, 4 * h},
-                                                          {h}})
+    const std::vector<std::vector<int64_t>> mlp =
+        experts_ > 0 ? std::vector<std::vector<int64_t>>{{experts_, h},
+                                                         {experts_},
+                                                         {experts_, h, 4 * h},
+                                                         {experts_, 4 * h, h}}
+                     : std::vector<std::vector<int64_t>>{{4 * h, h}, {4 * h}, {h, 4 * h}, {h}};
+    for (int b = 0; b < blocks_; ++b) {
+      for (auto shape :
+           std::vector<std::vector<int64_t>>{{h}, {h}, {3 * h, h}, {3 * h}, {h, h}, {h}, {h}, {h}})
         params.push_back(shape);
+      params.insert(params.end(), mlp.begin(), mlp.end());
+    }
     params.push_back({h});
     params.push_back({h});
     params.push_back({vocab_, h});
@@ -115,6 +125,15 @@ private:
     const int64_t T = batch_ * seq_;
     fwd("aten::addmm", module, {{out}, {T, in}, {in, out}}, {{T, out}});
   }
+  // A grouped GEMM of the routed tokens [R, K] with the experts' weights [E, K, N], cut by
+  // E offsets.
+  void grouped(const std::string& module, std::vector<int64_t> tokens,
+               std::vector<int64_t> weight) {
+    const int64_t E = weight[0];
+    fwd("aten::_grouped_mm", module, {tokens, weight, {E}}, {{tokens[0], weight[2]}})
+        .inputs[2]
+        ->dtype = ScalarType::Int32;
+  }
   void bwd(const OpRecord& of, const std::string& name, std::vector<std::vector<int64_t>> in,
            std::vector<std::vector<int64_t>> out) {
     OpRecord op;
@@ -143,6 +162,13 @@ private:
                     N = op.inputs[1]->shape[1];
       bwd(op, "aten::mm", {{N, T}, {T, K}}, {{N, K}});
       bwd(op, "aten::mm", {{T, N}, {N, K}}, {{T, K}});
+    } else if (op.name == "aten::_grouped_mm") { // input, then weight gradient
+      const int64_t R = op.inputs[0]->shape[0], E = op.inputs[1]->shape[0],
+                    K = op.inputs[1]->shape[1], N = op.inputs[1]->shape[2];
+      bwd(op, "aten::_grouped_mm", {{R, N}, {E, N, K}, {E}}, {{R, K}});
+      bwd(op, "aten::_grouped_mm", {{K, R}, {R, N}, {E}}, {{E, K, N}});
+      for (size_t last = ops_.size() - 2; last < ops_.size(); ++last)
+        ops_[last].inputs[2]->dtype = ScalarType::Int32;
     } else if (op.name == "aten::native_layer_norm") {
       bwd(op, "aten::native_layer_norm_backward", {shape(op.outputs[0]), shape(op.inputs[0])},
           {shape(op.inputs[0]), shape(op.inputs[1]), shape(op.inputs[2])});
@@ -157,7 +183,7 @@ private:
   }
 
   int64_t batch_;
-  int64_t seq_, hidden_, heads_, vocab_, blocks_;
+  int64_t seq_, hidden_, heads_, vocab_, blocks_, experts_;
   int64_t nextId_ = 0;
   std::vector<OpRecord> ops_;
 };

@@ -132,9 +132,9 @@ TEST(Presentation, AdvisoriesReadAsSentencesWithTheirFigures) {
             "the batch size or choose a larger GPU");
   EXPECT_EQ(advisoryMessage({advisory::ReplicatedExperts{4, 32}}),
             "tp 4 splits the Linear layers, not the 32 grouped GEMMs of the mixture of experts: "
-            "every rank holds every expert and runs all of its tokens through them, as a "
-            "tensor-parallel plan that leaves the experts out does (to spread the experts over "
-            "the ranks, trace a script that does: samples/distributed/expert_parallel.py)");
+            "the ranks of a tp group hold the same experts and run all of their tokens through "
+            "them, as a tensor-parallel plan that leaves the experts out does (--ep N spreads "
+            "the experts over N data-parallel ranks)");
   EXPECT_EQ(advisoryMessage({advisory::HostBound{"L4", 8.5, 10, 1.5}}),
             "L4: host-bound: the GPU waits for the CPU to issue work for 8.50 ms of the 10.0 ms "
             "of an iteration (its kernels take 1.50 ms); a larger batch, CUDA graphs or "

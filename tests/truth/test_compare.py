@@ -126,26 +126,43 @@ class ScaledFromAnotherGpu(unittest.TestCase):
 
 @unittest.skipUnless(os.path.exists(WAVECAST), f"no wavecast binary at {WAVECAST}")
 class RecordedH200(unittest.TestCase):
-    """The model alone (the H200 has no calibration) against bf16 iterations recorded on an
-    H200: batch norm and convolutions as PyTorch 2.11 and cuDNN 9.19 run them there."""
+    """bf16 iterations recorded on an H200: batch norm and convolutions as PyTorch 2.11 and
+    cuDNN 9.19 run them there, predicted with the H200's calibration (data/calibration) and
+    with the models alone (--no-calibration), the figure for a GPU never calibrated."""
 
-    def test_bf16_kernel_time_and_its_batch_norm(self):
-        truth = os.path.join(ROOT, "bench", "truth", "data", "h200", "truth.json")
+    TRUTH = os.path.join(ROOT, "bench", "truth", "data", "h200", "truth.json")
+
+    def rows(self, runs, precision, *extra):
         out = io.StringIO()
+        argv = [self.TRUTH, "--wavecast", WAVECAST, "--gpu", "H200", "--runs", runs,
+                "--precision", precision, "--json"]
         with redirect_stdout(out):
-            status = compare.main([truth, "--wavecast", WAVECAST, "--gpu", "H200", "--runs",
-                                   "resnet50.py:32$|gpt2.py:1$", "--precision", "bf16", "--json"])
+            status = compare.main(argv + (["--", *extra] if extra else []))
         self.assertEqual(status, 0, out.getvalue())
-        rows = {r["run"]: r for r in json.loads(out.getvalue().split("\nTruth:")[0])["rows"]}
-        self.assertEqual(set(rows), {"samples/resnet50.py:32", "samples/gpt2.py:1"})
+        report = json.loads(out.getvalue().split("\nTruth:")[0])
+        return {(r["run"], r["precision"]): r for r in report["rows"]}
+
+    def test_bf16_kernel_time_and_its_batch_norm_from_the_models_alone(self):
+        rows = self.rows("resnet50.py:32$|gpt2.py:1$", "bf16", "--no-calibration")
+        self.assertEqual(set(rows), {("samples/resnet50.py:32", "bf16"),
+                                     ("samples/gpt2.py:1", "bf16")})
         for run, row in rows.items():
             self.assertNotIn("calibrated", row["predicted_method"], run)
             self.assertLess(compare.ape(row["predicted_gpu_ms"], row["kernel_ms"]), 15.0, run)
-        resnet = rows["samples/resnet50.py:32"]
+        resnet = rows[("samples/resnet50.py:32", "bf16")]
         # PyTorch's own bf16 batch norm kernels; priced as float32 streams they were 0.4 of it.
         norm = resnet["predicted_families"]["norm"] / resnet["truth_families"]["norm"]
         self.assertGreater(norm, 0.75)
         self.assertLess(norm, 1.25)
+
+    def test_calibrated_on_the_h200(self):
+        rows = self.rows("resnet50.py:32$|gpt2.py:8$|moe.py:64$", "fp32,bf16")
+        self.assertEqual(len(rows), 6)
+        for key, row in rows.items():
+            self.assertIn("calibrated on NVIDIA H200", row["predicted_method"], key)
+            # Within 8% of the kernels each (1-7% at the calibration's commit), the mixture
+            # of experts' loop over eight experts, with its router's real spread, included.
+            self.assertLess(compare.ape(row["predicted_gpu_ms"], row["kernel_ms"]), 8.0, key)
 
 
 if __name__ == "__main__":

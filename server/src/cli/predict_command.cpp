@@ -131,7 +131,7 @@ void printSummary(const Prediction& prediction, bool methodPerGpu, std::ostream&
 // nullopt when none of them is given (one GPU).
 std::optional<ParallelConfig> parallelLayout(const CommandLine& args) {
   std::string words = args.value("layout").value_or("");
-  for (const char* degree : {"dp", "tp", "pp"})
+  for (const char* degree : {"dp", "tp", "pp", "ep"})
     if (const auto value = args.positiveInt(degree))
       words += std::string(" ") + degree + std::to_string(*value);
   if (const auto value = args.positiveInt("microbatches"))
@@ -159,7 +159,7 @@ std::optional<ParallelConfig> parallelLayout(const CommandLine& args) {
   const auto parsed = parseParallelTarget(words);
   if (const auto* problem = std::get_if<TargetTextProblem>(&parsed))
     throw UsageError("cannot read the layout at '" + problem->word +
-                     "': use --dp/--tp/--pp N, --microbatches N, --zero 1|2|3 or --fsdp, "
+                     "': use --dp/--tp/--pp/--ep N, --microbatches N, --zero 1|2|3 or --fsdp, "
                      "--sequence-parallel, --recompute, --recompute-ops, --recompute-every N, "
                      "--schedule gpipe|1f1b, --param-dtype and --reduce-dtype bf16|fp16|fp32");
   return std::get<ParallelTarget>(parsed).config;
@@ -331,9 +331,12 @@ Command predictCommand() {
       {"timeout", "SECONDS", "give up tracing after this long (default 120)"},
       {"roofline", "", "analytic model only (no learned per-op models, no installed calibrations)"},
       calibrationOption(),
+      noCalibrationOption(),
       {"dp", "N", "data-parallel replicas; --batch-size is each replica's batch"},
       {"tp", "N", "tensor-parallel degree (Megatron: attention and MLP Linear pairs)"},
       {"pp", "N", "pipeline stages, balanced by predicted time"},
+      {"ep", "N",
+       "expert parallelism: grouped-GEMM experts split over N of the dp ranks (divides dp)"},
       {"microbatches", "M", "microbatches per iteration and replica (pipeline)"},
       {"zero", "1|2|3", "ZeRO stage: shard optimizer states, gradients, parameters over dp"},
       {"fsdp", "", "fully sharded data parallelism (ZeRO-3)"},

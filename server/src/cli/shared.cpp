@@ -84,6 +84,11 @@ OptionSpec calibrationOption() {
           "data/calibration/ and ~/.config/wavecast/calibration/)"};
 }
 
+OptionSpec noCalibrationOption() {
+  return {"no-calibration", "",
+          "read no calibration file: the models alone, as for a GPU never calibrated"};
+}
+
 namespace {
 
 // The .json files of `folder` in name order; none when it does not exist.
@@ -105,6 +110,12 @@ std::map<std::string, std::shared_ptr<const CalibrationTable>>
 loadCalibrations(const InstallLayout& layout, const CommandLine& args,
                  const GpuDatabase& database) {
   std::vector<std::string> files = args.values("calibration");
+  if (args.has("no-calibration")) {
+    if (!files.empty())
+      throw UsageError("--no-calibration reads no calibration file: drop --calibration " +
+                       files.front() + " or --no-calibration");
+    return {};
+  }
   for (const auto& file : files)
     if (!fs::exists(file))
       throw CommandError("calibration file '" + file + "' does not exist");

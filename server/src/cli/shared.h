@@ -27,8 +27,9 @@ OptionSpec verboseOption();
 // data/gpus.json plus the user's file (--gpu-file, else the layout's default if present).
 GpuDatabase loadGpuDatabase(const InstallLayout& layout, const CommandLine& args);
 
-// --calibration FILE (repeatable), which predict and serve share.
+// --calibration FILE (repeatable) and --no-calibration, which predict and serve share.
 OptionSpec calibrationOption();
+OptionSpec noCalibrationOption();
 
 // The calibration files predictions use, by the GPU id each is for (resolved through
 // `database` from the GPU name torch wrote): --calibration files first, then the user's

@@ -22,7 +22,7 @@ namespace wavecast {
 // ---- Parsing: one parser for every way a layout is written ------------------------------
 
 // A target written as words: "8xH100-SXM fsdp tp2", "dp4 tp2 pp2 mb8 zero1 sp gpipe".
-// Words: NxGPU (GPU count and GPU), dpN, tpN, ppN, mbN, zero1|zero2|zero3|fsdp, sp,
+// Words: NxGPU (GPU count and GPU), dpN, tpN, ppN, epN, mbN, zero1|zero2|zero3|fsdp, sp,
 // recompute, gpipe|1f1b, bucketN (MiB). A count without dp gives dp = count / (tp x pp).
 struct ParallelTarget {
   std::string gpu;  // empty: not given
@@ -64,6 +64,20 @@ struct ParameterInfo {
   int block = -1;                   // -1: outside the repeated blocks
   std::optional<size_t> gradientOp; // the backward op that produces its gradient
   bool tensorParallel = false;      // split by tp (column/row weights, vocabulary rows)
+  bool expert = false;              // split by ep: [experts, ...] of a grouped GEMM
+};
+
+// A mixture-of-experts layer whose experts run as grouped GEMMs (torch._grouped_mm,
+// transformers' fallback loop): what expert parallelism splits, and where its token
+// all-to-alls go (before the first grouped GEMM and after the last, and mirrored in
+// backward).
+struct ExpertLayer {
+  int64_t experts = 0;                      // the groups: the offsets' length
+  size_t firstForward = 0, lastForward = 0; // trace.ops of its first and last grouped GEMM
+  std::optional<size_t> firstBackward, lastBackward;
+  // The routed tokens the experts receive (the first grouped GEMM's 2-D operand) and give
+  // back (the last one's output).
+  int64_t dispatchBytes = 0, combineBytes = 0;
 };
 
 struct RepeatedBlock {
@@ -88,6 +102,8 @@ struct ModelStructure {
   std::optional<size_t> embeddingOp;     // the vocabulary embedding's forward op
   std::optional<size_t> headOp;          // the output Linear onto the vocabulary
   std::vector<ParameterInfo> parameters; // registration order (the optimizer's lists)
+  std::vector<ExpertLayer> expertLayers;
+  std::vector<int> opExpertLayer; // [op]: the expert layer of a grouped GEMM (or its gradient)
   int64_t tracedParameterBytes = 0;      // the trace's figure, used when no list was found
   // The dtype its matrices compute in: the script's CUDA autocast dtype, else the
   // parameters'.

@@ -106,6 +106,10 @@ struct ParallelConfig {
   int tp = 1;
   int pp = 1;
   int microbatches = 1; // per iteration and data-parallel replica
+  // Expert parallelism (torchtitan's, DeepSpeed-MoE's): the grouped GEMMs' experts split
+  // over ep of the dp ranks, tokens sent to their experts' ranks and back by all-to-alls.
+  // It divides dp and adds no GPUs: an expert's replicas are dp / ep apart.
+  int ep = 1;
   Sharding sharding = Sharding::None;
   bool sequenceParallel = false; // Megatron's: norms and dropout on 1/tp of the sequence
   // Activation recomputation of repeated blocks (torch.utils.checkpoint around a block,
@@ -143,6 +147,9 @@ enum class LayoutProblemKind {
   TpWithoutHeads,              // tp > 1 on a model without attention / Linear pairs to split
   TpNotDividingHeads,          // tp `value` does not divide the `limit` attention heads
   TpNotDividingHidden,         // tp `value` does not divide the hidden size `limit`
+  EpWithoutExperts,            // ep `value` on a model without grouped-GEMM experts
+  EpNotDividingDp,             // ep `value` does not divide dp `limit`
+  EpNotDividingExperts,        // ep `value` does not divide the `limit` experts of a layer
   PpExceedsLayers,             // pp `value` is more than the `limit` repeated blocks
   WorldSizeNotFittingNodes,    // `value` GPUs over nodes of `limit`: not a multiple
   TpAcrossNodes,               // tp `value` is more than the `limit` GPUs of one node
@@ -165,6 +172,12 @@ constexpr const char* toString(LayoutProblemKind kind) {
     return "tp_not_dividing_heads";
   case LayoutProblemKind::TpNotDividingHidden:
     return "tp_not_dividing_hidden";
+  case LayoutProblemKind::EpWithoutExperts:
+    return "ep_without_experts";
+  case LayoutProblemKind::EpNotDividingDp:
+    return "ep_not_dividing_dp";
+  case LayoutProblemKind::EpNotDividingExperts:
+    return "ep_not_dividing_experts";
   case LayoutProblemKind::PpExceedsLayers:
     return "pp_exceeds_layers";
   case LayoutProblemKind::WorldSizeNotFittingNodes:
