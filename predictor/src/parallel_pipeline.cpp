@@ -542,7 +542,8 @@ ParallelOutcome predictParallel(const Trace& trace, const ModelStructure& model,
       return op.phase == Phase::Forward && op_tables::isGroupedGemm(op_tables::stemOf(op.name));
     });
     if (experts > 0)
-      advisories.push_back({advisory::ReplicatedExperts{config.tp, static_cast<int>(experts)}});
+      summary.advisories.push_back(
+          {advisory::ReplicatedExperts{config.tp, static_cast<int>(experts)}});
   }
   outcome.prediction = ParallelPrediction{std::move(summary), std::move(stagePredictions[0])};
   return outcome;

@@ -217,8 +217,9 @@ void writeParallel(JsonWriter& w, const std::vector<ParallelSummary>& layouts) {
   w.beginArray();
   for (const auto& s : layouts) {
     const ParallelConfig& c = s.config;
-    w.beginObject()
-        .field("batch_per_replica", s.batchPerReplica)
+    w.beginObject().key("advisories");
+    writeAdvisories(w, s.advisories);
+    w.field("batch_per_replica", s.batchPerReplica)
         .field("bubble_fraction", s.bubbleFraction)
         .field("bubble_ms", Milliseconds{s.bubbleMs})
         .field("communication_exposed_ms", Milliseconds{s.communication.exposedMs})

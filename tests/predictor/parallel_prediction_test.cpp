@@ -288,7 +288,7 @@ TEST(ParallelPrediction, TensorParallelismSaysItLeavesTheExpertsWhole) {
         predictParallel(trace, analyzeModel(trace), config, h100(), node8(), collectiveOptions());
     EXPECT_FALSE(outcome.problem.has_value());
     std::vector<advisory::ReplicatedExperts> found;
-    for (const Advisory& advisory : outcome.prediction->rank.advisories)
+    for (const Advisory& advisory : outcome.prediction->summary.advisories)
       if (const auto* facts = advisory.as<advisory::ReplicatedExperts>())
         found.push_back(*facts);
     return found;

@@ -197,6 +197,8 @@ void printParallelSummary(const std::vector<ParallelSummary>& layouts, std::ostr
           << ", activations " << formatBytes(static_cast<double>(stage.memory.activationsBytes))
           << ")" << (stage.fitsInMemory ? "" : "  OUT OF MEMORY") << "\n";
     }
+    for (const Advisory& advisory : s.advisories)
+      out << "  note: " << advisoryMessage(advisory) << "\n";
   }
 }
 

@@ -83,6 +83,8 @@ export interface ConfigurationTable {
   rows: { label: string; cells: string[]; best: number | null }[];
   /** Targets the model cannot run: "16× H100-SXM, tp 16: --tp 16 spans more than ...". */
   refusals: string[];
+  /** What a layout tells of itself: "8× H100-SXM, tp 2: tp 2 splits the Linear layers, not ...". */
+  notes: string[];
 }
 
 export interface ChartModel {
@@ -111,6 +113,8 @@ function largestRankBytes(c: ParallelConfiguration): number {
 export function configurationTable(parallel: ParallelConfiguration[] | undefined, refusals: ParallelRefusal[] | undefined): ConfigurationTable | null {
   const configs = parallel ?? [];
   const refused = (refusals ?? []).map((r) => `${r.label}: ${r.message}`);
+  // Older daemons send no advisories per layout.
+  const notes = configs.flatMap((c) => (c.advisories ?? []).map((a) => `${c.label}: ${a.message}`));
   if (configs.length === 0 && refused.length === 0) return null;
   const row = (label: string, value: (c: ParallelConfiguration) => number | null, format: (v: number) => string, better: 'lower' | 'higher' | null) => {
     const values = configs.map(value);
@@ -149,6 +153,7 @@ export function configurationTable(parallel: ParallelConfiguration[] | undefined
       row('Cost per 1,000 samples', (c) => (c.cost_per_1k_samples_usd > 0 ? c.cost_per_1k_samples_usd : null), formatUsd, 'lower'),
     ],
     refusals: refused,
+    notes,
   };
 }
 

@@ -224,6 +224,7 @@ function renderConfigurations(table: ConfigurationTable): HTMLElement {
     el('header', {}, [el('h2', { text: 'Multi-GPU configurations' }), el('span', { className: 'hint', text: 'one rank each; best per row highlighted' })]),
     table.columns.length > 0 ? el('div', { className: 'table-wrap' }, [el('table', {}, [el('thead', {}, [head]), body])]) : null,
     ...table.refusals.map((r) => el('p', { className: 'warning', text: r })),
+    ...table.notes.map((n) => el('p', { className: 'note', text: n })),
   ]);
 }
 

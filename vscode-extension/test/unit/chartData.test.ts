@@ -230,6 +230,16 @@ test('multi-GPU configurations side by side, the best of each comparable row mar
   assert.equal(configurationTable(undefined, undefined), null);
 });
 
+test("a layout's own advisories read as notes under the table, with its label", () => {
+  const message = 'tp 2 splits the Linear layers, not the 8 grouped GEMMs of the mixture of experts';
+  const tp = configuration({
+    label: '8× H100-SXM, DDP, dp 4, tp 2',
+    advisories: [{ kind: 'replicated_experts', severity: 'info', message, count: 8, tensor_parallel: 2 }],
+  });
+  const older = configuration({ label: '8× H100-SXM, DDP' }); // a daemon before per-layout advisories
+  assert.deepEqual(configurationTable([tp, older], [])!.notes, [`8× H100-SXM, DDP, dp 4, tp 2: ${message}`]);
+});
+
 test('a configuration with microbatches says how they were priced under its label', () => {
   const pipeline = configuration({
     label: '4× H100-SXM, DDP, dp 2, pp 2 (4 microbatches, 1F1B)', pp: 2, microbatches: 4,

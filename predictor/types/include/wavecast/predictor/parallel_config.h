@@ -278,6 +278,8 @@ struct ParallelSummary {
   double costPer1kSamplesUsd = 0;
   std::vector<StageSummary> stages;
   bool fitsInMemory = true; // every rank
+  // What the layout itself should tell (a tensor-parallel plan leaving the experts whole).
+  std::vector<Advisory> advisories;
 };
 
 } // namespace wavecast
