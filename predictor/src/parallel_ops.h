@@ -55,6 +55,28 @@ inline std::string_view collectiveGroup(const OpRecord& op) {
   return name ? std::string_view(*name) : std::string_view();
 }
 
+// The shape's dimension `dim` split `factor` ways (rounded up).
+inline void divide(std::optional<TensorMeta>& tensor, size_t dim, int factor) {
+  if (tensor && dim < tensor->shape.size())
+    tensor->shape[dim] = (tensor->shape[dim] + factor - 1) / factor;
+}
+
+// Data parallelism (parallel_data.cpp). DDP's gradient buckets, or ZeRO-1/2's reduce-
+// scatters and the gathers after the step.
+void insertGradientBuckets(const ModelStructure& model, const ParallelConfig& config,
+                           int gpusPerNode, Edits& edits);
+// ZeRO-3 / FSDP: each block's parameters gathered and its gradients reduce-scattered.
+void insertFullySharded(const ModelStructure& model, const ParallelConfig& config, int gpusPerNode,
+                        Edits& edits);
+// Autocast's casts of the parameters (and their gradients' back), which FSDP's mixed
+// precision makes unneeded.
+void dropParameterCasts(const ModelStructure& model, ScalarType gathered, Edits& edits);
+// The optimizer's tensors cut to the rank's share.
+void shardOptimizer(const ModelStructure& model, const ParallelConfig& config, Edits& edits);
+// Expert parallelism (parallel_experts.cpp): the experts split and the token all-to-alls.
+void splitExperts(const ModelStructure& model, const ParallelConfig& config, int gpusPerNode,
+                  Edits& edits);
+
 // A parameter's bytes on one rank after tensor and expert parallelism.
 int64_t rankBytes(const ParameterInfo& p, const ParallelConfig& config);
 // The ranks ZeRO/FSDP shard a parameter over: dp, or an expert's dp / ep replicas.

@@ -2,9 +2,11 @@
 // agree"): a single-GPU script transformed by --dp/--fsdp/--tp, and the same model written
 // with DDP, FSDP2 or DTensor tensor parallelism and traced as one rank under torch's fake
 // process group; --recompute against the same model with torch.utils.checkpoint around each
-// block, around every second one, or under torchtitan's per-op policy; and --pp against
-// torch.distributed.pipelining. The twins are tests/cli/fixtures/twins/: one model
-// (twin_model.py), eight ways to launch it.
+// block, around every second one, or under torchtitan's per-op policy; --pp against
+// torch.distributed.pipelining; and --ep against a mixture of experts spread over the ranks
+// as torchtitan's token dispatch spreads it. The twins are tests/cli/fixtures/twins/: one
+// model (twin_model.py), eight ways to launch it, and a mixture of experts (moe_model.py),
+// two ways.
 //
 // Bytes: the same collectives of the same sizes, per kind. The fake process group's side is
 // what PyTorch really issues; each expected figure is also worked out by hand from the
@@ -65,10 +67,10 @@ protected:
   }
   static void TearDownTestSuite() { std::system(("rm -rf " + dir_).c_str()); }
 
-  // Traces a twin at batch 32 and returns the saved trace's path ("" on failure).
-  static std::string traceTo(const std::string& name) {
+  // Traces a twin (at batch 32) and returns the saved trace's path ("" on failure).
+  static std::string traceTo(const std::string& name, int64_t batch = kBatch) {
     const std::string out = dir_ + "/" + name + ".json";
-    const CliRun run = wavecast("trace " + twin(name) + " --batch-size " + std::to_string(kBatch) +
+    const CliRun run = wavecast("trace " + twin(name) + " --batch-size " + std::to_string(batch) +
                                 " --out " + out);
     EXPECT_EQ(run.status, 0) << name << ": " << run.err;
     return run.status == 0 ? out : "";
@@ -436,6 +438,42 @@ TEST_F(TwoWaysAgree, PipelineStageRunsEveryMicrobatch) {
               kMicrobatches *
                   (first.at("forward_ms").get<double>() + first.at("backward_ms").get<double>()),
               kTimeTolerance, "the stage's forward and backward");
+}
+
+// Expert parallelism over all 8 ranks: per layer, forward, an all-to-all of the float32
+// token counts per expert (16: 64 bytes), of the routed tokens (64 x 256 tokens, 2 experts
+// each, 512 float32s: 64 MiB) and of the experts' results back; backward, the results'
+// gradients and the tokens' again. By hand and from the fake process group alike.
+TEST_F(TwoWaysAgree, ExpertParallelAllToAllsAndTime) {
+  constexpr int64_t kMoeBatch = 64, kRouted = kMoeBatch * 256 * 2 * 512 * kFloat, kLayers = 2;
+  const std::string single = traceTo("moe_single.py", kMoeBatch);
+  const std::string spread = traceTo("moe_expert_parallel.py", kMoeBatch);
+  ASSERT_FALSE(single.empty() || spread.empty());
+  const Volumes real = traced(spread);
+  const json whatIf = predict(single, "--dp 8 --ep 8");
+  const Volumes analytic = transformed(whatIf);
+  const std::vector<int64_t> layer = {16 * kFloat, kRouted, kRouted};
+  std::vector<int64_t> forward;
+  for (int l = 0; l < kLayers; ++l)
+    forward.insert(forward.end(), layer.begin(), layer.end());
+  for (const Volumes* volumes : {&real, &analytic}) {
+    const Volume& all = volumes->at("all_to_all");
+    EXPECT_EQ(std::vector<int64_t>(all.sizes.begin(), all.sizes.begin() + 6), forward);
+    EXPECT_EQ(all.count, kLayers * 5);
+    EXPECT_EQ(all.bytes, kLayers * (16 * kFloat + 4 * kRouted));
+  }
+  // The transform's dp all-reduce of what the ranks share (routers and norms, 77,824 bytes);
+  // the twin trains without one.
+  EXPECT_EQ(analytic.at("all_reduce").bytes, (kLayers * (512 * 16 + 2 * 512) + 2 * 512) * kFloat);
+  EXPECT_EQ(real.count("all_reduce"), 0u);
+
+  const auto [rank, layout] = times(predict(spread, ""), whatIf);
+  expectClose(rank.communicationMs, layout.communicationMs, 0.02, "communication");
+  expectClose(rank.gpuMs, layout.gpuMs, 0.01, "kernels");
+  // Within 5%: the twin reads each layer's split sizes one value at a time (.tolist(), 16
+  // reads), the transform as torchtitan does, once per layer; after the CPU has waited for
+  // the GPU there, those reads are host time the GPU waits for.
+  expectClose(rank.iterationMs, layout.iterationMs, 0.05, "iteration");
 }
 
 } // namespace

@@ -85,7 +85,7 @@ TEST(ExpertParallel, SplitsTheExpertsAndSendsTheTokensBothWays) {
   // Per layer: counts, tokens out and results back in forward; both again in backward.
   int forward = 0, backward = 0;
   EXPECT_EQ(bytesIn(rank.trace, "all_to_all", "ep", Phase::Forward, &forward),
-            4 * (kExperts * 8 + 2 * kRoutedBytes));
+            4 * (kExperts * 4 + 2 * kRoutedBytes));
   EXPECT_EQ(bytesIn(rank.trace, "all_to_all", "ep", Phase::Backward, &backward),
             4 * 2 * kRoutedBytes);
   EXPECT_EQ(forward, 12);
