@@ -289,6 +289,14 @@ HostTimelines playIterations(const Trace& trace, const std::vector<OpCost>& cost
 }
 
 // Per matrix family, the precision that carries most of its FLOPs.
+int64_t routedExperts(const std::vector<OpCost>& costs) {
+  int64_t experts = 0;
+  for (const OpCost& cost : costs)
+    if (cost.note == CostNote::EvenExpertGroups)
+      experts = std::max<int64_t>(experts, cost.grouped.groups);
+  return experts;
+}
+
 std::vector<FamilyPrecision> familyPrecisions(const std::vector<OpCost>& costs) {
   std::map<CostFamily, std::map<std::string, double>> flops; // family -> precision -> FLOPs
   for (const OpCost& cost : costs)

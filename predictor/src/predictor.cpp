@@ -27,6 +27,7 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
   CostedOps costed = costOps(trace, effectivePrecision(trace, options_));
   prediction.opInfo = std::move(costed.info);
   prediction.precisions = familyPrecisions(costed.costs);
+  prediction.routedExperts = routedExperts(costed.costs);
   const MeasuredKernels kernels = useMeasuredKernels(trace, gpus, options_, costed.costs);
   const auto learned = askLearnedModel(trace, costed.costs, gpus, kernels, options_);
   OpTimes times = timeOps(trace, costed.costs, gpus, kernels, learned, options_);

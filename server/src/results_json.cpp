@@ -304,6 +304,7 @@ void writeResults(JsonWriter& w, const Prediction& prediction, const TraceFacts&
     w.field(toString(entry.family), entry.precision);
   w.endObject()
       .field("batch_size", prediction.batchSize)
+      .field("routed_experts", prediction.routedExperts)
       .field("samples_per_iteration", prediction.samplesPerIteration)
       .field("gpus", prediction.gpus);
   w.key("summaries");

@@ -60,6 +60,9 @@ TEST(ExpertParallel, FindsEachLayersExpertsAndTheirWeights) {
     }
   EXPECT_EQ(expertBytes, 4 * kExpertBytesPerBlock);
   EXPECT_TRUE(analyzeModel(syntheticTransformer(2)).expertLayers.empty());
+  // What the editor's picker offers expert parallelism for.
+  EXPECT_EQ(Predictor().predict(trace, {h100()}).routedExperts, kExperts);
+  EXPECT_EQ(Predictor().predict(syntheticTransformer(2), {h100()}).routedExperts, 0);
 }
 
 TEST(ExpertParallel, SplitsTheExpertsAndSendsTheTokensBothWays) {

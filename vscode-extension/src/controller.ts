@@ -27,6 +27,7 @@ import { LineDecorator } from './decorations';
 import { Action, Notifier } from './notifier';
 import { PythonInterpreterWatcher } from './pythonInterpreter';
 import { RemoteTokenStore } from './remoteTokenStore';
+import type { ModelFacts } from './logic/picker';
 import { askForBatchSize, askForGpus } from './prompts';
 import { RESULTS_VIEW_TYPE } from './resultsPanel';
 import { ResultsView } from './resultsView';
@@ -92,8 +93,8 @@ export class WavecastController implements vscode.Disposable {
   private serverStatus: StatusParams | null = null;
   /** "traced with torch …" of the last results seen (analyses of the active file, Analyze Now). */
   private traced: string | null = null;
-  /** The matrices' precision in those results (their gemm family's), which the picker follows. */
-  private matrixPrecision: string | undefined = undefined;
+  /** What those results said of the model (precision, experts), which the picker follows. */
+  private model: ModelFacts = {};
   private targets: string[] = [];
   private settings: WavecastSettings = readSettings({}).settings;
   private lastAnalyzedUri: string | undefined;
@@ -326,7 +327,8 @@ export class WavecastController implements vscode.Disposable {
   private noteTraced(results: Results): void {
     if (!results.prediction) return;
     this.traced = tracedWith(results.prediction);
-    this.matrixPrecision = results.prediction.precision?.gemm; // absent from older daemons
+    // Each absent from older daemons.
+    this.model = { matrixPrecision: results.prediction.precision?.gemm, routedExperts: results.prediction.routed_experts };
     this.updateStatus();
   }
 
@@ -499,7 +501,7 @@ export class WavecastController implements vscode.Disposable {
   }
 
   private async pickGpus(api: WavecastApi): Promise<void> {
-    const picked = await askForGpus(await api.listGpus(), this.settings.parallelTargets, this.matrixPrecision);
+    const picked = await askForGpus(await api.listGpus(), this.settings.parallelTargets, this.model);
     if (!picked) return;
     const ids = picked.gpus;
     this.targets = await api.setTargets(ids);

@@ -1,6 +1,6 @@
 // The dialogs that ask the user for a choice: target GPUs and batch size.
 import * as vscode from 'vscode';
-import { buildGpuPickItems, buildParallelPickItems, pickerPlaceholder, type GpuPickItem } from './logic/picker';
+import { buildGpuPickItems, buildParallelPickItems, pickerPlaceholder, type GpuPickItem, type ModelFacts } from './logic/picker';
 import type { ListGpusResult } from './logic/protocol';
 import { parseBatchSize, type ParallelTargetSetting } from './logic/settings';
 
@@ -10,14 +10,14 @@ export interface PickedTargets {
 }
 
 /** The GPU ids and multi-GPU targets picked, or undefined when the user cancelled or picked no GPU. */
-/** `matrixPrecision`: the last results' gemm precision, which the offered layouts follow. */
+/** `model`: what the last results said of the model, which the offered layouts follow. */
 export async function askForGpus(
   list: ListGpusResult,
   parallelTargets: readonly ParallelTargetSetting[],
-  matrixPrecision?: string,
+  model: ModelFacts = {},
 ): Promise<PickedTargets | undefined> {
   const separator = { label: 'Multi-GPU targets', kind: vscode.QuickPickItemKind.Separator } as unknown as GpuPickItem;
-  const items = [...buildGpuPickItems(list), separator, ...buildParallelPickItems(list, parallelTargets, matrixPrecision)];
+  const items = [...buildGpuPickItems(list), separator, ...buildParallelPickItems(list, parallelTargets, model)];
   const chosen = await vscode.window.showQuickPick(items, {
     canPickMany: true,
     title: 'wavecast: target GPUs',

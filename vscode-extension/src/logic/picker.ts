@@ -79,6 +79,21 @@ function targetKey(target: ParallelTargetSetting): string {
   return parallelTargetLabel(target).toLowerCase().replace(/[\s×]/g, '');
 }
 
+/** What the last results said of the model, which the offered layouts follow. */
+export interface ModelFacts {
+  /** The matrices' precision: the results' gemm precision (torch's name). */
+  matrixPrecision?: string;
+  /** The most experts a mixture-of-experts layer routes tokens to (0 or absent: none). */
+  routedExperts?: number;
+}
+
+/** The most of a node's ranks that share out `experts` evenly (1: none to share). */
+function expertRanks(experts: number): number {
+  let ranks = 1;
+  for (let r = 2; experts > 0 && r <= OFFERED_NODE_GPUS; r++) if (OFFERED_NODE_GPUS % r === 0 && experts % r === 0) ranks = r;
+  return ranks;
+}
+
 /** The layout words of a 16-bit matrix precision (torch's name, as the results give it). */
 const HALF_PRECISION_WORDS: Readonly<Record<string, string>> = { bfloat16: 'bf16', float16: 'fp16' };
 
@@ -86,19 +101,23 @@ const HALF_PRECISION_WORDS: Readonly<Record<string, string>> = { bfloat16: 'bf16
  * Multi-GPU targets beside the GPUs: those in the settings (ticked) and, for each current
  * target GPU, DDP, FSDP and FSDP with activation recomputation (what a model too large for
  * FSDP alone needs) over its usual 8-GPU node (the daemon picks the node). When the script's
- * matrices compute in bf16 or fp16 (`matrixPrecision`, the results' gemm precision), also
+ * matrices compute in bf16 or fp16 (`model.matrixPrecision`), also
  * FSDP with that mixed precision: parameters gathered in it, gradients reduced in fp32
- * (torchtitan's default).
+ * (torchtitan's default). When its mixture-of-experts layers route tokens to
+ * `model.routedExperts` experts, also FSDP with the experts spread over as many of the node's ranks as divide
+ * them (expert parallelism).
  */
 export function buildParallelPickItems(
   list: ListGpusResult,
   current: readonly ParallelTargetSetting[],
-  matrixPrecision?: string,
+  model: ModelFacts = {},
 ): GpuPickItem[] {
   const offered: ParallelTargetSetting[] = [...current];
   const layouts = ['DDP', 'FSDP', 'FSDP, recompute'];
-  const half = matrixPrecision === undefined ? undefined : HALF_PRECISION_WORDS[matrixPrecision];
+  const half = model.matrixPrecision === undefined ? undefined : HALF_PRECISION_WORDS[model.matrixPrecision];
   if (half) layouts.push(`FSDP, param ${half}, reduce fp32`);
+  const ep = expertRanks(model.routedExperts ?? 0);
+  if (ep > 1) layouts.push(`FSDP, ep${ep}`);
   for (const gpu of list.targets) {
     for (const layout of layouts) offered.push(`${OFFERED_NODE_GPUS}x ${gpu}, ${layout}`);
   }

@@ -39,7 +39,7 @@ test('the placeholder names the current targets', () => {
 });
 
 test('multi-GPU targets: DDP, FSDP and FSDP with recomputation per target GPU; FSDP in the script\'s 16-bit precision too', () => {
-  const labels = (precision?: string) => buildParallelPickItems(GPU_LIST, [], precision).map((i) => i.label);
+  const labels = (precision?: string) => buildParallelPickItems(GPU_LIST, [], { matrixPrecision: precision }).map((i) => i.label);
   assert.deepEqual(labels(), [
     '8× H100-SXM, DDP',
     '8× H100-SXM, FSDP',
@@ -54,4 +54,16 @@ test('multi-GPU targets: DDP, FSDP and FSDP with recomputation per target GPU; F
     '8× T4, FSDP, param bf16, reduce fp32',
   ]);
   assert.equal(labels('float16')[3], '8× H100-SXM, FSDP, param fp16, reduce fp32');
+});
+
+test('a mixture of experts is also offered FSDP with its experts over as many ranks of the node as share them out', () => {
+  const experts = (routedExperts: number) =>
+    buildParallelPickItems(GPU_LIST, [], { routedExperts })
+      .map((i) => i.label)
+      .filter((label) => label.includes(', ep'));
+  assert.deepEqual(experts(64), ['8× H100-SXM, FSDP, ep8', '8× T4, FSDP, ep8']);
+  assert.deepEqual(experts(6), ['8× H100-SXM, FSDP, ep2', '8× T4, FSDP, ep2']);
+  assert.deepEqual(experts(4)[0], '8× H100-SXM, FSDP, ep4');
+  assert.deepEqual(experts(0), []);
+  assert.deepEqual(experts(7), [], 'no rank count of the node shares out 7 experts');
 });

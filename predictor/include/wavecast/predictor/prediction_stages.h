@@ -86,6 +86,8 @@ void summarize(const Trace& trace, const std::vector<OpCost>& costs,
 
 // Per matrix family, the precision that carries most of its FLOPs.
 std::vector<FamilyPrecision> familyPrecisions(const std::vector<OpCost>& costs);
+// The most experts a grouped GEMM's offsets route tokens to (0: none).
+int64_t routedExperts(const std::vector<OpCost>& costs);
 
 // One advisory per attention kernel a GPU lacks and the kernel torch runs there instead.
 std::vector<Advisory> attentionSubstitutions(const std::vector<OpCost>& costs,

@@ -322,6 +322,9 @@ struct Prediction {
   // says how the prediction was made (presentation.h).
   std::string learnedModel;
   std::vector<FamilyPrecision> precisions; // matrix families, by FLOPs (largest first)
+  // The most experts a mixture-of-experts layer routes tokens to (a grouped GEMM's offsets;
+  // 0: none): what expert parallelism can split.
+  int64_t routedExperts = 0;
   int64_t batchSize = 0;
   int64_t samplesPerIteration = 0; // batchSize x the batches one optimizer step trains on
   std::vector<std::string> gpus;              // ids, in the order the caller asked
