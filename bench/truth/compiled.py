@@ -39,17 +39,15 @@ def kernels(step, inputs, autocast):
     import torch
 
     run = record.in_precision(step, autocast)
-    # CPU events too, whose kernels are each kernel once (as record.profiled sums them).
     activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
     with torch.profiler.profile(activities=activities) as prof:
         run(*inputs)
         torch.cuda.synchronize()
     by_name = {}
-    for event in prof.events():
-        for kernel in getattr(event, "kernels", None) or []:
-            entry = by_name.setdefault(kernel.name, {"us": 0.0, "count": 0})
-            entry["us"] += kernel.duration
-            entry["count"] += 1
+    for kernel in record.kernels_of(prof):
+        entry = by_name.setdefault(kernel.name, {"us": 0.0, "count": 0})
+        entry["us"] += kernel.duration
+        entry["count"] += 1
     rows = sorted(({"kernel": name, "us": round(v["us"], 3), "count": v["count"]}
                    for name, v in by_name.items()), key=lambda row: -row["us"])
     total = sum(row["us"] for row in rows)

@@ -138,12 +138,17 @@ def profiled(step, inputs, autocast=False):
         if event.self_device_time_total > 0 and not str(event.device_type).endswith("CUDA"):
             per_op[event.key] = {"self_device_us": round(event.self_device_time_total, 3),
                                  "count": event.count}
-    # Every kernel once, as ../shared/tools/gpu_truth.py sums them: summing per_op would
-    # count an optimizer step's kernels twice (its Optimizer.step# range has them as its
-    # own device time as well as its ops').
-    total = sum(kernel.duration for event in prof.events()
-                for kernel in (getattr(event, "kernels", None) or []))
+    total = sum(kernel.duration for kernel in kernels_of(prof))
     return round(total, 3), per_op, per_shape(run, inputs)
+
+
+def kernels_of(prof):
+    """Every kernel of a profile (CPU and CUDA activities) once, as
+    ../shared/tools/gpu_truth.py sums them: summing per-op times would count an optimizer
+    step's kernels twice (its Optimizer.step# range has them as its own device time as well
+    as its ops')."""
+    for event in prof.events():
+        yield from getattr(event, "kernels", None) or []
 
 
 def per_shape(run, inputs):

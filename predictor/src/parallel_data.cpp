@@ -62,13 +62,7 @@ std::optional<size_t> firstOf(const Edits& edits, Phase phase) {
 // `elements` of `dtype` and writes as many, at `near`'s line, in `phase`.
 OpRecord copyOp(const char* name, int64_t elements, ScalarType dtype, const OpRecord& near,
                 Phase phase) {
-  OpRecord op;
-  op.id = -1; // numbered with the other inserted ops
-  op.name = name;
-  op.phase = phase;
-  op.loc = near.loc;
-  op.stack = near.stack;
-  op.module = near.module;
+  OpRecord op = insertedOp(name, near, phase);
   const TensorMeta tensor{{elements}, dtype};
   op.inputs = {tensor, tensor};
   op.outputs = {tensor};

@@ -14,16 +14,10 @@ int epPerNode(const ParallelConfig& config, int gpusPerNode) {
   return std::max(1, std::min(config.ep, gpusPerNode / std::max(1, config.tp)));
 }
 
-// An op the layout adds at `near`'s line and module.
-OpRecord hostOp(const char* name, std::vector<std::optional<TensorMeta>> inputs,
-                std::vector<std::optional<TensorMeta>> outputs, const OpRecord& near, Phase phase) {
-  OpRecord op;
-  op.id = -1; // numbered with the other inserted ops
-  op.name = name;
-  op.phase = phase;
-  op.loc = near.loc;
-  op.stack = near.stack;
-  op.module = near.module;
+// An op of the dispatch's bookkeeping on the token counts, in forward.
+OpRecord countsOp(const char* name, std::vector<std::optional<TensorMeta>> inputs,
+                  std::vector<std::optional<TensorMeta>> outputs, const OpRecord& near) {
+  OpRecord op = insertedOp(name, near, Phase::Forward);
   op.inputs = std::move(inputs);
   op.outputs = std::move(outputs);
   return op;
@@ -72,8 +66,8 @@ void splitExperts(const ModelStructure& model, const ParallelConfig& config, int
     const TensorMeta counts{{ep, layer.experts / ep}, ScalarType::Float32};
     const TensorMeta splits{{ep}, ScalarType::Float32};
     for (int side = 0; side < 2; ++side)
-      before.push_back(hostOp("aten::sum", {counts}, {splits}, near, Phase::Forward));
-    before.push_back(hostOp("aten::_local_scalar_dense", {splits}, {}, near, Phase::Forward));
+      before.push_back(countsOp("aten::sum", {counts}, {splits}, near));
+    before.push_back(countsOp("aten::_local_scalar_dense", {splits}, {}, near));
     before.push_back(allToAll(layer.dispatchBytes, layer.firstForward, Phase::Forward));
     edits.after[layer.lastForward].push_back(
         allToAll(layer.combineBytes, layer.lastForward, Phase::Forward));

@@ -22,15 +22,10 @@ OpRecord accumulateGradient(const OpRecord& gradientOp, const ParameterInfo& par
       grad = *t;
       break;
     }
-  OpRecord op;
+  OpRecord op = insertedOp("aten::add_", gradientOp, Phase::Backward);
   op.id = id;
-  op.name = "aten::add_";
-  op.phase = Phase::Backward;
   op.inputs = {grad, grad};
   op.outputs = {grad};
-  op.loc = gradientOp.loc;
-  op.stack = gradientOp.stack;
-  op.module = gradientOp.module;
   op.forwardId = gradientOp.forwardId;
   return op;
 }

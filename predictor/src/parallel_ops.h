@@ -27,6 +27,9 @@ struct CollectiveCall {
   std::optional<int64_t> waitOp; // the id of the op that first needs the result
 };
 
+// An op the layout adds, `name` at `near`'s line, stack and module, in `phase`; numbered
+// (id -1) where it is inserted.
+OpRecord insertedOp(std::string name, const OpRecord& near, Phase phase);
 // The op `wavecast::<kind>` at `near`'s line and module, in `phase`.
 OpRecord collectiveOp(const CollectiveCall& call, const OpRecord& near, Phase phase);
 // "all_reduce", ..., "send" for point-to-point.

@@ -261,14 +261,19 @@ private:
 
 } // namespace
 
-OpRecord collectiveOp(const CollectiveCall& call, const OpRecord& near, Phase phase) {
+OpRecord insertedOp(std::string name, const OpRecord& near, Phase phase) {
   OpRecord op;
-  op.id = -1; // numbered where it is inserted
-  op.name = std::string("wavecast::") + collectiveOpName(call.kind);
+  op.id = -1;
+  op.name = std::move(name);
   op.phase = phase;
   op.loc = near.loc;
   op.stack = near.stack;
   op.module = near.module;
+  return op;
+}
+
+OpRecord collectiveOp(const CollectiveCall& call, const OpRecord& near, Phase phase) {
+  OpRecord op = insertedOp(std::string("wavecast::") + collectiveOpName(call.kind), near, phase);
   op.args["collective"] = std::string(collectiveOpName(call.kind));
   op.args["bytes"] = call.bytes;
   op.args["group"] = std::string(call.group);
