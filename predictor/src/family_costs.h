@@ -32,6 +32,9 @@ OpCost gemm(const OpRecord& op, const std::string& stem);
 // torch._grouped_mm and transformers' grouped_mm_fallback (stem), and the fallback's
 // backward.
 OpCost groupedGemm(const OpRecord& op, const std::string& stem);
+// A grouped GEMM's offsets (schema: mat_a, mat_b, offs, bias): where the router cut its
+// tokens, one per group; null without them (batches of matrices).
+const TensorMeta* groupedGemmOffsets(const OpRecord& op);
 OpCost groupedGemmBackward(const OpRecord& op);
 OpCost fft(const OpRecord& op, const std::string& stem);
 OpCost attention(const OpRecord& op, const std::string& stem);

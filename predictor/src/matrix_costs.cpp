@@ -300,6 +300,11 @@ OpCost gemm(const OpRecord& op, const std::string& stem) {
   return cost;
 }
 
+const TensorMeta* groupedGemmOffsets(const OpRecord& op) {
+  const TensorMeta* offsets = op.input(2);
+  return offsets && offsets->shape.size() == 1 && offsets->numel() > 0 ? offsets : nullptr;
+}
+
 OpCost groupedGemm(const OpRecord& op, const std::string& stem) {
   OpCost cost;
   cost.family = CostFamily::Gemm;
@@ -310,7 +315,7 @@ OpCost groupedGemm(const OpRecord& op, const std::string& stem) {
   // 2-D); without them both are batches of matrices.
   const TensorMeta* a = op.input(0);
   const TensorMeta* b = op.input(1);
-  const TensorMeta* offsets = op.input(2);
+  const TensorMeta* offsets = groupedGemmOffsets(op);
   if (!a || !b || rank(a) < 2 || rank(b) < 2) {
     cost.approximate = true;
     cost.note = CostNote::MatrixOperandsMissing;

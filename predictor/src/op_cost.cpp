@@ -31,7 +31,7 @@ OpCost exactFamily(const OpRecord& op, const std::string& stem, bool inplace, bo
     return gemm(op, stem);
   if (isGroupedGemm(stem))
     return groupedGemm(op, stem);
-  if (stem == "grouped_mm_fallback_backward")
+  if (isGroupedGemmBackward(stem))
     return groupedGemmBackward(op);
   if (isNormalization(stem))
     return normalization(op, stem);

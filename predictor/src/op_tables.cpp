@@ -431,6 +431,10 @@ bool isGroupedGemm(const std::string& stem) {
   return stem == "_grouped_mm" || stem == "grouped_mm_fallback";
 }
 
+bool isGroupedGemmBackward(const std::string& stem) {
+  return stem == "grouped_mm_fallback_backward";
+}
+
 bool isGemm(const std::string& stem) {
   static const std::unordered_set<std::string> ops = {"linear",       "addmm",
                                                       "mm",           "bmm",

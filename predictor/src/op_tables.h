@@ -26,6 +26,8 @@ bool isConvolutionBackward(const std::string& stem);
 bool isGemm(const std::string& stem);
 // A mixture of experts' grouped GEMM: torch._grouped_mm, transformers' own loop.
 bool isGroupedGemm(const std::string& stem);
+// transformers' loop's backward: both gradients of a grouped GEMM in one op.
+bool isGroupedGemmBackward(const std::string& stem);
 bool isAttention(const std::string& stem);
 bool isNormalization(const std::string& stem);
 bool isPooling(const std::string& stem);

@@ -2,6 +2,7 @@
 // paths with an index, "blocks.3", "transformer.h.3"), the Linear calls of each block and
 // which pair up Megatron-style, the attention heads, and the parameters in registration
 // order with the backward op that produces each gradient.
+#include "family_costs.h"
 #include "op_tables.h"
 #include "parallel_ops.h"
 #include "wavecast/predictor/parallel.h"
@@ -327,12 +328,10 @@ void findParameters(const Trace& trace, ModelStructure& model) {
 // gradient (itself a grouped GEMM) or transformers' fallback backward.
 std::optional<int64_t> expertGroups(const OpRecord& op) {
   const std::string stem = op_tables::stemOf(op.name);
-  if (!op_tables::isGroupedGemm(stem) && stem != "grouped_mm_fallback_backward")
+  if (!op_tables::isGroupedGemm(stem) && !op_tables::isGroupedGemmBackward(stem))
     return std::nullopt;
-  const auto* offsets = op.input(2);
-  if (!offsets || offsets->shape.size() != 1 || offsets->numel() < 1)
-    return std::nullopt;
-  return offsets->numel();
+  const TensorMeta* offsets = family_costs::groupedGemmOffsets(op);
+  return offsets ? std::optional<int64_t>(offsets->numel()) : std::nullopt;
 }
 
 // The mixture-of-experts layers: each module's forward grouped GEMMs (transformers'
