@@ -87,6 +87,17 @@ PredictionMethod timeOp(const OpRecord& op, const OpCost& cost, const DeviceSpec
   return cost.approximate ? PredictionMethod::Fallback : PredictionMethod::Roofline;
 }
 
+// One group's GEMM of a grouped GEMM, as the mm CUDA runs for it.
+OpRecord groupMm(const GemmShape& g, ScalarType dtype) {
+  const auto dim = [](double d) { return static_cast<int64_t>(d); };
+  OpRecord mm;
+  mm.name = "aten::mm";
+  mm.phase = Phase::Forward;
+  mm.inputs = {TensorMeta{{dim(g.m), dim(g.k)}, dtype}, TensorMeta{{dim(g.k), dim(g.n)}, dtype}};
+  mm.outputs = {TensorMeta{{dim(g.m), dim(g.n)}, dtype}};
+  return mm;
+}
+
 } // namespace
 
 FloatPrecision effectivePrecision(const Trace& trace, const PredictorOptions& options) {
@@ -150,6 +161,12 @@ std::vector<std::optional<double>> askLearnedModel(const Trace& trace,
   std::vector<std::optional<double>> learned(opCount * gpus.size());
   if (!options.opTimeModel || gpus.empty())
     return learned;
+  // A grouped GEMM CUDA runs as one mm per group (every dtype but bf16 on sm90/sm100, which
+  // the FP32 models do not cover anyway) is asked as one group's mm, times the groups.
+  std::vector<std::optional<OpRecord>> perGroup(opCount);
+  for (size_t i = 0; i < opCount; ++i)
+    if (costs[i].grouped.groups > 1 && costs[i].gemm.m > 0 && trace.ops[i].input(0))
+      perGroup[i] = groupMm(costs[i].gemm, trace.ops[i].input(0)->dtype);
   std::vector<OpTimeQuery> queries;
   std::vector<size_t> slots;
   for (size_t g = 0; g < gpus.size(); ++g)
@@ -159,14 +176,16 @@ std::vector<std::optional<double>> askLearnedModel(const Trace& trace,
         continue;
       // The learned models were trained on FP32 without TF32 (NeuSight's setting).
       if (!usesTf32Cores(costs[i], gpus[g])) {
-        queries.push_back({&trace.ops[i], &gpus[g]});
+        queries.push_back({perGroup[i] ? &*perGroup[i] : &trace.ops[i], &gpus[g]});
         slots.push_back(g * opCount + i);
       }
     }
   const auto answers = options.opTimeModel->predictMs(queries);
   for (size_t q = 0; q < answers.size() && q < slots.size(); ++q)
-    if (answers[q] && *answers[q] >= 0)
-      learned[slots[q]] = answers[q];
+    if (answers[q] && *answers[q] >= 0) {
+      const size_t i = slots[q] % opCount;
+      learned[slots[q]] = *answers[q] * (perGroup[i] ? costs[i].grouped.groups : 1);
+    }
   return learned;
 }
 

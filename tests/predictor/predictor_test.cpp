@@ -402,6 +402,45 @@ TEST(Predictor, PluggedModelIsAskedOnceAndFallsBackToRoofline) {
   EXPECT_EQ(untrained->gpus, std::vector<std::string>{"L4"});
 }
 
+// A float32 grouped GEMM runs as one mm per group: the learned models are asked one group's
+// mm (8 experts of 256 of the 2,048 routed rows, 512 -> 1024) and it counts 8 times.
+TEST(Predictor, GroupedGemmLoopsAskTheLearnedModelsOneGroupsMm) {
+  class OneGroup : public OpTimeModel {
+  public:
+    mutable std::vector<std::vector<int64_t>> asked;
+    std::vector<std::optional<double>>
+    predictMs(const std::vector<OpTimeQuery>& batch) const override {
+      std::vector<std::optional<double>> answers;
+      for (const auto& q : batch) {
+        const bool mm = q.op->name == "aten::mm";
+        if (mm)
+          asked.push_back(q.op->input(0)->shape);
+        answers.push_back(mm ? std::optional<double>(0.25) : std::nullopt);
+      }
+      return answers;
+    }
+    std::string name() const override { return "one-group"; }
+    bool measuredOn(const DeviceSpec&) const override { return true; }
+  };
+  Trace trace;
+  trace.batchSize = 1;
+  OpRecord grouped;
+  grouped.id = 0;
+  grouped.name = "aten::_grouped_mm";
+  grouped.phase = Phase::Forward;
+  grouped.inputs = {TensorMeta{{2048, 512}}, TensorMeta{{8, 512, 1024}},
+                    TensorMeta{{8}, ScalarType::Int32}};
+  grouped.outputs = {TensorMeta{{2048, 1024}}};
+  trace.ops = {grouped};
+  auto model = std::make_shared<OneGroup>();
+  PredictorOptions options;
+  options.opTimeModel = model;
+  const Prediction p = Predictor(options).predict(trace, db().resolve({"H100"}));
+  EXPECT_EQ(model->asked, (std::vector<std::vector<int64_t>>{{256, 512}}));
+  EXPECT_EQ(p.ops[0][0].method, PredictionMethod::Learned);
+  EXPECT_DOUBLE_EQ(p.ops[0][0].timeMs, 8 * 0.25);
+}
+
 TEST(Predictor, Tf32WorkIsNotAskedOfTheLearnedModels) {
   auto model = std::make_shared<CountingModel>();
   PredictorOptions options;
