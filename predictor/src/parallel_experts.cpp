@@ -20,6 +20,7 @@ OpRecord countsOp(const char* name, std::vector<std::optional<TensorMeta>> input
   OpRecord op = insertedOp(name, near, Phase::Forward);
   op.inputs = std::move(inputs);
   op.outputs = std::move(outputs);
+  op.args[kExpertDispatch] = true;
   return op;
 }
 
@@ -53,8 +54,11 @@ void splitExperts(const ModelStructure& model, const ParallelConfig& config, int
   }
   const int perNode = epPerNode(config, gpusPerNode);
   const auto allToAll = [&](int64_t bytes, size_t near, Phase phase) {
-    return collectiveOp({CollectiveKind::AllToAll, bytes, "ep", ep, perNode, false, std::nullopt},
-                        edits.ops[near], phase);
+    OpRecord op =
+        collectiveOp({CollectiveKind::AllToAll, bytes, "ep", ep, perNode, false, std::nullopt},
+                     edits.ops[near], phase);
+    op.args[kExpertDispatch] = true;
+    return op;
   };
   for (const auto& layer : model.expertLayers) {
     auto& before = edits.before[layer.firstForward];

@@ -77,6 +77,9 @@ void dropParameterCasts(const ModelStructure& model, ScalarType gathered, Edits&
 // The optimizer's tensors cut to the rank's share.
 void shardOptimizer(const ModelStructure& model, const ParallelConfig& config, Edits& edits);
 // Expert parallelism (parallel_experts.cpp): the experts split and the token all-to-alls.
+// Its forward ops (the counts' bookkeeping and the all-to-alls) carry this argument: a
+// recomputed block runs them again.
+inline constexpr const char* kExpertDispatch = "expert_dispatch";
 void splitExperts(const ModelStructure& model, const ParallelConfig& config, int gpusPerNode,
                   Edits& edits);
 

@@ -39,8 +39,13 @@ void insertRecompute(const ModelStructure& model, const ParallelConfig& config, 
   const bool selective = config.recomputePolicy == RecomputePolicy::SelectiveOps;
   rerunSaved.assign(model.blocks.size(), 0);
   policyKept.assign(model.blocks.size(), 0);
-  const auto tensorParallel = [](const OpRecord& op) {
-    return op.phase == Phase::Forward && collectiveGroup(op) == "tp";
+  // What a block's rerun issues besides its ops: tensor parallelism's all-reduces, and
+  // expert parallelism's dispatch, except under the per-op policy, whose save list keeps
+  // all-to-alls' outputs (torchtitan's, "to avoid re-communication").
+  const auto runsAgain = [&](const OpRecord& op) {
+    return op.phase == Phase::Forward &&
+           (collectiveGroup(op) == "tp" ||
+            (!selective && op.boolArg(kExpertDispatch).value_or(false)));
   };
   bool inputKept = false; // the previous block's output, saved: this block's input
   for (size_t b = 0; b < model.blocks.size(); ++b) {
@@ -84,13 +89,13 @@ void insertRecompute(const ModelStructure& model, const ParallelConfig& config, 
         continue;
       }
       if (i <= lastNeeded) {
-        for (const auto& collective : edits.before[i])
-          if (tensorParallel(collective))
-            again(collective);
+        for (const auto& inserted : edits.before[i])
+          if (runsAgain(inserted))
+            again(inserted);
         again(edits.ops[i]);
-        for (const auto& collective : edits.after[i])
-          if (tensorParallel(collective))
-            again(collective);
+        for (const auto& inserted : edits.after[i])
+          if (runsAgain(inserted))
+            again(inserted);
       }
       if (i != output) {
         rerunSaved[b] += edits.ops[i].savedBytes.value_or(0);

@@ -138,6 +138,28 @@ TEST(ExpertParallel, WithEpEqualToDpExpertsAreNeverReducedAndFsdpShardsTheRest) 
   EXPECT_EQ(fsdp.parameterBytesPerRank, model.parameterBytes() / config.dp);
 }
 
+// A recomputed block dispatches its tokens again (counts, tokens, results) before its
+// backward; torchtitan's per-op policy saves the all-to-alls' outputs instead.
+TEST(ExpertParallel, RecomputedBlocksDispatchAgainUnlessThePolicySavesTheAllToAlls) {
+  const Trace trace = mixtureOfExperts();
+  const ModelStructure model = analyzeModel(trace);
+  ParallelConfig config;
+  config.dp = 8;
+  config.ep = 4;
+  config.recompute = true;
+  int forward = 0, backward = 0;
+  const RankTrace block = transformForRank(trace, model, config);
+  bytesIn(block.trace, "all_to_all", "ep", Phase::Forward, &forward);
+  bytesIn(block.trace, "all_to_all", "ep", Phase::Backward, &backward);
+  EXPECT_EQ(forward, 4 * 3);
+  EXPECT_EQ(backward, 4 * 2 + 4 * 3);
+  config.recomputePolicy = RecomputePolicy::SelectiveOps;
+  backward = 0;
+  bytesIn(transformForRank(trace, model, config).trace, "all_to_all", "ep", Phase::Backward,
+          &backward);
+  EXPECT_EQ(backward, 4 * 2);
+}
+
 TEST(ExpertParallel, LayoutsItCannotRun) {
   const Trace trace = mixtureOfExperts();
   const ModelStructure model = analyzeModel(trace);
