@@ -62,17 +62,10 @@ def one_variant(path, batch, autocast, mode, iterations):
 
     record.release_memory()
     torch.cuda.reset_peak_memory_stats()
-    sample = record.load_sample(path)
-    model = sample.wavecast_model().cuda()
-    inputs = sample.wavecast_input(batch_size=batch)
-    if isinstance(inputs, torch.Tensor):
-        inputs = (inputs,)
-    inputs = record.to_device(tuple(inputs), torch.device("cuda"))
+    torch._dynamo.reset()
+    wrap = None if mode is None else (lambda model: torch.compile(model, mode=mode))
+    model, inputs, step = record.prepare(path, batch, wrap)
     result = {}
-    if mode is not None:
-        torch._dynamo.reset()
-        model = torch.compile(model, mode=mode)
-    step = sample.wavecast_iteration(model)
     started = time.perf_counter()
     first = record.in_precision(step, autocast)
     first(*inputs)

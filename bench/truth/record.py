@@ -65,12 +65,15 @@ def to_device(value, device):
     return value
 
 
-def prepare(path, batch):
-    """A fresh model, batch and iteration on the GPU."""
+def prepare(path, batch, wrap=None):
+    """A fresh model, batch and iteration on the GPU; `wrap` (torch.compile, say) is applied
+    to the model before the sample's iteration is made of it, as a script would."""
     import torch
 
     sample = load_sample(path)
     model = sample.wavecast_model().cuda()
+    if wrap is not None:
+        model = wrap(model)
     inputs = sample.wavecast_input(batch_size=batch)
     if isinstance(inputs, torch.Tensor):
         inputs = (inputs,)

@@ -22,11 +22,6 @@ int expertDpPerNode(const ParallelConfig& config, int gpusPerNode) {
   return std::max(1, std::min(replicas, gpusPerNode / std::max(1, config.tp * config.ep)));
 }
 
-int64_t rankElements(const ParameterInfo& p, const ParallelConfig& config) {
-  const int split = (p.tensorParallel ? config.tp : 1) * (p.expert ? config.ep : 1);
-  return (p.numel + split - 1) / split;
-}
-
 // The data-parallel groups gradients are reduced over: every parameter's dp ranks, and,
 // under expert parallelism, an expert's replicas (dp / ep ranks, "edp") for its weights.
 struct ReductionGroup {
@@ -41,8 +36,10 @@ std::vector<ReductionGroup> reductionGroups(const ParallelConfig& config, int gp
     groups.push_back({"edp", config.dp / config.ep, expertDpPerNode(config, gpusPerNode), true});
   return groups;
 }
-bool inGroup(const ParameterInfo& p, const ReductionGroup& group, const ParallelConfig& config) {
-  return (p.expert && config.ep > 1) == group.experts;
+// The group of `groups` a parameter's gradient is reduced over.
+const ReductionGroup& groupOf(const ParameterInfo& p, const std::vector<ReductionGroup>& groups,
+                              const ParallelConfig& config) {
+  return p.expert && config.ep > 1 ? groups.back() : groups.front();
 }
 
 std::optional<size_t> lastOf(const Edits& edits, Phase phase) {
@@ -113,7 +110,7 @@ void insertGradientBuckets(const ModelStructure& model, const ParallelConfig& co
     // with ep = dp) has nothing to reduce.
     std::vector<size_t> reduced;
     for (size_t p = model.parameters.size(); p-- > 0;)
-      if (group.size > 1 && inGroup(model.parameters[p], group, config))
+      if (group.size > 1 && &groupOf(model.parameters[p], groups, config) == &group)
         reduced.push_back(p);
     int64_t bytes = 0;
     size_t ready = 0;
@@ -137,8 +134,7 @@ void insertGradientBuckets(const ModelStructure& model, const ParallelConfig& co
     bool first = true;
     for (size_t p = model.parameters.size(); p-- > 0;) {
       const auto& param = model.parameters[p];
-      const auto& group = groups[param.expert && groups.size() > 1 ? 1 : 0];
-      if (group.size <= 1)
+      if (groupOf(param, groups, config).size <= 1)
         continue;
       OpRecord copy =
           reducerOp("aten::copy_", param, rankElements(param, config), edits.ops[*lastBackward]);
@@ -187,14 +183,15 @@ void insertFullySharded(const ModelStructure& model, const ParallelConfig& confi
   const auto lastBackward = lastOf(edits, Phase::Backward);
   // Each group shards its parameters over its ranks: every parameter over dp, and under
   // expert parallelism the rank's experts over their replicas (FSDP over dp / ep).
-  for (const auto& group : reductionGroups(config, gpusPerNode)) {
+  const auto groups = reductionGroups(config, gpusPerNode);
+  for (const auto& group : groups) {
     if (group.size <= 1)
       continue;
     // Elements per block (and outside the blocks: the root) on this rank, after tp and ep.
     std::vector<int64_t> blockElements(model.blocks.size(), 0);
     int64_t rootElements = 0;
     for (const auto& p : model.parameters)
-      if (inGroup(p, group, config))
+      if (&groupOf(p, groups, config) == &group)
         (p.block >= 0 ? blockElements[p.block] : rootElements) +=
             rankBytes(p, config) / elementSize;
     if (model.parameters.empty())

@@ -8,14 +8,17 @@
 namespace wavecast {
 namespace {
 
+// Gradients' collectives, run once per iteration: every parameter's over dp, an expert's
+// over its replicas.
 bool dataParallel(const OpRecord& op) {
-  return collectiveGroup(op) == "dp";
+  const std::string_view group = collectiveGroup(op);
+  return group == "dp" || group == "edp";
 }
 
 // AccumulateGrad adding a later microbatch's gradient of `param` to the one kept.
-OpRecord accumulateGradient(const OpRecord& gradientOp, const ParameterInfo& param, int tp,
-                            int64_t id) {
-  const int64_t numel = param.tensorParallel ? param.numel / tp : param.numel;
+OpRecord accumulateGradient(const OpRecord& gradientOp, const ParameterInfo& param,
+                            const ParallelConfig& config, int64_t id) {
+  const int64_t numel = rankElements(param, config);
   TensorMeta grad{{numel}, dtypeOf(param)};
   for (const auto& t : gradientOp.outputs)
     if (t && t->numel() == numel) {
@@ -33,7 +36,8 @@ OpRecord accumulateGradient(const OpRecord& gradientOp, const ParameterInfo& par
 } // namespace
 
 Trace runMicrobatches(const Trace& stage, const std::vector<size_t>& origin, const Trace& single,
-                      const ModelStructure& model, int tp, Microbatches microbatches) {
+                      const ModelStructure& model, const ParallelConfig& config,
+                      Microbatches microbatches) {
   const int m = microbatches.count;
   size_t first = stage.ops.size(), last = 0;
   for (size_t i = 0; i < stage.ops.size(); ++i)
@@ -89,7 +93,7 @@ Trace runMicrobatches(const Trace& stage, const std::vector<size_t>& origin, con
         const size_t made = out.ops.size() - 1;
         if (const auto it = parametersOf.find(traced); it != parametersOf.end())
           for (size_t p : it->second) {
-            OpRecord add = accumulateGradient(out.ops[made], model.parameters[p], tp, nextId++);
+            OpRecord add = accumulateGradient(out.ops[made], model.parameters[p], config, nextId++);
             out.ops.push_back(std::move(add));
           }
       }

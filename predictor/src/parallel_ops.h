@@ -83,8 +83,9 @@ inline constexpr const char* kExpertDispatch = "expert_dispatch";
 void splitExperts(const ModelStructure& model, const ParallelConfig& config, int gpusPerNode,
                   Edits& edits);
 
-// A parameter's bytes on one rank after tensor and expert parallelism.
+// A parameter's bytes and elements on one rank after tensor and expert parallelism.
 int64_t rankBytes(const ParameterInfo& p, const ParallelConfig& config);
+int64_t rankElements(const ParameterInfo& p, const ParallelConfig& config);
 // The ranks ZeRO/FSDP shard a parameter over: dp, or an expert's dp / ep replicas.
 int zeroShards(const ParameterInfo& p, const ParallelConfig& config);
 
@@ -129,6 +130,7 @@ struct Microbatches {
   bool tracedPerMicrobatch = false;
 };
 Trace runMicrobatches(const Trace& stage, const std::vector<size_t>& origin, const Trace& single,
-                      const ModelStructure& model, int tp, Microbatches microbatches);
+                      const ModelStructure& model, const ParallelConfig& config,
+                      Microbatches microbatches);
 
 } // namespace wavecast

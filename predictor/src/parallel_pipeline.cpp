@@ -1,7 +1,6 @@
 // Pricing a layout: the rank's trace through the ordinary predictor, pipeline stages
 // balanced by predicted time and scheduled over microbatches, memory per rank, and the
 // per-configuration figures (throughput, MFU, cost).
-#include "op_tables.h"
 #include "parallel_ops.h"
 #include "wavecast/predictor/op_cost.h"
 #include "wavecast/predictor/parallel.h"
@@ -434,7 +433,7 @@ ParallelOutcome predictParallel(const Trace& trace, const ModelStructure& model,
   if (stages == 1) {
     stagePredictions.push_back(
         predictor.predict(runMicrobatches(timedRank.trace, timedRank.opOrigin, timed, timedModel,
-                                          config.tp, microbatches),
+                                          config, microbatches),
                           {gpu}));
   } else {
     // Neighbouring stages are tp x dp ranks apart (Megatron's order): on one node when
@@ -445,7 +444,7 @@ ParallelOutcome predictParallel(const Trace& trace, const ModelStructure& model,
       const Trace stage =
           stageTrace(timed, timedModel, timedRank, timedStageOps, s, sendRanksPerNode, origin);
       stagePredictions.push_back(predictor.predict(
-          runMicrobatches(stage, origin, timed, timedModel, config.tp, microbatches), {gpu}));
+          runMicrobatches(stage, origin, timed, timedModel, config, microbatches), {gpu}));
     }
   }
 
@@ -538,12 +537,11 @@ ParallelOutcome predictParallel(const Trace& trace, const ModelStructure& model,
         {advisory::OutOfMemory{first.gpuId, first.memory.peakBytes(), first.memoryCapacityBytes,
                                first.memory.activationsSource == ActivationsSource::UpperBound}});
   if (config.tp > 1) {
-    const auto experts = std::count_if(trace.ops.begin(), trace.ops.end(), [](const OpRecord& op) {
-      return op.phase == Phase::Forward && op_tables::isGroupedGemm(op_tables::stemOf(op.name));
-    });
+    int experts = 0; // the experts' forward grouped GEMMs
+    for (size_t i = 0; i < model.opExpertLayer.size(); ++i)
+      experts += model.opExpertLayer[i] >= 0 && trace.ops[i].phase == Phase::Forward;
     if (experts > 0)
-      summary.advisories.push_back(
-          {advisory::ReplicatedExperts{config.tp, static_cast<int>(experts)}});
+      summary.advisories.push_back({advisory::ReplicatedExperts{config.tp, experts}});
   }
   outcome.prediction = ParallelPrediction{std::move(summary), std::move(stagePredictions[0])};
   return outcome;

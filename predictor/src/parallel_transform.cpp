@@ -285,9 +285,23 @@ OpRecord collectiveOp(const CollectiveCall& call, const OpRecord& near, Phase ph
   return op;
 }
 
+namespace {
+
+// The ranks a parameter is split over: tp for a tensor-parallel one, ep for an expert's.
+int64_t rankSplit(const ParameterInfo& p, const ParallelConfig& config) {
+  return (p.tensorParallel ? config.tp : 1) * (p.expert ? config.ep : 1);
+}
+
+} // namespace
+
 int64_t rankBytes(const ParameterInfo& p, const ParallelConfig& config) {
-  const int split = (p.tensorParallel ? config.tp : 1) * (p.expert ? config.ep : 1);
+  const int64_t split = rankSplit(p, config);
   return (p.bytes + split - 1) / split;
+}
+
+int64_t rankElements(const ParameterInfo& p, const ParallelConfig& config) {
+  const int64_t split = rankSplit(p, config);
+  return (p.numel + split - 1) / split;
 }
 
 int zeroShards(const ParameterInfo& p, const ParallelConfig& config) {

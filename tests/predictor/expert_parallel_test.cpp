@@ -160,6 +160,28 @@ TEST(ExpertParallel, RecomputedBlocksDispatchAgainUnlessThePolicySavesTheAllToAl
   EXPECT_EQ(backward, 4 * 2);
 }
 
+// Over microbatches, gradients are reduced once, after the last one's backward: the
+// experts' over their replicas as much as the rest over dp.
+TEST(ExpertParallel, MicrobatchesReduceTheExpertsGradientsOnce) {
+  const Trace trace = mixtureOfExperts();
+  const auto allReduces = [&](int microbatches) {
+    ParallelConfig config;
+    config.dp = 8;
+    config.ep = 4;
+    config.microbatches = microbatches;
+    auto outcome = predictParallel(trace, analyzeModel(trace), config, h100(), node8(),
+                                   collectiveOptions());
+    EXPECT_FALSE(outcome.problem.has_value());
+    int count = 0;
+    for (const auto& op : outcome.prediction->rank.opInfo)
+      count += op.name == "wavecast::all_reduce";
+    return count;
+  };
+  const int once = allReduces(1);
+  EXPECT_GE(once, 2); // the dense buckets and the experts'
+  EXPECT_EQ(allReduces(2), once);
+}
+
 TEST(ExpertParallel, LayoutsItCannotRun) {
   const Trace trace = mixtureOfExperts();
   const ModelStructure model = analyzeModel(trace);
