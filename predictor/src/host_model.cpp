@@ -26,6 +26,16 @@ double hostOpUs(const OpRecord& op, const OpCost& cost, const HostOptions& optio
     return op.floatArg("host_ms").value_or(options.cpuOpUs * 1e-3) * 1e3;
   if (cost.metadataOnly())
     return 0.0;
+  // Inductor's generated code calls each of its kernels from Python, one launcher call per
+  // kernel: about an eager op's price each on the H200's host (bench/truth/data/h200/
+  // compiled.json: 34-53 us per launch compiled, 37-46 us eager). Under CUDA graphs
+  // (reduce-overhead) a replay launches them all; taken as an extra launch each.
+  if (cost.fused || op.compiled) {
+    const bool graphs = op.compiled && usesCudaGraphs(*op.compiled);
+    const double perKernel = graphs ? options.extraLaunchUs : options.opUs;
+    return cost.fused ? cost.kernels * perKernel
+                      : perKernel + std::max(0, cost.kernels - 1) * options.extraLaunchUs;
+  }
   const double launchUs =
       cost.family == CostFamily::Rnn ? options.rnnStepLaunchUs : options.extraLaunchUs;
   return options.opUs + std::max(0, cost.kernels - 1) * launchUs;

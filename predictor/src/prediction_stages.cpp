@@ -1,5 +1,6 @@
 #include "wavecast/predictor/prediction_stages.h"
 
+#include "wavecast/predictor/compiled_fusion.h"
 #include "wavecast/predictor/measured_trace.h"
 #include "wavecast/predictor/wave_scaling.h"
 
@@ -62,6 +63,10 @@ PredictionMethod timeOp(const OpRecord& op, const OpCost& cost, const DeviceSpec
   }
   if (cost.metadataOnly())
     return PredictionMethod::Roofline;
+  if (cost.fused) {
+    timeMs = rooflineTime(cost, gpu, options.roofline).timeMs;
+    return PredictionMethod::Roofline;
+  }
   if (calibration)
     if (const auto calibrated = calibration->find(op, cost)) {
       timeMs = calibrated->measuredMs;
@@ -128,6 +133,7 @@ CostedOps costOps(const Trace& trace, const FloatPrecision& precision) {
   }
   for (auto& [name, entry] : approximate)
     out.approximate.push_back(std::move(entry));
+  compiled::fuseRegions(trace, out.costs);
   return out;
 }
 
@@ -171,7 +177,7 @@ std::vector<std::optional<double>> askLearnedModel(const Trace& trace,
   std::vector<size_t> slots;
   for (size_t g = 0; g < gpus.size(); ++g)
     for (size_t i = 0; i < opCount; ++i) {
-      if (costs[i].metadataOnly() || costs[i].family == CostFamily::Collective ||
+      if (costs[i].metadataOnly() || costs[i].fused || costs[i].family == CostFamily::Collective ||
           (kernels.measured && (kernels.onOrigin[g] || !isKernelVarying(costs[i]))))
         continue;
       // The learned models were trained on FP32 without TF32 (NeuSight's setting).
@@ -210,6 +216,7 @@ OpTimes timeOps(const Trace& trace, const std::vector<OpCost>& costs,
       methods.origin = options.originGpu->id;
   out.ops.assign(gpus.size(), std::vector<OpPrediction>(opCount));
   std::map<WaveScalingKey, int> waveProblems;
+  const auto variants = compiled::inductorVariants(trace, costs);
   for (size_t g = 0; g < gpus.size(); ++g) {
     const std::optional<SystemSpec> system = options.systemFor(gpus[g]);
     const CalibrationTable* calibration = calibrationFor(gpus[g], options);
@@ -232,6 +239,26 @@ OpTimes timeOps(const Trace& trace, const std::vector<OpCost>& costs,
       }
       op.method = timeOp(trace.ops[i], cost, gpus[g], kernels.onOrigin[g], kernels.measured,
                          calibration, learned[g * opCount + i], options, op.timeMs, waveProblems);
+      // As Inductor runs it: pad_mm keeps a padded GEMM where it is faster, copies
+      // included; a layout-optimized convolution runs in channels_last.
+      if (const auto& variant = i < variants.size() ? variants[i] : std::nullopt;
+          variant && !kernels.onOrigin[g] && compiled::runsOn(*variant, cost, gpus[g])) {
+        double variantMs = 0;
+        const PredictionMethod method =
+            timeOp(variant->op, variant->cost, gpus[g], false, false, calibration, std::nullopt,
+                   options, variantMs, waveProblems);
+        OpCost copies;
+        copies.family = CostFamily::Copy;
+        copies.bytes = variant->copyBytes;
+        copies.kernels = variant->copyKernels;
+        if (copies.kernels > 0)
+          variantMs += rooflineTime(copies, gpus[g], options.roofline).timeMs;
+        const bool padding = variant->kind == compiled::InductorVariant::Kind::PaddedGemm;
+        if (!padding || variantMs < op.timeMs) {
+          op.timeMs = variantMs;
+          op.method = method;
+        }
+      }
       // A microbatch's share of a traced op: its kernels' work in proportion, not below one
       // launch each.
       if (const double share = trace.ops[i].batchShare; share != 1.0 && op.timeMs > 0) {

@@ -454,8 +454,10 @@ std::string traceWarningMessage(const TraceWarning& warning) {
     return "the script's CUDA tensors were traced on the CPU (no GPU is used in shape or cpu "
            "mode; shapes are the same)";
   case TraceWarningKind::TorchCompile:
-    return "torch.compile: the eager graph was traced (TorchDynamo and Inductor do not run in "
-           "the tracer; fused kernels are predicted as the separate ops they replace)";
+    return "torch.compile: the eager ops were traced (TorchDynamo and Inductor do not run in "
+           "the tracer) and are priced as Inductor fuses them: generated kernels by their "
+           "fused memory traffic, unaligned GEMMs padded, convolutions in channels_last; "
+           "less certain than eager figures (docs/accuracy.md)";
   case TraceWarningKind::AutocastCpuOnly:
     return "autocast(\"cpu\") casts only CPU tensors; on the GPU its ops keep their dtypes, "
            "which is what is predicted";

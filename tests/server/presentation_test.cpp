@@ -199,7 +199,7 @@ TEST(Presentation, TraceWarningsReadAsSentencesAtTheirLines) {
   TraceWarning compiled;
   compiled.kind = TraceWarningKind::TorchCompile;
   compiled.loc = {"/w/train.py", 3, ""};
-  EXPECT_EQ(traceWarningLine(compiled).rfind("/w/train.py:3: torch.compile: the eager graph", 0),
+  EXPECT_EQ(traceWarningLine(compiled).rfind("/w/train.py:3: torch.compile: the eager ops were traced", 0),
             0u);
   TraceWarning outside;
   outside.kind = TraceWarningKind::KernelsOutsideOps;

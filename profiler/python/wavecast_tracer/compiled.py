@@ -1,9 +1,11 @@
-"""torch.compile while tracing: the eager graph is traced, with a warning.
+"""torch.compile while tracing: the eager ops are traced, marked as compiled.
 
-TorchDynamo would trace the module itself (with fake tensors of its own) and
-Inductor would fuse its ops into generated kernels that have no op-level
-record. The tracer keeps the eager modules and functions instead, so the trace
-holds every op the compiled code computes, unfused.
+TorchDynamo would trace the module itself (with fake tensors of its own) and Inductor
+would fuse its ops into generated kernels that have no op-level record. The tracer keeps
+the eager modules and functions instead, so the trace holds every op the compiled code
+computes, unfused; each op run inside a compiled module or function carries the compile
+mode, and the ops of such an iteration say which op wrote each of their inputs, so the
+predictor can fuse them as Inductor does (docs/trace-format.md, `compiled`).
 """
 
 import contextlib
@@ -11,30 +13,102 @@ import functools
 
 import torch
 
+# What a compiled module carries: its torch.compile mode. The module hooks of the trace
+# running it (TraceState.enter_module) read it, so a model kept from an earlier trace stays
+# compiled in the next one.
+MODE_ATTRIBUTE = "_wavecast_compile_mode"
 
-def _eager(on_compile):
-    def compile(model=None, **_options):
-        on_compile()
+
+# The entry module's attribute listing the (file, line) of each torch.compile its loading
+# ran, warned about by every trace of it (a kept module is not loaded again).
+COMPILED_AT_LOAD = "__wavecast_compiled_at_load__"
+
+
+def _mode(options):
+    """The compile mode of torch.compile(**options), or None when nothing is compiled."""
+    if options.get("disable") or options.get("backend", "inductor") != "inductor":
+        return None
+    return options.get("mode") or "default"
+
+
+def compile_mode(module):
+    """The torch.compile mode `module` was compiled with, else None."""
+    return getattr(module, MODE_ATTRIBUTE, None)
+
+
+class CompiledRegions:
+    """Which compiled functions run now (modules are followed by the module hooks)."""
+
+    def __init__(self, on_compile):
+        self.on_compile = on_compile
+        self.enter = None  # set by the trace: enter(mode) -> exit callable
+        self.modes = []
+
+    def compile(self, model=None, **options):
+        self.on_compile()
+        mode = _mode(options)
         if model is None:  # @torch.compile(mode=...) used as a decorator factory
-            return lambda fn: fn
-        return model
+            return lambda fn: self.compile(fn, **options) if mode is not None else fn
+        if mode is None:
+            return model
+        if isinstance(model, torch.nn.Module):
+            setattr(model, MODE_ATTRIBUTE, mode)
+            return model
+        return self._wrap(model, mode)
 
-    return compile
+    def _wrap(self, fn, mode):
+        regions = self
+
+        @functools.wraps(fn)
+        def compiled(*args, **kwargs):
+            # The regions of the trace running now: a function compiled in an earlier trace
+            # of a kept module looks them up through torch.compile.
+            current = getattr(torch.compile, "wavecast_regions", regions)
+            with current.region(mode):
+                return fn(*args, **kwargs)
+
+        return compiled
+
+    @contextlib.contextmanager
+    def region(self, mode):
+        self.modes.append(mode)
+        try:
+            yield
+        finally:
+            self.modes.pop()
+
+    def mode(self):
+        """The compile mode of the innermost compiled function running, else None."""
+        return self.modes[-1] if self.modes else None
 
 
 @contextlib.contextmanager
 def eager_compile(on_compile):
-    """While active, torch.compile(...) and Module.compile() call on_compile() and change nothing."""
+    """While active, torch.compile(...) and Module.compile() call on_compile(), mark what
+    they compile and change nothing else; yields the CompiledRegions."""
     original = getattr(torch, "compile", None)
     module_compile = getattr(torch.nn.Module, "compile", None)
+    regions = CompiledRegions(on_compile)
     if original is None:  # torch 1.13
-        yield
+        yield regions
         return
-    torch.compile = functools.wraps(original)(_eager(on_compile))
+    @functools.wraps(original)
+    def compile_function(*args, **kwargs):
+        return regions.compile(*args, **kwargs)
+
+    compile_function.wavecast_regions = regions
+    torch.compile = compile_function
+
+    def compile_module(module, *args, **kwargs):
+        on_compile()
+        mode = _mode(kwargs)
+        if mode is not None:
+            setattr(module, MODE_ATTRIBUTE, mode)
+
     if module_compile is not None:
-        torch.nn.Module.compile = lambda self, *args, **kwargs: on_compile()
+        torch.nn.Module.compile = compile_module
     try:
-        yield
+        yield regions
     finally:
         torch.compile = original
         if module_compile is not None:

@@ -11,7 +11,9 @@ import torch
 from . import compat, multi_tensor
 from .attention import BACKEND_OF_OP
 from .collectives import symmetric_values
+from .compiled import compile_mode
 from .cuda_kernels import SHAPE_KERNELS
+from .dataflow import Dataflow
 from .devices import Placement
 from .distributed import local_tensor
 from .trace_warnings import location, warning
@@ -69,14 +71,17 @@ def _arg_value(value):
     return _SKIP
 
 
-def describe_call(func, name, args, kwargs):
+def describe_call(func, name, args, kwargs, tensors=None):
     """An op call as the trace records it: its tensor inputs' metadata in schema order
-    and its cost-relevant arguments (docs/trace-format.md "Operation record")."""
+    and its cost-relevant arguments (docs/trace-format.md "Operation record"). `tensors`,
+    when given, gets the input tensors, parallel to the metadata (None where absent)."""
     inputs = []
     op_args = {}
     first_index = {}  # id of each tensor argument -> the input it first appeared as
 
     def input_meta(t):
+        if tensors is not None:
+            tensors.append(t)
         meta = tensor_meta(t)
         first = first_index.setdefault(id(t), len(inputs))
         if first != len(inputs):  # the very tensor again (x * x): memory reads it once
@@ -94,11 +99,15 @@ def describe_call(func, name, args, kwargs):
             inputs.append(input_meta(value))
         elif value is None and "Tensor" in str(argument.type):
             inputs.append(None)
+            if tensors is not None:
+                tensors.append(None)
             if argument.name == "bias":
                 op_args["bias"] = False
             continue
         elif isinstance(value, (list, tuple)) and value and isinstance(value[0], torch.Tensor):
             for t in value:
+                if t is None and tensors is not None:
+                    tensors.append(None)
                 inputs.append(input_meta(t) if t is not None else None)
             op_args["num_tensors"] = len(value)
         else:
@@ -161,6 +170,12 @@ class TraceState:
         self.kept_optimizer_states = None
         # Called after each outermost backward pass (replay.ModelCalls reads the gradients).
         self.backward_listeners = []
+        # compiled.CompiledRegions: the compiled functions running now (set by the tracer).
+        self.compiled_functions = None
+        # (module stack depth, mode) of each compiled module running now.
+        self._compiled_modules = []
+        # A dataflow.Dataflow once a compiled op ran: every later op says who wrote its inputs.
+        self.dataflow = None
 
     def records(self, name):
         """Whether an op of this name is recorded now: not a view or allocation, and not
@@ -226,10 +241,28 @@ class TraceState:
 
     def enter_module(self, module, _inputs):
         self.module_stack.append(self.module_names.get(id(module), type(module).__name__))
+        mode = compile_mode(module)
+        if mode is not None:
+            self._compiled_modules.append((len(self.module_stack), mode))
 
     def exit_module(self, _module, _inputs, _output):
         if self.module_stack:
             self.module_stack.pop()
+        self._leave_compiled_modules()
+
+    def _leave_compiled_modules(self):
+        while self._compiled_modules and self._compiled_modules[-1][0] > len(self.module_stack):
+            self._compiled_modules.pop()
+
+    def compile_mode(self):
+        """The torch.compile mode of the code running now, else None. Backward ops take
+        their forward op's (_credit_backward)."""
+        if self.phase == "backward":
+            return None
+        mode = self.compiled_functions.mode() if self.compiled_functions is not None else None
+        if mode is None and self._compiled_modules:
+            mode = self._compiled_modules[-1][1]
+        return mode
 
     # --- optimizer regions (via torch.autograd.profiler.record_function) --
     def record_function_factory(self):
@@ -354,6 +387,7 @@ class TraceState:
         # before the recomputed modules' forward hooks return: their names are not left
         # on the stack for the ops after backward.
         del self.module_stack[self._modules_at_backward:]
+        self._leave_compiled_modules()
         self.phase = "forward"
         for listener in self.backward_listeners:
             listener()
@@ -369,6 +403,8 @@ class TraceState:
         op["stack"] = forward["stack"]
         op["module"] = forward["module"]
         op["forward_id"] = forward["id"]
+        if "compiled" in forward:  # AOTAutograd compiles the backward of a compiled forward
+            op["compiled"] = forward["compiled"]
 
     def on_cuda_mapped(self):
         if not self.cuda_mapped:
@@ -409,13 +445,23 @@ class TraceState:
         self.ops.append(op)
 
     def record(self, func, name, args, kwargs, out):
-        inputs, op_args = describe_call(func, name, args, kwargs)
-        self.append_op(name, inputs, flatten_tensors(out), op_args, in_place=compat.writes_an_input(func))
+        tensors = []
+        inputs, op_args = describe_call(func, name, args, kwargs, tensors)
+        self.append_op(name, inputs, flatten_tensors(out), op_args, in_place=compat.writes_an_input(func),
+                       input_tensors=tensors)
 
-    def append_op(self, name, inputs, out_tensors, op_args, in_place=False):
+    def append_op(self, name, inputs, out_tensors, op_args, in_place=False, input_tensors=None):
         """Appends one op record; `inputs` are tensor metadata (or None), returns its index.
-        `in_place`: the op modifies its output, an input (resolve_pending_outputs)."""
+        `in_place`: the op modifies its output, an input (resolve_pending_outputs).
+        `input_tensors`: the inputs' tensors, parallel to `inputs`, for the dataflow."""
         index = len(self.ops)
+        mode = self.compile_mode()
+        if mode is not None and self.dataflow is None:
+            self.dataflow = Dataflow()
+        if self.dataflow is not None:
+            tensors = input_tensors if input_tensors is not None else []
+            self.dataflow.annotate(inputs, tensors)
+            self.dataflow.wrote(index, tensors, out_tensors, in_place)
         op = {
             "id": index,
             "name": name,
@@ -426,6 +472,8 @@ class TraceState:
             "module": self.module_stack[-1] if self.module_stack else "",
             "fallback": self.fallback_hit,
         }
+        if mode is not None:
+            op["compiled"] = mode
         if self.fallback_hit and name not in self.fallback_ops:
             self.fallback_ops.append(name)
         if self.phase == "backward":

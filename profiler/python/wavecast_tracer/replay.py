@@ -16,6 +16,7 @@ from torch.utils import _pytree as pytree
 
 from . import compat, reuse
 from .call_records import PRIMITIVES, Capture, TensorLayout, looks
+from .compiled import compile_mode
 from .devices import is_host
 
 _GLOBAL_HOOKS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
@@ -68,6 +69,9 @@ class ModelCalls:
         if (not state.in_plain_forward() or state.memory is None or not self._recorder.recording
                 or (state.distributed is not None and state.distributed.initialized)
                 or _cpu_autocast_enabled() or torch.is_inference_mode_enabled()):
+            return None
+        # A compiled call's ops say which op wrote their inputs, ids a replay would not keep.
+        if state.compile_mode() is not None or any(compile_mode(m) for m in self._model.modules()):
             return None
         autocast = self._autocast.dtype()
         if autocast is not None and self._autocast.cache:

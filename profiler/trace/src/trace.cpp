@@ -50,6 +50,13 @@ std::optional<TensorMeta> tensorFromJson(const json& j, const std::string& where
       failField(where + ".same_as must be the index of an earlier input");
     t.sameAs = same->get<int>();
   }
+  if (const auto from = j.find("from"); from != j.end()) {
+    if (!from->is_array() || from->size() != 2 || !(*from)[0].is_number_integer() ||
+        !(*from)[1].is_number_integer() || (*from)[0].get<int64_t>() < 0 ||
+        (*from)[1].get<int64_t>() < 0)
+      failField(where + ".from must be [op id, output index]");
+    t.source = TensorMeta::Source{(*from)[0].get<int64_t>(), (*from)[1].get<int>()};
+  }
   return t;
 }
 
@@ -61,6 +68,8 @@ json tensorToJson(const std::optional<TensorMeta>& t) {
     j["strides"] = t->strides;
   if (t->sameAs >= 0)
     j["same_as"] = t->sameAs;
+  if (t->source)
+    j["from"] = json::array({t->source->op, t->source->output});
   return j;
 }
 
@@ -190,6 +199,14 @@ OpRecord opRecordFromJson(const json& j, const std::string& where) {
   if (const auto live = j.find("live_bytes"); live != j.end() && live->is_number_integer())
     op.liveBytes = live->get<int64_t>();
   op.onHost = j.value("device", std::string()) == "cpu";
+  if (const auto compiled = j.find("compiled"); compiled != j.end()) {
+    const auto mode =
+        compiled->is_string() ? compileModeFromString(compiled->get<std::string>()) : std::nullopt;
+    if (!mode)
+      failField(where + ".compiled must be default, reduce-overhead, max-autotune or "
+                        "max-autotune-no-cudagraphs");
+    op.compiled = *mode;
+  }
   return op;
 }
 
@@ -227,6 +244,8 @@ json opToJson(const OpRecord& op) {
     j["live_bytes"] = *op.liveBytes;
   if (op.onHost)
     j["device"] = "cpu";
+  if (op.compiled)
+    j["compiled"] = toString(*op.compiled);
   return j;
 }
 
@@ -261,6 +280,32 @@ std::optional<Phase> phaseFromString(const std::string& text) {
   if (text == "optimizer")
     return Phase::Optimizer;
   return std::nullopt;
+}
+
+const char* toString(CompileMode mode) {
+  switch (mode) {
+  case CompileMode::Default:
+    return "default";
+  case CompileMode::ReduceOverhead:
+    return "reduce-overhead";
+  case CompileMode::MaxAutotune:
+    return "max-autotune";
+  case CompileMode::MaxAutotuneNoCudagraphs:
+    return "max-autotune-no-cudagraphs";
+  }
+  return "default";
+}
+
+std::optional<CompileMode> compileModeFromString(std::string_view text) {
+  for (const CompileMode mode : {CompileMode::Default, CompileMode::ReduceOverhead,
+                                 CompileMode::MaxAutotune, CompileMode::MaxAutotuneNoCudagraphs})
+    if (text == toString(mode))
+      return mode;
+  return std::nullopt;
+}
+
+bool usesCudaGraphs(CompileMode mode) {
+  return mode == CompileMode::ReduceOverhead || mode == CompileMode::MaxAutotune;
 }
 
 const char* toString(Provider provider) {

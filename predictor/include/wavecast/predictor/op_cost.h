@@ -137,6 +137,9 @@ struct OpCost {
   AttentionWork attention;        // scaled-dot-product-attention kernels only
   CollectiveWork collective;      // CostFamily::Collective only
   GroupedGemmWork grouped;        // torch._grouped_mm only
+  // One of the kernels Inductor generates for a compiled region (compiled_fusion.h): its
+  // fused group's traffic, priced by the roofline, never by eager kernels' measurements.
+  bool fused = false;
   bool approximate = false;       // no formula of its own: closest family used
   CostNote note = CostNote::None; // why approximate, zero or unusual
 

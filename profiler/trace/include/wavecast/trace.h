@@ -21,6 +21,15 @@ enum class Phase { Forward, Backward, Optimizer };
 const char* toString(Phase phase);
 std::optional<Phase> phaseFromString(const std::string& text);
 
+// How torch.compile compiles a region (its `mode`): Inductor's kernels either way;
+// reduce-overhead also replays them as CUDA graphs, the max-autotune modes pick GEMMs and
+// Triton configurations by benchmarking them (max-autotune with CUDA graphs too).
+enum class CompileMode { Default, ReduceOverhead, MaxAutotune, MaxAutotuneNoCudagraphs };
+const char* toString(CompileMode mode);
+std::optional<CompileMode> compileModeFromString(std::string_view text);
+// Whether the mode replays the compiled kernels as CUDA graphs.
+bool usesCudaGraphs(CompileMode mode);
+
 // How the iteration was run: on shape-only (fake) tensors, for real on the CPU, or on a
 // GPU with every op measured.
 enum class TraceMode { Shape, Cpu, Cuda };
@@ -93,6 +102,14 @@ struct TensorMeta {
   // An op input that is the very tensor of an earlier input of the same op (x * x,
   // Adam's addcmul_(v, grad, grad)): that input's index; memory reads it once. -1: none.
   int sameAs = -1;
+  // An input's writer: the op (id) and its output (index) that made or last modified its
+  // storage. Traced once a compiled region ran; absent: unknown, or made before the
+  // iteration (a parameter, the batch).
+  struct Source {
+    int64_t op = 0;
+    int output = 0;
+  };
+  std::optional<Source> source{};
 
   int64_t numel() const;
   int elementSize() const { return wavecast::elementSize(dtype); }
@@ -152,6 +169,8 @@ struct OpRecord {
   // Runs on the host even on a GPU machine (Adam's step counters, tensors the
   // script builds on the CPU): no GPU kernel.
   bool onHost = false;
+  // Ran inside a torch.compile region (forward, or the backward of a compiled forward).
+  std::optional<CompileMode> compiled;
   // The part of the traced batch the op runs on: a pipeline microbatch's copy of a traced
   // op does 1/m of its kernels' work, while the host still issues all of it. Set by the
   // layout transforms; not in trace files.
