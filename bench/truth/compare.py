@@ -38,24 +38,30 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 
-# The whole iteration under CUDA bf16 autocast, as the truth's bf16 runs were
-# measured (gpu_truth.py wraps the iteration the same way).
-AUTOCAST_WRAPPER = """\
+# A sample as a truth run ran it: the whole iteration under CUDA bf16 autocast, as the
+# truth's bf16 runs were measured (gpu_truth.py wraps the iteration the same way), and the
+# model passed through torch.compile with `compile` ("default", ...; None: eager), as
+# compiled.py's runs were (record.prepare).
+WRAPPER = """\
 import importlib.util
 import torch
 
 _spec = importlib.util.spec_from_file_location("wavecast_truth_sample", {sample!r})
 _sample = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_sample)
-wavecast_model = _sample.wavecast_model
 wavecast_input = _sample.wavecast_input
+
+
+def wavecast_model():
+    model = _sample.wavecast_model()
+    return model if {compile!r} is None else torch.compile(model, mode={compile!r})
 
 
 def wavecast_iteration(model):
     step = _sample.wavecast_iteration(model)
 
     def iteration(*inputs):
-        with torch.autocast("cuda", dtype=torch.bfloat16):
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled={autocast!r}):
             return step(*inputs)
 
     return iteration
@@ -210,12 +216,13 @@ def run(options):
             _, sample, batch, precision, _ = job
             script = os.path.join(options.samples_root, sample)
             saved = saved_trace(options.traces, sample, batch)
-            if saved and precision == "fp32":
+            if saved and precision == "fp32" and not options.compile:
                 script = saved
-            elif precision == "bf16":
-                script_path = os.path.join(work, f"{os.path.basename(sample)[:-3]}_bf16_{batch}.py")
+            elif precision == "bf16" or options.compile:
+                script_path = os.path.join(work, f"{os.path.basename(sample)[:-3]}_{precision}_{batch}.py")
                 with open(script_path, "w") as out:
-                    out.write(AUTOCAST_WRAPPER.format(sample=os.path.abspath(script)))
+                    out.write(WRAPPER.format(sample=os.path.abspath(script), autocast=precision == "bf16",
+                                             compile=options.compile))
                 script = script_path
             prediction = predict(options.wavecast, script, batch, options.gpu, options.extra)
             return job, prediction
@@ -393,6 +400,8 @@ def main(argv=None):
     parser.add_argument("--jobs", type=int, default=2, help="predictions run at once")
     parser.add_argument("--traces", help="folder of saved traces <sample>_<batch>.json to predict "
                         "instead of tracing the samples (e.g. measured on another GPU)")
+    parser.add_argument("--compile", metavar="MODE", help="predict the model passed through "
+                        "torch.compile(mode=MODE), as compiled.py's runs were")
     parser.add_argument("--markdown", help="write the report as Markdown to this file")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("extra", nargs="*", help="more `wavecast predict` options, after --")

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """torch.compile's real effect (a compiled.py truth file) beside what wavecast predicts.
 
-wavecast prices a compiled model as eager (profiler/python/wavecast_tracer/compiled.py).
-This puts each run's eager and compiled iterations (wall time, kernel time, the share of
-kernels Triton generated, kernel launches, the first iterations' compile time) beside the
-eager prediction of the same run, and that prediction's error against the compiled one.
+The tracer marks a compiled model's ops and the predictor prices them as Inductor runs
+them (docs/predictor.md, "Compiled regions"). This puts each run's eager and compiled
+iterations (wall time, kernel time, the share of kernels Triton generated, kernel
+launches, the first iterations' compile time) beside the compiled prediction of the same
+run and its errors, and the error the eager prediction would have.
 
     bench/truth/compiled_report.py bench/truth/data/h200/compiled.json --gpu H200 \\
         [--wavecast build/bin/wavecast] [--markdown OUT.md]
@@ -21,55 +22,73 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare  # noqa: E402
 
 
-def predictions(truth_path, runs, gpu, wavecast):
-    """compare.py's rows for `runs` ("sample:batch"), both precisions, by (run, precision)."""
+def predictions(truth_path, runs, gpu, wavecast, mode=None):
+    """compare.py's rows for `runs` ("sample:batch"), both precisions, by (run, precision);
+    the model compiled with `mode` (None: eager)."""
     pattern = "|".join(f"^{run.replace('.', '[.]')}$" for run in runs)
     out = io.StringIO()
+    argv = [truth_path, "--wavecast", wavecast, "--gpu", gpu, "--runs", pattern, "--json"]
     with redirect_stdout(out):
-        status = compare.main([truth_path, "--wavecast", wavecast, "--gpu", gpu, "--runs", pattern,
-                               "--json"])
+        status = compare.main(argv + (["--compile", mode] if mode else []))
     if status != 0:
         sys.exit(f"compiled_report.py: compare.py failed: {out.getvalue()[-500:]}")
     report = json.loads(out.getvalue().split("\nTruth:")[0])
     return {(row["run"], row["precision"]): row for row in report["rows"]}
 
 
-def report(compiled, predicted):
+def _mape(errors):
+    return sum(errors) / len(errors) if errors else float("nan")
+
+
+def report(compiled, predicted, eager_predicted):
+    """`predicted`: the compiled predictions by (run, precision); `eager_predicted`: the
+    eager ones."""
     lines = [
         f"torch.compile (default mode) on an {compiled['device']}, torch {compiled['torch']}, "
         f"Triton {compiled['triton']}: real iterations (`bench/truth/compiled.py`) against "
-        "wavecast's prediction, which is eager's.",
+        "wavecast's prediction of the compiled model, and the error the eager prediction has "
+        "against the same compiled iteration.",
         "",
-        "| run | precision | eager wall ms | compiled wall ms | speed-up | eager kernels ms "
-        "| compiled kernels ms | Triton's share | launches eager → compiled | compile s "
-        "| predicted wall ms | error vs compiled |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| run | precision | eager wall ms | compiled wall ms | speed-up | compiled kernels ms "
+        "| Triton's share | launches eager → compiled | compile s | predicted kernels ms | error "
+        "| predicted wall ms | error | eager prediction's wall error |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    errors = []
+    kernel_errors, wall_errors, eager_errors = [], [], []
     for run, precisions in compiled["samples"].items():
         for precision, measured in precisions.items():
             eager, built = measured.get("eager"), measured.get("compiled_default")
             if not eager or not built:
                 lines.append(f"| {run} | {precision} | {measured.get('error', 'not recorded')} "
-                             "|||||||||")
+                             "||||||||||||")
                 continue
             row = predicted.get((run, precision), {})
-            wall = row.get("predicted_wall_ms")
-            error = compare.ape(wall, built["median_ms"]) if wall else None
-            if error is not None:
-                errors.append(error)
-            guess = f"{wall:.1f} | {error:.0f}%" if wall else "– | –"
+            gpu, wall = row.get("predicted_gpu_ms"), row.get("predicted_wall_ms")
+            eager_wall = eager_predicted.get((run, precision), {}).get("predicted_wall_ms")
+            cells = []
+            for value, real, errors in ((gpu, built["kernel_sum_us"] / 1e3, kernel_errors),
+                                        (wall, built["median_ms"], wall_errors)):
+                if value:
+                    errors.append(compare.ape(value, real))
+                    cells.append(f"{value:.1f} | {errors[-1]:.0f}%")
+                else:
+                    cells.append("– | –")
+            if eager_wall:
+                eager_errors.append(compare.ape(eager_wall, built["median_ms"]))
             lines.append(
                 f"| {run} | {precision} | {eager['median_ms']:.1f} | {built['median_ms']:.1f} "
                 f"| {eager['median_ms'] / built['median_ms']:.2f}x "
-                f"| {eager['kernel_sum_us'] / 1e3:.1f} | {built['kernel_sum_us'] / 1e3:.1f} "
+                f"| {built['kernel_sum_us'] / 1e3:.1f} "
                 f"| {100 * built['triton_us'] / built['kernel_sum_us']:.0f}% "
                 f"| {eager['kernel_launches']} → {built['kernel_launches']} "
-                f"| {built['first_iteration_s']:.0f} | {guess} |")
-    if errors:
-        lines += ["", f"MAPE of the eager prediction against the compiled wall time: "
-                      f"**{sum(errors) / len(errors):.1f}%** over {len(errors)} "
-                      f"run{'' if len(errors) == 1 else 's'}."]
+                f"| {built['first_iteration_s']:.0f} | {cells[0]} | {cells[1]} "
+                f"| {f'{eager_errors[-1]:.0f}%' if eager_wall else '–'} |")
+    if kernel_errors:
+        lines += ["", f"Over {len(kernel_errors)} run{'' if len(kernel_errors) == 1 else 's'}, "
+                      f"the compiled prediction's MAPE: **{_mape(kernel_errors):.1f}%** against "
+                      f"the compiled kernel time, **{_mape(wall_errors):.1f}%** against the "
+                      f"compiled wall time; the eager prediction's against the compiled wall "
+                      f"time: {_mape(eager_errors):.1f}%."]
     return "\n".join(lines) + "\n"
 
 
@@ -85,8 +104,9 @@ def main(argv=None):
     with open(options.compiled, encoding="utf-8") as f:
         compiled = json.load(f)
     truth = options.truth or os.path.join(os.path.dirname(options.compiled), "truth.json")
-    text = report(compiled, predictions(truth, list(compiled["samples"]), options.gpu,
-                                        options.wavecast))
+    runs = list(compiled["samples"])
+    text = report(compiled, predictions(truth, runs, options.gpu, options.wavecast, "default"),
+                  predictions(truth, runs, options.gpu, options.wavecast))
     if options.markdown:
         with open(options.markdown, "w", encoding="utf-8") as f:
             f.write(text)

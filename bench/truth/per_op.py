@@ -80,7 +80,7 @@ def main(argv=None):
         if options.precision == "bf16":
             wrapper = os.path.join(work, os.path.basename(sample))
             with open(wrapper, "w") as f:
-                f.write(compare.AUTOCAST_WRAPPER.format(sample=os.path.abspath(script)))
+                f.write(compare.WRAPPER.format(sample=os.path.abspath(script), autocast=True, compile=None))
             script = wrapper
         ours = predicted(options.wavecast, script, batch, options.gpu, options.extra, work)
     real = measured(lines)
