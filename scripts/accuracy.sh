@@ -142,14 +142,18 @@ Hopper `nvjet` kernels. The model has all three: chains fused into kernels that 
 write only what crosses their edges (the casts with them), and pad_mm's padding of
 compute-bound unaligned GEMMs. The library calls come out close (GPT-2's GEMMs 155.3 ms
 predicted against 153.9 ms of non-Triton kernels in FP32, 22.4 against 21.4 in bf16).
-What is left is Triton's own speed: GPT-2 bf16's generated kernels take 23.7 ms, the model
-12.8 ms, almost all of the gap in the attention's softmax and dropout kernels over
-1,023-token rows (the forward's reduction alone 0.81 ms per layer, about a fifth of what
-its traffic takes at the DRAM bandwidth); ResNet-50's convolutions, run in channels_last
-as Inductor's layout optimization does, are still priced 35-55% above the truth's
-non-Triton kernels. ResNet-50 at batch 32 is host-bound: Inductor's Python wrapper
-launches each kernel at about an eager op's price on that host (34-53 us), so its
-compiled iteration issued no faster than eager, and in FP32 slower.
+What is left is Triton's own speed and cuDNN's layouts. GPT-2 bf16's generated kernels
+take 23.7 ms, the model 14.7 ms (Triton's per-element Philox for the dropouts included),
+almost all of the gap in the attention's softmax and dropout kernels over 1,023-token rows:
+the forward's reduction alone takes 0.81 ms per layer in bf16 and 0.75 ms in FP32, about
+two SM cycles per score whatever the dtype, where the model has it at one. ResNet-50's
+convolutions run in channels_last under Inductor's layout optimization, 5.8 ms of
+non-Triton kernels in FP32 against 8.6 ms eager, whose NCHW convolutions cuDNN wraps in
+NCHW/NHWC transforms (about 2 ms of them); the fitted cuDNN efficiencies hold those
+transforms, so a channels_last convolution is priced as an NCHW one (7.9 ms). ResNet-50 at
+batch 32 is host-bound: Inductor's Python wrapper launches each kernel at about an eager
+op's price on that host (34-53 us), so its compiled iteration issued no faster than eager,
+and in FP32 slower.
 
 COMPILED_WHY
   cat "$work/gemm.md"

@@ -4,9 +4,11 @@
 #include "wavecast/predictor/roofline.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <numeric>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
@@ -91,6 +93,23 @@ double generatedFlops(const OpRecord& op, const OpCost& cost) {
   const bool backward = op.name.find("backward") != std::string::npos;
   const TensorMeta* x = op.input(backward ? 1 : 0);
   return (backward ? 12.0 : 8.0) * (x ? static_cast<double>(x->numel()) : 0);
+}
+
+// A random draw in a generated kernel runs Triton's tl.rand: a Philox4x32 of 10 rounds per
+// element, one of its four words kept (triton/language/random.py; curand's kernels keep all
+// four). A round is two 32-bit high and two low multiplies and two three-input XORs per
+// element (the key's additions are uniform across a block): 60 integer instructions, at 64
+// per SM per clock.
+constexpr double kRandomDrawSmCycles = 10 * 6 / 64.0;
+
+bool drawsRandom(const OpRecord& op) {
+  static constexpr std::array<std::string_view, 9> kDraws = {
+      "aten::native_dropout", "aten::bernoulli", "aten::bernoulli_", "aten::rand",
+      "aten::rand_like",      "aten::randn",     "aten::randn_like", "aten::uniform_",
+      "aten::normal_"};
+  if (op.name == "aten::native_dropout" && !op.boolArg("train").value_or(true))
+    return false;
+  return std::find(kDraws.begin(), kDraws.end(), op.name) != kDraws.end();
 }
 
 // Bytes a kernel reads of `t`: a broadcast (stride 0) dimension once.
@@ -180,7 +199,8 @@ void fuseRegions(const Trace& trace, std::vector<OpCost>& costs) {
     // Each member's own traffic: inputs from outside the group (each once), outputs
     // used outside it.
     std::set<std::pair<int64_t, int>> readOnce;
-    std::vector<double> bytes(ops.size(), 0), flops(ops.size(), 0), elements(ops.size(), 0);
+    std::vector<double> bytes(ops.size(), 0), flops(ops.size(), 0), elements(ops.size(), 0),
+        cycles(ops.size(), 0);
     for (size_t m = 0; m < ops.size(); ++m) {
       const size_t i = ops[m];
       const OpRecord& op = trace.ops[i];
@@ -210,6 +230,8 @@ void fuseRegions(const Trace& trace, std::vector<OpCost>& costs) {
           bytes[m] += static_cast<double>(op.outputs[k]->bytes());
       }
       flops[m] = generatedFlops(op, costs[i]);
+      if (drawsRandom(op) && op.output(0))
+        cycles[m] = kRandomDrawSmCycles * static_cast<double>(op.output(0)->numel());
     }
     // Kernels: one per reduction (their traffic the members' after them), else the first
     // member's.
@@ -232,14 +254,15 @@ void fuseRegions(const Trace& trace, std::vector<OpCost>& costs) {
       OpCost& out = fused[m];
       out.family = costs[ops[m]].family;
       out.dtype = costs[ops[m]].dtype;
-      out.note = costs[ops[m]].note;
       out.kernels = kernels[m];
+      out.note = kernels[m] > 0 ? CostNote::GeneratedKernel : CostNote::FusedIntoKernel;
       out.fused = true;
     }
     for (size_t m = 0; m < ops.size(); ++m) {
       OpCost& to = fused[carrier[m]];
       to.bytes += bytes[m];
       to.flops += flops[m];
+      to.smCycles += cycles[m];
       to.parallelElements = std::max(to.parallelElements, elements[m]);
     }
     for (size_t m = 0; m < ops.size(); ++m)

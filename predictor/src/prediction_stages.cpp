@@ -134,6 +134,9 @@ CostedOps costOps(const Trace& trace, const FloatPrecision& precision) {
   for (auto& [name, entry] : approximate)
     out.approximate.push_back(std::move(entry));
   compiled::fuseRegions(trace, out.costs);
+  for (size_t i = 0; i < out.costs.size(); ++i)
+    if (out.costs[i].fused)
+      out.info[i].note = out.costs[i].note;
   return out;
 }
 
@@ -334,7 +337,6 @@ HostTimelines playIterations(const Trace& trace, const std::vector<OpCost>& cost
   return out;
 }
 
-// Per matrix family, the precision that carries most of its FLOPs.
 int64_t routedExperts(const std::vector<OpCost>& costs) {
   int64_t experts = 0;
   for (const OpCost& cost : costs)
@@ -343,6 +345,7 @@ int64_t routedExperts(const std::vector<OpCost>& costs) {
   return experts;
 }
 
+// Per matrix family, the precision that carries most of its FLOPs.
 std::vector<FamilyPrecision> familyPrecisions(const std::vector<OpCost>& costs) {
   std::map<CostFamily, std::map<std::string, double>> flops; // family -> precision -> FLOPs
   for (const OpCost& cost : costs)

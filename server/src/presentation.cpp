@@ -332,6 +332,12 @@ std::string costNoteText(CostNote note, const std::string& op, CostFamily family
            "load-balancing loss aims for. CUDA runs it as one kernel for bf16 on sm90/sm100 "
            "GPUs, elsewhere as one mm per expert after copying the group sizes to the host, "
            "which makes the CPU wait for the GPU";
+  case CostNote::GeneratedKernel:
+    return "torch.compile: Inductor fuses this op and the ops around it that feed it or read "
+           "it into generated kernels, priced here by the traffic that crosses their edges";
+  case CostNote::FusedIntoKernel:
+    return "torch.compile: fused into a kernel Inductor generates, whose time is on the line "
+           "of the group's reduction (or first op)";
   }
   return "";
 }

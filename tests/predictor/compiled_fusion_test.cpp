@@ -133,6 +133,23 @@ TEST(CompiledFusion, ReductionsWithFewOutputsSplit) {
   EXPECT_DOUBLE_EQ(costs[1].parallelElements, kRows * kWidth) << "spread over the GPU";
 }
 
+TEST(CompiledFusion, RandomDrawsCostTritonsPhiloxPerElement) {
+  // Attention probabilities and their dropout: one generated kernel, whose random draws
+  // are one Philox each (10 rounds of 6 integer instructions at 64 per SM per clock).
+  const std::vector<int64_t> scores{kRows, kWidth};
+  Trace trace;
+  trace.ops = {record(0, "aten::_softmax", {tensor(scores)}, {tensor(scores)}),
+               record(1, "aten::native_dropout", {tensor(scores, ScalarType::Float32, from(0))},
+                      {tensor(scores), tensor(scores, ScalarType::Bool)})};
+  trace.ops[0].args["dim"] = int64_t{-1};
+  trace.ops[1].args["train"] = true;
+  const auto costs = stages::costOps(trace, {}).costs;
+  EXPECT_EQ(costs[0].kernels, 1);
+  EXPECT_DOUBLE_EQ(costs[0].smCycles, 60.0 / 64 * kRows * kWidth);
+  trace.ops[1].args["train"] = false; // evaluation: no draws
+  EXPECT_DOUBLE_EQ(stages::costOps(trace, {}).costs[0].smCycles, 0);
+}
+
 TEST(CompiledFusion, PadMmPadsComputeBoundUnalignedGemmsOnTensorCores) {
   const DeviceSpec h100 = db().resolve({"H100"})[0];
   // GPT-2's head in bf16: 8184 tokens x 768 -> 50257 words.

@@ -163,7 +163,7 @@ TEST(Presentation, CostNotesNameTheOpAndItsFamily) {
             "negative dimension in a tensor shape of aten::mm; its dimensions count as 0 "
             "(re-trace the script)");
   EXPECT_EQ(costNoteText(CostNote::None, "aten::mm", CostFamily::Gemm), "");
-  for (int n = 1; n <= static_cast<int>(CostNote::EvenExpertGroups); ++n)
+  for (int n = 1; n <= static_cast<int>(CostNote::FusedIntoKernel); ++n)
     EXPECT_FALSE(costNoteText(static_cast<CostNote>(n), "aten::x", CostFamily::Copy).empty()) << n;
 }
 

@@ -103,6 +103,8 @@ enum class CostNote {
   RecurrentSerial,           // per-step GEMMs are serial: small batches are latency bound
   OddLeadingDimension,       // a 16-bit GEMM on cuBLAS's element-wise loading kernels
   EvenExpertGroups,          // a grouped GEMM's rows taken as spread evenly over its groups
+  GeneratedKernel,           // torch.compile: a kernel Inductor generates for its fused group
+  FusedIntoKernel,           // torch.compile: fused into another op's generated kernel
 };
 
 // What stops a kernel from launching on an SM as recorded (occupancy.h): the limit it
