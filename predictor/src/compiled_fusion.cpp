@@ -37,7 +37,10 @@ bool generated(CostFamily family) {
 // Outputs below which Inductor splits a reduction in two kernels (partial results, then
 // their sum), so that enough blocks run: 64 per SM (Reduction.num_splits) of a 128-SM GPU.
 constexpr double kSplitBelowOutputs = 64 * 128;
-// Elements per output below which a reduction is never split (one warp's worth).
+// Elements per output up to which a reduction stays whole: four per thread of the shortest
+// split, 32 (reduction_split_factor, torch/_inductor/choices.py; a reduction over the
+// innermost dimension splits only past 8192, which the row-wise norms and softmax, whose
+// outputs are many, never need).
 constexpr double kSplitAboveElements = 128;
 
 int reductionKernels(double outputs, double elements) {
@@ -104,9 +107,9 @@ constexpr double kRandomDrawSmCycles = 10 * 6 / 64.0;
 
 bool drawsRandom(const OpRecord& op) {
   static constexpr std::array<std::string_view, 9> kDraws = {
-      "aten::native_dropout", "aten::bernoulli", "aten::bernoulli_", "aten::rand",
-      "aten::rand_like",      "aten::randn",     "aten::randn_like", "aten::uniform_",
-      "aten::normal_"};
+      "aten::native_dropout", "aten::bernoulli", "aten::bernoulli_",
+      "aten::rand",           "aten::rand_like", "aten::randn",
+      "aten::randn_like",     "aten::uniform_",  "aten::normal_"};
   if (op.name == "aten::native_dropout" && !op.boolArg("train").value_or(true))
     return false;
   return std::find(kDraws.begin(), kDraws.end(), op.name) != kDraws.end();
@@ -228,6 +231,14 @@ void fuseRegions(const Trace& trace, std::vector<OpCost>& costs) {
         const auto use = readOutside.find({i, static_cast<int>(k)});
         if (use == readOutside.end() || use->second)
           bytes[m] += static_cast<double>(op.outputs[k]->bytes());
+      }
+      // An in-place op that returns nothing (a foreach step) writes its first operands.
+      if (op.outputs.empty() && !op.name.empty() && op.name.back() == '_') {
+        const size_t written =
+            static_cast<size_t>(std::max<int64_t>(1, op.intArg("num_tensors").value_or(1)));
+        for (size_t k = 0; k < std::min(written, op.inputs.size()); ++k)
+          if (op.inputs[k])
+            bytes[m] += static_cast<double>(op.inputs[k]->bytes());
       }
       flops[m] = generatedFlops(op, costs[i]);
       if (drawsRandom(op) && op.output(0))

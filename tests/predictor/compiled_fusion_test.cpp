@@ -150,6 +150,33 @@ TEST(CompiledFusion, RandomDrawsCostTritonsPhiloxPerElement) {
   EXPECT_DOUBLE_EQ(stages::costOps(trace, {}).costs[0].smCycles, 0);
 }
 
+TEST(CompiledFusion, ACompiledStepWritesTheTensorsItUpdatesInPlace) {
+  // SGD with momentum over two parameters, compiled: buf.add_(grad), then
+  // param.add_(buf, alpha=-lr). The foreach ops return nothing (no writer the dataflow
+  // follows) and write their first list.
+  const auto list = [] {
+    return std::vector<std::optional<TensorMeta>>{tensor({kWidth, kWidth}), tensor({kWidth})};
+  };
+  const auto pair = [&](int64_t id) {
+    auto op = record(id, "aten::_foreach_add_", list(), {});
+    for (const auto& t : list())
+      op.inputs.push_back(t);
+    op.phase = Phase::Optimizer;
+    op.args["num_tensors"] = int64_t{2};
+    return op;
+  };
+  Trace trace;
+  trace.ops = {pair(0), pair(1)};
+  trace.ops[1].inputs[0]->source = from(7); // dataflow traced: a parameter written before
+  const auto costs = stages::costOps(trace, {}).costs;
+  const double parameters = 4.0 * (kWidth * kWidth + kWidth);
+  for (const auto& cost : costs) {
+    EXPECT_TRUE(cost.fused);
+    EXPECT_EQ(cost.kernels, 1);
+    EXPECT_DOUBLE_EQ(cost.bytes, 3 * parameters) << "two lists read, the first written";
+  }
+}
+
 TEST(CompiledFusion, PadMmPadsComputeBoundUnalignedGemmsOnTensorCores) {
   const DeviceSpec h100 = db().resolve({"H100"})[0];
   // GPT-2's head in bf16: 8184 tokens x 768 -> 50257 words.
