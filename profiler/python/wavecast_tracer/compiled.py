@@ -41,20 +41,22 @@ class CompiledRegions:
 
     def __init__(self, on_compile):
         self.on_compile = on_compile
-        self.enter = None  # set by the trace: enter(mode) -> exit callable
         self.modes = []
 
     def compile(self, model=None, **options):
         self.on_compile()
         mode = _mode(options)
         if model is None:  # @torch.compile(mode=...) used as a decorator factory
-            return lambda fn: self.compile(fn, **options) if mode is not None else fn
+            return lambda target: self._mark(target, mode)
+        return self._mark(model, mode)
+
+    def _mark(self, target, mode):
         if mode is None:
-            return model
-        if isinstance(model, torch.nn.Module):
-            setattr(model, MODE_ATTRIBUTE, mode)
-            return model
-        return self._wrap(model, mode)
+            return target
+        if isinstance(target, torch.nn.Module):
+            setattr(target, MODE_ATTRIBUTE, mode)
+            return target
+        return self._wrap(target, mode)
 
     def _wrap(self, fn, mode):
         regions = self
