@@ -415,6 +415,8 @@ TraceResult Profiler::trace(const TraceRequest& request, const CancelToken& canc
     params["world_size"] = *request.worldSize;
   if (!request.scriptArgs.empty())
     params["script_args"] = request.scriptArgs;
+  if (request.compile)
+    params["compile"] = toString(*request.compile);
   if (const auto& device = request.device) {
     params["device"] = {{"name", device->name},
                         {"memory_bytes", device->memoryBytes},

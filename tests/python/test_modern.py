@@ -16,6 +16,7 @@ from torch.optim import optimizer as optimizer_module
 
 from source_lines import line_of, script_file
 from wavecast_tracer import multi_tensor
+from wavecast_tracer.errors import TraceError
 from wavecast_tracer.tracer import run_trace
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -394,6 +395,18 @@ class Compile(unittest.TestCase):
                 self.assertEqual(addmm.get("compiled"), mode)
                 if mode is None:  # nothing compiled: no dataflow either
                     self.assertTrue(all("from" not in t for op in trace["ops"] for t in op["inputs"] if t))
+
+    def test_compile_as_a_what_if_compiles_the_modules_the_iteration_calls(self):
+        with script_file(textwrap.dedent(MLP).format(
+                optimizer="torch.optim.SGD(model.parameters(), lr=0.1)", model=""), "mlp.py") as path:
+            trace = run_trace(path, batch_size=16, compile_mode="max-autotune")
+            with self.assertRaises(TraceError) as raised:
+                run_trace(path, batch_size=16, compile_mode="fast")
+        self.assertEqual(raised.exception.kind, "bad_request")
+        forward = [op for op in trace["ops"] if op["phase"] == "forward"]
+        self.assertEqual([op.get("compiled") for op in forward], ["max-autotune"] * 5 + [None])
+        # The warning is the script's, at no line: nothing in it compiles.
+        self.assertIn({"kind": "torch_compile", "severity": "warning"}, trace["warnings"])
 
     def test_module_compile_and_a_compiled_function(self):
         trace = trace_mlp("torch.optim.SGD(model.parameters(), lr=0.1)", model="model.compile()")

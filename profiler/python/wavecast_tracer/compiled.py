@@ -24,6 +24,19 @@ MODE_ATTRIBUTE = "_wavecast_compile_mode"
 COMPILED_AT_LOAD = "__wavecast_compiled_at_load__"
 
 
+# torch.compile's modes (torch._inductor.list_mode_options).
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def what_if(module, mode):
+    """The mode a module the iteration calls itself runs in when the trace asks for
+    torch.compile as a what-if (`mode`), as after `model = torch.compile(model)`: a loss
+    module, which scripts rarely compile, stays eager."""
+    if mode is None or isinstance(module, torch.nn.modules.loss._Loss):
+        return None
+    return mode
+
+
 def _mode(options):
     """The compile mode of torch.compile(**options), or None when nothing is compiled."""
     if options.get("disable") or options.get("backend", "inductor") != "inductor":

@@ -11,7 +11,7 @@ import torch
 from . import compat, multi_tensor
 from .attention import BACKEND_OF_OP
 from .collectives import symmetric_values
-from .compiled import compile_mode
+from .compiled import compile_mode, what_if
 from .cuda_kernels import SHAPE_KERNELS
 from .dataflow import Dataflow
 from .devices import Placement
@@ -176,6 +176,8 @@ class TraceState:
         self._compiled_modules = []
         # A dataflow.Dataflow once a compiled op ran: every later op says who wrote its inputs.
         self.dataflow = None
+        # The torch.compile mode the request runs the iteration's own module calls in.
+        self.compile_requested = None
 
     def records(self, name):
         """Whether an op of this name is recorded now: not a view or allocation, and not
@@ -242,6 +244,8 @@ class TraceState:
     def enter_module(self, module, _inputs):
         self.module_stack.append(self.module_names.get(id(module), type(module).__name__))
         mode = compile_mode(module)
+        if mode is None and len(self.module_stack) == 1:
+            mode = what_if(module, self.compile_requested)
         if mode is not None:
             self._compiled_modules.append((len(self.module_stack), mode))
 
@@ -253,6 +257,13 @@ class TraceState:
     def _leave_compiled_modules(self):
         while self._compiled_modules and self._compiled_modules[-1][0] > len(self.module_stack):
             self._compiled_modules.pop()
+
+    def compile_what_if(self, mode):
+        """Runs the modules the iteration calls itself as if compiled with `mode` (None: as
+        the script says), with a warning saying so."""
+        self.compile_requested = mode
+        if mode is not None:
+            self.warn_once(warning("torch_compile"))
 
     def compile_mode(self):
         """The torch.compile mode of the code running now, else None. Backward ops take

@@ -71,7 +71,8 @@ class ModelCalls:
                 or _cpu_autocast_enabled() or torch.is_inference_mode_enabled()):
             return None
         # A compiled call's ops say which op wrote their inputs, ids a replay would not keep.
-        if state.compile_mode() is not None or any(compile_mode(m) for m in self._model.modules()):
+        if (state.compile_mode() is not None or state.compile_requested is not None
+                or any(compile_mode(m) for m in self._model.modules())):
             return None
         autocast = self._autocast.dtype()
         if autocast is not None and self._autocast.cache:

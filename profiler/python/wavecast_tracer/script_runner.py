@@ -333,7 +333,7 @@ def _pinning_ignored():
     return attributes_set(torch.Tensor, {"pin_memory": lambda self, *args, **kwargs: self})
 
 
-def trace_script(project, mode, progress, assume_gpu, rank, script_args, device):
+def trace_script(project, mode, progress, assume_gpu, rank, script_args, device, compile_mode=None):
     """The trace document of one iteration of the script run as written (tracer.run_trace)."""
     from . import tracer
 
@@ -346,6 +346,7 @@ def trace_script(project, mode, progress, assume_gpu, rank, script_args, device)
         raise TraceError("bad_request", "script arguments must be strings",
                          hint="Pass the script's arguments as a list of strings.")
     state = TraceState(project, progress)
+    state.compile_what_if(compile_mode)
     state.assume_gpu = assume_gpu
     state.distributed = rank
     compat.ensure_meta_kernels()

@@ -11,7 +11,7 @@ import torch
 from . import compat, distributed, measured
 from .attention import cuda_attention
 from .autocast import checked_autocast_regions, cuda_autocast, precision
-from .compiled import COMPILED_AT_LOAD, eager_compile
+from .compiled import COMPILE_MODES, COMPILED_AT_LOAD, eager_compile
 from .optimizers import cuda_multi_tensor_defaults, state_tensors, steady_state_steps
 from .devices import cuda_mapped_to_cpu
 from .errors import TraceError, TraceInterrupted, error_at, one_line, out_of_memory_error, timeout_error
@@ -37,7 +37,7 @@ _OOM_MARKERS = ("can't allocate memory", "not enough memory", "DefaultCPUAllocat
 
 
 def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=False, wavecast_version=None,
-              world_size=None, script_args=None, device=None, cache=None):
+              world_size=None, script_args=None, device=None, cache=None, compile_mode=None):
     """Returns the trace document (docs/trace-format.md); raises TraceError.
 
     assume_gpu: the caller runs the script's model and batch on a GPU (as the truth
@@ -48,7 +48,8 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
     process), and the torchrun environment only for a script that makes a process group.
     script_args: a script without provider functions runs as written (script_runner.py)
     with these as its sys.argv[1:]; device: the GPU its torch.cuda queries answer for
-    (target_gpu.py).
+    (target_gpu.py); compile_mode: predict the script as if the modules its iteration calls
+    were passed through torch.compile(mode=compile_mode) (compiled.what_if).
     cache: a reuse.TraceCache a long-lived worker keeps between traces: unchanged project
     modules stay imported and an unchanged model is not built again; None: everything fresh.
     """
@@ -59,6 +60,9 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
         raise TraceError("bad_request", f"unsupported trace mode \"{mode}\"", hint=hint)
     if mode == "cuda":
         measured.check_cuda_available()
+    if compile_mode is not None and compile_mode not in COMPILE_MODES:
+        raise TraceError("bad_request", f"unknown torch.compile mode {compile_mode!r}",
+                         hint="Use one of " + ", ".join(COMPILE_MODES) + ".")
     if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
         raise TraceError("bad_request", f"batch size must be a positive integer, got {batch_size!r}",
                          hint="Pass a batch size of 1 or more.")
@@ -83,11 +87,13 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
                     cache.forget()
                 purge_project_modules(project)
                 with one_rank() as rank:
-                    document = trace_script(project, mode, progress, assume_gpu, rank, script_args or [], device)
+                    document = trace_script(project, mode, progress, assume_gpu, rank, script_args or [], device,
+                                            compile_mode)
             else:
                 try:
                     with one_rank() as rank:
-                        document = _trace(project, batch_size, mode, progress, assume_gpu, rank, cache, device)
+                        document = _trace(project, batch_size, mode, progress, assume_gpu, rank, cache, device,
+                                          compile_mode)
                 except _ReusedModelFailed:
                     # The kept model may hold state a fresh build would not (the provider set a
                     # global the iteration reads): a failure is only believed from a fresh one.
@@ -95,7 +101,8 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
                     captured.seek(0)
                     captured.truncate()
                     with one_rank() as rank:
-                        document = _trace(project, batch_size, mode, progress, assume_gpu, rank, cache, device)
+                        document = _trace(project, batch_size, mode, progress, assume_gpu, rank, cache, device,
+                                          compile_mode)
         except TraceError as error:
             error.output = _tail(captured.getvalue())
             raise
@@ -150,7 +157,7 @@ def _reusable_model(cache, modules_kept, project, module, source, mode, world_si
     return built, key
 
 
-def _trace(project, batch_size, mode, progress, assume_gpu, rank, cache=None, device=None):
+def _trace(project, batch_size, mode, progress, assume_gpu, rank, cache=None, device=None, compile_mode=None):
     modules_kept = purge_project_modules(project, cache.modules if cache is not None else None)
     progress("loading script")
     source = _read(project.entry_file) if cache is not None else None
@@ -171,7 +178,7 @@ def _trace(project, batch_size, mode, progress, assume_gpu, rank, cache=None, de
     try:
         try:
             document = _trace_providers(project, providers, batch_size, mode, progress, assume_gpu, rank,
-                                        cache, reused, model_key, device)
+                                        cache, reused, model_key, device, compile_mode)
         except ReplayMismatch:
             # The kept model's call was replayed, and its backward then met another gradient
             # (the loss changed): traced again, the call is recorded anew.
@@ -181,7 +188,7 @@ def _trace(project, batch_size, mode, progress, assume_gpu, rank, cache=None, de
                 output.seek(printed)
                 output.truncate()
             document = _trace_providers(project, providers, batch_size, mode, progress, assume_gpu, rank,
-                                        cache, reused, model_key, device)
+                                        cache, reused, model_key, device, compile_mode)
     except TraceError as error:
         if reused is not None and error.kind != "timeout":
             raise _ReusedModelFailed() from None
@@ -202,7 +209,7 @@ def _project_site(project):
 
 
 def _trace_providers(project, providers, batch_size, mode, progress, assume_gpu, rank, cache, reused, model_key,
-                     device=None):
+                     device=None, compile_mode=None):
     if batch_size is None:
         batch_size = providers.default_batch_size
     if batch_size is None:
@@ -218,6 +225,7 @@ def _trace_providers(project, providers, batch_size, mode, progress, assume_gpu,
     state = TraceState(project, progress)
     for site in getattr(sys.modules.get(ENTRY_MODULE_NAME), COMPILED_AT_LOAD, ()):
         state.warn_once(warning("torch_compile", *site))
+    state.compile_what_if(compile_mode)
     built = None  # the model this trace may leave to the next (reuse.BuiltModel)
     state.assume_gpu = assume_gpu
     state.distributed = rank

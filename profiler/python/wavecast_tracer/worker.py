@@ -214,7 +214,7 @@ def _trace_response(request_id, params, run_trace, channel, interrupts):
     try:
         result = run_trace(file, params.get("batch_size"), params.get("mode", "shape"), progress,
                            world_size=params.get("world_size"), script_args=params.get("script_args"),
-                           device=params.get("device"))
+                           device=params.get("device"), compile_mode=params.get("compile"))
         interrupts.tracing = False
         return {"id": request_id, "result": result}
     except TraceError as error:

@@ -329,6 +329,7 @@ Command predictCommand() {
       {"mode", "MODE", "shape (default: no arithmetic), cpu (run for real) or cuda"},
       pythonEnvOption(),
       worldSizeOption(),
+      compileOption(),
       verboseOption(),
       {"timeout", "SECONDS", "give up tracing after this long (default 120)"},
       {"roofline", "", "analytic model only (no learned per-op models, no installed calibrations)"},

@@ -22,6 +22,13 @@ OptionSpec worldSizeOption() {
           "(default 8)"};
 }
 
+OptionSpec compileOption() {
+  return {"compile", "MODE",
+          "predict the script as if the modules its iteration calls were passed through "
+          "torch.compile(mode=MODE): default, reduce-overhead, max-autotune or "
+          "max-autotune-no-cudagraphs (a script that compiles is predicted compiled anyway)"};
+}
+
 OptionSpec pythonEnvOption() {
   return {"python-env", "DIR",
           "a virtualenv whose torch the worker uses; 'system': the system python3's "
@@ -259,6 +266,13 @@ Trace ScriptTracer::trace(const std::string& path, std::optional<int64_t> batchS
   request.scriptArgs = args_.rest();
   if (const auto ranks = args_.positiveInt("world-size"))
     request.worldSize = static_cast<int>(*ranks);
+  if (const auto compile = args_.value("compile")) {
+    request.compile = compileModeFromString(*compile);
+    if (!request.compile)
+      throw UsageError("--compile must be default, reduce-overhead, max-autotune or "
+                       "max-autotune-no-cudagraphs, not '" +
+                       *compile + "'");
+  }
   if (firstTarget)
     request.device = scriptDevice(*firstTarget);
 

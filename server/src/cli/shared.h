@@ -20,6 +20,8 @@ namespace wavecast::cli {
 OptionSpec pythonEnvOption();
 // --world-size: the launch a torch.distributed script is traced as rank 0 of.
 OptionSpec worldSizeOption();
+// --compile MODE: the iteration's modules as if passed through torch.compile.
+OptionSpec compileOption();
 // --verbose for trace and predict: torch's own log messages and a failed trace's
 // Python traceback (serve's shows torch's messages in its log).
 OptionSpec verboseOption();

@@ -38,6 +38,7 @@ Command traceCommand() {
             {"mode", "MODE", "shape (default), cpu or cuda"},
             pythonEnvOption(),
             worldSizeOption(),
+            compileOption(),
             verboseOption(),
             {"timeout", "SECONDS", "give up tracing after this long (default 120)"}},
            1,

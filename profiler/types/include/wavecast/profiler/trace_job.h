@@ -54,6 +54,9 @@ struct TraceRequest {
   std::vector<std::string> scriptArgs;
   // What its torch.cuda queries answer; nullopt: the worker's default (an H100).
   std::optional<ScriptDevice> device;
+  // Trace it as if the modules its iteration calls were passed through torch.compile in
+  // this mode; nullopt: as the script says.
+  std::optional<CompileMode> compile{};
 };
 
 // A failure the user can act on (docs/trace-format.md "Errors").
