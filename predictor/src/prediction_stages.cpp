@@ -243,7 +243,8 @@ OpTimes timeOps(const Trace& trace, const std::vector<OpCost>& costs,
       op.method = timeOp(trace.ops[i], cost, gpus[g], kernels.onOrigin[g], kernels.measured,
                          calibration, learned[g * opCount + i], options, op.timeMs, waveProblems);
       // As Inductor runs it: pad_mm keeps a padded GEMM where it is faster, copies
-      // included; a layout-optimized convolution runs in channels_last.
+      // included; a layout-optimized convolution runs in channels_last, which changes its
+      // time where it is calibrated in that layout (the models price layouts alike).
       if (const auto& variant = i < variants.size() ? variants[i] : std::nullopt;
           variant && !kernels.onOrigin[g] && compiled::runsOn(*variant, cost, gpus[g])) {
         double variantMs = 0;
@@ -257,7 +258,7 @@ OpTimes timeOps(const Trace& trace, const std::vector<OpCost>& costs,
         if (copies.kernels > 0)
           variantMs += rooflineTime(copies, gpus[g], options.roofline).timeMs;
         const bool padding = variant->kind == compiled::InductorVariant::Kind::PaddedGemm;
-        if (!padding || variantMs < op.timeMs) {
+        if (padding ? variantMs < op.timeMs : method == PredictionMethod::Calibrated) {
           op.timeMs = variantMs;
           op.method = method;
         }
