@@ -7,7 +7,7 @@ the tracer only states facts."""
 SEVERITY = {
     "old_torch": "warning",  # traced with torch `version`, older than the 2.x figures are checked on
     "cuda_traced_on_cpu": "info",  # shape and cpu mode ran the script's CUDA tensors on the CPU
-    "torch_compile": "warning",  # compiled code traced eagerly
+    "torch_compile": "warning",  # compiled code: eager ops traced, priced as Inductor runs them
     "autocast_cpu_only": "warning",  # autocast("cpu") around GPU work: entered disabled
     "autocast_unsupported_dtype": "warning",  # CUDA autocast to a dtype torch refuses: `dtype`
     "autocast_other_device": "warning",  # autocast("xpu"...) casts no CUDA tensor: `device`

@@ -200,7 +200,7 @@ std::optional<Severity> severityFromString(std::string_view text);
 enum class TraceWarningKind {
   OldTorch,        // traced with torch `version`, older than the 2.x figures are checked on
   CudaTracedOnCpu, // shape and cpu mode ran the script's CUDA tensors on the CPU
-  TorchCompile,    // compiled code was traced eagerly
+  TorchCompile,    // compiled code: eager ops traced, priced as Inductor runs them
   AutocastCpuOnly, // autocast("cpu") around GPU work: entered disabled
   AutocastUnsupportedDtype, // CUDA autocast to a dtype torch refuses: `dtype`
   AutocastOtherDevice,      // autocast on another device casts no CUDA tensor: `device`
