@@ -141,15 +141,16 @@ struct UnionFind {
 
 void fuseRegions(const Trace& trace, std::vector<OpCost>& costs) {
   const size_t count = std::min(trace.ops.size(), costs.size());
-  std::unordered_map<int64_t, size_t> indexOf;
-  bool dataflow = false;
-  for (size_t i = 0; i < count; ++i) {
-    indexOf.emplace(trace.ops[i].id, i);
-    for (const auto& input : trace.ops[i].inputs)
-      dataflow = dataflow || (input && input->source);
-  }
-  if (!dataflow)
+  // Only a trace with compiled ops, whose inputs say which op wrote them.
+  const auto traced = [](const OpRecord& op) {
+    return op.compiled && std::any_of(op.inputs.begin(), op.inputs.end(),
+                                      [](const auto& input) { return input && input->source; });
+  };
+  if (std::none_of(trace.ops.begin(), trace.ops.begin() + count, traced))
     return;
+  std::unordered_map<int64_t, size_t> indexOf;
+  for (size_t i = 0; i < count; ++i)
+    indexOf.emplace(trace.ops[i].id, i);
 
   // Fusion happens between two library calls of one compiled run: a segment.
   std::vector<int64_t> segment(count, -1); // -1: not fused

@@ -245,7 +245,7 @@ OpTimes timeOps(const Trace& trace, const std::vector<OpCost>& costs,
       // As Inductor runs it: pad_mm keeps a padded GEMM where it is faster, copies
       // included; a layout-optimized convolution runs in channels_last, which changes its
       // time where it is calibrated in that layout (the models price layouts alike).
-      if (const auto& variant = i < variants.size() ? variants[i] : std::nullopt;
+      if (const auto& variant = variants[i];
           variant && !kernels.onOrigin[g] && compiled::runsOn(*variant, cost, gpus[g])) {
         double variantMs = 0;
         const PredictionMethod method =

@@ -114,11 +114,8 @@ def eager_compile(on_compile):
     compile_function.wavecast_regions = regions
     torch.compile = compile_function
 
-    def compile_module(module, *args, **kwargs):
-        on_compile()
-        mode = _mode(kwargs)
-        if mode is not None:
-            setattr(module, MODE_ATTRIBUTE, mode)
+    def compile_module(module, *args, **kwargs):  # Module.compile(**options) returns None
+        regions.compile(module, **kwargs)
 
     if module_compile is not None:
         torch.nn.Module.compile = compile_module

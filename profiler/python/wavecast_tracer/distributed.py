@@ -140,12 +140,7 @@ class OneRank:
 
     # --- notes ---------------------------------------------------------------
     def site(self):
-        f = sys._getframe(1)
-        while f is not None:
-            if self.project.contains(f.f_code.co_filename):
-                return f.f_code.co_filename, f.f_lineno
-            f = f.f_back
-        return "", 0
+        return self.project.site()
 
     def unsupported(self, call):
         if self.hidden:  # torch's own one-time set-up (a pipeline stage's shape inference)

@@ -1,6 +1,7 @@
 """Which source files belong to the user's project."""
 
 import os
+import sys
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _LIBRARY_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
@@ -27,3 +28,12 @@ class Project:
         )
         self._cache[filename] = inside
         return inside
+
+    def site(self):
+        """(file, line) of the innermost project frame running now; ("", 0) outside."""
+        frame = sys._getframe(1)
+        while frame is not None:
+            if self.contains(frame.f_code.co_filename):
+                return frame.f_code.co_filename, frame.f_lineno
+            frame = frame.f_back
+        return "", 0

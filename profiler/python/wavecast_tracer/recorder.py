@@ -430,8 +430,7 @@ class TraceState:
 
     def site(self):
         """(file, line) of the innermost project frame running now; ("", 0) outside."""
-        frames = self.project_frames()
-        return (frames[-1][0], frames[-1][1]) if frames else ("", 0)
+        return self.project.site()
 
     def warn_once(self, record):
         if record not in self.warnings:

@@ -164,7 +164,7 @@ def _trace(project, batch_size, mode, progress, assume_gpu, rank, cache=None, de
     # A function compiled as the script loads (`@torch.compile` on a module-level function)
     # is marked too; its warning waits for the trace (compiled_at_load).
     sites = []
-    with eager_compile(lambda: sites.append(_project_site(project))):
+    with eager_compile(lambda: sites.append(project.site())):
         module = load_entry_module(project)
     if sites or not hasattr(module, COMPILED_AT_LOAD):
         setattr(module, COMPILED_AT_LOAD, sites)
@@ -196,16 +196,6 @@ def _trace(project, batch_size, mode, progress, assume_gpu, rank, cache=None, de
     if cache is not None:
         cache.modules.record(project.root, project_modules(project))
     return document
-
-
-def _project_site(project):
-    """(file, line) of the innermost project frame calling this; ("", 0) outside."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        if project.contains(frame.f_code.co_filename):
-            return frame.f_code.co_filename, frame.f_lineno
-        frame = frame.f_back
-    return "", 0
 
 
 def _trace_providers(project, providers, batch_size, mode, progress, assume_gpu, rank, cache, reused, model_key,
