@@ -182,6 +182,17 @@ void mergeSettings(Settings& settings, const Json& object, std::string_view wher
       merged.worldSize = static_cast<int>(*ranks);
     }
   }
+  if (object.contains("compile")) {
+    merged.compile.reset();
+    if (auto mode = optionalString(object, "compile", where)) {
+      merged.compile = compileModeFromString(*mode);
+      if (!merged.compile)
+        throwInvalidParams(at +
+                           ".compile must be null (as the script says) or a torch.compile "
+                           "mode: " +
+                           compileModeChoices());
+    }
+  }
   if (auto mode = optionalString(object, "mode", where)) {
     if (*mode == "shape")
       merged.mode = AnalysisMode::Shape;
@@ -230,7 +241,8 @@ Json toJson(const Settings& settings) {
           {"debounceMs", settings.debounceMs},
           {"mode", toString(settings.mode)},
           {"scriptArgs", settings.scriptArgs},
-          {"worldSize", settings.worldSize ? Json(*settings.worldSize) : Json()}};
+          {"worldSize", settings.worldSize ? Json(*settings.worldSize) : Json()},
+          {"compile", settings.compile ? Json(toString(*settings.compile)) : Json()}};
 }
 
 std::vector<std::string> scriptArgsFor(const Settings& settings, const std::string& path) {

@@ -129,6 +129,20 @@ TEST(WavecastProtocol, MergesSettingsAndRejectsBadValuesWithoutChangingAnything)
           [&] { mergeSettings(settings, Json::parse(R"({"mode":"cuda"})"), "settings"); }),
       "settings.mode must be \"shape\" (no GPU needed) or \"measured\" (on this machine's GPU)");
   EXPECT_EQ(settings.mode, AnalysisMode::Measured);
+
+  EXPECT_FALSE(settings.compile);
+  EXPECT_TRUE(toJson(settings)["compile"].is_null());
+  mergeSettings(settings, Json::parse(R"({"compile":"max-autotune-no-cudagraphs"})"), "settings");
+  EXPECT_EQ(settings.compile, CompileMode::MaxAutotuneNoCudagraphs);
+  EXPECT_EQ(toJson(settings)["compile"], "max-autotune-no-cudagraphs");
+  EXPECT_EQ(invalidParamsMessage([&] {
+              mergeSettings(settings, Json::parse(R"({"compile":"inductor"})"), "settings");
+            }),
+            "settings.compile must be null (as the script says) or a torch.compile mode: "
+            "default, reduce-overhead, max-autotune or max-autotune-no-cudagraphs");
+  EXPECT_EQ(settings.compile, CompileMode::MaxAutotuneNoCudagraphs);
+  mergeSettings(settings, Json::parse(R"({"compile":null})"), "settings");
+  EXPECT_FALSE(settings.compile);
 }
 
 // Multi-GPU targets as words or as the structured form (GPU, count, layout, system); the

@@ -130,6 +130,10 @@ TEST(ResultCache, KeysNameTheContentAndEverySettingOfTheRequest) {
   other = request;
   other.worldSize = 64;
   EXPECT_EQ(cacheKey("text", other), key + "|ranks64") << "a launch of other ranks traces anew";
+  other = request;
+  other.compile = CompileMode::ReduceOverhead;
+  EXPECT_EQ(cacheKey("text", other), key + "|compile:reduce-overhead")
+      << "a compiled what-if is another trace";
 }
 
 } // namespace

@@ -150,6 +150,13 @@ TEST_F(SchemaSamples, WritesWhatTheEncodersSend) {
         reply["result"]["capabilities"]["experimental"]["wavecast"]);
 
   write("ListGpusResult", "fake", request("wavecast/listGpus", nullptr)["result"]);
+  // The settings as the daemon writes them back, with every torch.compile mode it knows.
+  for (const CompileMode mode : kCompileModes) {
+    protocol::Settings settings;
+    settings.compile = mode;
+    write("Settings", std::string("compile_") + toString(mode), protocol::toJson(settings));
+  }
+  write("Settings", "defaults", protocol::toJson(protocol::Settings{}));
   Json unknown = request("wavecast/setTargets", {{"gpus", {"H10"}}});
   ASSERT_EQ(unknown["error"]["code"], -32602);
   write("UnknownGpuData", "h10", unknown["error"]["data"]);

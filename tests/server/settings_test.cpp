@@ -168,6 +168,32 @@ TEST_F(ServerTest, WorldSizeReachesTheAnalysis) {
   analyzer_.release();
 }
 
+// The compile setting traces scripts as if compiled in that mode; a change re-analyses, null
+// goes back to the script as written, and an unknown mode is named with the choices.
+TEST_F(ServerTest, CompileModeReachesTheAnalysis) {
+  initialize({{"compile", "max-autotune"}});
+  analyzeTrain();
+  EXPECT_EQ(analyzer_.requests().back().compile, CompileMode::MaxAutotune);
+  const auto change = [&](const Json& settings) {
+    notify("workspace/didChangeConfiguration", {{"settings", {{"wavecast", settings}}}});
+  };
+  change({{"compile", "reduce-overhead"}});
+  ASSERT_TRUE(waitStarted(2)) << "another compile mode re-analyses";
+  EXPECT_EQ(analyzer_.requests().back().compile, CompileMode::ReduceOverhead);
+  analyzer_.release();
+  change({{"compile", "fast"}});
+  const auto shown = sent("window/showMessage");
+  ASSERT_FALSE(shown.empty());
+  EXPECT_NE(shown.back()["params"]["message"].get<std::string>().find(
+                "compile must be null (as the script says) or a torch.compile mode: default, "
+                "reduce-overhead, max-autotune or max-autotune-no-cudagraphs"),
+            std::string::npos);
+  change({{"compile", nullptr}});
+  ASSERT_TRUE(waitStarted(3));
+  EXPECT_EQ(analyzer_.requests().back().compile, std::nullopt);
+  analyzer_.release();
+}
+
 // Multi-GPU targets go through the analyzer's layout resolution and into the next
 // analysis; one it cannot read keeps the previous targets and is shown once.
 TEST_F(ServerTest, ParallelTargetsReanalyseAndAnUnreadableOneKeepsThePrevious) {

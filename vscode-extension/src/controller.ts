@@ -27,7 +27,7 @@ import { LineDecorator } from './decorations';
 import { Action, Notifier } from './notifier';
 import { PythonInterpreterWatcher } from './pythonInterpreter';
 import { RemoteTokenStore } from './remoteTokenStore';
-import type { ModelFacts } from './logic/picker';
+import { compileChoices, type ModelFacts } from './logic/picker';
 import { askForBatchSize, askForGpus } from './prompts';
 import { RESULTS_VIEW_TYPE } from './resultsPanel';
 import { ResultsView } from './resultsView';
@@ -501,7 +501,8 @@ export class WavecastController implements vscode.Disposable {
   }
 
   private async pickGpus(api: WavecastApi): Promise<void> {
-    const picked = await askForGpus(await api.listGpus(), this.settings.parallelTargets, this.model);
+    const compile = { choices: compileChoices(this.context.extension?.packageJSON), current: this.settings.compile };
+    const picked = await askForGpus(await api.listGpus(), this.settings.parallelTargets, this.model, compile);
     if (!picked) return;
     const ids = picked.gpus;
     this.targets = await api.setTargets(ids);
@@ -509,9 +510,11 @@ export class WavecastController implements vscode.Disposable {
     // Persisted per workspace (or per user when no folder is open); the multi-GPU targets reach
     // the daemon as a settings change.
     const scope = vscode.workspace.workspaceFolders?.length ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
-    this.settings = { ...this.settings, targets: ids, parallelTargets: picked.parallelTargets };
+    const compileChanged = picked.compile !== this.settings.compile;
+    this.settings = { ...this.settings, targets: ids, parallelTargets: picked.parallelTargets, compile: picked.compile };
     await vscode.workspace.getConfiguration('wavecast').update('targets', ids, scope);
     await vscode.workspace.getConfiguration('wavecast').update('parallelTargets', picked.parallelTargets, scope);
+    if (compileChanged) await vscode.workspace.getConfiguration('wavecast').update('compile', picked.compile ?? 'script', scope);
   }
 
   private activePythonUri(): string | undefined {

@@ -1,12 +1,29 @@
 // The dialogs that ask the user for a choice: target GPUs and batch size.
 import * as vscode from 'vscode';
-import { buildGpuPickItems, buildParallelPickItems, pickerPlaceholder, type GpuPickItem, type ModelFacts } from './logic/picker';
-import type { ListGpusResult } from './logic/protocol';
+import {
+  buildCompilePickItems,
+  buildGpuPickItems,
+  buildParallelPickItems,
+  compileLabel,
+  pickerPlaceholder,
+  type CompileChoice,
+  type GpuPickItem,
+  type ModelFacts,
+} from './logic/picker';
+import type { CompileMode, ListGpusResult } from './logic/protocol';
 import { parseBatchSize, type ParallelTargetSetting } from './logic/settings';
 
 export interface PickedTargets {
   gpus: string[];
   parallelTargets: ParallelTargetSetting[];
+  /** The torch.compile mode every target is predicted in; null: as each script says. */
+  compile: CompileMode | null;
+}
+
+/** The compile modes offered and the one the settings hold. */
+export interface CompileOffer {
+  choices: readonly CompileChoice[];
+  current: CompileMode | null;
 }
 
 /** The GPU ids and multi-GPU targets picked, or undefined when the user cancelled or picked no GPU. */
@@ -15,9 +32,11 @@ export async function askForGpus(
   list: ListGpusResult,
   parallelTargets: readonly ParallelTargetSetting[],
   model: ModelFacts = {},
+  compile: CompileOffer = { choices: [], current: null },
 ): Promise<PickedTargets | undefined> {
-  const separator = { label: 'Multi-GPU targets', kind: vscode.QuickPickItemKind.Separator } as unknown as GpuPickItem;
-  const items = [...buildGpuPickItems(list), separator, ...buildParallelPickItems(list, parallelTargets, model)];
+  const separator = (label: string) => ({ label, kind: vscode.QuickPickItemKind.Separator }) as unknown as GpuPickItem;
+  const items = [...buildGpuPickItems(list), separator('Multi-GPU targets'), ...buildParallelPickItems(list, parallelTargets, model)];
+  if (compile.choices.length > 0) items.push(separator('What if compiled'), ...buildCompilePickItems(compile.choices, compile.current));
   const chosen = await vscode.window.showQuickPick(items, {
     canPickMany: true,
     title: 'wavecast: target GPUs',
@@ -32,7 +51,14 @@ export async function askForGpus(
     return undefined;
   }
   const picked = chosen.map((item) => item.parallelTarget).filter((t): t is ParallelTargetSetting => t !== undefined);
-  return { gpus, parallelTargets: picked };
+  const modes = chosen.map((item) => item.compileMode).filter((m): m is CompileMode => m !== undefined);
+  let mode: CompileMode | null = modes[0] ?? null;
+  if (modes.length > 1) {
+    mode = compile.current;
+    const kept = mode === null ? 'each script as written' : compileLabel(mode);
+    void vscode.window.showWarningMessage(`wavecast predicts in one torch.compile mode at a time; keeping ${kept}.`);
+  }
+  return { gpus, parallelTargets: picked, compile: mode };
 }
 
 /** A batch size, null for "the provider's default", or undefined when cancelled. */

@@ -203,8 +203,7 @@ OpRecord opRecordFromJson(const json& j, const std::string& where) {
     const auto mode =
         compiled->is_string() ? compileModeFromString(compiled->get<std::string>()) : std::nullopt;
     if (!mode)
-      failField(where + ".compiled must be default, reduce-overhead, max-autotune or "
-                        "max-autotune-no-cudagraphs");
+      failField(where + ".compiled must be " + compileModeChoices());
     op.compiled = *mode;
   }
   return op;
@@ -280,32 +279,6 @@ std::optional<Phase> phaseFromString(const std::string& text) {
   if (text == "optimizer")
     return Phase::Optimizer;
   return std::nullopt;
-}
-
-const char* toString(CompileMode mode) {
-  switch (mode) {
-  case CompileMode::Default:
-    return "default";
-  case CompileMode::ReduceOverhead:
-    return "reduce-overhead";
-  case CompileMode::MaxAutotune:
-    return "max-autotune";
-  case CompileMode::MaxAutotuneNoCudagraphs:
-    return "max-autotune-no-cudagraphs";
-  }
-  return "default";
-}
-
-std::optional<CompileMode> compileModeFromString(std::string_view text) {
-  for (const CompileMode mode : {CompileMode::Default, CompileMode::ReduceOverhead,
-                                 CompileMode::MaxAutotune, CompileMode::MaxAutotuneNoCudagraphs})
-    if (text == toString(mode))
-      return mode;
-  return std::nullopt;
-}
-
-bool usesCudaGraphs(CompileMode mode) {
-  return mode == CompileMode::ReduceOverhead || mode == CompileMode::MaxAutotune;
 }
 
 const char* toString(Provider provider) {

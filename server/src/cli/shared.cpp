@@ -25,8 +25,8 @@ OptionSpec worldSizeOption() {
 OptionSpec compileOption() {
   return {"compile", "MODE",
           "predict the script as if the modules its iteration calls were passed through "
-          "torch.compile(mode=MODE): default, reduce-overhead, max-autotune or "
-          "max-autotune-no-cudagraphs (a script that compiles is predicted compiled anyway)"};
+          "torch.compile(mode=MODE): " +
+              compileModeChoices() + " (a script that compiles is predicted compiled anyway)"};
 }
 
 OptionSpec pythonEnvOption() {
@@ -269,9 +269,7 @@ Trace ScriptTracer::trace(const std::string& path, std::optional<int64_t> batchS
   if (const auto compile = args_.value("compile")) {
     request.compile = compileModeFromString(*compile);
     if (!request.compile)
-      throw UsageError("--compile must be default, reduce-overhead, max-autotune or "
-                       "max-autotune-no-cudagraphs, not '" +
-                       *compile + "'");
+      throw UsageError("--compile must be " + compileModeChoices() + ", not '" + *compile + "'");
   }
   if (firstTarget)
     request.device = scriptDevice(*firstTarget);

@@ -57,6 +57,7 @@ struct AnalysisRequest {
   std::vector<std::string> scriptArgs{}; // sys.argv[1:] of a script run as written
   std::vector<LayoutTarget> layouts{};   // multi-GPU targets, predicted beside the GPUs
   std::optional<int> worldSize{};        // a torch.distributed script's launch (default 8)
+  std::optional<CompileMode> compile{};  // traced as if compiled in this mode; else as written
   TraceSource traceSource = TraceSource::Worker;
 };
 

@@ -5,9 +5,9 @@
 // runs on the io_context's thread; the scheduler's callbacks arrive there.
 #include "lsp/files.h"
 #include "lsp/language_server.h"
+#include "lsp/views.h"
 #include "presentation.h"
 #include "results_json.h"
-#include "lsp/views.h"
 #include "wavecast/protocol/json_read.h"
 
 #include <algorithm>
@@ -46,6 +46,7 @@ AnalysisRequest LanguageServer::analysisRequest(const std::string& path,
   AnalysisRequest request{path, batchSize, targets_, settings_.pythonEnv, mode, {}, layouts_};
   request.scriptArgs = protocol::scriptArgsFor(settings_, path);
   request.worldSize = settings_.worldSize;
+  request.compile = settings_.compile;
   return request;
 }
 
@@ -263,8 +264,8 @@ void LanguageServer::resultsChanged(const std::string& uri) {
              {"state", toString(entry.state)},
              // The results JSON's own summaries (one encoder for the shape); the lines and
              // ops stay out of the notification: clients ask wavecast/results for them.
-             {"summaries", entry.result ? summariesJson(entry.result->output.prediction)
-                                        : Json::array()}});
+             {"summaries",
+              entry.result ? summariesJson(entry.result->output.prediction) : Json::array()}});
   refreshViews(true, true);
   if (entry.waiters.empty())
     return;

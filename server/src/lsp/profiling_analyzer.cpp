@@ -105,7 +105,7 @@ AnalysisOutcome ProfilingAnalyzer::analyze(const AnalysisRequest& request,
     profiler = profilerForLocked(request.pythonEnv);
   }
   TraceRequest traceRequest{request.file,      request.batchSize,  request.mode, options_.timeout,
-                            request.worldSize, request.scriptArgs, std::nullopt};
+                            request.worldSize, request.scriptArgs, std::nullopt, request.compile};
   if (!request.targets.empty())
     if (const DeviceSpec* first = database_.find(request.targets.front()))
       traceRequest.device = scriptDevice(*first);

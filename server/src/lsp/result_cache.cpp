@@ -16,6 +16,8 @@ std::string cacheKey(std::string_view entryText, const AnalysisRequest& request)
     key += "|arg:" + word;
   if (request.worldSize)
     key += "|ranks" + std::to_string(*request.worldSize);
+  if (request.compile)
+    key += "|compile:" + std::string(toString(*request.compile));
   return key;
 }
 

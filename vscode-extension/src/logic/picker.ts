@@ -1,6 +1,6 @@
 // Items of the GPU quick pick, built from `wavecast/listGpus`.
 import { formatGpuList, formatTflops, formatUsd } from './presentation';
-import type { GpuInfo, ListGpusResult } from './protocol';
+import type { CompileMode, GpuInfo, ListGpusResult } from './protocol';
 import { parallelTargetLabel, type ParallelTargetSetting } from './settings';
 
 // Items are labelled by GPU id ("H100-SXM"): short, and what settings and
@@ -11,6 +11,8 @@ export interface GpuPickItem {
   id: string;
   /** A multi-GPU target (wavecast.parallelTargets) instead of a GPU. */
   parallelTarget?: ParallelTargetSetting;
+  /** A torch.compile mode (wavecast.compile) every target is predicted in, instead of a GPU. */
+  compileMode?: CompileMode;
   label: string;
   description: string;
   detail: string;
@@ -138,4 +140,45 @@ export function buildParallelPickItems(
     });
   }
   return items;
+}
+
+/** A torch.compile mode the picker offers, with what it means. */
+export interface CompileChoice {
+  mode: CompileMode;
+  description: string;
+}
+
+/**
+ * wavecast.compile's modes from the extension's package.json (its enum, "script" aside), so
+ * the picker offers what the setting takes; none when the manifest has no such setting.
+ */
+export function compileChoices(packageJson: unknown): CompileChoice[] {
+  const manifest = packageJson as
+    | { contributes?: { configuration?: { properties?: Record<string, { enum?: unknown[]; enumDescriptions?: unknown[] }> } } }
+    | undefined;
+  const setting = manifest?.contributes?.configuration?.properties?.['wavecast.compile'];
+  const modes = Array.isArray(setting?.enum) ? setting.enum : [];
+  const descriptions = Array.isArray(setting?.enumDescriptions) ? setting.enumDescriptions : [];
+  const out: CompileChoice[] = [];
+  modes.forEach((mode, i) => {
+    if (typeof mode === 'string' && mode !== 'script')
+      out.push({ mode: mode as CompileMode, description: typeof descriptions[i] === 'string' ? (descriptions[i] as string) : '' });
+  });
+  return out;
+}
+
+export function compileLabel(mode: CompileMode): string {
+  return mode === 'default' ? 'torch.compile' : `torch.compile, ${mode}`;
+}
+
+/** One item per torch.compile mode, the current one ticked: picking one predicts every target compiled. */
+export function buildCompilePickItems(choices: readonly CompileChoice[], current: CompileMode | null): GpuPickItem[] {
+  return choices.map(({ mode, description }) => ({
+    id: '',
+    compileMode: mode,
+    label: compileLabel(mode),
+    description: 'every target',
+    detail: description.replace(/`/g, ''),
+    picked: mode === current,
+  }));
 }

@@ -2,7 +2,7 @@
 // package.json only warns in the settings editor; this turns whatever is in
 // settings.json into a well-formed value plus messages the user can act on.
 import * as path from 'path';
-import type { InitializationOptions, Trigger } from './protocol';
+import type { CompileMode, InitializationOptions, Trigger } from './protocol';
 import { PROTOCOL_VERSION } from './protocol';
 
 export type DisplayMode = 'inlayHints' | 'decorations';
@@ -47,6 +47,9 @@ export interface WavecastSettings {
   scriptArgs: string[];
   /** Ranks a torch.distributed script is traced as rank 0 of; null: the daemon's 8. */
   worldSize: number | null;
+  /** The torch.compile mode scripts are traced as if compiled in; null: as each script says.
+   * The daemon knows the modes and names a wrong one. */
+  compile: CompileMode | null;
 }
 
 export interface SettingsReadResult {
@@ -157,6 +160,7 @@ export function readSettings(raw: Readonly<Record<string, unknown>>): SettingsRe
       lineDiagnostics: readBoolean(raw.lineDiagnostics, 'lineDiagnostics', problems),
       scriptArgs: readWords(raw.scriptArgs, problems),
       worldSize: readWorldSize(raw.worldSize, problems),
+      compile: readCompile(raw.compile, problems),
     },
     problems,
   };
@@ -166,6 +170,14 @@ function readWorldSize(value: unknown, problems: string[]): number | null {
   if (value === undefined || value === null) return null;
   if (typeof value === 'number' && Number.isInteger(value) && value >= 1) return value;
   problems.push(`wavecast.worldSize must be a whole number of ranks, 1 or more, not ${JSON.stringify(value)}; using 8.`);
+  return null;
+}
+
+/** The mode as written: the daemon knows the modes and names a wrong one. */
+function readCompile(value: unknown, problems: string[]): CompileMode | null {
+  if (value === undefined || value === null || value === 'script') return null;
+  if (typeof value === 'string' && value.trim() !== '') return value.trim() as CompileMode;
+  problems.push(`wavecast.compile must be "script" or a torch.compile mode, not ${JSON.stringify(value)}; using "script".`);
   return null;
 }
 
@@ -251,6 +263,7 @@ export interface DaemonSettings {
   /** Arguments of scripts run as written by absolute path; '' for every other script. */
   scriptArgs: Record<string, string[]>;
   worldSize: number | null;
+  compile: CompileMode | null;
 }
 
 /** `launchArgs`: the `args` of launch configurations by their program (launchScriptArgs). */
@@ -269,6 +282,7 @@ export function daemonSettings(
     lineDiagnostics: settings.lineDiagnostics,
     scriptArgs: { '': settings.scriptArgs, ...launchArgs },
     worldSize: settings.worldSize,
+    compile: settings.compile,
   };
 }
 
@@ -399,5 +413,6 @@ export const SETTING_NAMES: readonly string[] = [
   'lineDiagnostics',
   'scriptArgs',
   'worldSize',
+  'compile',
   ...RESTART_SETTINGS,
 ];

@@ -48,6 +48,12 @@ test('the GPU picker lists the daemon’s GPUs, applies and persists the choice 
       ['8× T4, DDP', false],
       ['8× T4, FSDP', false],
       ['8× T4, FSDP, recompute', false],
+      // torch.compile's modes, from wavecast.compile's declaration.
+      ['What if compiled', undefined],
+      ['torch.compile', false],
+      ['torch.compile, reduce-overhead', false],
+      ['torch.compile, max-autotune', false],
+      ['torch.compile, max-autotune-no-cudagraphs', false],
     ],
   );
   assert.equal(offered[1].description, '40 GiB · 312 TFLOP/s BF16 · $1.29/h');
@@ -83,6 +89,28 @@ test('multi-GPU targets picked beside the GPUs are persisted and reach the daemo
   const targets = offered.filter((i) => i.parallelTarget !== undefined);
   assert.deepEqual(targets.filter((i) => i.picked).map((i) => i.label), ['8× H100-SXM, FSDP']);
   assert.equal(targets.filter((i) => i.label === '8× H100-SXM, FSDP').length, 1);
+});
+
+test('a torch.compile mode picked beside the GPUs is persisted; two at once keep the setting', async () => {
+  const { controller } = setup();
+  await controller.activate();
+  harness.quickPick = (items) => items.filter((i: { label: string }) => i.label === 'H100-SXM' || i.label === 'torch.compile, max-autotune');
+  await harness.commands.get('wavecast.pickGpus')!();
+  assert.deepEqual(harness.configUpdates.at(-1), { key: 'wavecast.compile', value: 'max-autotune', target: ConfigurationTarget.Workspace });
+  let offered: any[] = [];
+  harness.quickPick = (items) => {
+    offered = items;
+    return items.filter((i: { label: string }) => i.label === 'H100-SXM' || i.label.startsWith('torch.compile'));
+  };
+  const updates = harness.configUpdates.length;
+  await harness.commands.get('wavecast.pickGpus')!();
+  assert.deepEqual(offered.filter((i) => i.compileMode !== undefined && i.picked).map((i) => i.label), ['torch.compile, max-autotune']);
+  assert.match(harness.shown.at(-1)!.message, /one torch.compile mode at a time; keeping torch.compile, max-autotune/);
+  assert.ok(!harness.configUpdates.slice(updates).some((u) => u.key === 'wavecast.compile'));
+  // None picked: back to each script as written.
+  harness.quickPick = (items) => items.filter((i: { label: string }) => i.label === 'H100-SXM');
+  await harness.commands.get('wavecast.pickGpus')!();
+  assert.deepEqual(harness.configUpdates.at(-1), { key: 'wavecast.compile', value: 'script', target: ConfigurationTarget.Workspace });
 });
 
 test('an empty pick keeps the selection', async () => {

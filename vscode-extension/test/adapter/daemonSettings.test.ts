@@ -29,6 +29,7 @@ test('starts `wavecast serve` found on PATH with initialization options from the
     lineDiagnostics: false,
     scriptArgs: { '': [] },
     worldSize: null,
+    compile: null,
   });
   assert.equal(client.started, true);
   assert.equal(controller.currentPhase, 'running');

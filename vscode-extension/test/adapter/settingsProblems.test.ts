@@ -35,6 +35,7 @@ test('a wrong value changed while running: one warning with Open Settings, logge
     lineDiagnostics: false,
     scriptArgs: { '': [] },
     worldSize: null,
+    compile: null,
   });
 
   // Other changes and restarts with the same wrong value: not again.

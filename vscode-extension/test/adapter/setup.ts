@@ -2,6 +2,8 @@
 // healthy daemon, behind the mocked `vscode`.
 import '../mock/register';
 import type { InlayHint, InlayHintParams } from 'vscode-languageserver-protocol';
+import fs from 'node:fs';
+import path from 'node:path';
 import { WavecastController, type ClientSpec } from '../../src/controller';
 import { RestartPolicy } from '../../src/logic/restartPolicy';
 import { ExtensionMode, FakeMemento, FakeSecretStorage, FakeTextDocument, FakeTextEditor, harness, Uri, window } from '../mock/vscode';
@@ -9,6 +11,8 @@ import { GPU_LIST, loadResults } from '../fixtures';
 import { FakeClient } from './fakeClient';
 
 export const FILE = '/home/ada/projects/resnet/train_resnet.py';
+/** The extension's package.json, as VS Code hands it to the extension. */
+const MANIFEST = JSON.parse(fs.readFileSync(path.resolve(__dirname, '../../../package.json'), 'utf8'));
 export const URI = `file://${FILE}`;
 
 export interface Setup {
@@ -36,6 +40,7 @@ export function setup(
     extensionMode: ExtensionMode.Production,
     secrets: options.secrets ?? new FakeSecretStorage(),
     globalState: options.globalState ?? new FakeMemento(),
+    extension: { packageJSON: MANIFEST },
   };
   const factory = (spec: ClientSpec) => {
     const client = new FakeClient(spec);

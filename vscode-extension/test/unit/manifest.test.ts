@@ -14,6 +14,14 @@ test('every setting the extension reads is declared, and the language client’s
   assert.deepEqual(properties['wavecast.trace.server'].default, 'off');
 });
 
+test('wavecast.compile offers the daemon’s torch.compile modes (the protocol schema’s CompileMode) and "script"', () => {
+  const schema = JSON.parse(fs.readFileSync(path.join(root, '..', 'protocol', 'schema', 'wavecast.schema.json'), 'utf8'));
+  const setting = properties['wavecast.compile'] as { enum: string[]; enumDescriptions: string[]; default: string };
+  assert.deepEqual(setting.enum, ['script', ...schema.definitions.CompileMode.enum]);
+  assert.equal(setting.enumDescriptions.length, setting.enum.length);
+  assert.equal(setting.default, 'script');
+});
+
 test('every command the code registers is declared, and nothing else', () => {
   const source = fs.readFileSync(path.join(root, 'src', 'controller.ts'), 'utf8');
   const registered = [...source.matchAll(/command\('(wavecast\.[A-Za-z]+)'/g)].map((m) => m[1]).sort();

@@ -36,6 +36,7 @@ test('defaults when nothing is set', () => {
     lineDiagnostics: false,
     scriptArgs: [],
     worldSize: null,
+    compile: null,
   });
 });
 
@@ -164,6 +165,7 @@ test('initialization options carry the protocol version and settings', () => {
     lineDiagnostics: false,
     scriptArgs: { '': [] },
     worldSize: null,
+    compile: null,
   });
 });
 
@@ -181,6 +183,7 @@ test('the daemon gets only accepted values, the worker environment, and no targe
     lineDiagnostics: false,
     scriptArgs: { '': [] },
     worldSize: null,
+    compile: null,
   });
   assert.equal(daemonSettings(settings, '/v/bin/python').pythonEnv, '/v/bin/python');
   assert.equal(initializationOptions(settings, null, '/v/bin/python').pythonEnv, '/v/bin/python');
@@ -235,4 +238,15 @@ test('world size: whole ranks go to the daemon, anything else is named and left 
   const bad = readSettings({ worldSize: 0.5 });
   assert.equal(bad.settings.worldSize, null);
   assert.match(bad.problems[0], /wavecast.worldSize must be a whole number of ranks/);
+});
+
+test('compile: "script" sends null, a mode goes to the daemon as written (it names a wrong one)', () => {
+  assert.equal(daemonSettings(readSettings({}).settings, null).compile, null);
+  assert.equal(daemonSettings(readSettings({ compile: 'script' }).settings, null).compile, null);
+  const { settings, problems } = readSettings({ compile: 'reduce-overhead' });
+  assert.deepEqual(problems, []);
+  assert.equal(daemonSettings(settings, null).compile, 'reduce-overhead');
+  const bad = readSettings({ compile: 3 });
+  assert.equal(bad.settings.compile, null);
+  assert.match(bad.problems[0], /wavecast.compile must be "script" or a torch.compile mode/);
 });

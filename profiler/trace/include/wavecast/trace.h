@@ -2,6 +2,8 @@
 // records of one training iteration and the predictor consumes.
 #pragma once
 
+#include "wavecast/compile_mode.h"
+
 #include <cstdint>
 #include <map>
 #include <nlohmann/json_fwd.hpp>
@@ -20,15 +22,6 @@ inline constexpr int kTraceFormatVersion = 2;
 enum class Phase { Forward, Backward, Optimizer };
 const char* toString(Phase phase);
 std::optional<Phase> phaseFromString(const std::string& text);
-
-// How torch.compile compiles a region (its `mode`): Inductor's kernels either way;
-// reduce-overhead also replays them as CUDA graphs, the max-autotune modes pick GEMMs and
-// Triton configurations by benchmarking them (max-autotune with CUDA graphs too).
-enum class CompileMode { Default, ReduceOverhead, MaxAutotune, MaxAutotuneNoCudagraphs };
-const char* toString(CompileMode mode);
-std::optional<CompileMode> compileModeFromString(std::string_view text);
-// Whether the mode replays the compiled kernels as CUDA graphs.
-bool usesCudaGraphs(CompileMode mode);
 
 // How the iteration was run: on shape-only (fake) tensors, for real on the CPU, or on a
 // GPU with every op measured.
@@ -221,7 +214,7 @@ std::optional<TraceWarningKind> traceWarningKindFromString(std::string_view text
 struct TraceWarning {
   TraceWarningKind kind = TraceWarningKind::Sentence;
   Severity severity = Severity::Warning;
-  SourceLocation loc;                   // the line it is about; invalid: the whole script
+  SourceLocation loc; // the line it is about; invalid: the whole script
   // HostTensorWithGpu: made on another line; EvenRouting: the line that picked the indices
   std::optional<SourceLocation> origin;
   int64_t count = 0;

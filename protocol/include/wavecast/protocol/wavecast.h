@@ -2,6 +2,7 @@
 // version, the settings, and the params/results of the wavecast/* methods.
 #pragma once
 
+#include "wavecast/compile_mode.h"
 #include "wavecast/protocol/jsonrpc.h"
 
 #include <cstdint>
@@ -60,13 +61,16 @@ struct Settings {
   std::string pythonEnv;            // a venv whose site-packages the worker uses
   bool lineDiagnostics = false;     // per-line Information diagnostics
   std::optional<bool> lineCodeLens; // nullopt: only for clients without inlay hints
-  int debounceMs = 0; // a save is analysed at once unless a client asks to wait
+  int debounceMs = 0;               // a save is analysed at once unless a client asks to wait
   AnalysisMode mode = AnalysisMode::Shape;
   // The arguments of scripts run as written (no provider functions), by absolute path;
   // the key "" applies to every other script. JSON: an array (every script) or an object.
   std::map<std::string, std::vector<std::string>> scriptArgs;
   // The ranks a torch.distributed script is traced as rank 0 of; nullopt: the worker's 8.
   std::optional<int> worldSize;
+  // Trace scripts as if the modules their iteration calls were passed through torch.compile
+  // in this mode; nullopt: as each script says.
+  std::optional<CompileMode> compile;
 };
 
 // A script's arguments in `settings.scriptArgs`: its own, else those for every script.
@@ -74,7 +78,7 @@ std::vector<std::string> scriptArgsFor(const Settings& settings, const std::stri
 
 // Applies the keys present in `object` ("targets", "parallelTargets", "batchSize", "trigger",
 // "pythonEnv", "lineDiagnostics", "lineCodeLens", "debounceMs", "mode", "scriptArgs",
-// "worldSize"); unknown keys
+// "worldSize", "compile"); unknown keys
 // are ignored. Throws InvalidParams naming a malformed key; `settings` is then unchanged.
 void mergeSettings(Settings& settings, const Json& object, std::string_view where);
 // The same, key by key, for settings an editor sends: every well-formed key applies
