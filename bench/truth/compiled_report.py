@@ -4,8 +4,9 @@
 The tracer marks a compiled model's ops and the predictor prices them as Inductor runs
 them (docs/predictor.md, "Compiled regions"). This puts each run's eager and compiled
 iterations (wall time, kernel time, the share of kernels Triton generated, kernel
-launches, the first iterations' compile time) beside the compiled prediction of the same
-run and its errors, and the error the eager prediction would have.
+launches, the first iterations' compile time, the peak allocated memory) beside the
+compiled prediction of the same run and its errors, and the error the eager prediction
+would have.
 
     bench/truth/compiled_report.py bench/truth/data/h200/compiled.json --gpu H200 \\
         [--wavecast build/bin/wavecast] [--markdown OUT.md]
@@ -51,16 +52,18 @@ def report(compiled, predicted, eager_predicted):
         "",
         "| run | precision | eager wall ms | compiled wall ms | speed-up | compiled kernels ms "
         "| Triton's share | launches eager → compiled | compile s | predicted kernels ms | error "
-        "| predicted wall ms | error | eager prediction's wall error |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| predicted wall ms | error | eager prediction's wall error "
+        "| peak allocated GB eager → compiled | predicted GB | error | eager prediction's error |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     kernel_errors, wall_errors, eager_errors = [], [], []
+    memory_errors, eager_memory_errors = [], []
     for run, precisions in compiled["samples"].items():
         for precision, measured in precisions.items():
             eager, built = measured.get("eager"), measured.get("compiled_default")
             if not eager or not built:
                 lines.append(f"| {run} | {precision} | {measured.get('error', 'not recorded')} "
-                             "||||||||||||")
+                             "||||||||||||||||")
                 continue
             row = predicted.get((run, precision), {})
             gpu, wall = row.get("predicted_gpu_ms"), row.get("predicted_wall_ms")
@@ -75,6 +78,18 @@ def report(compiled, predicted, eager_predicted):
                     cells.append("– | –")
             if eager_wall:
                 eager_errors.append(compare.ape(eager_wall, built["median_ms"]))
+            peak = built.get("peak_allocated_bytes")
+            predicted_peak = row.get("predicted_peak_allocated_bytes")
+            eager_peak = eager_predicted.get((run, precision), {}).get("predicted_peak_allocated_bytes")
+            memory = ["–"] * 4
+            if peak and eager.get("peak_allocated_bytes"):
+                memory[0] = f"{eager['peak_allocated_bytes'] / 1e9:.2f} → {peak / 1e9:.2f}"
+            if peak and predicted_peak:
+                memory_errors.append(compare.ape(predicted_peak, peak))
+                memory[1:3] = [f"{predicted_peak / 1e9:.2f}", f"{memory_errors[-1]:.1f}%"]
+            if peak and eager_peak:
+                eager_memory_errors.append(compare.ape(eager_peak, peak))
+                memory[3] = f"{eager_memory_errors[-1]:.1f}%"
             lines.append(
                 f"| {run} | {precision} | {eager['median_ms']:.1f} | {built['median_ms']:.1f} "
                 f"| {eager['median_ms'] / built['median_ms']:.2f}x "
@@ -82,13 +97,17 @@ def report(compiled, predicted, eager_predicted):
                 f"| {100 * built['triton_us'] / built['kernel_sum_us']:.0f}% "
                 f"| {eager['kernel_launches']} → {built['kernel_launches']} "
                 f"| {built['first_iteration_s']:.0f} | {cells[0]} | {cells[1]} "
-                f"| {f'{eager_errors[-1]:.0f}%' if eager_wall else '–'} |")
+                f"| {f'{eager_errors[-1]:.0f}%' if eager_wall else '–'} | {' | '.join(memory)} |")
     if kernel_errors:
         lines += ["", f"Over {len(kernel_errors)} run{'' if len(kernel_errors) == 1 else 's'}, "
                       f"the compiled prediction's MAPE: **{_mape(kernel_errors):.1f}%** against "
                       f"the compiled kernel time, **{_mape(wall_errors):.1f}%** against the "
                       f"compiled wall time; the eager prediction's against the compiled wall "
                       f"time: {_mape(eager_errors):.1f}%."]
+    if memory_errors:
+        lines += ["", f"Peak allocated memory: the compiled prediction's MAPE against the compiled "
+                      f"runs' is **{_mape(memory_errors):.1f}%**; the eager prediction's, "
+                      f"{_mape(eager_memory_errors):.1f}%."]
     return "\n".join(lines) + "\n"
 
 

@@ -1,5 +1,7 @@
 #include "wavecast/predictor/compiled_fusion.h"
 
+#include "inductor_ops.h"
+
 #include "wavecast/predictor/host_model.h"
 #include "wavecast/predictor/roofline.h"
 
@@ -13,10 +15,7 @@
 #include <utility>
 
 namespace wavecast::compiled {
-namespace {
 
-// What Inductor generates Triton code for; the other families are library calls it
-// makes as they are (extern kernels: cuBLAS, cuDNN, attention, NCCL, cuFFT).
 bool generated(CostFamily family) {
   switch (family) {
   case CostFamily::Norm:
@@ -33,6 +32,18 @@ bool generated(CostFamily family) {
     return false;
   }
 }
+
+bool drawsRandom(const OpRecord& op) {
+  static constexpr std::array<std::string_view, 9> kDraws = {
+      "aten::native_dropout", "aten::bernoulli", "aten::bernoulli_",
+      "aten::rand",           "aten::rand_like", "aten::randn",
+      "aten::randn_like",     "aten::uniform_",  "aten::normal_"};
+  if (op.name == "aten::native_dropout" && !op.boolArg("train").value_or(true))
+    return false;
+  return std::find(kDraws.begin(), kDraws.end(), op.name) != kDraws.end();
+}
+
+namespace {
 
 // Outputs below which Inductor splits a reduction in two kernels (partial results, then
 // their sum), so that enough blocks run: 64 per SM (Reduction.num_splits) of a 128-SM GPU.
@@ -104,16 +115,6 @@ double generatedFlops(const OpRecord& op, const OpCost& cost) {
 // element (the key's additions are uniform across a block): 60 integer instructions, at 64
 // per SM per clock.
 constexpr double kRandomDrawSmCycles = 10 * 6 / 64.0;
-
-bool drawsRandom(const OpRecord& op) {
-  static constexpr std::array<std::string_view, 9> kDraws = {
-      "aten::native_dropout", "aten::bernoulli", "aten::bernoulli_",
-      "aten::rand",           "aten::rand_like", "aten::randn",
-      "aten::randn_like",     "aten::uniform_",  "aten::normal_"};
-  if (op.name == "aten::native_dropout" && !op.boolArg("train").value_or(true))
-    return false;
-  return std::find(kDraws.begin(), kDraws.end(), op.name) != kDraws.end();
-}
 
 // Bytes a kernel reads of `t`: a broadcast (stride 0) dimension once.
 double footprint(const TensorMeta& t) {

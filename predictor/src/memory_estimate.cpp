@@ -1,5 +1,6 @@
 #include "memory_estimate.h"
 
+#include "compiled_memory.h"
 #include "wavecast/predictor/prediction_stages.h"
 
 #include <algorithm>
@@ -73,19 +74,50 @@ int64_t opWorkspaceBytes(const OpRecord& op, const OpCost& cost,
 }
 
 // The ops' workspaces: the largest, and what they add to the tensors' peak where per-op
-// live bytes say what else is live while they run.
+// live bytes (`tensors`') say what else is live while they run.
 Workspaces workspaces(const Trace& trace, const std::vector<OpCost>& costs,
-                      const CalibrationTable* calibration, const PredictorOptions& options) {
+                      const TensorMemory& tensors, const CalibrationTable* calibration,
+                      const PredictorOptions& options) {
   Workspaces out;
   for (size_t i = 0; i < trace.ops.size(); ++i) {
-    const OpRecord& op = trace.ops[i];
-    const int64_t workspace = opWorkspaceBytes(op, costs[i], calibration, options);
+    const int64_t workspace = opWorkspaceBytes(trace.ops[i], costs[i], calibration, options);
     out.largestBytes = std::max(out.largestBytes, workspace);
-    if (op.liveBytes && trace.memory.peakLiveBytes)
-      out.transientBytes =
-          std::max(out.transientBytes, *op.liveBytes + workspace - *trace.memory.peakLiveBytes);
+    if (i < tensors.liveBytes.size() && tensors.liveBytes[i] && tensors.peakLiveBytes)
+      out.transientBytes = std::max(out.transientBytes,
+                                    *tensors.liveBytes[i] + workspace - *tensors.peakLiveBytes);
   }
   return out;
+}
+
+// The tensors live at each op and their peak, the compiled regions' saved tensors as
+// AOTAutograd's partitioner chooses them; sets `memory`'s saved bytes and peak place.
+void liveTensors(const Trace& trace, const std::vector<OpCost>& costs, TensorMemory& result) {
+  MemoryEstimate& memory = result.tensors;
+  result.peakLiveBytes = trace.memory.peakLiveBytes;
+  result.liveBytes.reserve(trace.ops.size());
+  for (const OpRecord& op : trace.ops)
+    result.liveBytes.push_back(op.liveBytes);
+  const auto partition = compiled::savedForBackward(trace, costs);
+  if (!partition || !result.peakLiveBytes)
+    return;
+  const int64_t notSaved = partition->eagerBytes - partition->compiledBytes;
+  memory.activationsSavedBytes = std::max<int64_t>(0, memory.activationsSavedBytes - notSaved);
+  std::optional<size_t> peakAt;
+  for (size_t i = 0; i < result.liveBytes.size(); ++i) {
+    auto& live = result.liveBytes[i];
+    if (!live || i >= partition->heldBeyondCompiled.size())
+      continue;
+    *live -= partition->heldBeyondCompiled[i];
+    if (!peakAt || *live > *result.liveBytes[*peakAt])
+      peakAt = i;
+  }
+  if (!peakAt) { // no per-op live bytes: the peak is where the saved tensors are all live
+    *result.peakLiveBytes -= notSaved;
+    return;
+  }
+  result.peakLiveBytes = *result.liveBytes[*peakAt];
+  memory.peakPhase = trace.ops[*peakAt].phase;
+  memory.peakOpId = trace.ops[*peakAt].id;
 }
 
 // What the caching allocator reserves beyond the tensors' peak: as the tracer replayed
@@ -129,12 +161,13 @@ TensorMemory tensorMemory(const Trace& trace, const std::vector<OpCost>& costs,
     memory.activationsSource = ActivationsSource::Traced;
     if (training && trace.memory.gradientsAtPeakBytes)
       memory.gradientsBytes = *trace.memory.gradientsAtPeakBytes;
-    memory.activationsBytes =
-        std::max<int64_t>(0, *trace.memory.peakLiveBytes - memory.weightsBytes -
-                                 memory.gradientsBytes - memory.optimizerStateBytes);
     memory.activationsSavedBytes = trace.memory.activationsSavedBytes.value_or(0);
     memory.peakPhase = trace.memory.peakPhase;
     memory.peakOpId = trace.memory.peakOpId;
+    liveTensors(trace, costs, result);
+    memory.activationsBytes =
+        std::max<int64_t>(0, *result.peakLiveBytes - memory.weightsBytes - memory.gradientsBytes -
+                                 memory.optimizerStateBytes);
   } else {
     int64_t kept = 0;
     int64_t largestStep = 0;
@@ -165,7 +198,7 @@ TensorMemory tensorMemory(const Trace& trace, const std::vector<OpCost>& costs,
   }
   result.cublasHandles = int{scriptThreadGemm} + int{autogradThreadGemm};
 
-  result.uncalibrated = workspaces(trace, costs, nullptr, options);
+  result.uncalibrated = workspaces(trace, costs, result, nullptr, options);
   return result;
 }
 
@@ -184,7 +217,8 @@ MemoryEstimate onGpu(const TensorMemory& tensors, const Trace& trace,
   // allocator keeps the largest workspace's segment cached. A trace without per-op live
   // bytes (an older one, a split layout) prices the workspace as cached only.
   const Workspaces workspace =
-      calibration ? workspaces(trace, costs, calibration, options) : tensors.uncalibrated;
+      calibration ? workspaces(trace, costs, tensors, calibration, options)
+                  : tensors.uncalibrated;
   memory.transientBytes = workspace.transientBytes;
   memory.cachedBytes =
       tensors.roundingBytes +

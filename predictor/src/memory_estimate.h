@@ -29,6 +29,11 @@ struct TensorMemory {
   // cuBLAS handles with a workspace: one per thread that runs GEMMs, the script's
   // (forward, optimizer) and autograd's device thread (backward).
   int cublasHandles = 0;
+  // The tensors live while each op runs (the trace's per-op live bytes, less what a
+  // compiled region does not save for backward) and their peak; empty and nullopt for a
+  // trace without them.
+  std::vector<std::optional<int64_t>> liveBytes;
+  std::optional<int64_t> peakLiveBytes;
 };
 
 // What an older trace (no `saved_bytes`) is assumed to keep for backward of `op`.

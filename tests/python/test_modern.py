@@ -21,6 +21,7 @@ from wavecast_tracer.tracer import run_trace
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "fixtures")
+SAMPLES = os.path.abspath(os.environ.get("WAVECAST_SAMPLES_DIR", os.path.join(HERE, "..", "..", "samples")))
 # torch 2.x optimizers default to the multi-tensor kernels on CUDA; 1.13's loop per parameter.
 FOREACH_DEFAULT = hasattr(optimizer_module, "_default_to_fused_or_foreach")
 # torch >= 2.0 has optimizer step hooks: the tracer records the steady step, not the first.
@@ -383,6 +384,22 @@ class Compile(unittest.TestCase):
         self.assertEqual(threshold["inputs"][1]["from"], [relu["id"], 0])  # relu's saved output
         self.assertNotIn("compiled", next(op for op in backward if op["name"] == "aten::ones_like"))
         self.assertTrue(all("compiled" not in op for op in ops if op["phase"] == "optimizer"))
+
+    def test_a_writer_is_forgotten_when_its_storage_dies(self):
+        # A storage's key is its address: one freed in backward and taken by a later tensor
+        # (the optimizer's state) must not name the dead one's op as its writer.
+        trace = run_trace(os.path.join(SAMPLES, "small_cnn.py"), batch_size=8, compile_mode="default")
+        ops = {op["id"]: op for op in trace["ops"]}
+        read = 0
+        for op in trace["ops"]:
+            if op["phase"] != "optimizer":
+                continue
+            for tensor in op["inputs"]:
+                if tensor and "from" in tensor:
+                    read += 1
+                    writer = ops[tensor["from"][0]]
+                    self.assertNotEqual(writer["phase"], "forward", (op["name"], writer["name"]))
+        self.assertGreater(read, 0, "the step reads the gradients backward wrote")
 
     def test_compile_modes_and_backends(self):
         for call, mode in (("torch.compile(model, mode='reduce-overhead')", "reduce-overhead"),

@@ -3,6 +3,8 @@
 Followed by storage: a view reads what wrote its base, an op in place writes its input's
 storage, any other output is a new storage its op wrote. An input whose storage no op of
 the iteration wrote since dataflow was followed (a parameter, the batch) has no writer.
+A storage's key is its address, which a later storage may get once it is freed: `forget`
+drops the writer of a storage that died (memory.MemoryTracker says when).
 """
 
 from . import compat
@@ -27,6 +29,10 @@ class Dataflow:
                 writer = self._writers.get(self._key(tensor))
                 if writer is not None:
                     meta["from"] = writer
+
+    def forget(self, key):
+        """The storage of `key` died: what gets its address next was not written by its op."""
+        self._writers.pop(key, None)
 
     def wrote(self, op_id, inputs, outputs, in_place):
         """Op `op_id` read `inputs` and made or modified `outputs`."""

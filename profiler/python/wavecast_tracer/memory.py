@@ -48,6 +48,8 @@ class MemoryTracker:
         self._gradient_serials = set()  # storages seen as gradients, also ones freed since
         self._paused = 0  # > 0 while work no iteration repeats runs (an optimizer's first step)
         self._last_op = (None, None)  # (op index, phase) of the latest op that allocated
+        # Called with a storage's key when it dies: a later storage may get the same key.
+        self.release_listeners = []
 
     @contextlib.contextmanager
     def paused(self):
@@ -115,6 +117,11 @@ class MemoryTracker:
         if storage.tensors <= 0:
             del self._live[key]
             self._events.append((storage.serial, -storage.nbytes, None, None))
+            self._notify_released(key)
+
+    def _notify_released(self, key):
+        for listener in self.release_listeners:
+            listener(key)
 
     # --- storages resized in place -----------------------------------------------
     @contextlib.contextmanager
@@ -218,6 +225,7 @@ class MemoryTracker:
         storage = self._live.pop(key, None)
         if storage is not None:
             self._events.append((storage.serial, -storage.nbytes, None, None))
+            self._notify_released(key)
 
     def free_now(self, t):
         """The storage under `t` dies here, whatever still refers to it: an incoming gradient
@@ -228,6 +236,7 @@ class MemoryTracker:
         storage = self._live.pop(identity[0], None) if identity else None
         if storage is not None:
             self._events.append((storage.serial, -storage.nbytes, None, None))
+            self._notify_released(identity[0])
 
     # --- gradients set to None -----------------------------------------------
     @contextlib.contextmanager

@@ -468,6 +468,8 @@ class TraceState:
         mode = self.compile_mode()
         if mode is not None and self.dataflow is None:
             self.dataflow = Dataflow()
+            if self.memory is not None:
+                self.memory.release_listeners.append(self.dataflow.forget)
         if self.dataflow is not None:
             tensors = input_tensors if input_tensors is not None else []
             self.dataflow.annotate(inputs, tensors)
