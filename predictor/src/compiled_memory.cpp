@@ -1,6 +1,7 @@
 #include "compiled_memory.h"
 
 #include "inductor_ops.h"
+#include "op_tables.h"
 
 #include <algorithm>
 #include <functional>
@@ -8,10 +9,40 @@
 #include <map>
 #include <queue>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 namespace wavecast::compiled {
 namespace {
+
+// Ops Inductor generates code for without decomposing them into ops of the partitioner's
+// allowlist (torch/_functorch/partitioners.py, get_default_op_list): pooling (max pooling
+// keeps its offsets), concatenation, scatters, scans and sorts. Their results are saved
+// where backward needs them, never recomputed, and they are not fusible.
+bool loweredAsIs(const std::string& name) {
+  static const std::unordered_set<std::string> kStems = {"cat",
+                                                         "_cat",
+                                                         "stack",
+                                                         "scatter",
+                                                         "scatter_add",
+                                                         "scatter_reduce",
+                                                         "index_put",
+                                                         "_index_put_impl",
+                                                         "index_add",
+                                                         "index_copy",
+                                                         "masked_scatter",
+                                                         "cumsum",
+                                                         "cumprod",
+                                                         "sort",
+                                                         "topk",
+                                                         "embedding_dense_backward",
+                                                         "_embedding_bag",
+                                                         "_embedding_bag_backward"};
+  std::string stem = op_tables::stemOf(name);
+  if (stem.size() > 1 && stem.back() == '_' && stem[stem.size() - 2] != '_')
+    stem.pop_back(); // in place
+  return op_tables::isPooling(stem) || kStems.count(stem) > 0;
+}
 
 constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max() / 4;
 
@@ -114,9 +145,17 @@ private:
   bool forward(size_t i) const { return trace_.ops[i].phase == Phase::Forward; }
   bool view(size_t i) const { return costs_[i].metadataOnly() && !costs_[i].fused; }
   bool compiled(size_t i) const { return trace_.ops[i].compiled.has_value() && !view(i); }
-  // An op Inductor generates a kernel for (torch's is_fusible), rather than a library call.
+  // An op the partitioner may recompute: one Inductor generates code for whose
+  // decomposition is in torch's allowlist, not a random draw (get_default_op_list's recomputable
+  // ops; ban_recompute_not_in_allowlist).
+  bool recomputable(size_t i) const {
+    const OpRecord& op = trace_.ops[i];
+    return compiled(i) && !op.onHost && generated(costs_[i].family) && !loweredAsIs(op.name) &&
+           !drawsRandom(op);
+  }
+  // torch's is_fusible: recomputable, or a random draw.
   bool fusible(size_t i) const {
-    return compiled(i) && !trace_.ops[i].onHost && generated(costs_[i].family);
+    return recomputable(i) || (compiled(i) && drawsRandom(trace_.ops[i]));
   }
 
   void collectValues() {
@@ -152,8 +191,7 @@ private:
         } else {
           value->lastBackwardReader =
               std::max<int64_t>(value->lastBackwardReader, static_cast<int64_t>(j));
-          value->readByLibraryInBackward = value->readByLibraryInBackward ||
-                                           !(trace_.ops[j].compiled && generated(costs_[j].family));
+          value->readByLibraryInBackward = value->readByLibraryInBackward || !fusible(j);
         }
       }
   }
@@ -223,12 +261,12 @@ private:
   }
 
   // Why the partitioner would not recompute `value` in backward (should_ban_recomputation):
-  // a library call, a random draw, a reduction (output a quarter of its inputs or less), one
-  // a library call reads in backward (it is materialized there anyway), one used far apart.
+  // a library call or an op Inductor lowers as it is, a random draw, a reduction (output a
+  // quarter of its inputs or less), one a library call reads in backward (it is materialized
+  // there anyway), one used far apart.
   bool banned(const Value& value) const {
     const OpRecord& op = trace_.ops[value.op];
-    if (!fusible(value.op) || drawsRandom(op) || value.readByLibraryInBackward ||
-        farApart_[value.op])
+    if (!recomputable(value.op) || value.readByLibraryInBackward || farApart_[value.op])
       return true;
     int64_t inputBytes = 0;
     for (const auto& input : op.inputs)

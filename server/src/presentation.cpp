@@ -462,8 +462,9 @@ std::string traceWarningMessage(const TraceWarning& warning) {
   case TraceWarningKind::TorchCompile:
     return "torch.compile: the eager ops were traced (TorchDynamo and Inductor do not run in "
            "the tracer) and are priced as Inductor fuses them: generated kernels by their "
-           "fused memory traffic, unaligned GEMMs padded, convolutions in channels_last; "
-           "less certain than eager figures (docs/accuracy.md)";
+           "fused memory traffic, unaligned GEMMs padded, convolutions in channels_last, "
+           "and what backward keeps as AOTAutograd's partitioner picks it; less certain "
+           "than eager figures (docs/accuracy.md)";
   case TraceWarningKind::AutocastCpuOnly:
     return "autocast(\"cpu\") casts only CPU tensors; on the GPU its ops keep their dtypes, "
            "which is what is predicted";

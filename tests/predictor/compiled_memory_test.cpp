@@ -205,5 +205,36 @@ TEST(CompiledMemory, AResidualUsedPastALibraryCallIsSavedNotRebuilt) {
   EXPECT_EQ(compiled.activationsSavedBytes, a16 /* h0 */ + a32 /* r2 */ + 2 * a16 + 4 * s);
 }
 
+// A pooling op is lowered by Inductor as it is, outside the partitioner's allowlist: what
+// its backward reads is saved, not recomputed, even where that would be cheaper.
+TEST(CompiledMemory, WhatAMaxPoolsBackwardReadsIsSaved) {
+  const std::vector<int64_t> image{8, 64, 32, 32}, pooled{8, 64, 16, 16};
+  const ScalarType f32 = ScalarType::Float32, b16 = ScalarType::BFloat16;
+  const Phase fw = Phase::Forward, bw = Phase::Backward;
+  Trace trace;
+  trace.ops = {
+      record(0, "aten::convolution", fw, {tensor(image, b16), tensor({64, 64, 3, 3}, b16)},
+             {tensor(image, b16)}, true),
+      record(1, "aten::_to_copy", fw, {tensor(image, b16, from(0))}, {tensor(image, f32)}, true),
+      record(2, "aten::relu", fw, {tensor(image, f32, from(1))}, {tensor(image, f32)}, true),
+      record(3, "aten::max_pool2d_with_indices", fw, {tensor(image, f32, from(2))},
+             {tensor(pooled, f32), tensor(pooled, ScalarType::Int64)}, true),
+      record(4, "aten::max_pool2d_with_indices_backward", bw,
+             {tensor(pooled, f32), tensor(image, f32, from(2)),
+              tensor(pooled, ScalarType::Int64, from(3, 1))},
+             {tensor(image, f32)}, true),
+      record(5, "aten::threshold_backward", bw,
+             {tensor(image, f32, from(4)), tensor(image, f32, from(2))}, {tensor(image, f32)},
+             true),
+  };
+  const int64_t relu = 4 * 8 * 64 * 32 * 32, indices = 8 * 8 * 64 * 16 * 16;
+  trace.memory.activationsSavedBytes = relu + indices;
+  setLive(trace, {relu / 2, relu, relu, relu / 4 + indices, relu, relu});
+  const MemoryEstimate compiled = estimateMemory(trace, *db().find("H100"), PredictorOptions{});
+  // Without the pooling's own lowering, the cut would keep the convolution's bfloat16 output
+  // (half the bytes) and rebuild the float32 ReLU from it.
+  EXPECT_EQ(compiled.activationsSavedBytes, relu + indices);
+}
+
 } // namespace
 } // namespace wavecast

@@ -404,7 +404,9 @@ export class WavecastController implements vscode.Disposable {
   }
 
   private updateStatus(): void {
-    this.statusBar.show(statusView(this.lifecycle.phase, this.targets, this.serverStatus, this.lifecycle.failure, this.traced));
+    this.statusBar.show(
+      statusView(this.lifecycle.phase, this.targets, this.serverStatus, this.lifecycle.failure, this.traced, this.settings.compile),
+    );
   }
 
   /** Reads the settings; a wrong value is reported once and replaced by its default. */
@@ -475,6 +477,7 @@ export class WavecastController implements vscode.Disposable {
     // The language client sends the daemon the valid values (daemonSettings) itself.
     const settings = this.readSettings();
     if (previous.pythonEnv !== settings.pythonEnv) this.noteWorkerEnvironment();
+    if (previous.compile !== settings.compile) this.updateStatus();
     if (event.affectsConfiguration('wavecast.targets') && this.session) {
       const wanted = settings.targets;
       if (wanted.join('\n') !== this.targets.join('\n') && wanted.length > 0) await this.applyTargets(wanted);
@@ -506,12 +509,12 @@ export class WavecastController implements vscode.Disposable {
     if (!picked) return;
     const ids = picked.gpus;
     this.targets = await api.setTargets(ids);
-    this.updateStatus();
-    // Persisted per workspace (or per user when no folder is open); the multi-GPU targets reach
-    // the daemon as a settings change.
+    // Persisted per workspace (or per user when no folder is open); the multi-GPU targets and
+    // the compile mode reach the daemon as a settings change.
     const scope = vscode.workspace.workspaceFolders?.length ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
     const compileChanged = picked.compile !== this.settings.compile;
     this.settings = { ...this.settings, targets: ids, parallelTargets: picked.parallelTargets, compile: picked.compile };
+    this.updateStatus();
     await vscode.workspace.getConfiguration('wavecast').update('targets', ids, scope);
     await vscode.workspace.getConfiguration('wavecast').update('parallelTargets', picked.parallelTargets, scope);
     if (compileChanged) await vscode.workspace.getConfiguration('wavecast').update('compile', picked.compile ?? 'script', scope);

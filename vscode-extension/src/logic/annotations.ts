@@ -1,6 +1,7 @@
 // Text for the status bar and the notification after an analysis.
+import { compileLabel } from './picker';
 import { formatGpuList, formatMs } from './presentation';
-import type { GpuSummary, ServerState } from './protocol';
+import type { CompileMode, GpuSummary, ServerState } from './protocol';
 
 export type ClientPhase = 'starting' | 'running' | 'stopped' | 'untrusted' | 'failed';
 
@@ -18,9 +19,12 @@ export function statusView(
   failure: string | null = null,
   /** "traced with torch …" of the last results seen, when the daemon says. */
   traced: string | null = null,
+  /** The torch.compile mode every script is predicted in (wavecast.compile), if any. */
+  compile: CompileMode | null = null,
 ): StatusView {
-  // The item names wavecast: the targets alone could be any extension's.
-  const gpus = `wavecast: ${formatGpuList(targets)}`;
+  // The item names wavecast: the targets alone could be any extension's. A what-if that
+  // changes every figure is named beside them.
+  const gpus = `wavecast: ${formatGpuList(targets)}${compile ? ` · ${compileLabel(compile)}` : ''}`;
   switch (phase) {
     case 'untrusted':
       return {

@@ -97,6 +97,8 @@ test('a torch.compile mode picked beside the GPUs is persisted; two at once keep
   harness.quickPick = (items) => items.filter((i: { label: string }) => i.label === 'H100-SXM' || i.label === 'torch.compile, max-autotune');
   await harness.commands.get('wavecast.pickGpus')!();
   assert.deepEqual(harness.configUpdates.at(-1), { key: 'wavecast.compile', value: 'max-autotune', target: ConfigurationTarget.Workspace });
+  await tick();
+  assert.equal(statusItem().text, '$(pulse) wavecast: H100-SXM · torch.compile, max-autotune');
   let offered: any[] = [];
   harness.quickPick = (items) => {
     offered = items;
@@ -111,6 +113,8 @@ test('a torch.compile mode picked beside the GPUs is persisted; two at once keep
   harness.quickPick = (items) => items.filter((i: { label: string }) => i.label === 'H100-SXM');
   await harness.commands.get('wavecast.pickGpus')!();
   assert.deepEqual(harness.configUpdates.at(-1), { key: 'wavecast.compile', value: 'script', target: ConfigurationTarget.Workspace });
+  await tick();
+  assert.equal(statusItem().text, '$(pulse) wavecast: H100-SXM');
 });
 
 test('an empty pick keeps the selection', async () => {

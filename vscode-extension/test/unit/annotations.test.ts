@@ -5,6 +5,10 @@ import { loadHostBoundResults, loadResults } from '../fixtures';
 
 test('status bar shows targets and the analysis state', () => {
   assert.equal(statusView('running', ['H100-SXM', 'T4'], null).text, '$(pulse) wavecast: H100-SXM, T4');
+  assert.equal(
+    statusView('running', ['H100-SXM', 'T4'], null, null, null, 'reduce-overhead').text,
+    '$(pulse) wavecast: H100-SXM, T4 · torch.compile, reduce-overhead',
+  );
   const busy = statusView('running', ['H100-SXM'], { state: 'analyzing', message: 'tracing train.py', percentage: 41.6 });
   assert.equal(busy.text, '$(sync~spin) wavecast: H100-SXM 42%');
   assert.match(busy.tooltip, /tracing train.py/);
