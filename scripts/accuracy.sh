@@ -155,6 +155,16 @@ batch 32 is host-bound: Inductor's Python wrapper launches each kernel at about 
 op's price on that host (34-53 us), so its compiled iteration issued no faster than eager,
 and in FP32 slower.
 
+Peak memory under compile is what AOTAutograd's min-cut partitioner saves for backward,
+cut from the traced forward with torch's rules (docs/predictor.md, "Compiled regions").
+GPT-2 in bf16 keeps its attention scores (bf16, written by the GEMM) instead of softmax's
+float32 output and recomputes softmax in backward: 201 MB a layer at batch 8, 2.4 GB in
+all, which is the real difference (18.00 GB eager, 15.58 GB compiled; the eager
+prediction had 17.96 GB). In FP32 the scores are as large as softmax's output and the
+real peak does not move. ResNet-50 keeps what eager keeps (its pooled ReLU is read by max
+pooling's backward, which Inductor lowers as it is); the real compiled peaks are 0.5% over
+and 5% under eager's, which the model does not separate (the bf16 run is 3.5% over).
+
 COMPILED_WHY
   cat "$work/gemm.md"
   echo

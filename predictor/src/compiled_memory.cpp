@@ -123,7 +123,7 @@ struct Value {
   int64_t bytes = 0;
   std::vector<size_t> forwardReaders; // ops in trace order, each once
   int64_t lastBackwardReader = -1;    // -1: backward does not read it
-  bool readByLibraryInBackward = false;
+  bool readUnfusedInBackward = false; // by a library call or an op lowered as it is
 };
 
 class Partition {
@@ -191,7 +191,7 @@ private:
         } else {
           value->lastBackwardReader =
               std::max<int64_t>(value->lastBackwardReader, static_cast<int64_t>(j));
-          value->readByLibraryInBackward = value->readByLibraryInBackward || !fusible(j);
+          value->readUnfusedInBackward = value->readUnfusedInBackward || !fusible(j);
         }
       }
   }
@@ -262,11 +262,11 @@ private:
 
   // Why the partitioner would not recompute `value` in backward (should_ban_recomputation):
   // a library call or an op Inductor lowers as it is, a random draw, a reduction (output a
-  // quarter of its inputs or less), one a library call reads in backward (it is materialized
-  // there anyway), one used far apart.
+  // quarter of its inputs or less), one that an op other than a fusible one reads in
+  // backward (it is materialized there anyway), one used far apart.
   bool banned(const Value& value) const {
     const OpRecord& op = trace_.ops[value.op];
-    if (!recomputable(value.op) || value.readByLibraryInBackward || farApart_[value.op])
+    if (!recomputable(value.op) || value.readUnfusedInBackward || farApart_[value.op])
       return true;
     int64_t inputBytes = 0;
     for (const auto& input : op.inputs)

@@ -372,6 +372,8 @@ ParallelOutcome predictParallel(const Trace& trace, const ModelStructure& model,
   if ((outcome.problem = validateLayout(config, model, trace.batchSize, system)))
     return outcome;
   options.systems[gpu.id] = system;
+  // A stage's iteration is not the layout's: what compiling changes is the single GPU's.
+  options.compareCompiledWithEager = false;
   const Predictor predictor(options);
   const RankTrace rank = transformForRank(trace, model, config, system.gpusPerNode);
   // Time: one microbatch's ops at their own shapes where a trace of one microbatch has

@@ -51,6 +51,22 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
 
   aggregate(trace, costed.costs, prediction);
   summarize(trace, costed.costs, gpus, host, times.methods, options_, prediction);
+  if (options_.compareCompiledWithEager &&
+      std::any_of(trace.ops.begin(), trace.ops.end(),
+                  [](const OpRecord& op) { return op.compiled.has_value(); })) {
+    // What compiling changes: the same ops, unmarked, predicted eagerly.
+    Trace eager = trace;
+    for (OpRecord& op : eager.ops)
+      op.compiled.reset();
+    const Prediction asEager = predict(eager, gpus);
+    for (size_t g = 0; g < std::min(prediction.summaries.size(), asEager.summaries.size()); ++g) {
+      const GpuSummary& compiled = prediction.summaries[g];
+      const GpuSummary& uncompiled = asEager.summaries[g];
+      prediction.advisories.push_back({advisory::CompiledAgainstEager{
+          compiled.gpuId, compiled.iterationMs, uncompiled.iterationMs,
+          compiled.memory.allocatedPeakBytes(), uncompiled.memory.allocatedPeakBytes()}});
+    }
+  }
   std::sort(prediction.lines.begin(), prediction.lines.end(),
             [](const LineBreakdown& a, const LineBreakdown& b) {
               return a.loc.file != b.loc.file ? a.loc.file < b.loc.file : a.loc.line < b.loc.line;

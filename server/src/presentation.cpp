@@ -440,6 +440,16 @@ struct AdvisorySentence {
            "leaves the experts out does (--ep N spreads the experts over N data-parallel "
            "ranks)";
   }
+  std::string operator()(const advisory::CompiledAgainstEager& facts) const {
+    const bool faster = facts.eagerMs >= facts.compiledMs;
+    const double ratio = faster ? facts.eagerMs / std::max(facts.compiledMs, 1e-9)
+                                : facts.compiledMs / std::max(facts.eagerMs, 1e-9);
+    return facts.gpu + ": with torch.compile, " + formatMs(facts.compiledMs) +
+           " an iteration and " + formatBytes(static_cast<double>(facts.compiledPeakBytes)) +
+           " allocated at the peak; the same ops eagerly, " + formatMs(facts.eagerMs) + " and " +
+           formatBytes(static_cast<double>(facts.eagerPeakBytes)) +
+           " (compiled: " + formatFixed(ratio, 2) + (faster ? "x as fast)" : "x as slow)");
+  }
 };
 
 } // namespace

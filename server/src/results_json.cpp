@@ -162,6 +162,13 @@ struct AdvisoryFacts {
   void operator()(const advisory::ReplicatedExperts& facts) const {
     out.field("count", facts.count).field("tensor_parallel", facts.tensorParallel);
   }
+  void operator()(const advisory::CompiledAgainstEager& facts) const {
+    out.field("compiled_ms", Milliseconds{facts.compiledMs})
+        .field("compiled_peak_bytes", facts.compiledPeakBytes)
+        .field("eager_ms", Milliseconds{facts.eagerMs})
+        .field("eager_peak_bytes", facts.eagerPeakBytes)
+        .field("gpu", facts.gpu);
+  }
 };
 
 void writeAdvisories(JsonWriter& w, const std::vector<Advisory>& advisories) {

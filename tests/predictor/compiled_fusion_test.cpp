@@ -3,6 +3,7 @@
 #include "wavecast/predictor/gpu_database.h"
 #include "wavecast/predictor/host_model.h"
 #include "wavecast/predictor/prediction_stages.h"
+#include "wavecast/predictor/predictor.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -272,6 +273,28 @@ TEST(CompiledFusion, TheHostLaunchesEachGeneratedKernel) {
   graphed.compiled = CompileMode::ReduceOverhead;
   EXPECT_DOUBLE_EQ(hostOpUs(graphed, costs[3], options), options.extraLaunchUs)
       << "replayed in a CUDA graph";
+}
+
+TEST(CompiledFusion, APredictionSaysWhatCompilingChanges) {
+  const auto gpus = db().resolve({"H100", "T4"});
+  const Prediction compiled = Predictor().predict(blockTail(true), gpus);
+  const Prediction eager = Predictor().predict(blockTail(false), gpus);
+  std::vector<advisory::CompiledAgainstEager> against;
+  for (const Advisory& advisory : compiled.advisories)
+    if (const auto* facts = advisory.as<advisory::CompiledAgainstEager>())
+      against.push_back(*facts);
+  ASSERT_EQ(against.size(), 2u) << "one per GPU";
+  for (size_t g = 0; g < 2; ++g) {
+    EXPECT_EQ(against[g].gpu, compiled.summaries[g].gpuId);
+    EXPECT_DOUBLE_EQ(against[g].compiledMs, compiled.summaries[g].iterationMs);
+    // The same ops unmarked: the eager prediction of the same script.
+    EXPECT_DOUBLE_EQ(against[g].eagerMs, eager.summaries[g].iterationMs);
+    EXPECT_EQ(against[g].eagerPeakBytes, eager.summaries[g].memory.allocatedPeakBytes());
+    EXPECT_LT(against[g].compiledMs, against[g].eagerMs) << "GELU, the add and the norm fused";
+  }
+  EXPECT_TRUE(std::none_of(eager.advisories.begin(), eager.advisories.end(), [](const Advisory& a) {
+    return a.kind() == AdvisoryKind::CompiledAgainstEager;
+  }));
 }
 
 TEST(CompiledFusion, TraceJsonCarriesTheModeAndTheWriters) {

@@ -135,6 +135,13 @@ TEST(Presentation, AdvisoriesReadAsSentencesWithTheirFigures) {
             "the ranks of a tp group hold the same experts and run all of their tokens through "
             "them, as a tensor-parallel plan that leaves the experts out does (--ep N spreads "
             "the experts over N data-parallel ranks)");
+  EXPECT_EQ(advisoryMessage({advisory::CompiledAgainstEager{"H200", 40.2, 91.8, int64_t{15} << 30,
+                                                            int64_t{18} << 30}}),
+            "H200: with torch.compile, 40.2 ms an iteration and 15.0 GiB allocated at the peak; "
+            "the same ops eagerly, 91.8 ms and 18.0 GiB (compiled: 2.28x as fast)");
+  EXPECT_EQ(advisoryMessage({advisory::CompiledAgainstEager{"H200", 41.0, 31.4, 3 << 20, 3 << 20}}),
+            "H200: with torch.compile, 41.0 ms an iteration and 3.0 MiB allocated at the peak; "
+            "the same ops eagerly, 31.4 ms and 3.0 MiB (compiled: 1.31x as slow)");
   EXPECT_EQ(advisoryMessage({advisory::HostBound{"L4", 8.5, 10, 1.5}}),
             "L4: host-bound: the GPU waits for the CPU to issue work for 8.50 ms of the 10.0 ms "
             "of an iteration (its kernels take 1.50 ms); a larger batch, CUDA graphs or "
@@ -199,7 +206,8 @@ TEST(Presentation, TraceWarningsReadAsSentencesAtTheirLines) {
   TraceWarning compiled;
   compiled.kind = TraceWarningKind::TorchCompile;
   compiled.loc = {"/w/train.py", 3, ""};
-  EXPECT_EQ(traceWarningLine(compiled).rfind("/w/train.py:3: torch.compile: the eager ops were traced", 0),
+  EXPECT_EQ(traceWarningLine(compiled).rfind(
+                "/w/train.py:3: torch.compile: the eager ops were traced", 0),
             0u);
   TraceWarning outside;
   outside.kind = TraceWarningKind::KernelsOutsideOps;
@@ -243,10 +251,10 @@ TEST(Presentation, CommunicationReadsKindByKind) {
             "- **8\u00d7 H100-SXM, FSDP**: 1.00 ms; all-reduce 3.10 ms, 2.40 ms of it hidden "
             "behind backward; all-gather 0.400 ms, none of it hidden\n");
   EXPECT_EQ(layoutsHoverSection(""), "");
-  EXPECT_EQ(targetTextProblemMessage("8x H100-SXM, FSPD", {TargetTextProblemKind::UnknownWord,
-                                                           "FSPD"})
-                .rfind("cannot read the target '8x H100-SXM, FSPD' at 'FSPD': ", 0),
-            0u);
+  EXPECT_EQ(
+      targetTextProblemMessage("8x H100-SXM, FSPD", {TargetTextProblemKind::UnknownWord, "FSPD"})
+          .rfind("cannot read the target '8x H100-SXM, FSPD' at 'FSPD': ", 0),
+      0u);
 }
 
 } // namespace wavecast

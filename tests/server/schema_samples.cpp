@@ -98,8 +98,10 @@ TEST_F(SchemaSamples, WritesWhatTheEncodersSend) {
   for (const DeviceSpec& spec : database.all())
     write("GpuInfo", spec.id, toJson(gpuInfo(spec)));
 
-  // A real prediction on two GPUs, served as the analyzer's output.
-  const Trace trace = sampleTrace((dir_ / "train.py").string());
+  // A real prediction on two GPUs, served as the analyzer's output; its convolution compiled
+  // (what compiling changes is an advisory).
+  Trace trace = sampleTrace((dir_ / "train.py").string());
+  trace.ops.front().compiled = CompileMode::Default;
   AnalysisOutput output;
   output.prediction = Predictor().predict(trace, database.resolve({"H100", "T4"}));
   const Json prediction = resultsJson(output.prediction, traceFacts(trace));
@@ -115,6 +117,7 @@ TEST_F(SchemaSamples, WritesWhatTheEncodersSend) {
     advisoryKinds.insert(advisory["kind"].get<std::string>());
   EXPECT_TRUE(advisoryKinds.count("approximate_op")) << prediction["advisories"];
   EXPECT_TRUE(advisoryKinds.count("out_of_memory")) << prediction["advisories"];
+  EXPECT_TRUE(advisoryKinds.count("compiled_against_eager")) << prediction["advisories"];
   EXPECT_EQ(prediction["trace_warnings"].size(), 4u);
   write("Prediction", "predictor", prediction);
   // With a multi-GPU layout's section: two pipeline stages of a ZeRO-1, tp 2 layout.

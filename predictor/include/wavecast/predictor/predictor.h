@@ -53,6 +53,9 @@ struct PredictorOptions {
   std::shared_ptr<const SystemDatabase> systemDatabase;
   // What NCCL sustains by link and message size (data/collectives.json).
   CollectiveModel collectives;
+  // A trace with compiled ops is also predicted eagerly, for what compiling changes
+  // (advisory::CompiledAgainstEager).
+  bool compareCompiledWithEager = true;
 
   // The node `gpu` runs in, or nullopt when none is known.
   std::optional<SystemSpec> systemFor(const DeviceSpec& gpu) const;

@@ -155,8 +155,8 @@ struct MemoryEstimate {
   // What an op's own workspace (cuDNN's, an op's temporaries) adds to the tensors' peak:
   // the most that live tensors plus one op's workspace exceed it by.
   int64_t transientBytes = 0;
-  int64_t cachedBytes = 0; // reserved, not allocated: rounding, the largest workspace
-  int64_t contextBytes = 0;         // the CUDA context, outside the allocator
+  int64_t cachedBytes = 0;  // reserved, not allocated: rounding, the largest workspace
+  int64_t contextBytes = 0; // the CUDA context, outside the allocator
   ActivationsSource activationsSource = ActivationsSource::UpperBound;
   int64_t activationsSavedBytes = 0; // kept by autograd for backward (part of activationsBytes)
   std::optional<Phase> peakPhase;    // where the tensors peak (traced only)
@@ -259,6 +259,15 @@ struct ReplicatedExperts {
   int tensorParallel = 1;
   int count = 0;
 };
+// What torch.compile changes on `gpu`: the iteration as predicted (its compiled ops as
+// Inductor runs them) against the same ops run eagerly.
+struct CompiledAgainstEager {
+  std::string gpu;
+  double compiledMs = 0;
+  double eagerMs = 0;
+  int64_t compiledPeakBytes = 0; // allocated
+  int64_t eagerPeakBytes = 0;
+};
 } // namespace advisory
 
 // In the variant's order.
@@ -272,6 +281,7 @@ enum class AdvisoryKind {
   HostBound,
   OutOfMemory,
   ReplicatedExperts,
+  CompiledAgainstEager,
 };
 constexpr const char* toString(AdvisoryKind kind) {
   switch (kind) {
@@ -293,6 +303,8 @@ constexpr const char* toString(AdvisoryKind kind) {
     return "out_of_memory";
   case AdvisoryKind::ReplicatedExperts:
     return "replicated_experts";
+  case AdvisoryKind::CompiledAgainstEager:
+    return "compiled_against_eager";
   }
   return "unknown";
 }
@@ -301,7 +313,7 @@ struct Advisory {
   std::variant<advisory::MeasuredWithoutKernels, advisory::UnknownMeasuredGpu,
                advisory::UntrainedGpus, advisory::WaveScalingAssumption,
                advisory::AttentionSubstituted, advisory::ApproximateOp, advisory::HostBound,
-               advisory::OutOfMemory, advisory::ReplicatedExperts>
+               advisory::OutOfMemory, advisory::ReplicatedExperts, advisory::CompiledAgainstEager>
       facts;
   AdvisoryKind kind() const { return static_cast<AdvisoryKind>(facts.index()); }
   // Out of memory and host-bound change what the user should do; the rest say how the
@@ -326,10 +338,10 @@ struct Prediction {
   // 0: none): what expert parallelism can split.
   int64_t routedExperts = 0;
   int64_t batchSize = 0;
-  int64_t samplesPerIteration = 0; // batchSize x the batches one optimizer step trains on
-  std::vector<std::string> gpus;              // ids, in the order the caller asked
-  std::vector<GpuSummary> summaries;          // same order as gpus
-  std::vector<LineBreakdown> lines;           // sorted by file, line
+  int64_t samplesPerIteration = 0;   // batchSize x the batches one optimizer step trains on
+  std::vector<std::string> gpus;     // ids, in the order the caller asked
+  std::vector<GpuSummary> summaries; // same order as gpus
+  std::vector<LineBreakdown> lines;  // sorted by file, line
   std::vector<std::vector<OpPrediction>> ops; // [gpu][op index in trace]
   std::vector<OpInfo> opInfo;                 // [op index in trace]
   std::vector<ModuleBreakdown> modules;       // sorted by module path
