@@ -1,4 +1,5 @@
 // torch.compile's regions as Inductor runs them (wavecast/predictor/compiled_fusion.h).
+#include "compiled_trace.h"
 #include "wavecast/predictor/compiled_fusion.h"
 #include "wavecast/predictor/gpu_database.h"
 #include "wavecast/predictor/host_model.h"
@@ -16,31 +17,9 @@ const GpuDatabase& db() {
   return database;
 }
 
-TensorMeta tensor(std::vector<int64_t> shape, ScalarType dtype = ScalarType::Float32,
-                  std::optional<TensorMeta::Source> source = std::nullopt) {
-  TensorMeta t;
-  t.shape = std::move(shape);
-  t.dtype = dtype;
-  t.source = source;
-  return t;
-}
-
-TensorMeta::Source from(int64_t op, int output = 0) {
-  return {op, output};
-}
-
-OpRecord record(int64_t id, std::string name, std::vector<std::optional<TensorMeta>> inputs,
-                std::vector<std::optional<TensorMeta>> outputs, bool compiled = true) {
-  OpRecord op;
-  op.id = id;
-  op.name = std::move(name);
-  op.inputs = std::move(inputs);
-  op.outputs = std::move(outputs);
-  op.loc = {"/p/model.py", 10 + static_cast<int>(id), "forward"};
-  if (compiled)
-    op.compiled = CompileMode::Default;
-  return op;
-}
+using testing::from;
+using testing::record;
+using testing::tensor;
 
 constexpr int64_t kRows = 4096, kWidth = 1024;
 constexpr double kActivation = 4.0 * kRows * kWidth; // float32 bytes of one [rows, width]

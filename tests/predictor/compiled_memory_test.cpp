@@ -1,6 +1,7 @@
 // What a compiled region keeps for backward: AOTAutograd's min-cut partition of the traced
 // forward, against eager autograd's saved tensors (predictor/src/compiled_memory.h, through
 // estimateMemory).
+#include "compiled_trace.h"
 #include "wavecast/predictor/gpu_database.h"
 #include "wavecast/predictor/predictor.h"
 
@@ -17,32 +18,15 @@ const GpuDatabase& db() {
 constexpr int64_t kRows = 1024, kWidth = 1024;
 constexpr int64_t kElements = kRows * kWidth;
 
-TensorMeta tensor(std::vector<int64_t> shape, ScalarType dtype,
-                  std::optional<TensorMeta::Source> source = std::nullopt) {
-  TensorMeta t;
-  t.shape = std::move(shape);
-  t.dtype = dtype;
-  t.source = source;
-  return t;
-}
+using testing::from;
+using testing::tensor;
 
-TensorMeta::Source from(int64_t op, int output = 0) {
-  return {op, output};
-}
-
+// An op of `phase`: the tests below write it before the tensors.
 OpRecord record(int64_t id, std::string name, Phase phase,
                 std::vector<std::optional<TensorMeta>> inputs,
                 std::vector<std::optional<TensorMeta>> outputs, bool compiled) {
-  OpRecord op;
-  op.id = id;
-  op.name = std::move(name);
-  op.phase = phase;
-  op.inputs = std::move(inputs);
-  op.outputs = std::move(outputs);
-  op.loc = {"/p/model.py", 10 + static_cast<int>(id), "forward"};
-  if (compiled)
-    op.compiled = CompileMode::Default;
-  return op;
+  return testing::record(id, std::move(name), std::move(inputs), std::move(outputs), compiled,
+                         phase);
 }
 
 // Per op, the bytes live once it ran: what it made, less what died (`made`, per op).
