@@ -26,7 +26,7 @@ node)
   [ -d "$here/node/node_modules/vscode-languageserver-protocol" ] ||
     { echo "run 'npm ci' in tests/e2e/node first"; exit 77; }
   cd "$here/node"
-  exec node --test --test-concurrency=1 serve.test.mjs trace_store.test.mjs parallel.test.mjs
+  exec node --test --test-concurrency=1 serve.test.mjs trace_store.test.mjs parallel.test.mjs compile.test.mjs
   ;;
 *)
   echo "usage: run_editor_test.sh nvim|emacs|node WAVECAST_BIN" >&2
