@@ -1,7 +1,6 @@
 #include "wavecast/predictor/compiled_fusion.h"
 
 #include "inductor_ops.h"
-
 #include "wavecast/predictor/host_model.h"
 #include "wavecast/predictor/roofline.h"
 
@@ -41,6 +40,13 @@ bool drawsRandom(const OpRecord& op) {
   if (op.name == "aten::native_dropout" && !op.boolArg("train").value_or(true))
     return false;
   return std::find(kDraws.begin(), kDraws.end(), op.name) != kDraws.end();
+}
+
+bool hasCompiledDataflow(const Trace& trace) {
+  return std::any_of(trace.ops.begin(), trace.ops.end(), [](const OpRecord& op) {
+    return op.compiled && std::any_of(op.inputs.begin(), op.inputs.end(),
+                                      [](const auto& input) { return input && input->source; });
+  });
 }
 
 namespace {
@@ -141,14 +147,9 @@ struct UnionFind {
 } // namespace
 
 void fuseRegions(const Trace& trace, std::vector<OpCost>& costs) {
-  const size_t count = std::min(trace.ops.size(), costs.size());
-  // Only a trace with compiled ops, whose inputs say which op wrote them.
-  const auto traced = [](const OpRecord& op) {
-    return op.compiled && std::any_of(op.inputs.begin(), op.inputs.end(),
-                                      [](const auto& input) { return input && input->source; });
-  };
-  if (std::none_of(trace.ops.begin(), trace.ops.begin() + count, traced))
+  if (!hasCompiledDataflow(trace))
     return;
+  const size_t count = std::min(trace.ops.size(), costs.size());
   std::unordered_map<int64_t, size_t> indexOf;
   for (size_t i = 0; i < count; ++i)
     indexOf.emplace(trace.ops[i].id, i);

@@ -134,8 +134,9 @@ public:
 
   std::optional<SavedForBackward> run() {
     collectValues();
-    if (required() == 0)
-      return std::nullopt;
+    if (std::none_of(values_.begin(), values_.end(),
+                     [this](const Value& value) { return isRequired(value); }))
+      return std::nullopt; // backward reads nothing a compiled op made
     banFarApartUses();
     const std::vector<bool> saved = cut();
     return timeline(saved);
@@ -207,14 +208,6 @@ private:
   bool isRequired(const Value& value) const {
     return compiled(value.op) && value.lastBackwardReader >= 0;
   }
-  int64_t required() const {
-    int64_t bytes = 0;
-    for (const Value& value : values_)
-      if (isRequired(value))
-        bytes += value.bytes;
-    return bytes;
-  }
-
   // A value used both before and after a library call is not recomputed for its later,
   // fusible users (torch/_functorch/partitioners.py, ban_if_used_far_apart): a residual
   // stream is saved, not rebuilt from the start of the model.
@@ -375,11 +368,7 @@ private:
 
 std::optional<SavedForBackward> savedForBackward(const Trace& trace,
                                                  const std::vector<OpCost>& costs) {
-  const bool dataflow = std::any_of(trace.ops.begin(), trace.ops.end(), [](const OpRecord& op) {
-    return op.compiled && std::any_of(op.inputs.begin(), op.inputs.end(),
-                                      [](const auto& input) { return input && input->source; });
-  });
-  if (!dataflow)
+  if (!hasCompiledDataflow(trace))
     return std::nullopt;
   return Partition(trace, costs).run();
 }

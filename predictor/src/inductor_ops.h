@@ -14,4 +14,8 @@ bool generated(CostFamily family);
 // Whether the op draws random numbers (a dropout in training, bernoulli, rand...).
 bool drawsRandom(const OpRecord& op);
 
+// Whether the trace has compiled ops whose inputs say which op wrote them: what fusing
+// and partitioning a compiled region need.
+bool hasCompiledDataflow(const Trace& trace);
+
 } // namespace wavecast::compiled

@@ -4,6 +4,7 @@
 #include "wavecast/predictor/prediction_stages.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace wavecast {
 namespace {
@@ -50,6 +51,13 @@ bool hasBackward(const Trace& trace) {
                      [](const OpRecord& op) { return op.phase == Phase::Backward; });
 }
 
+std::optional<int64_t> TensorMemory::liveBytes(const Trace& trace, size_t i) const {
+  const std::optional<int64_t>& traced = trace.ops[i].liveBytes;
+  if (!traced || i >= heldBeyondCompiled.size())
+    return traced;
+  return *traced - heldBeyondCompiled[i];
+}
+
 namespace {
 
 // The memory `op` holds only while it runs on a GPU, beyond its outputs: what `calibration`
@@ -74,7 +82,7 @@ int64_t opWorkspaceBytes(const OpRecord& op, const OpCost& cost,
 }
 
 // The ops' workspaces: the largest, and what they add to the tensors' peak where per-op
-// live bytes (`tensors`') say what else is live while they run.
+// live bytes say what else is live while they run.
 Workspaces workspaces(const Trace& trace, const std::vector<OpCost>& costs,
                       const TensorMemory& tensors, const CalibrationTable* calibration,
                       const PredictorOptions& options) {
@@ -82,42 +90,35 @@ Workspaces workspaces(const Trace& trace, const std::vector<OpCost>& costs,
   for (size_t i = 0; i < trace.ops.size(); ++i) {
     const int64_t workspace = opWorkspaceBytes(trace.ops[i], costs[i], calibration, options);
     out.largestBytes = std::max(out.largestBytes, workspace);
-    if (i < tensors.liveBytes.size() && tensors.liveBytes[i] && tensors.peakLiveBytes)
-      out.transientBytes = std::max(out.transientBytes,
-                                    *tensors.liveBytes[i] + workspace - *tensors.peakLiveBytes);
+    const std::optional<int64_t> live = tensors.liveBytes(trace, i);
+    if (live && tensors.peakLiveBytes)
+      out.transientBytes = std::max(out.transientBytes, *live + workspace - *tensors.peakLiveBytes);
   }
   return out;
 }
 
-// The tensors live at each op and their peak, the compiled regions' saved tensors as
-// AOTAutograd's partitioner chooses them; sets `memory`'s saved bytes and peak place.
+// The tensors' peak with the compiled regions' saved tensors as AOTAutograd's partitioner
+// chooses them; sets `memory`'s saved bytes and peak place.
 void liveTensors(const Trace& trace, const std::vector<OpCost>& costs, TensorMemory& result) {
   MemoryEstimate& memory = result.tensors;
   result.peakLiveBytes = trace.memory.peakLiveBytes;
-  result.liveBytes.reserve(trace.ops.size());
-  for (const OpRecord& op : trace.ops)
-    result.liveBytes.push_back(op.liveBytes);
-  const auto partition = compiled::savedForBackward(trace, costs);
+  auto partition = compiled::savedForBackward(trace, costs);
   if (!partition || !result.peakLiveBytes)
     return;
   const int64_t notSaved = partition->eagerBytes - partition->compiledBytes;
   memory.activationsSavedBytes = std::max<int64_t>(0, memory.activationsSavedBytes - notSaved);
-  std::optional<size_t> peakAt;
-  for (size_t i = 0; i < result.liveBytes.size(); ++i) {
-    auto& live = result.liveBytes[i];
-    if (!live || i >= partition->heldBeyondCompiled.size())
-      continue;
-    *live -= partition->heldBeyondCompiled[i];
-    if (!peakAt || *live > *result.liveBytes[*peakAt])
-      peakAt = i;
+  result.heldBeyondCompiled = std::move(partition->heldBeyondCompiled);
+  std::optional<int64_t> peak;
+  for (size_t i = 0; i < trace.ops.size(); ++i) {
+    const std::optional<int64_t> live = result.liveBytes(trace, i);
+    if (live && (!peak || *live > *peak)) {
+      peak = live;
+      memory.peakPhase = trace.ops[i].phase;
+      memory.peakOpId = trace.ops[i].id;
+    }
   }
-  if (!peakAt) { // no per-op live bytes: the peak is where the saved tensors are all live
-    *result.peakLiveBytes -= notSaved;
-    return;
-  }
-  result.peakLiveBytes = *result.liveBytes[*peakAt];
-  memory.peakPhase = trace.ops[*peakAt].phase;
-  memory.peakOpId = trace.ops[*peakAt].id;
+  // Without per-op live bytes the peak is where the saved tensors are all live.
+  result.peakLiveBytes = peak ? *peak : *result.peakLiveBytes - notSaved;
 }
 
 // What the caching allocator reserves beyond the tensors' peak: as the tracer replayed
@@ -217,8 +218,7 @@ MemoryEstimate onGpu(const TensorMemory& tensors, const Trace& trace,
   // allocator keeps the largest workspace's segment cached. A trace without per-op live
   // bytes (an older one, a split layout) prices the workspace as cached only.
   const Workspaces workspace =
-      calibration ? workspaces(trace, costs, tensors, calibration, options)
-                  : tensors.uncalibrated;
+      calibration ? workspaces(trace, costs, tensors, calibration, options) : tensors.uncalibrated;
   memory.transientBytes = workspace.transientBytes;
   memory.cachedBytes =
       tensors.roundingBytes +

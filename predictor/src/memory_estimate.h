@@ -29,11 +29,13 @@ struct TensorMemory {
   // cuBLAS handles with a workspace: one per thread that runs GEMMs, the script's
   // (forward, optimizer) and autograd's device thread (backward).
   int cublasHandles = 0;
-  // The tensors live while each op runs (the trace's per-op live bytes, less what a
-  // compiled region does not save for backward) and their peak; empty and nullopt for a
-  // trace without them.
-  std::vector<std::optional<int64_t>> liveBytes;
+  // The tensors' peak, and per op the bytes of eager's saved tensors live while it runs
+  // beyond those AOTAutograd's partitioner saves (empty: nothing compiled), which the
+  // trace's live bytes count and a compiled region does not hold.
   std::optional<int64_t> peakLiveBytes;
+  std::vector<int64_t> heldBeyondCompiled;
+  // The bytes live while op `i` of `trace` runs, as the iteration holds them.
+  std::optional<int64_t> liveBytes(const Trace& trace, size_t i) const;
 };
 
 // What an older trace (no `saved_bytes`) is assumed to keep for backward of `op`.
