@@ -24,6 +24,13 @@ namespace wavecast::family_costs {
 // output after it is such a broadcast add (the small CNN's: 0.84-0.93 cycles per element).
 inline constexpr double kElementRateCycles{0.858};
 
+// SM cycles per output element of cuBLAS's kernel for a K = 1 product (an outer
+// product; GemmKernel::OuterProduct): GNMT's attention score layer's input gradient
+// ([B*L*S, 1] x [1, 1024], 41-655 million elements) ran at 0.385-0.43 cycles per element
+// on both the H100 and the H200 (bench/truth/data, per-shape kernel times), in FP32 and
+// bf16 alike: the same SMs and clock, 1.4x apart in bandwidth, so the SMs bind it.
+inline constexpr double kOuterProductCycles{0.40};
+
 // Matrix work (cuBLAS, cuDNN, fused attention): convolutions forward and backward,
 // GEMMs, scaled-dot-product attention and recurrent layers.
 OpCost convolution(const OpRecord& op);

@@ -380,6 +380,48 @@ TEST(OpCost, GemmLeadingDimensionAlignment) {
   EXPECT_EQ(rows.gemm.leadingDimAlignmentBytes, 16);
 }
 
+// One output column or row per batch is a matrix-vector product, streamed at the
+// bandwidth; a K of 1 an outer product, bound by its output elements. Neither is tiled.
+TEST(OpCost, GemvAndOuterProductAreNotTiledGemms) {
+  // GNMT's attention score layer, Linear(1024, 1) over 640,000 positions: forward, the
+  // weight gradient (one output row) and the input gradient (K = 1).
+  const auto forward = estimateOpCost(
+      op("aten::mm", {tensor({640000, 1024}), tensor({1024, 1})}, {tensor({640000, 1})}));
+  EXPECT_EQ(forward.gemmKernel, GemmKernel::MatrixVector);
+  EXPECT_EQ(forward.unit, ComputeUnit::Vector);
+  EXPECT_DOUBLE_EQ(forward.parallelElements, 640000.0 * 1024);
+  EXPECT_DOUBLE_EQ(forward.bytes, 4.0 * (640000.0 * 1024 + 1024 + 640000));
+  const auto weightGrad = estimateOpCost(
+      op("aten::mm", {tensor({1, 640000}), tensor({640000, 1024})}, {tensor({1, 1024})}));
+  EXPECT_EQ(weightGrad.gemmKernel, GemmKernel::MatrixVector);
+  const auto inputGrad = estimateOpCost(
+      op("aten::mm", {tensor({640000, 1}), tensor({1, 1024})}, {tensor({640000, 1024})}));
+  EXPECT_EQ(inputGrad.gemmKernel, GemmKernel::OuterProduct);
+  EXPECT_EQ(inputGrad.unit, ComputeUnit::Vector);
+  EXPECT_DOUBLE_EQ(inputGrad.smCycles, 640000.0 * 1024 * 0.40);
+  // Decoding attention, one query per head: a batch of GEMVs.
+  const auto decode = estimateOpCost(
+      op("aten::bmm", {tensor({96, 1, 64}), tensor({96, 64, 1024})}, {tensor({96, 1, 1024})}));
+  EXPECT_EQ(decode.gemmKernel, GemmKernel::MatrixVector);
+  EXPECT_DOUBLE_EQ(decode.parallelElements, 96.0 * 1024 * 64);
+  // mv, dot and a Linear to one feature.
+  EXPECT_EQ(estimateOpCost(op("aten::mv", {tensor({4096, 4096}), tensor({4096})}, {tensor({4096})}))
+                .gemmKernel,
+            GemmKernel::MatrixVector);
+  EXPECT_EQ(
+      estimateOpCost(op("aten::dot", {tensor({4096}), tensor({4096})}, {tensor({})})).gemmKernel,
+      GemmKernel::MatrixVector);
+  EXPECT_EQ(estimateOpCost(op("aten::linear", {tensor({64, 512}), tensor({1, 512}), tensor({1})},
+                              {tensor({64, 1})}))
+                .gemmKernel,
+            GemmKernel::MatrixVector);
+  // Two columns are still a tiled GEMM, and so is a 1 x 1 output over a K of 1.
+  const auto twoColumns = estimateOpCost(
+      op("aten::mm", {tensor({640000, 1024}), tensor({1024, 2})}, {tensor({640000, 2})}));
+  EXPECT_EQ(twoColumns.gemmKernel, GemmKernel::Tiled);
+  EXPECT_EQ(twoColumns.unit, ComputeUnit::Matrix);
+}
+
 TEST(OpCost, MatrixProducts) {
   auto cost =
       estimateOpCost(op("aten::mm", {tensor({64, 128}), tensor({128, 256})}, {tensor({64, 256})}));

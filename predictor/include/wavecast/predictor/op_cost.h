@@ -33,6 +33,14 @@ struct GemmShape {
   int leadingDimAlignmentBytes = 16;
 };
 
+// What cuBLAS runs for a GEMM-shaped op. A product with one output row or column per
+// batch (a Linear to one feature, its weight gradient, dot and mv) goes to a GEMV kernel
+// that streams the matrix once, at the bandwidth; a K of 1 (an outer product, that
+// Linear's input gradient) to a kernel bound by writing each output element. Neither
+// is a tiled GEMM: tile and wave quantisation do not apply, nor the models fitted on
+// tiled ones.
+enum class GemmKernel { Tiled, MatrixVector, OuterProduct };
+
 // One GEMM an op runs and its share of the op's FLOPs.
 struct GemmWork {
   GemmShape shape;
@@ -100,6 +108,7 @@ struct OpCost {
   ScalarType dtype = ScalarType::Float32; // compute dtype (first floating input)
   bool tf32 = false; // float32 matrix work on TF32 tensor cores (set by the predictor)
   GemmShape gemm;    // matrix ops only
+  GemmKernel gemmKernel = GemmKernel::Tiled; // GEMMs only
   // Ops that run several GEMMs of different shapes (a convolution's backward: the
   // input and the weight gradients); empty: `gemm` runs all of `flops`.
   std::vector<GemmWork> gemms;
@@ -134,9 +143,9 @@ struct OpCost {
   // their own, on the GPUs that still run them (layoutTransformsOn); not in helperBytes.
   double layoutTransformBytes = 0;
   int layoutTransformKernels = 0;
-  AttentionWork attention;        // scaled-dot-product-attention kernels only
-  CollectiveWork collective;      // CostFamily::Collective only
-  GroupedGemmWork grouped;        // torch._grouped_mm only
+  AttentionWork attention;   // scaled-dot-product-attention kernels only
+  CollectiveWork collective; // CostFamily::Collective only
+  GroupedGemmWork grouped;   // torch._grouped_mm only
   // One of the kernels Inductor generates for a compiled region (compiled_fusion.h): its
   // fused group's traffic, priced by the roofline, never by eager kernels' measurements.
   bool fused = false;
