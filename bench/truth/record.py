@@ -11,6 +11,8 @@ model and batch on the GPU (as measured mode does) and writes, in the format of
   iteration under torch.autocast("cuda", bfloat16);
 - `lines.kernel_sum_us` and `lines.per_op`: the GPU time of one iteration and
   each ATen op's self GPU time and call count, from torch.profiler;
+  `lines.busy_us` the time the GPU was busy on any stream (below the kernel sum where
+  kernels overlap) and `lines.streams` how many streams ran them;
   `lines.per_shape` the same per ATen op and input shapes (another profiled
   iteration, with shapes recorded), slowest first: what each layer's kernels
   really took, to hold against the cost model op by op;
@@ -142,7 +144,35 @@ def profiled(step, inputs, autocast=False):
             per_op[event.key] = {"self_device_us": round(event.self_device_time_total, 3),
                                  "count": event.count}
     total = sum(kernel.duration for kernel in kernels_of(prof))
-    return round(total, 3), per_op, per_shape(run, inputs)
+    profile = {"kernel_sum_us": round(total, 3), "per_op": per_op}
+    profile.update(device_busy(prof))
+    profile["per_shape"] = per_shape(run, inputs)
+    return profile
+
+
+def device_busy(prof):
+    """The GPU's busy time over one iteration, the union of its activities' spans on every
+    stream, and the streams they ran on. Below the kernel sum where kernels overlap: cuDNN
+    runs an RNN's layers and directions on streams of its own (GNMT's FP32 kernel sum is
+    25-30% over its GPU-bound wall time), and the cost model prices elapsed time."""
+    from torch.autograd import DeviceType
+
+    device = [event for event in prof.events() if event.device_type == DeviceType.CUDA]
+    spans = [(event.time_range.start, event.time_range.end) for event in device]
+    return {"busy_us": round(union_length(spans), 3),
+            "streams": len({event.device_resource_id for event in device})}
+
+
+def union_length(spans):
+    """How much of the time line the (start, end) spans cover together."""
+    covered, start, end = 0.0, None, None
+    for first, last in sorted(spans):
+        if end is None or first > end:
+            covered += 0.0 if end is None else end - start
+            start, end = first, last
+        else:
+            end = max(end, last)
+    return covered + (0.0 if end is None else end - start)
 
 
 def kernels_of(prof):
@@ -232,8 +262,7 @@ def record_run(path, batch, options, root):
     torch.cuda.reset_peak_memory_stats()
     model, inputs, step = prepare(path, batch)
     run = {"batch_size": batch, "fp32_default": timed(step, inputs, options.iterations, autocast=False)}
-    kernel_sum, per_op, shapes = profiled(step, inputs)
-    run["lines"] = {"kernel_sum_us": kernel_sum, "per_op": per_op, "per_shape": shapes, "lines_us": {}}
+    run["lines"] = dict(profiled(step, inputs), lines_us={})
     run["fp32_default"].update(peak_memory())
     peak = run["fp32_default"]["peak_allocated_bytes"]
     del model, inputs, step
@@ -245,9 +274,7 @@ def record_run(path, batch, options, root):
             model, inputs, step = prepare(path, batch)
             run["bf16_autocast"] = timed(step, inputs, options.iterations, autocast=True)
             # Per-op kernel time under autocast too: which kernels bf16 really runs.
-            bf16_sum, bf16_per_op, bf16_shapes = profiled(step, inputs, autocast=True)
-            run["bf16_lines"] = {"kernel_sum_us": bf16_sum, "per_op": bf16_per_op,
-                                 "per_shape": bf16_shapes}
+            run["bf16_lines"] = profiled(step, inputs, autocast=True)
             run["bf16_autocast"].update(peak_memory())
             del model, inputs, step
         except Exception as error:  # noqa: B902 - e.g. BCELoss refuses autocast: recorded, not fatal
