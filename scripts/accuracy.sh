@@ -280,6 +280,22 @@ and 0.94 (bf16). On the H200, FP32 kernel MAPE went from 9.0% to 8.3%, FP32 wall
 12.0% to 10.0%, bf16 kernel from 14.4% to 12.7% and bf16 wall from 13.9% to 10.8%; on
 the calibrated H100, FP32 kernel from 7.9% to 7.5% and bf16 kernel from 12.3% to 12.1%.
 
+### GEMVs and outer products: GNMT's score layer
+
+From development runs of `bench/truth/per_op.py` on bench/truth/data (not from this
+script's run). GNMT's attention scores go through Linear(1024, 1) over B x 50 x 50
+positions: a GEMV forward and for its weight gradient, a K = 1 outer product for its input
+gradient. Priced as tiled GEMMs, the learned model put the FP32 GEMVs at 2.0-2.1 ms each at
+batch 256 on the H100 against 0.85-0.87 ms real (1.42 against 0.59 on the H200), and the
+outer product at 2.1 ms against 0.97. cuBLAS streams a GEMV's matrix at the bandwidth
+(86-93% of it at that size, FP32 and bf16, 1.44x faster on the H200) and writes an outer
+product at the SMs' rate (the same 0.97 ms on both GPUs, in either dtype). Priced so
+(docs/predictor.md, "GEMVs and outer products"), each is within 3-9% on both GPUs and in
+both dtypes; GNMT b256's FP32 wall error went from 18% to 15% on the H100 and from 20% to
+18% on the H200. Its FP32 kernel error grew (8% to 10%): its remaining gap is its LSTMs,
+whose kernels the truth sums though cuDNN overlaps them (the sum is 25-30% over the
+GPU-bound wall time; record.py now records the GPU's busy time beside the sum).
+
 ### Convolutions under bf16 on Hopper: no layout transforms
 
 From development runs of `bench/truth/compare.py` on bench/truth/data/h200 (not from

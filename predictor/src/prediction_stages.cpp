@@ -180,7 +180,7 @@ std::vector<std::optional<double>> askLearnedModel(const Trace& trace,
   std::vector<size_t> slots;
   for (size_t g = 0; g < gpus.size(); ++g)
     for (size_t i = 0; i < opCount; ++i) {
-      // Nor GEMVs and outer products: NeuSight's GEMM rows are tiled kernels'.
+      // NeuSight's GEMM rows are tiled kernels': GEMVs and outer products are not asked.
       if (costs[i].metadataOnly() || costs[i].fused || costs[i].family == CostFamily::Collective ||
           costs[i].gemmKernel != GemmKernel::Tiled ||
           (kernels.measured && (kernels.onOrigin[g] || !isKernelVarying(costs[i]))))
