@@ -33,7 +33,7 @@ def transient_ops(step, inputs, autocast):
 
     from wavecast_tracer import compat
     from wavecast_tracer.calibrate.timing import CudaMemory
-    from wavecast_tracer.recorder import describe_call
+    from wavecast_tracer.op_description import describe_call
 
     seen = []
     memory = CudaMemory()  # what `wavecast calibrate` reads around each op

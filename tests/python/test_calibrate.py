@@ -190,7 +190,7 @@ class FakeSuiteTest(unittest.TestCase):
         import torch
         from torch.utils._python_dispatch import TorchDispatchMode
 
-        from wavecast_tracer.recorder import describe_call
+        from wavecast_tracer.op_description import describe_call
 
         aten = torch.ops.aten
         seen = {}

@@ -14,7 +14,7 @@ import contextlib
 import torch
 
 from . import compat
-from .recorder import tensor_meta
+from .op_description import tensor_meta
 
 # cuDNN's RNN mode numbers (cudnnRNNMode_t), also the predictor's gate count key.
 CUDNN_MODES = {"rnn_relu": 0, "rnn_tanh": 1, "lstm": 2, "gru": 3}

@@ -17,7 +17,7 @@ import time
 import torch
 
 from .. import compat
-from ..recorder import METADATA_OPS, describe_call, tensor_meta
+from ..op_description import METADATA_OPS, describe_call, tensor_meta
 from ..values import flatten_tensors
 from . import cases as case_defs
 from .timing import utc_now
