@@ -86,9 +86,10 @@ edit them by hand.
 Each sample of `samples/` at the batch sizes of the truth file, predicted on
 the GPU the truth was measured on (`bench/truth/compare.py`; the truth's
 README says how it was measured). Predicted GPU time is compared with the
-kernel sum of one profiled iteration (less CUPTI's own "Activity Buffer
-Request", profiler overhead the truth counts among device activities: 1-2.5%
-of the ResNet-50 and small CNN runs), predicted wall time (the host model and
+kernel sum of one profiled iteration, or where the truth records it the time the GPU
+was busy on any stream (cuDNN's RNNs run kernels at once, which the sum counts twice),
+less CUPTI's own "Activity Buffer Request" (profiler overhead the truth counts among
+device activities: 1-2.5% of the ResNet-50 and small CNN runs); predicted wall time (the host model and
 the GPU on two clocks, docs/predictor.md) with the median wall time of ten
 (CUDA events around the whole iteration). Host-bound wall times vary by 10-50%
 from run to run on the same machine (the truth's min/max), so the wall figures

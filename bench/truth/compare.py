@@ -93,11 +93,13 @@ CUPTI_OVERHEAD = re.compile(r"^Activity Buffer Request")
 
 
 def kernel_ms(lines):
-    """The GPU time of the iteration: the kernel sum less CUPTI's own buffer requests, which
+    """The GPU time of the iteration: how long the GPU was busy on any stream where the truth
+    has it (record.py's busy_us; cuDNN's RNNs overlap their kernels, which the kernel sum
+    counts twice), else the kernel sum; less CUPTI's own buffer requests, which
     torch.profiler counts among the device activities and an unprofiled iteration never runs."""
     overhead = sum(entry["self_device_us"] for name, entry in lines["per_op"].items()
                    if CUPTI_OVERHEAD.match(name))
-    return (lines["kernel_sum_us"] - overhead) / 1000.0
+    return (lines.get("busy_us", lines["kernel_sum_us"]) - overhead) / 1000.0
 
 
 def family_of(op_name):

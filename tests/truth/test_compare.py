@@ -31,6 +31,16 @@ class Lines(unittest.TestCase):
         self.assertAlmostEqual(compare.line_error({"a.py:1": 7.0, "a.py:9": 1.0}, real), 40.0)
 
 
+class GpuTime(unittest.TestCase):
+    def test_the_busy_time_where_recorded_else_the_kernel_sum_less_cuptis_overhead(self):
+        per_op = {"aten::_cudnn_rnn": {"self_device_us": 9000.0, "count": 4},
+                  "Activity Buffer Request": {"self_device_us": 30.0, "count": 1}}
+        lines = {"kernel_sum_us": 12030.0, "per_op": per_op}
+        self.assertAlmostEqual(compare.kernel_ms(lines), 12.0)
+        # An RNN's layers overlapping on cuDNN's streams: the GPU was busy 9.03 ms.
+        self.assertAlmostEqual(compare.kernel_ms(dict(lines, busy_us=9030.0, streams=3)), 9.0)
+
+
 class Memory(unittest.TestCase):
     def test_the_larger_precision_is_compared_with_an_older_truths_one_peak(self):
         # An older truth's max_memory_allocated spans the FP32 and the bf16 iterations.
