@@ -13,8 +13,11 @@
 # It needs only Python with a CUDA torch (the machine's python3): no wavecast build, so no
 # per-line truth (record.py --wavecast gives that where wavecast is built). Environment:
 # PYTHON (default python3), CALIBRATE_S (default 270), TRUTH_S (default 230), WORKSPACE_S
-# (default 120); a step given 0 seconds is left out (a GPU whose truth is recorded already),
-# WAVECAST_GPU_SESSION_DRY=1 (no GPU: the calibration's fake timer, no truth; for tests).
+# (default 120), COMPILED_S (default 0: torch.compile's truth, bench/truth/compiled.py); a
+# step given 0 seconds is left out (a GPU whose truth is recorded already); TRUTH_RUNS and
+# COMPILED_RUNS (space-separated SAMPLE:BATCH,...) replace the runs below, to record again
+# only what an open question needs; WAVECAST_GPU_SESSION_DRY=1 (no GPU: the calibration's
+# fake timer, no truth; for tests).
 set -uo pipefail
 
 out=${1:?usage: bench/gpu_session.sh OUT}
@@ -23,6 +26,7 @@ python=${PYTHON:-python3}
 calibrate_s=${CALIBRATE_S:-270}
 truth_s=${TRUTH_S:-230}
 workspace_s=${WORKSPACE_S:-120}
+compiled_s=${COMPILED_S:-0}
 mkdir -p "$out"
 export PYTHONPATH="$root/profiler/python${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 cd "$root"
@@ -33,6 +37,11 @@ cd "$root"
 runs=(samples/resnet50.py:32,128,256 samples/gpt2.py:8,1,16 samples/moe.py:16,64 samples/inception_v3.py:128,32
       samples/transformer.py:16,64,256 samples/gnmt.py:16,64,256 samples/small_cnn.py:64,1024
       samples/small_transformer.py:32,256 samples/dcgan.py:32,128,512 samples/resnet50.py:8)
+if [[ -n "${TRUTH_RUNS:-}" ]]; then read -r -a runs <<<"$TRUTH_RUNS"; fi
+# Compiled: the transformers whose generated attention kernels the model prices by their
+# traffic alone (docs/predictor.md, "Compiled regions").
+compiled_runs=(samples/transformer.py:64 samples/small_transformer.py:256)
+if [[ -n "${COMPILED_RUNS:-}" ]]; then read -r -a compiled_runs <<<"$COMPILED_RUNS"; fi
 # Transient memory: the runs whose peak is under-predicted first (convolution workspaces).
 workspace_runs=(samples/dcgan.py:32,128,512 samples/small_cnn.py:64,1024 samples/resnet50.py:8,32,128
                 samples/inception_v3.py:32,128 samples/gnmt.py:16,64 samples/gpt2.py:1,8
@@ -62,6 +71,11 @@ fi
 if ((workspace_s > 0)); then
   timeout "$workspace_s" "$python" bench/truth/workspace.py "$out/workspace.json" "${workspace_runs[@]}" \
     2>>"$out/truth.log" || status=1
+fi
+# compiled.py starts no run past its budget; the timeout is for a compilation that hangs.
+if ((compiled_s > 0)); then
+  timeout $((compiled_s + 120)) "$python" bench/truth/compiled.py "$out/compiled.json" "${compiled_runs[@]}" \
+    --budget "$compiled_s" 2>>"$out/truth.log" || status=1
 fi
 # cuDNN's RNN reserve space, which peak memory counts and shape tracing cannot see (seconds).
 timeout 60 "$python" bench/truth/rnn_reserve.py "$out/rnn_reserve.json" 2>>"$out/truth.log" || status=1
