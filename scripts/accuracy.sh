@@ -297,6 +297,21 @@ both dtypes; GNMT b256's FP32 wall error went from 18% to 15% on the H100 and fr
 whose kernels the truth sums though cuDNN overlaps them (the sum is 25-30% over the
 GPU-bound wall time; record.py now records the GPU's busy time beside the sum).
 
+### Tiny kernels and cuBLAS's fixed time on CUDA cores
+
+From runs of `bench/truth/compare.py` on bench/truth/data and ../shared/truth, before
+and after (docs/predictor.md, "Launch floor"). The truth's tiny elementwise, copy and fill
+kernels take 1.0-2.5 us each, against a launch floor of 4 us, and the small transformer's
+48 FP32 GEMMs fit 6.4 us plus their FLOPs at 43.5 TFLOP/s on both GPUs (the tensor-core
+GEMM model, fitted apart, has 6.24 us per kernel). Lowering the floor to 2 us alone took
+bf16 kernel MAPE from 6.7% to 4.7% (H100) and 7.3% to 4.5% (H200) but FP32 from 6.6% to
+7.4% and 6.8% to 7.7%: the floor had hidden small FP32 GEMMs priced by their FLOPs alone.
+With a 6 us fixed time per cuBLAS kernel on CUDA cores as well, FP32 kernel MAPE is 6.4%
+(H100), 6.7% (H200) and 6.2% (../shared/truth), bf16 4.7% and 4.5%, and no wall figure
+of the samples moved by more than 0.1 point. The H200's mixtures of experts went the other
+way (FP32 kernel 7.8% to 9.0%, bf16 7.5% to 8.6%, FP32 wall 7.2% to 8.0%): their kernels
+were under-predicted already.
+
 ### Convolutions under bf16 on Hopper: no layout transforms
 
 From development runs of `bench/truth/compare.py` on bench/truth/data/h200 (not from

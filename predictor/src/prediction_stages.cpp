@@ -265,11 +265,12 @@ OpTimes timeOps(const Trace& trace, const std::vector<OpCost>& costs,
           op.method = method;
         }
       }
-      // A microbatch's share of a traced op: its kernels' work in proportion, not below one
-      // launch each.
+      // A microbatch's share of a traced op: its kernels' work in proportion, their fixed
+      // time whole, not below one launch each.
       if (const double share = trace.ops[i].batchShare; share != 1.0 && op.timeMs > 0) {
+        const double fixedMs = std::min(op.timeMs, fixedKernelMs(cost, gpus[g], options.roofline));
         op.timeMs =
-            std::max(op.timeMs * share,
+            std::max(fixedMs + (op.timeMs - fixedMs) * share,
                      std::min(op.timeMs, cost.kernels * options.roofline.launchFloorUs * 1e-3));
         op.flops *= share;
         op.bytes *= share;

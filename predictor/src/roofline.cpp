@@ -164,6 +164,12 @@ double peakTflops(const DeviceSpec& gpu, const OpCost& cost) {
   return gpu.fp32Tflops;
 }
 
+double fixedKernelMs(const OpCost& cost, const DeviceSpec& gpu, const RooflineOptions& options) {
+  const bool cublasOnCudaCores = cost.family == CostFamily::Gemm &&
+                                 cost.unit == ComputeUnit::Matrix && !usesTensorCores(cost, gpu);
+  return cublasOnCudaCores ? cost.kernels * options.cublasFp32GemmLatencyUs * 1e-3 : 0;
+}
+
 AttentionBackend attentionBackendOn(const OpCost& cost, const DeviceSpec& gpu) {
   const int sm = gpu.computeCapabilityMajor * 10 + gpu.computeCapabilityMinor;
   AttentionBackend backend = cost.attention.backend;
@@ -261,6 +267,7 @@ RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
   if (cost.smCycles > 0 && gpu.boostClockMHz > 0)
     t.computeMs += cost.smCycles / (sms * gpu.boostClockMHz * 1e6) * 1e3;
   t.computeMs = std::max(t.computeMs, fusedAttentionLatencyMs(cost.attention, gpu));
+  t.computeMs += fixedKernelMs(cost, gpu, options);
   t.memoryMs = bandwidth > 0 ? cost.bytes / (bandwidth * memoryEfficiency) * 1e3 : 0;
   const bool transforms = layoutTransformsOn(gpu);
   const double helperBytes = cost.helperBytes + (transforms ? cost.layoutTransformBytes : 0);

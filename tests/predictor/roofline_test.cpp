@@ -30,11 +30,35 @@ OpCost gemm(double batch, double m, double n, double k, ScalarType dtype = Scala
 
 TEST(Roofline, AFullWaveOfWholeTilesRunsAtTheMatrixEfficiency) {
   const RooflineOptions options;
-  // 100 tiles of 128 x 128 on 100 SMs.
+  // 100 tiles of 128 x 128 on 100 SMs, float32 on CUDA cores: cuBLAS's fixed time besides.
   const RooflineTime t = rooflineTime(gemm(100, 128, 128, 4096), gpu(), options);
   EXPECT_DOUBLE_EQ(t.waveEfficiency, 1.0);
-  EXPECT_NEAR(t.computeMs, 2 * 100 * 128 * 128 * 4096.0 / (20e12 * options.matrixEfficiency) * 1e3,
+  EXPECT_NEAR(t.computeMs,
+              2 * 100 * 128 * 128 * 4096.0 / (20e12 * options.matrixEfficiency) * 1e3 +
+                  options.cublasFp32GemmLatencyUs * 1e-3,
               1e-12);
+  // On tensor cores (bf16) it has none.
+  const RooflineTime bf16 =
+      rooflineTime(gemm(100, 128, 128, 4096, ScalarType::BFloat16), gpu(), options);
+  EXPECT_NEAR(bf16.computeMs,
+              2 * 100 * 128 * 128 * 4096.0 / (300e12 * options.matrixEfficiency) * 1e3, 1e-12);
+}
+
+// A cuBLAS GEMM on CUDA cores has a fixed time per kernel; tensor-core GEMMs, TF32 ones and
+// cuDNN's convolutions do not (theirs are in their own fits).
+TEST(Roofline, OnlyCublasGemmsOnCudaCoresHaveAFixedTime) {
+  const RooflineOptions options;
+  OpCost mm = gemm(1, 2048, 128, 128);
+  EXPECT_DOUBLE_EQ(fixedKernelMs(mm, gpu(), options), options.cublasFp32GemmLatencyUs * 1e-3);
+  mm.kernels = 8; // a loop of mm, one per group
+  EXPECT_DOUBLE_EQ(fixedKernelMs(mm, gpu(), options), 8 * options.cublasFp32GemmLatencyUs * 1e-3);
+  OpCost tf32 = gemm(1, 2048, 128, 128);
+  tf32.tf32 = true;
+  EXPECT_EQ(fixedKernelMs(tf32, gpu(), options), 0);
+  EXPECT_EQ(fixedKernelMs(gemm(1, 2048, 128, 128, ScalarType::BFloat16), gpu(), options), 0);
+  OpCost conv = gemm(1, 2048, 128, 128);
+  conv.family = CostFamily::Conv;
+  EXPECT_EQ(fixedKernelMs(conv, gpu(), options), 0);
 }
 
 TEST(Roofline, APartLastWaveCostsAWholeWave) {

@@ -32,8 +32,14 @@ struct RooflineOptions {
   // stays long. Calibrated on the convolution backward of ResNet-50, Inception-v3,
   // DCGAN and small_cnn on an H100 (../shared/truth/h100: 16K and 64K do worse).
   double splitKMinSliceK = 32768;
-  // Smallest GPU time of one kernel launch as CUDA events see it.
-  double launchFloorUs = 4.0;
+  // Shortest a kernel runs: the truth's tiny elementwise, copy and fill kernels take
+  // 1.0-2.5 us each in CUPTI's times on the H100 and the H200 (bench/truth/data, per shape).
+  double launchFloorUs = 2.0;
+  // What a cuBLAS GEMM on CUDA cores (float32 without TF32) takes beside its arithmetic, per
+  // kernel: the small transformer's 48 FP32 GEMMs of 67 MFLOP to 2.1 GFLOP ran at 6.4 us
+  // plus their FLOPs at 43.5 TFLOP/s on both the H100 and the H200 (bench/truth/data, per
+  // shape; 9.5% mean error), so the smallest take several times what their FLOPs need.
+  double cublasFp32GemmLatencyUs = 6.0;
   // cuBLAS's GEMMs on tensor cores (bf16, fp16, TF32), fitted to measured GEMMs
   // (data/tensor_core_gemm.json); absent: `matrixEfficiency` and the tile table.
   std::optional<TensorCoreGemmModel> tensorCoreGemm;
@@ -45,6 +51,10 @@ bool usesTf32Cores(const OpCost& cost, const DeviceSpec& gpu);
 
 // Whether `cost`'s matrix work runs on `gpu`'s tensor cores (TF32, fp16 or bf16).
 bool usesTensorCores(const OpCost& cost, const DeviceSpec& gpu);
+
+// The part of `cost`'s time on `gpu` that does not grow with its work (ms): a cuBLAS GEMM's
+// fixed time on CUDA cores (RooflineOptions::cublasFp32GemmLatencyUs), 0 for the rest.
+double fixedKernelMs(const OpCost& cost, const DeviceSpec& gpu, const RooflineOptions& options);
 
 // Peak TFLOP/s that runs this work (unit, dtype, TF32) on `gpu` (falls back to FP32
 // when the GPU has no unit for the dtype).
