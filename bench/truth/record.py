@@ -125,8 +125,8 @@ def timed(step, inputs, iterations, autocast):
 
 
 def profiled(step, inputs, autocast=False):
-    """torch.profiler's GPU time of one iteration: the total, per ATen op and per ATen op
-    and input shapes."""
+    """torch.profiler's GPU time of one iteration, as a truth file's `lines`: the kernel sum,
+    per ATen op, the GPU's busy time and streams, and per ATen op and input shapes."""
     import torch
 
     run = in_precision(step, autocast)

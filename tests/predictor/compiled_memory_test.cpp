@@ -141,6 +141,16 @@ Trace residualStream() {
     op.args["normalized_shape"] = std::vector<int64_t>{kWidth};
     return op;
   };
+  // The backward of norm op `forward` over `residual`: it reads both and the statistics.
+  auto normBackward = [&](int64_t id, int64_t residual, int64_t forward) {
+    OpRecord op =
+        record(id, "aten::native_layer_norm_backward", bw,
+               {tensor(act, f32), tensor(act, f32, from(residual)),
+                tensor(stats, f32, from(forward, 1)), tensor(stats, f32, from(forward, 2))},
+               {tensor(act, f32)}, true);
+    op.args["normalized_shape"] = std::vector<int64_t>{kWidth};
+    return op;
+  };
   Trace trace;
   trace.ops = {
       record(0, "aten::mm", Phase::Forward, {tensor(act, b16), tensor(weight, b16)},
@@ -157,20 +167,11 @@ Trace residualStream() {
              {tensor(act, b16)}, true),
       record(7, "aten::mm", bw, {tensor(act, b16, from(5)), tensor(act, b16)},
              {tensor(weight, b16)}, true),
-      record(8, "aten::native_layer_norm_backward", bw,
-             {tensor(act, f32), tensor(act, f32, from(4)), tensor(stats, f32, from(5, 1)),
-              tensor(stats, f32, from(5, 2))},
-             {tensor(act, f32)}, true),
+      normBackward(8, 4, 5),
       record(9, "aten::mm", bw, {tensor(act, b16, from(2)), tensor(act, b16)},
              {tensor(weight, b16)}, true),
-      record(10, "aten::native_layer_norm_backward", bw,
-             {tensor(act, f32), tensor(act, f32, from(1)), tensor(stats, f32, from(2, 1)),
-              tensor(stats, f32, from(2, 2))},
-             {tensor(act, f32)}, true),
+      normBackward(10, 1, 2),
   };
-  for (OpRecord& op : trace.ops)
-    if (op.name == "aten::native_layer_norm_backward")
-      op.args["normalized_shape"] = std::vector<int64_t>{kWidth};
   const int64_t a32 = 4 * kElements, a16 = 2 * kElements, s = 4 * kRows;
   trace.memory.activationsSavedBytes = 2 * a32 + 2 * a16 + 4 * s;
   setLive(trace, {a16, a32, a16 + 2 * s, a16, a32, a16 + 2 * s, a16, a16, a32, a16, a32});

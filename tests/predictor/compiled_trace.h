@@ -2,6 +2,7 @@
 // say which op wrote them, and ops marked compiled.
 #pragma once
 
+#include "op_record_builders.h"
 #include "wavecast/trace.h"
 
 #include <optional>
@@ -9,15 +10,6 @@
 #include <vector>
 
 namespace wavecast::testing {
-
-inline TensorMeta tensor(std::vector<int64_t> shape, ScalarType dtype = ScalarType::Float32,
-                         std::optional<TensorMeta::Source> source = std::nullopt) {
-  TensorMeta t;
-  t.shape = std::move(shape);
-  t.dtype = dtype;
-  t.source = source;
-  return t;
-}
 
 // Output `output` of op `op`: what wrote a tensor.
 inline TensorMeta::Source from(int64_t op, int output = 0) {

@@ -1,5 +1,5 @@
-// Builders of single op records for the cost-formula tests (op_cost_test.cpp,
-// matrix_cost_test.cpp).
+// Builders of tensors and single op records for the predictor's tests; the other builder
+// headers (compiled_trace.h, prediction_fixtures.h) start from these tensors.
 #pragma once
 
 #include "wavecast/predictor/op_cost.h"
@@ -11,10 +11,12 @@
 
 namespace wavecast::testing {
 
-inline TensorMeta tensor(std::vector<int64_t> shape, ScalarType dtype = ScalarType::Float32) {
+inline TensorMeta tensor(std::vector<int64_t> shape, ScalarType dtype = ScalarType::Float32,
+                         std::optional<TensorMeta::Source> source = std::nullopt) {
   TensorMeta t;
   t.shape = std::move(shape);
   t.dtype = dtype;
+  t.source = source;
   return t;
 }
 

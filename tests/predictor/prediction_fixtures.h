@@ -2,6 +2,7 @@
 // (predictor_test.cpp, op_pricing_test.cpp).
 #pragma once
 
+#include "op_record_builders.h"
 #include "wavecast/predictor/gpu_database.h"
 #include "wavecast/trace.h"
 
@@ -14,13 +15,6 @@ namespace wavecast::testing {
 inline const GpuDatabase& db() {
   static const GpuDatabase database = GpuDatabase::fromFile(WAVECAST_GPUS_JSON);
   return database;
-}
-
-inline TensorMeta tensor(std::vector<int64_t> shape, ScalarType dtype = ScalarType::Float32) {
-  TensorMeta t;
-  t.shape = std::move(shape);
-  t.dtype = dtype;
-  return t;
 }
 
 inline OpRecord op(int64_t id, std::string name, Phase phase, int line,
