@@ -9,6 +9,7 @@ import unittest
 import torch
 
 from source_lines import line_of
+from wavecast_tracer.errors import TraceError
 from wavecast_tracer.tracer import run_trace
 
 SAMPLES = os.environ.get(
@@ -71,6 +72,36 @@ def forward_ops(trace, name):
 
 def dtypes(op):
     return [i["dtype"] if i else None for i in op["inputs"]]
+
+
+# BCELoss outside a region and on a CPU tensor inside one run; on a GPU tensor inside
+# one, CUDA autocast refuses it.
+BCE = """
+import torch
+import torch.nn as nn
+
+
+def wavecast_model():
+    return nn.Sequential(nn.Linear(8, 1), nn.Sigmoid()).cuda()
+
+
+def wavecast_input(batch_size=4):
+    return torch.randn(batch_size, 8, device="cuda"), torch.rand(batch_size, 1, device="cuda")
+
+
+def wavecast_iteration(model):
+    loss_fn = nn.BCELoss()
+
+    def iteration(x, y):
+        loss = loss_fn(model(x), y)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled={enabled}):
+            host = torch.rand(4)
+            torch.nn.functional.binary_cross_entropy(host, host)
+            loss = loss + loss_fn(model(x), y)
+        loss.backward()
+
+    return iteration
+"""
 
 
 class CudaAutocast(unittest.TestCase):
@@ -190,6 +221,27 @@ class CudaAutocast(unittest.TestCase):
                 self.assertEqual(dtypes(forward_ops(trace, "aten::addmm")[0]), ["float32"] * 3)
                 self.assertIsNone(trace["precision"]["autocast"])
 
+    def test_binary_cross_entropy_on_a_gpu_tensor_raises_as_on_a_gpu(self):
+        # autocast_mode.cpp bans it under CUDA autocast: the trace stops where the GPU run
+        # would, at the loss's line, with torch's message and what to use instead.
+        def script(enabled):
+            path = os.path.join(self.directory, f"bce_{enabled}.py")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(BCE.format(enabled=enabled))
+            return path
+
+        trace = run_trace(script(False), batch_size=4)
+        self.assertEqual(len(forward_ops(trace, "aten::binary_cross_entropy")), 3)
+        path = script(True)
+        with self.assertRaises(TraceError) as raised:
+            run_trace(path, batch_size=4)
+        error = raised.exception
+        self.assertEqual((error.kind, error.file, error.line),
+                         ("user_exception", path, line_of(path, "loss + loss_fn")))
+        self.assertTrue(error.message.startswith(
+            "RuntimeError: torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to "
+            "autocast."), error.message)
+        self.assertIn("nn.BCEWithLogitsLoss", error.hint)
 
 # Ops whose CUDA autocast dtypes the comparison checks, and losses of every cross_entropy
 # variant (LossNLL.cpp: plain, label smoothing, class probabilities, weights, a class
@@ -303,6 +355,24 @@ class AgainstTorchsOwnCudaAutocast(unittest.TestCase):
             with torch.autocast("cuda", dtype=dtype), record:
                 module.losses(model(tokens), labels, probs)
         return record.ops
+
+    @unittest.skipUnless(_fake_cuda_available(), "this torch cannot make fake CUDA tensors (a CPU-only build or "
+                         "torch 1.x), so torch's own CUDA autocast cannot run here to compare with")
+    def test_binary_cross_entropy_is_refused_with_torchs_message(self):
+        from unittest import mock
+
+        import torch.cuda.amp.common as amp_common
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
+        from wavecast_tracer.autocast import BANNED_MESSAGE
+
+        with mock.patch.object(amp_common, "amp_definitely_not_available", return_value=False), \
+                mock.patch.object(torch.cuda, "is_bf16_supported", return_value=True), \
+                FakeTensorMode(), torch.device("cuda"):
+            probs = torch.rand(4, 1)
+            with torch.autocast("cuda", dtype=torch.bfloat16), self.assertRaises(RuntimeError) as raised:
+                torch.nn.functional.binary_cross_entropy(probs, probs)
+        self.assertEqual(str(raised.exception), BANNED_MESSAGE)
 
     @unittest.skipUnless(_fake_cuda_available(), "this torch cannot make fake CUDA tensors (a CPU-only build or "
                          "torch 1.x), so torch's own CUDA autocast cannot run here to compare with")

@@ -13,7 +13,9 @@ itself switched off). `cross_entropy`, a C++ composite whose inner calls CUDA
 autocast would see, runs as that composite does (LossNLL.cpp): log_softmax in
 the input's own dtype, which it passes explicitly, then nll_loss in float32.
 softmax and log_softmax run as SoftMax.cpp does on CUDA: a float16 input goes
-to the kernel with half_to_float instead of being cast first.
+to the kernel with half_to_float instead of being cast first. binary_cross_entropy
+on a GPU tensor raises, as CUDA autocast's banned kernel does: a script that fails
+on the GPU fails here too, with torch's message, rather than being predicted.
 """
 
 import contextlib
@@ -22,6 +24,7 @@ import functools
 import torch
 
 from . import compat
+from .devices import is_host
 
 _F = torch.nn.functional
 _ABSENT = object()
@@ -65,6 +68,21 @@ _PROMOTE = {
     _F: ("bilinear", "grid_sample"),
     torch.Tensor: ("addcmul", "addcdiv", "atan2", "cross", "dot", "index_put", "scatter_add"),
 }
+
+# Refused on a GPU tensor whatever the dtype (autocast_mode.cpp: binary_cross_entropy_banned).
+_BANNED = {
+    _F: ("binary_cross_entropy",),
+}
+BANNED_MESSAGE = (
+    "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.\n"
+    "Many models use a sigmoid layer right before the binary cross entropy layer.\n"
+    "In this case, combine the two layers using torch.nn.functional.binary_cross_entropy_with_logits\n"
+    "or torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and BCEWithLogits are\n"
+    "safe to autocast."
+)
+# The error's `hint` (loader.user_exception shows it).
+BANNED_HINT = ("A GPU raises this too: under CUDA autocast, drop the sigmoid before the loss and use "
+               "nn.BCEWithLogitsLoss (or F.binary_cross_entropy_with_logits), which autocast runs in float32.")
 
 
 # What torch 2.x's CUDA autocast accepts; it disables a region asked for another dtype.
@@ -168,6 +186,15 @@ def _fp32_output(_dtype, args, kwargs):
     return None
 
 
+def _banned(_dtype, args, kwargs):
+    first = args[0] if args else kwargs.get("input")
+    if isinstance(first, torch.Tensor) and not is_host(first):
+        error = RuntimeError(BANNED_MESSAGE)  # torch's own type and text
+        error.hint = BANNED_HINT
+        raise error
+    return None
+
+
 def _promote(_dtype, args, kwargs):
     floats = [v for v in list(args) + list(kwargs.values()) if _eligible(v)]
     if not floats:
@@ -178,7 +205,8 @@ def _promote(_dtype, args, kwargs):
     return widest
 
 
-_POLICIES = ((_LOWER, _lower), (_FP32, _fp32), (_FP32_OUTPUT, _fp32_output), (_PROMOTE, _promote))
+_POLICIES = ((_LOWER, _lower), (_FP32, _fp32), (_FP32_OUTPUT, _fp32_output), (_PROMOTE, _promote),
+             (_BANNED, _banned))
 
 
 def _cross_entropy(original, input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,

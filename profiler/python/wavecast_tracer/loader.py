@@ -148,7 +148,7 @@ def user_exception(exc, project, during):
         f"{one_line(exc)} ({during})",
         exc,
         project,
-        "Fix the exception raised in your script at the line shown.",
+        getattr(exc, "hint", "Fix the exception raised in your script at the line shown."),
     )
 
 
