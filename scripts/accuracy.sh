@@ -61,6 +61,9 @@ report python3 "$root/bench/truth/compare.py" "$root/bench/truth/data/h200/truth
   --wavecast "$tool" --gpu H200 --markdown "$work/truth_h200_alone.md" -- --no-calibration
 report python3 "$root/bench/truth/compare.py" "$root/bench/truth/data/h200/moe_hf.json" \
   --wavecast "$tool" --gpu H200 --markdown "$work/moe_h200.md"
+# How far two real recordings of the H100 are from each other: the floor for the above.
+report python3 "$root/bench/truth/repeatability.py" "$truth" "$root/bench/truth/data/h100/truth.json" \
+  --markdown "$work/repeatability.md"
 report python3 "$root/bench/truth/compiled_report.py" "$root/bench/truth/data/h200/compiled.json" \
   --wavecast "$tool" --gpu H200 --markdown "$work/compiled_h200.md"
 # Tensor-core GEMMs against OpenXLA's measured GEMM table (../shared/reference).
@@ -125,6 +128,20 @@ RECORDED
   echo "The H200 with the models alone (\`--no-calibration\`):"
   echo
   cat "$work/truth_h200_alone.md"
+  echo
+  cat <<'REPEAT'
+### Two real H100s against each other
+
+How far the H100 recorded here is from `../shared/truth`'s H100, run for run
+(`bench/truth/repeatability.py`): the same GPU model, torch and samples on another
+machine. GPU time repeats to within 1%; wall time of host-bound runs does not (the
+host's speed and run-to-run noise), so no predictor, wavecast included, can score much
+better against one file's wall times than the other file does. A predicted wall time is
+for a typical host: the figures against `../shared/truth` above are to be read against
+this floor.
+
+REPEAT
+  cat "$work/repeatability.md"
   echo
   cat <<'MOE'
 ### Mixtures of experts on the H200
