@@ -242,6 +242,100 @@ class Distributions(unittest.TestCase):
         self.assertEqual(sampled["outputs"][0]["shape"], [16, 1])
 
 
+# wav2vec2's and HuBERT's LayerDrop: each layer is skipped when a draw on the host falls
+# under the drop probability.
+LAYER_DROP = """
+import torch
+import torch.nn as nn
+
+DROP = {drop}
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(16, 16) for _ in range(8))
+        self.head = nn.Linear(16, 1)
+
+    def forward(self, x):
+        for layer in self.layers:
+            if self.training and torch.rand([]) < DROP:
+                continue
+            x = layer(x)
+        return self.head(x)
+
+
+def wavecast_model():
+    return Net().cuda()
+
+
+def wavecast_input(batch_size=4):
+    return (torch.randn(batch_size, 16, device="cuda"),)
+
+
+def wavecast_iteration(model):
+    def iteration(x):
+        model(x).sum().backward()
+
+    return iteration
+"""
+
+
+class RandomDraws(unittest.TestCase):
+    def layers_run(self, drop):
+        with script_file(LAYER_DROP.format(drop=drop), "layer_drop.py") as path:
+            trace = run_trace(path, batch_size=4)
+        return [op["id"] for op in trace["ops"]
+                if op["name"] == "aten::addmm" and op["phase"] == "forward" and op["inputs"][2]["shape"] == [16, 16]]
+
+    def test_a_draw_the_script_branches_on_is_drawn_for_real_and_the_same_each_time(self):
+        self.assertEqual(len(self.layers_run(0.0)), 8)
+        self.assertEqual(len(self.layers_run(1.0)), 0)
+        # Each trace starts from the same seed: a save does not move the prediction by chance.
+        some = self.layers_run(0.5)
+        self.assertTrue(0 < len(some) < 8, some)
+        self.assertEqual(self.layers_run(0.5), some)
+
+
+# A CTC loss whose frame counts come from a mask made with ones_like (wav2vec2's way).
+CTC = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def wavecast_model():
+    return nn.Linear(16, 6).cuda()
+
+
+def wavecast_input(batch_size=4):
+    return torch.randn(batch_size, 30, 16, device="cuda"), torch.randint(1, 6, (batch_size, 7), device="cuda")
+
+
+def wavecast_iteration(model):
+    def iteration(features, labels):
+        mask = torch.ones_like(features[..., 0], dtype=torch.long)
+        log_probs = model(features).log_softmax(-1).transpose(0, 1)
+        frames = mask.sum(-1)
+        lengths = (labels > 0).sum(-1)
+        F.ctc_loss(log_probs, labels, frames, lengths).backward()
+
+    return iteration
+"""
+
+
+class LengthsFromShapes(unittest.TestCase):
+    @unittest.skipUnless(HAS_COMPILE, "torch 1.13 traces CTC with fake tensors that make up log_alpha's shape "
+                         "instead of asking for the lengths' values")
+    def test_a_ctc_loss_over_lengths_from_a_ones_like_mask(self):
+        with script_file(CTC, "ctc.py") as path:
+            trace = run_trace(path, batch_size=4)
+        (loss,) = [op for op in trace["ops"] if op["name"] == "aten::_ctc_loss"]
+        self.assertEqual(loss["inputs"][0]["shape"], [30, 4, 6])
+        self.assertEqual(loss["outputs"][1]["shape"], [4, 30, 2 * 7 + 1])  # log_alpha
+        self.assertIn("aten::_ctc_loss_backward", [op["name"] for op in trace["ops"]])
+
+
 MIXTURE_OF_EXPERTS = """
 import torch
 import torch.nn as nn

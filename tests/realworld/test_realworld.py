@@ -450,7 +450,7 @@ class DeepseekV3(HuggingFace, model_tests(attention=True), unittest.TestCase):
     NAME, BATCH = "deepseek_v3_hf", 2
     MODEL_CLASS, FORMULA = "DeepseekV3ForCausalLM", deepseek_v3_parameters
     FORWARD_LINES = ("outputs = model(input_ids=input_ids, labels=input_ids)",)
-    NEXT = ("llama7b_hf", 8)
+    NEXT = ("wav2vec2_hf", 8)
 
     def test_routed_experts_run_as_grouped_gemms_beside_the_shared_expert(self):
         config = self.script.config()
@@ -466,6 +466,87 @@ class DeepseekV3(HuggingFace, model_tests(attention=True), unittest.TestCase):
         self.assertEqual(len(shared), 1)
         self.assertEqual({op["name"] for op in self.attention_ops(False)},
                          {"aten::_scaled_dot_product_efficient_attention"})
+
+
+def wav2vec2_parameters(c):
+    d, i = c.hidden_size, c.intermediate_size
+    channels = list(c.conv_dim)
+    encoder = sum(c_in * c_out * k for c_in, c_out, k in zip([1] + channels[:-1], channels, c.conv_kernel))
+    encoder += 2 * channels[0]  # the first conv's group norm (the "group" feature extractor)
+    projection = 2 * channels[-1] + channels[-1] * d + d  # its layer norm and linear
+    taps = c.num_conv_pos_embeddings  # the positional conv, weight-normed: g, v and a bias
+    position = taps + d * (d // c.num_conv_pos_embedding_groups) * taps + d
+    masked = d if c.mask_time_prob > 0 or c.mask_feature_prob > 0 else 0  # SpecAugment's embedding
+    layer = 4 * (d * d + d) + 2 * d + (d * i + i) + (i * d + d) + 2 * d
+    return encoder + projection + masked + position + 2 * d + c.num_hidden_layers * layer + d * c.vocab_size + c.vocab_size
+
+
+class Wav2Vec2(HuggingFace, model_tests(attention=True), unittest.TestCase):
+    """Speech: a convolutional encoder over raw audio, LayerDrop (each layer skipped when a
+    draw on the host falls under 0.1), SpecAugment's masks and a CTC loss, whose output
+    shapes follow the label and audio lengths."""
+
+    NAME, BATCH = "wav2vec2_hf", 8
+    MODEL_CLASS, FORMULA = "Wav2Vec2ForCTC", wav2vec2_parameters
+    FORWARD_LINES = ("outputs = model(input_values=audio, labels=labels)",)
+    NEXT = ("llama7b_hf", 8)
+
+    def kept_layers(self):
+        return sorted({int(op["module"].split(".")[3]) for op in self.ops()
+                       if op["phase"] == "forward" and op["module"].startswith("wav2vec2.encoder.layers.")})
+
+    @property
+    def ATTENTION_LAYERS(self):  # noqa: N802 - the layers LayerDrop kept
+        return len(self.kept_layers())
+
+    def test_layer_drop_draws_on_the_host_and_keeps_most_layers(self):
+        layers = self.script.config().num_hidden_layers
+        draws = [op for op in self.ops() if op["name"] == "aten::rand"]
+        self.assertEqual(len(draws), layers)
+        self.assertEqual({tuple(op["outputs"][0]["shape"]) for op in draws}, {()})
+        # The same seed on every trace: the same layers every time (here 10 of 12).
+        self.assertTrue(layers - 3 <= len(self.kept_layers()) <= layers, self.kept_layers())
+
+    def test_ctc_loss_runs_on_the_lengths_and_labels(self):
+        frames = 199  # 4 s of 16 kHz audio through the feature encoder's strides (320)
+        (loss,) = [op for op in self.ops() if op["name"] == "aten::_ctc_loss"]
+        self.assertEqual(loss["inputs"][0]["shape"], [frames, self.BATCH, self.script.VOCABULARY])
+        self.assertEqual(loss["inputs"][1]["shape"], [self.BATCH * self.script.LABEL_LENGTH])
+        # log_alpha: a row per frame and per label position with blanks between (2 L + 1).
+        self.assertEqual(loss["outputs"][1]["shape"], [self.BATCH, frames, 2 * self.script.LABEL_LENGTH + 1])
+        self.assertEqual(sum(op["name"] == "aten::_ctc_loss_backward" for op in self.ops()), 1)
+
+    def check_memory(self):
+        """AdamW's state is made at a parameter's first update: a layer LayerDrop skipped in
+        both traced iterations has none yet (a real run makes it at the first iteration
+        that keeps the layer), so the state is short by whole layers, never by parts."""
+        memory = self.trace["memory"]
+        params = self.param_count()
+        self.assertEqual(memory["parameters_bytes"], 4 * params)
+        self.assertEqual(memory["gradients_bytes"], 4 * params)
+        full = 2 * 4 * params + 4 * len(self.meta_params)
+        c = self.script.config()
+        d, i = c.hidden_size, c.intermediate_size
+        layer_params = 4 * (d * d + d) + 2 * d + (d * i + i) + (i * d + d) + 2 * d
+        layer_state = 2 * 4 * layer_params + 4 * 16  # 16 tensors, each with a `step`
+        missing, remainder = divmod(full - memory["optimizer_state_bytes"], layer_state)
+        self.assertEqual(remainder, 0)
+        self.assertLessEqual(missing, c.num_hidden_layers - len(self.kept_layers()))
+
+    def check_no_large_fallback(self):
+        """Value-dependent ops run on the CPU: on masks and lengths, and on float inputs
+        turned to zeros (the CTC loss's log-probabilities, SpecAugment's masked frames),
+        never over 2^21 elements."""
+        ops = self.ops()
+        fallen = [op for op in ops if op["fallback"]]
+        self.assertEqual(set(self.trace["fallback_ops"]), {op["name"] for op in fallen})
+        self.assertEqual(set(self.trace["fallback_ops"]), {"aten::_local_scalar_dense", "aten::masked_select",
+                                                          "aten::_ctc_loss", "aten::_ctc_loss_backward",
+                                                          "aten::index"})
+        for op in fallen:
+            for meta in op["inputs"] + op["outputs"]:
+                if meta is not None:
+                    self.assertLessEqual(numel(meta), 2 * TINY_ELEMENTS, op)
 
 
 class Llama7B(HuggingFace, model_tests(attention=True), unittest.TestCase):

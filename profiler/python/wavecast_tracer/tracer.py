@@ -3,6 +3,7 @@
 import contextlib
 import functools
 import io
+import random
 import sys
 import time
 
@@ -81,6 +82,7 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
     captured = io.StringIO()
     with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
         try:
+            _seed_generators()
             if as_written:
                 # Nothing is kept for a script run as written: its modules are imported anew.
                 if cache is not None:
@@ -100,6 +102,7 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
                     cache.forget()
                     captured.seek(0)
                     captured.truncate()
+                    _seed_generators()
                     with one_rank() as rank:
                         document = _trace(project, batch_size, mode, progress, assume_gpu, rank, cache, device,
                                           compile_mode)
@@ -120,6 +123,18 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
     if output:
         document["user_output"] = _tail(output)
     return document
+
+
+def _seed_generators():
+    """The same draws on every trace of a script that does not seed them itself: a random
+    value the script branches on (LayerDrop's `torch.rand([]) < p`) takes the same branch
+    each time, so a save does not move the prediction by chance. A script's own seeding
+    still decides."""
+    torch.manual_seed(0)
+    random.seed(0)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed(0)
 
 
 def _tail(text):

@@ -7,7 +7,9 @@ small integer/bool tensors, or from small float constants such as a causal
 mask (`nn.Transformer.generate_square_subsequent_mask`, which torch 2.x's
 nn.Transformer checks value by value). Those are also computed for real on the
 CPU ("shadows"; a float one only when made without randomness from other
-shadows, so parameters and activations never get one), and a value-dependent op whose value-carrying inputs have shadows
+shadows, or when it is a tiny random draw such as LayerDrop's `torch.rand([])`,
+drawn for real, so parameters and activations never get one), and a
+value-dependent op whose value-carrying inputs have shadows
 runs for real on them (float inputs, whose values do not decide the shape,
 become zeros); its output becomes a fake tensor of the real shape. Where a
 needed value has no shadow (e.g. a mask computed from activations), the op
@@ -28,6 +30,9 @@ from . import compat
 
 # Largest tensor (elements) that gets a real shadow: labels, ids and masks, not activations.
 SHADOW_LIMIT = 1 << 20
+# Largest random float draw that gets one: a draw the script branches on (LayerDrop's
+# `torch.rand([]) < p` in wav2vec2 and HuBERT), not a weight or a noise tensor.
+DRAW_SHADOW_LIMIT = 1024
 _SHADOWED_DTYPES = frozenset({torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64})
 
 
@@ -50,16 +55,26 @@ def _shadowable(t):
     return t.dtype in _SHADOWED_DTYPES and t.numel() <= SHADOW_LIMIT
 
 
-def _constant_float(func, t):
-    """A small float output of an op that neither draws random numbers nor leaves
-    memory uninitialised: its value follows from its (shadowed) inputs alone."""
-    return (
-        t.dtype.is_floating_point
-        and t.numel() <= SHADOW_LIMIT
-        and torch.Tag.nondeterministic_seeded not in func.tags
-        and "empty" not in func.__name__
-    )
+def _followed_float(func, t):
+    """A small float output whose value is followed: of an op that neither draws random
+    numbers nor leaves memory uninitialised (its value follows from its shadowed inputs
+    alone), or a tiny random draw, drawn for real as the GPU run draws it."""
+    if not t.dtype.is_floating_point or "empty" in func.__name__:
+        return False
+    if torch.Tag.nondeterministic_seeded in func.tags:
+        return t.numel() <= DRAW_SHADOW_LIMIT
+    return t.numel() <= SHADOW_LIMIT
 
+
+# Ops whose values follow from their inputs' shapes and their scalars, not from the inputs'
+# values: `torch.ones_like(audio, dtype=torch.long)`, a mask wav2vec2 sums into its
+# frame counts, is followed though the audio is not.
+_VALUES_FROM_SHAPES = frozenset(
+    getattr(torch.ops.aten, name)
+    for name in ("ones_like", "zeros_like", "full_like", "new_ones", "new_zeros", "new_full", "fill", "fill_",
+                 "zero_")
+    if hasattr(torch.ops.aten, name)
+)
 
 # Ops asking whether every value holds (`.all()`; torch.distributions' `torch._is_all_true`).
 _ALL_TRUE_CHECKS = frozenset(
@@ -121,7 +136,7 @@ class Shadows:
         return entry[1] if entry is not None else None
 
     def remember(self, fake, real, func=None):
-        if _shadowable(fake) or (func is not None and _constant_float(func, fake)):
+        if _shadowable(fake) or (func is not None and _followed_float(func, fake)):
             self._real[fake._cdata] = (fake, real)
 
     def forget(self, fake):
@@ -197,8 +212,11 @@ class Shadows:
         """After a fake op ran: computes the real values of its small integer/bool outputs."""
         fakes = flatten_tensors(out)
         followed = (fakes and func.namespace not in _COLLECTIVE_NAMESPACES
-                    and all(_shadowable(t) or _constant_float(func, t) for t in fakes))
-        result = self._real_call(func, args, kwargs, zeros_for_missing=False) if followed else None
+                    and all(_shadowable(t) or _followed_float(func, t) for t in fakes))
+        # Integer and boolean outputs only: a float one (autograd's seed gradient) decides no
+        # shape, and a shadow keeps its fake alive to the trace's end.
+        from_shapes = func.overloadpacket in _VALUES_FROM_SHAPES and all(_shadowable(t) for t in fakes)
+        result = self._real_call(func, args, kwargs, zeros_for_missing=from_shapes) if followed else None
         if result is None:
             for t in _written(func, args, kwargs):  # an in-place op the shadows cannot follow
                 self.forget(t)

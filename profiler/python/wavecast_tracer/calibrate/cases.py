@@ -198,6 +198,19 @@ def _cross_entropy(p, dtype, device, grad):
     return (lambda: F.cross_entropy(logits, target)), [logits]
 
 
+def _ctc_loss(p, dtype, device, grad):
+    """A speech recogniser's CTC loss over `frames` log-probabilities per sequence and
+    `labels` targets (wav2vec2's); its kernels walk the frames one step at a time."""
+    frames, batch, classes, labels = p["frames"], p["batch"], p["classes"], p["labels"]
+    log_probs = _tensor([frames, batch, classes], dtype, device, grad)
+    targets = torch.ones(batch, labels, dtype=torch.long, device=device)
+    if device != "meta":
+        targets = torch.randint(1, classes, (batch, labels), device=device)
+    input_lengths = torch.full((batch,), frames, dtype=torch.long, device=device)
+    target_lengths = torch.full((batch,), labels, dtype=torch.long, device=device)
+    return (lambda: F.ctc_loss(log_probs, targets, input_lengths, target_lengths)), [log_probs]
+
+
 _ELEMENTWISE = {
     "add": lambda x, y: x + y,
     "mul": lambda x, y: x * y,
@@ -276,7 +289,7 @@ _WITH_GRAD = {
     "pool2d": _pool2d, "sdpa": _sdpa,
     "layer_norm": _norm("layer_norm"), "rms_norm": _norm("rms_norm"),
     "softmax": _softmax(False), "log_softmax": _softmax(True),
-    "cross_entropy": _cross_entropy, "elementwise": _elementwise, "reduction": _reduction,
+    "cross_entropy": _cross_entropy, "ctc_loss": _ctc_loss, "elementwise": _elementwise, "reduction": _reduction,
     "embedding": _embedding,
 }
 _NO_GRAD = {"cast": _cast, "copy": _copy, "optimizer": _optimizer}
