@@ -85,7 +85,8 @@ def markdown(first_path, second_path, first, second, rows_):
             if figure == "peak_bytes":
                 label = "Each run"
             out.append(f"- {label}, {names[figure]}: **{value:.1f}%** mean absolute difference ({count} runs)")
-    out += ["", "| run | precision | GPU ms | wall ms | wall difference |", "|---|---|---|---|---|"]
+    out += ["", f"Each figure of the table: `{os.path.basename(first_path)}`'s / `{os.path.basename(second_path)}`'s.",
+            "", "| run | precision | GPU ms | wall ms | wall difference |", "|---|---|---|---|---|"]
     for r in rows_:
         gpu = f"{r['gpu_ms'][0]:.1f} / {r['gpu_ms'][1]:.1f}" if "gpu_ms" in r else "–"
         a, b = r["wall_ms"]
