@@ -186,6 +186,77 @@ def wavecast_iteration(model):
 """
 
 
+# Code that asks where its tensors are (libraries branch on it): told the GPU for the
+# script's GPU tensors, the CPU for its host ones and in a script that never asks for CUDA.
+ASKS_THE_DEVICE = """
+import torch
+import torch.nn as nn
+
+
+def wavecast_model():
+    return nn.Linear(8, 8){move}
+
+
+def wavecast_input(batch_size=4):
+    return (torch.randn(batch_size, 8){move},)
+
+
+def wavecast_iteration(model):
+    def iteration(x):
+        host = torch.arange(8)
+        seen = (str(x.device), x.is_cuda, x.get_device(), str(model.weight.device), str(host.device))
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            with torch.autocast(x.device.type, enabled=False):  # Llama's rotary: kept in float32
+                kept = model(x)
+            y = model(kept)
+        if x.is_cuda:
+            y = y * 2
+        counts = torch.histc(host.int(), bins=8, min=0, max=7)  # transformers' tokens per expert
+        y.float().sum().backward()
+        return seen, counts.dtype, counts.tolist()
+
+    return iteration
+"""
+
+
+class AskedDevices(unittest.TestCase):
+    def trace(self, move):
+        seen = []
+        with script_file(ASKS_THE_DEVICE.format(move=move), "asks.py") as path:
+            from unittest import mock
+
+            from wavecast_tracer import tracer
+
+            call_user = tracer._call_user
+
+            def keep(fn, project, during, *args, **kwargs):
+                result = call_user(fn, project, during, *args, **kwargs)
+                if during == "during the training iteration":
+                    seen.append(result)
+                return result
+
+            with mock.patch.object(tracer, "_call_user", keep):
+                trace = run_trace(path, batch_size=4)
+        return trace, seen[-1]
+
+    @unittest.skipUnless(FOREACH_DEFAULT, "torch 1.13's fake tensors are meta tensors: they report no CPU to map")
+    def test_gpu_tensors_report_the_gpu_and_the_script_takes_its_way(self):
+        trace, (seen, counts_dtype, counts) = self.trace(".cuda()")
+        self.assertEqual(seen, ("cuda:0", True, 0, "cuda:0", "cpu"))
+        # autocast(x.device.type, enabled=False) switched CUDA autocast off: float32 inside.
+        addmm = [op for op in trace["ops"] if op["name"] == "aten::addmm" and op["phase"] == "forward"]
+        self.assertEqual([op["outputs"][0]["dtype"] for op in addmm], ["float32", "bfloat16"])
+        self.assertIn("aten::mul", [op["name"] for op in trace["ops"] if op["phase"] == "forward"])
+        # CUDA counts integers; the CPU's kernel takes floats only.
+        self.assertEqual((counts_dtype, counts), (torch.int32, [1] * 8))
+
+    @unittest.skipUnless(FOREACH_DEFAULT, "torch 1.13's fake tensors cannot give their values with .tolist()")
+    def test_a_script_that_never_asks_for_cuda_sees_the_cpu(self):
+        trace, (seen, _, _) = self.trace("")
+        self.assertEqual(seen, ("cpu", False, -1, "cpu", "cpu"))
+        self.assertNotIn("aten::mul", [op["name"] for op in trace["ops"] if op["phase"] == "forward"])
+
+
 class CudaCalls(unittest.TestCase):
     def test_a_cuda_generator_its_rng_state_and_data_parallel_on_one_gpu(self):
         with script_file(CUDA_CALLS, "cuda_calls.py") as path:

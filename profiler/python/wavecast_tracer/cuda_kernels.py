@@ -1,5 +1,8 @@
 """Ops whose shape-only kernel refuses inputs CUDA runs: the output CUDA would make.
 
+A script asking a GPU tensor's device is told CUDA (devices.py), so libraries take their
+CUDA code paths, with the dtypes those use.
+
 Each entry takes the op's (args, kwargs) on fake tensors and returns its output, or
 None where torch's own shape-only kernel applies.
 """
@@ -26,4 +29,17 @@ def _grouped_mm(args, kwargs):
     return _create_grouped_mm_output_tensor(mat_a, mat_b, offsets, out_dtype)
 
 
-SHAPE_KERNELS = {_GROUPED_MM.default: _grouped_mm} if _GROUPED_MM is not None else {}
+def _histc(args, kwargs):
+    """`torch.histc` of integers (transformers counts the tokens per expert so on CUDA, where
+    the CPU's kernel and the meta kernel that mirrors it take floats only): `bins` counts in
+    the input's dtype, as CUDA makes them."""
+    func = torch.ops.aten.histc.default
+    values = compat.argument(func, args, kwargs, "self")
+    if values.is_floating_point():
+        return None
+    return values.new_empty((compat.argument(func, args, kwargs, "bins"),))
+
+
+SHAPE_KERNELS = {torch.ops.aten.histc.default: _histc}
+if _GROUPED_MM is not None:
+    SHAPE_KERNELS[_GROUPED_MM.default] = _grouped_mm

@@ -2,12 +2,17 @@
 
 Shapes do not depend on the device, so in shape and cpu mode every CUDA device
 the script names is mapped to the CPU, and the torch.cuda calls a training
-script typically makes answer as if one GPU were present.
+script typically makes answer as if one GPU were present. A GPU tensor reports
+the GPU to the script and the libraries it calls (`x.device`, `x.is_cuda`), so
+their branches on the device take the GPU's way; torch's own Python is told the
+CPU, where it is.
 
 Which device each tensor would be on with a GPU is followed by `Placement`.
 """
 
 import contextlib
+import os
+import sys
 
 import torch
 
@@ -64,6 +69,18 @@ def is_host(t):
     return getattr(t, HOST, None) is not None
 
 
+# The device a GPU tensor reports to the script: `x.device`, `x.is_cuda` and
+# `x.get_device()` answer as on a GPU, so a branch on them (`autocast(x.device.type)`,
+# `if x.is_cuda:`) takes the GPU's way.
+REPORTED_GPU = torch.device("cuda", 0)
+
+
+def actual_device(t):
+    """The device a tensor is on in the tracer (the CPU, or meta), not the one it reports."""
+    with compat.no_torch_function():
+        return t.device
+
+
 def _moves_to_gpu(args):
     """Whether .to(*args) / .type_as(*args) targets a GPU tensor's device."""
     for value in args:
@@ -110,8 +127,10 @@ class Placement:
         """Runs func (its CUDA devices already mapped to the CPU) and updates which tensors are host ones.
 
         A torch.device given as `device=` or to `.to()` is taken for a GPU tensor's
-        (`device=x.device`): the tracer's tensors all report the CPU, so `x.device` cannot
-        tell; a device given as a string ("cpu") or none at all means the CPU.
+        (`device=x.device`): the script's GPU tensors report the GPU to the script
+        (_CudaAsCpu maps that), but torch's own Python is told the CPU, so its
+        `x.device` cannot tell; a device given as a string ("cpu") or none at all means
+        the CPU.
         """
         if not self.recording:
             return func(*args, **kwargs)
@@ -184,14 +203,34 @@ class Placement:
         return out
 
 
+_DEVICE_QUERIES = {
+    torch.Tensor.device.__get__: REPORTED_GPU,
+    torch.Tensor.is_cuda.__get__: True,
+    torch.Tensor.get_device: 0,
+}
+
+
 class _CudaAsCpu(compat.TorchFunctionMode):
     def __init__(self, on_mapped, placement):
         super().__init__()
-        self.on_mapped = on_mapped
+        self._on_mapped = on_mapped
         self.placement = placement
+        # Whether the script has asked for CUDA: until then its tensors report the CPU, as a
+        # script that never does runs on the CPU even on a GPU machine.
+        self.cuda_asked = False
+
+    def on_mapped(self):
+        self.cuda_asked = True
+        self._on_mapped()
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        reported = _DEVICE_QUERIES.get(func, _ABSENT)
+        if reported is not _ABSENT:
+            if (self.cuda_asked and not is_host(args[0]) and actual_device(args[0]).type == "cpu"
+                    and _script_code(sys._getframe(1))):
+                return reported
+            return func(*args, **kwargs)
         if func is torch.Tensor.cuda:
             self.on_mapped()
             if is_host(args[0]):
@@ -212,6 +251,62 @@ class _CudaAsCpu(compat.TorchFunctionMode):
             args = tuple(_cpu_if_cuda(a) for a in args)
             to_gpu = True
         return self.placement.call(func, args, kwargs, to_gpu)
+
+
+_ABSENT = object()
+
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_TRACER_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _script_code(caller):
+    """Whether the code asking a tensor's device is the script's or a library's it calls,
+    not torch's own Python (nn.LSTM's weight flattening and the like call CUDA-only
+    functions when told CUDA; the tracer gives torch's CUDA behaviour elsewhere) nor the
+    tracer's."""
+    file = caller.f_code.co_filename
+    return not (file.startswith(_TORCH_DIR) or file.startswith(_TRACER_DIR))
+
+
+def _cuda_asked():
+    """Whether the mapping mode is on (off below a torch call and with torch functions off)
+    and the script has asked for CUDA."""
+    if not torch._C._is_torch_function_enabled():
+        return False
+    for i in range(torch._C._len_torch_function_stack()):
+        mode = torch._C._get_function_stack_at(i)
+        if isinstance(mode, _CudaAsCpu):
+            return mode.cuda_asked
+    return False
+
+
+@contextlib.contextmanager
+def _fake_tensors_report_the_gpu():
+    """A fake tensor's `device` is a Python property that no torch function mode sees:
+    while active, it reports the GPU to the script as _CudaAsCpu does for the others."""
+    try:
+        from torch._subclasses.fake_tensor import FakeTensor
+    except ImportError:  # torch 1.13
+        yield
+        return
+    original = FakeTensor.__dict__.get("device")
+    if not isinstance(original, property):  # torch 1.13's fake tensors are CPU meta tensors
+        yield
+        return
+
+    def device(self):
+        actual = original.fget(self)
+        # The mode is off below a torch call, where torch's own code asks most: checked first.
+        if actual.type == "cpu" and _cuda_asked() and not is_host(self) and _script_code(sys._getframe(1)):
+            return REPORTED_GPU
+        return actual
+
+    FakeTensor.device = property(device, original.fset)
+    try:
+        yield
+    finally:
+        FakeTensor.device = original
 
 
 # torch.cuda functions a training script calls, answered as on a one-GPU machine.
@@ -241,12 +336,14 @@ def cuda_mapped_to_cpu(on_mapped, placement=None, device_count=None):
     for name, standin in standins.items():
         setattr(torch.cuda, name, standin)
 
+    mode = _CudaAsCpu(on_mapped, placement)
+
     class GeneratorOnCpu(torch.Generator):
         """torch.Generator(device="cuda") draws for the tracer's CPU tensors."""
 
         def __new__(cls, device="cpu"):
             if _is_cuda(device):
-                on_mapped()
+                mode.on_mapped()
             return super().__new__(cls, _cpu_if_cuda(device))
 
         def __init__(self, device="cpu"):
@@ -262,7 +359,7 @@ def cuda_mapped_to_cpu(on_mapped, placement=None, device_count=None):
     torch.Generator = GeneratorOnCpu
     torch.nn.DataParallel.forward = data_parallel_on_one_gpu
     try:
-        with _CudaAsCpu(on_mapped, placement):
+        with mode, _fake_tensors_report_the_gpu():
             yield
     finally:
         torch.Generator = generator

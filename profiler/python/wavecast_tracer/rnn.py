@@ -14,6 +14,7 @@ import contextlib
 import torch
 
 from . import compat
+from .devices import actual_device
 from .op_description import tensor_meta
 
 # cuDNN's RNN mode numbers (cudnnRNNMode_t), also the predictor's gate count key.
@@ -57,7 +58,7 @@ class _RecurrentCall:
 
     def run(self, tensors):
         """Calls the real op on `tensors` (same order as tensors())."""
-        if tensors[0].dtype == torch.float16 and tensors[0].device.type == "cpu":
+        if tensors[0].dtype == torch.float16 and actual_device(tensors[0]).type == "cpu":
             # Autocast's float16 layer, run for real where the CPU has no float16 RNN.
             outputs = self.run([t.float() if t.is_floating_point() else t for t in tensors])
             return tuple(o.to(torch.float16) for o in outputs)

@@ -198,7 +198,7 @@ class Shadows:
             return type(value)(self._to_real(v, zeros_for_missing) for v in value)
         return value
 
-    def _real_call(self, func, args, kwargs, zeros_for_missing):
+    def _real_call(self, func, args, kwargs, zeros_for_missing, out_dtypes=None):
         try:
             real_args = self._to_real(args, zeros_for_missing)
             real_kwargs = {k: self._to_real(v, zeros_for_missing) for k, v in kwargs.items()}
@@ -206,7 +206,12 @@ class Shadows:
             return None
         real_kwargs.pop("device", None)
         with compat.real_execution():
-            return (func(*real_args, **real_kwargs),)
+            try:
+                return (func(*real_args, **real_kwargs),)
+            except RuntimeError as error:
+                if out_dtypes is None or "not implemented for" not in str(error):
+                    raise
+                return (_in_float64(func, real_args, real_kwargs, out_dtypes),)
 
     def follow(self, func, args, kwargs, out):
         """After a fake op ran: computes the real values of its small integer/bool outputs."""
@@ -216,7 +221,8 @@ class Shadows:
         # Integer and boolean outputs only: a float one (autograd's seed gradient) decides no
         # shape, and a shadow keeps its fake alive to the trace's end.
         from_shapes = func.overloadpacket in _VALUES_FROM_SHAPES and all(_shadowable(t) for t in fakes)
-        result = self._real_call(func, args, kwargs, zeros_for_missing=from_shapes) if followed else None
+        result = (self._real_call(func, args, kwargs, zeros_for_missing=from_shapes,
+                                  out_dtypes=[t.dtype for t in fakes]) if followed else None)
         if result is None:
             for t in _written(func, args, kwargs):  # an in-place op the shadows cannot follow
                 self.forget(t)
@@ -250,6 +256,26 @@ class Shadows:
             self.remember(f, r)
             self._invent(f, origin)
         return fake
+
+
+def _in_float64(func, args, kwargs, out_dtypes):
+    """`func` on integer values the CPU has no kernel for in their dtype (a histc of int32
+    expert ids, which transformers runs so on CUDA): computed in float64, exact for them,
+    and given the outputs' dtypes."""
+
+    def widened(value):
+        if isinstance(value, torch.Tensor) and not value.is_floating_point() and value.dtype != torch.bool:
+            return value.double()
+        if isinstance(value, (list, tuple)):
+            return type(value)(widened(v) for v in value)
+        return value
+
+    result = func(*widened(args), **{k: widened(v) for k, v in kwargs.items()})
+    outputs = flatten_tensors(result)
+    if len(outputs) != len(out_dtypes):
+        raise RuntimeError(f"{func}: {len(outputs)} outputs in float64, {len(out_dtypes)} traced")
+    cast = [o.to(dtype) for o, dtype in zip(outputs, out_dtypes)]
+    return cast[0] if isinstance(result, torch.Tensor) else type(result)(cast)
 
 
 def _written(func, args, kwargs):
