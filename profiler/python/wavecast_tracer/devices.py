@@ -218,9 +218,14 @@ class _CudaAsCpu(compat.TorchFunctionMode):
         # Whether the script has asked for CUDA: until then its tensors report the CPU, as a
         # script that never does runs on the CPU even on a GPU machine.
         self.cuda_asked = False
+        # Torch calls under way through this mode: code below one is torch's, told the CPU.
+        self.below = 0
+        self.fake_devices = _FakeTensorsReportTheGpu(self)
 
     def on_mapped(self):
-        self.cuda_asked = True
+        if not self.cuda_asked:
+            self.cuda_asked = True
+            self.fake_devices.install()
         self._on_mapped()
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -230,7 +235,11 @@ class _CudaAsCpu(compat.TorchFunctionMode):
             if (self.cuda_asked and not is_host(args[0]) and actual_device(args[0]).type == "cpu"
                     and _script_code(sys._getframe(1))):
                 return reported
-            return func(*args, **kwargs)
+            self.below += 1
+            try:
+                return func(*args, **kwargs)
+            finally:
+                self.below -= 1
         if func is torch.Tensor.cuda:
             self.on_mapped()
             if is_host(args[0]):
@@ -250,7 +259,11 @@ class _CudaAsCpu(compat.TorchFunctionMode):
             self.on_mapped()
             args = tuple(_cpu_if_cuda(a) for a in args)
             to_gpu = True
-        return self.placement.call(func, args, kwargs, to_gpu)
+        self.below += 1
+        try:
+            return self.placement.call(func, args, kwargs, to_gpu)
+        finally:
+            self.below -= 1
 
 
 _ABSENT = object()
@@ -269,44 +282,40 @@ def _script_code(caller):
     return not (file.startswith(_TORCH_DIR) or file.startswith(_TRACER_DIR))
 
 
-def _cuda_asked():
-    """Whether the mapping mode is on (off below a torch call and with torch functions off)
-    and the script has asked for CUDA."""
-    if not torch._C._is_torch_function_enabled():
-        return False
-    for i in range(torch._C._len_torch_function_stack()):
-        mode = torch._C._get_function_stack_at(i)
-        if isinstance(mode, _CudaAsCpu):
-            return mode.cuda_asked
-    return False
+class _FakeTensorsReportTheGpu:
+    """A fake tensor's `device` is a Python property that no torch function mode sees: once
+    installed (when the script first asks for CUDA: until then nothing is slowed), it
+    reports the GPU to the script as _CudaAsCpu does for the other queries."""
 
+    def __init__(self, mode):
+        self._mode = mode
+        self._owner = None
+        self._original = None
 
-@contextlib.contextmanager
-def _fake_tensors_report_the_gpu():
-    """A fake tensor's `device` is a Python property that no torch function mode sees:
-    while active, it reports the GPU to the script as _CudaAsCpu does for the others."""
-    try:
-        from torch._subclasses.fake_tensor import FakeTensor
-    except ImportError:  # torch 1.13
-        yield
-        return
-    original = FakeTensor.__dict__.get("device")
-    if not isinstance(original, property):  # torch 1.13's fake tensors are CPU meta tensors
-        yield
-        return
+    def install(self):
+        try:
+            from torch._subclasses.fake_tensor import FakeTensor
+        except ImportError:  # torch 1.13
+            return
+        original = FakeTensor.__dict__.get("device")
+        if self._owner is not None or not isinstance(original, property):  # 1.13: meta tensors
+            return
+        mode = self._mode
 
-    def device(self):
-        actual = original.fget(self)
-        # The mode is off below a torch call, where torch's own code asks most: checked first.
-        if actual.type == "cpu" and _cuda_asked() and not is_host(self) and _script_code(sys._getframe(1)):
+        def device(self):
+            actual = original.fget(self)
+            if (mode.below or actual.type != "cpu" or is_host(self) or not _script_code(sys._getframe(1))
+                    or not torch._C._is_torch_function_enabled()):
+                return actual
             return REPORTED_GPU
-        return actual
 
-    FakeTensor.device = property(device, original.fset)
-    try:
-        yield
-    finally:
-        FakeTensor.device = original
+        self._owner, self._original = FakeTensor, original
+        FakeTensor.device = property(device, original.fset)
+
+    def restore(self):
+        if self._owner is not None:
+            self._owner.device = self._original
+            self._owner = None
 
 
 # torch.cuda functions a training script calls, answered as on a one-GPU machine.
@@ -359,9 +368,10 @@ def cuda_mapped_to_cpu(on_mapped, placement=None, device_count=None):
     torch.Generator = GeneratorOnCpu
     torch.nn.DataParallel.forward = data_parallel_on_one_gpu
     try:
-        with mode, _fake_tensors_report_the_gpu():
+        with mode:
             yield
     finally:
+        mode.fake_devices.restore()
         torch.Generator = generator
         torch.nn.DataParallel.forward = data_parallel
         for name, original in saved.items():
