@@ -203,6 +203,57 @@ class Placement:
         return out
 
 
+_ABSENT = object()
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_TRACER_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _script_code(caller):
+    """Whether the code asking a tensor's device is the script's or a library's it calls,
+    not torch's own Python (nn.LSTM's weight flattening and the like call CUDA-only
+    functions when told CUDA; the tracer gives torch's CUDA behaviour elsewhere) nor the
+    tracer's."""
+    file = caller.f_code.co_filename
+    return not (file.startswith(_TORCH_DIR) or file.startswith(_TRACER_DIR))
+
+
+class _FakeTensorsReportTheGpu:
+    """A fake tensor's `device` is a Python property that no torch function mode sees: once
+    installed (when the script first asks for CUDA: until then nothing is slowed), it
+    reports the GPU to the script as _CudaAsCpu does for the other queries."""
+
+    def __init__(self, mode):
+        self._mode = mode
+        self._owner = None
+        self._original = None
+
+    def install(self):
+        try:
+            from torch._subclasses.fake_tensor import FakeTensor
+        except ImportError:  # torch 1.13
+            return
+        original = FakeTensor.__dict__.get("device")
+        if self._owner is not None or not isinstance(original, property):  # 1.13: meta tensors
+            return
+        mode = self._mode
+
+        def device(tensor):
+            actual = original.fget(tensor)
+            if (mode.below or actual.type != "cpu" or is_host(tensor) or not _script_code(sys._getframe(1))
+                    or not torch._C._is_torch_function_enabled()):
+                return actual
+            return REPORTED_GPU
+
+        self._owner, self._original = FakeTensor, original
+        FakeTensor.device = property(device, original.fset)
+
+    def restore(self):
+        if self._owner is not None:
+            self._owner.device = self._original
+            self._owner = None
+
+
+# Tensor queries _CudaAsCpu answers for a GPU tensor, and the answers.
 _DEVICE_QUERIES = {
     torch.Tensor.device.__get__: REPORTED_GPU,
     torch.Tensor.is_cuda.__get__: True,
@@ -264,58 +315,6 @@ class _CudaAsCpu(compat.TorchFunctionMode):
             return self.placement.call(func, args, kwargs, to_gpu)
         finally:
             self.below -= 1
-
-
-_ABSENT = object()
-
-
-_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-_TRACER_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-
-
-def _script_code(caller):
-    """Whether the code asking a tensor's device is the script's or a library's it calls,
-    not torch's own Python (nn.LSTM's weight flattening and the like call CUDA-only
-    functions when told CUDA; the tracer gives torch's CUDA behaviour elsewhere) nor the
-    tracer's."""
-    file = caller.f_code.co_filename
-    return not (file.startswith(_TORCH_DIR) or file.startswith(_TRACER_DIR))
-
-
-class _FakeTensorsReportTheGpu:
-    """A fake tensor's `device` is a Python property that no torch function mode sees: once
-    installed (when the script first asks for CUDA: until then nothing is slowed), it
-    reports the GPU to the script as _CudaAsCpu does for the other queries."""
-
-    def __init__(self, mode):
-        self._mode = mode
-        self._owner = None
-        self._original = None
-
-    def install(self):
-        try:
-            from torch._subclasses.fake_tensor import FakeTensor
-        except ImportError:  # torch 1.13
-            return
-        original = FakeTensor.__dict__.get("device")
-        if self._owner is not None or not isinstance(original, property):  # 1.13: meta tensors
-            return
-        mode = self._mode
-
-        def device(self):
-            actual = original.fget(self)
-            if (mode.below or actual.type != "cpu" or is_host(self) or not _script_code(sys._getframe(1))
-                    or not torch._C._is_torch_function_enabled()):
-                return actual
-            return REPORTED_GPU
-
-        self._owner, self._original = FakeTensor, original
-        FakeTensor.device = property(device, original.fset)
-
-    def restore(self):
-        if self._owner is not None:
-            self._owner.device = self._original
-            self._owner = None
 
 
 # torch.cuda functions a training script calls, answered as on a one-GPU machine.
