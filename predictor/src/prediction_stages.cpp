@@ -128,6 +128,7 @@ CostedOps costOps(const Trace& trace, const FloatPrecision& precision) {
       auto& entry = approximate[op.name];
       entry.op = op.name;
       entry.family = cost.family;
+      entry.note = cost.note;
       ++entry.count;
     }
   }

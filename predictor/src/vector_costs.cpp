@@ -442,6 +442,12 @@ OpCost loss(const OpRecord& op, const std::string& stem) {
   cost.bytes = inputBytes(op) + outputBytes(op);
   cost.flops = elements * (contains(stem, "binary_cross_entropy") ? 8 : 3);
   cost.parallelElements = elements;
+  if (contains(stem, "ctc_loss")) {
+    // aten/src/ATen/native/cuda/LossCTC.cu: a synchronised step per frame, a latency the
+    // bytes do not show; said rather than guessed until a calibration measures it.
+    cost.approximate = true;
+    cost.note = CostNote::SerialOverFrames;
+  }
   return cost;
 }
 

@@ -322,6 +322,10 @@ std::string costNoteText(CostNote note, const std::string& op, CostFamily family
     return "recurrent op without hidden size: counted by its tensors' bytes";
   case CostNote::RecurrentSerial:
     return "recurrent: per-step GEMMs are serial, so small batches are latency bound";
+  case CostNote::SerialOverFrames:
+    return "CTC loss: priced by its tensors, but its kernels step through the frames one "
+           "at a time, a latency that price does not count unless a calibration of the GPU "
+           "('wavecast calibrate') measured it";
   case CostNote::OddLeadingDimension:
     return "an operand width that is not a multiple of 8 (bf16/fp16) keeps cuBLAS on its "
            "element-wise loading kernels, about a tenth of the tensor-core peak on an H100; "
@@ -414,6 +418,9 @@ struct AdvisorySentence {
            ", which torch runs there instead";
   }
   std::string operator()(const advisory::ApproximateOp& facts) const {
+    if (facts.note != CostNote::NoFormula && facts.note != CostNote::None)
+      return facts.op + " x" + std::to_string(facts.count) + ": " +
+             costNoteText(facts.note, facts.op, facts.family);
     return facts.op + " x" + std::to_string(facts.count) +
            " has no formula of its own and was predicted approximately, as its closest family (" +
            toString(facts.family) + ")";

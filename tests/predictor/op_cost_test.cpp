@@ -270,6 +270,17 @@ TEST(OpCost, DropoutAndLosses) {
       estimateOpCost(op("aten::mse_loss", {tensor({100}), tensor({100})}, {tensor({})}));
   EXPECT_DOUBLE_EQ(mse.bytes, 804);
   EXPECT_DOUBLE_EQ(mse.flops, 300);
+  EXPECT_EQ(mse.note, CostNote::None);
+  // CTC (wav2vec2's 199 frames, 8 clips, 32 characters, 48 labels): priced by its tensors
+  // and flagged, as its kernels step through the frames.
+  const auto ctc =
+      estimateOpCost(op("aten::_ctc_loss",
+                        {tensor({199, 8, 32}), tensor({384}, ScalarType::Int64),
+                         tensor({8}, ScalarType::Int64), tensor({8}, ScalarType::Int64)},
+                        {tensor({8}), tensor({8, 199, 97})}));
+  EXPECT_EQ(ctc.family, CostFamily::Loss);
+  EXPECT_TRUE(ctc.approximate);
+  EXPECT_EQ(ctc.note, CostNote::SerialOverFrames);
 }
 
 TEST(OpCost, OptimizerUpdates) {

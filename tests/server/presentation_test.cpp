@@ -154,6 +154,12 @@ TEST(Presentation, AdvisoriesReadAsSentencesWithTheirFigures) {
       advisoryMessage({advisory::ApproximateOp{"aten::frobnicate", CostFamily::Elementwise, 2}}),
       "aten::frobnicate x2 has no formula of its own and was predicted approximately, as "
       "its closest family (elementwise)");
+  // An op with a formula that misses something says what.
+  EXPECT_EQ(advisoryMessage({advisory::ApproximateOp{"aten::_ctc_loss", CostFamily::Loss, 1,
+                                                     CostNote::SerialOverFrames}}),
+            "aten::_ctc_loss x1: CTC loss: priced by its tensors, but its kernels step through "
+            "the frames one at a time, a latency that price does not count unless a calibration "
+            "of the GPU ('wavecast calibrate') measured it");
   EXPECT_EQ(advisoryMessage({advisory::UntrainedGpus{{"L4", "T4"}}}).rfind("L4, T4: not among", 0),
             0u);
   EXPECT_EQ(advisoryMessage({advisory::WaveScalingAssumption{

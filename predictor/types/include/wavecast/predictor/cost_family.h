@@ -101,6 +101,7 @@ enum class CostNote {
   AttentionWithoutShapes,    // no query/key/value shapes
   RecurrentWithoutHidden,    // counted by its tensors' bytes
   RecurrentSerial,           // per-step GEMMs are serial: small batches are latency bound
+  SerialOverFrames,          // CTC's kernels walk the frames one step at a time
   OddLeadingDimension,       // a 16-bit GEMM on cuBLAS's element-wise loading kernels
   EvenExpertGroups,          // a grouped GEMM's rows taken as spread evenly over its groups
   GeneratedKernel,           // torch.compile: a kernel Inductor generates for its fused group

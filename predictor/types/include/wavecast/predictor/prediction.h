@@ -238,6 +238,7 @@ struct ApproximateOp {
   std::string op;
   CostFamily family = CostFamily::Elementwise;
   int count = 0;
+  CostNote note = CostNote::NoFormula; // why it is approximate
 };
 // `gpu` waits for the CPU for most of an iteration.
 struct HostBound {
