@@ -32,6 +32,17 @@ inline OpRecord op(std::string name, std::vector<std::optional<TensorMeta>> inpu
   return record;
 }
 
+// An op as a trace records it: its place in the trace, its line and its module.
+inline OpRecord tracedOp(int64_t id, std::string name, Phase phase, SourceLocation loc,
+                         std::vector<std::optional<TensorMeta>> inputs,
+                         std::vector<std::optional<TensorMeta>> outputs, std::string module = "") {
+  OpRecord record = op(std::move(name), std::move(inputs), std::move(outputs), {}, phase);
+  record.id = id;
+  record.loc = std::move(loc);
+  record.module = std::move(module);
+  return record;
+}
+
 using Ints = std::vector<int64_t>;
 
 } // namespace wavecast::testing

@@ -20,15 +20,8 @@ inline const GpuDatabase& db() {
 inline OpRecord op(int64_t id, std::string name, Phase phase, int line,
                    std::vector<std::optional<TensorMeta>> inputs,
                    std::vector<std::optional<TensorMeta>> outputs, std::string module = "") {
-  OpRecord record;
-  record.id = id;
-  record.name = std::move(name);
-  record.phase = phase;
-  record.loc = {"/p/model.py", line, "forward"};
-  record.inputs = std::move(inputs);
-  record.outputs = std::move(outputs);
-  record.module = std::move(module);
-  return record;
+  return tracedOp(id, std::move(name), phase, {"/p/model.py", line, "forward"}, std::move(inputs),
+                  std::move(outputs), std::move(module));
 }
 
 // conv (line 10) -> view (line 11) -> relu (line 11) -> sum (line 12); backward credits

@@ -4,6 +4,7 @@
 // its definition (the ctest protocol_schema). The prediction is a real Predictor's, with
 // advisories and trace warnings, served through the language server.
 #include "lsp/views.h"
+#include "op_record_builders.h"
 #include "results_json.h"
 #include "server_fixture.h"
 #include "wavecast/predictor/gpu_database.h"
@@ -16,24 +17,13 @@
 namespace wavecast::lsp::testing {
 namespace {
 
-TensorMeta tensor(std::vector<int64_t> shape) {
-  TensorMeta t;
-  t.shape = std::move(shape);
-  return t;
-}
+using wavecast::testing::tensor;
 
 OpRecord op(int64_t id, std::string name, Phase phase, const std::string& file, int line,
             std::vector<std::optional<TensorMeta>> inputs,
             std::vector<std::optional<TensorMeta>> outputs, std::string module = "") {
-  OpRecord record;
-  record.id = id;
-  record.name = std::move(name);
-  record.phase = phase;
-  record.loc = {file, line, "wavecast_iteration"};
-  record.inputs = std::move(inputs);
-  record.outputs = std::move(outputs);
-  record.module = std::move(module);
-  return record;
+  return wavecast::testing::tracedOp(id, std::move(name), phase, {file, line, "wavecast_iteration"},
+                                     std::move(inputs), std::move(outputs), std::move(module));
 }
 
 // A conv, an op without a formula of its own (an approximate_op advisory) and an optimizer
