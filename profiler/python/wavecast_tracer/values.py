@@ -198,7 +198,7 @@ class Shadows:
             return type(value)(self._to_real(v, zeros_for_missing) for v in value)
         return value
 
-    def _real_call(self, func, args, kwargs, zeros_for_missing, out_dtypes=None):
+    def _real_call(self, func, args, kwargs, zeros_for_missing, fakes=None):
         try:
             real_args = self._to_real(args, zeros_for_missing)
             real_kwargs = {k: self._to_real(v, zeros_for_missing) for k, v in kwargs.items()}
@@ -209,20 +209,21 @@ class Shadows:
             try:
                 return (func(*real_args, **real_kwargs),)
             except RuntimeError as error:
-                if out_dtypes is None or "not implemented for" not in str(error):
+                if fakes is None or "not implemented for" not in str(error):
                     raise
-                return (_in_float64(func, real_args, real_kwargs, out_dtypes),)
+                return (_in_float64(func, real_args, real_kwargs, [t.dtype for t in fakes]),)
 
     def follow(self, func, args, kwargs, out):
         """After a fake op ran: computes the real values of its small integer/bool outputs."""
         fakes = flatten_tensors(out)
         followed = (fakes and func.namespace not in _COLLECTIVE_NAMESPACES
                     and all(_shadowable(t) or _followed_float(func, t) for t in fakes))
-        # Integer and boolean outputs only: a float one (autograd's seed gradient) decides no
-        # shape, and a shadow keeps its fake alive to the trace's end.
-        from_shapes = func.overloadpacket in _VALUES_FROM_SHAPES and all(_shadowable(t) for t in fakes)
-        result = (self._real_call(func, args, kwargs, zeros_for_missing=from_shapes,
-                                  out_dtypes=[t.dtype for t in fakes]) if followed else None)
+        result = None
+        if followed:
+            # Integer and boolean outputs only: a float one (autograd's seed gradient) decides
+            # no shape, and a shadow keeps its fake alive to the trace's end.
+            from_shapes = func.overloadpacket in _VALUES_FROM_SHAPES and all(_shadowable(t) for t in fakes)
+            result = self._real_call(func, args, kwargs, zeros_for_missing=from_shapes, fakes=fakes)
         if result is None:
             for t in _written(func, args, kwargs):  # an in-place op the shadows cannot follow
                 self.forget(t)
