@@ -529,6 +529,15 @@ std::string traceWarningMessage(const TraceWarning& warning) {
            std::to_string(warning.count) +
            " choices, as a mixture of experts' load-balancing loss aims for (each expert gets "
            "the same number of tokens); --mode cpu runs the router for real";
+  case TraceWarningKind::TracedInCpuMode: {
+    std::string where = warning.call;
+    if (warning.origin)
+      where += (where.empty() ? "at " : ", at ") + location(*warning.origin);
+    return "this line needs tensor values, which shape-only tracing does not compute" +
+           (where.empty() ? std::string() : " (" + where + ")") +
+           ": the script was traced in cpu mode instead, its arithmetic run on this CPU (the "
+           "same ops; the trace takes longer)";
+  }
   case TraceWarningKind::Sentence:
     return warning.text;
   }

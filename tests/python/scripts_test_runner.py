@@ -37,6 +37,34 @@ class ScriptRunnerTest(unittest.TestCase):
                   "multiprocessors": 40, "l2_cache_bytes": 4 * 2 ** 20}
         self.assertEqual(run_trace(path, device=device)["batch_size"], 4)
 
+    def test_a_loss_reading_activations_is_traced_in_cpu_mode(self):
+        # Hard-example mining: the loss keeps the samples the model gets most wrong, a count
+        # only the activations' values give (of a batch drawn at random, too large for shape
+        # mode to draw for real). The script runs again, for real on the CPU.
+        path = self.write("""
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(64, 4).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(3):
+                x = torch.randn(32, 64, device="cuda")
+                losses = nn.functional.cross_entropy(model(x), torch.zeros(32, dtype=torch.long, device="cuda"),
+                                                     reduction="none")
+                hard = losses[losses > losses.mean()]
+                hard.mean().backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """)
+        trace = run_trace(path)
+        self.assertEqual(trace["mode"], "cpu")
+        [note] = [w for w in trace["warnings"] if w["kind"] == "traced_in_cpu_mode"]
+        with open(path) as f:
+            line = next(n for n, text in enumerate(f, 1) if "hard = losses[" in text)
+        self.assertEqual((note["file"], note["line"]), (path, line))
+        self.assertEqual(trace["batch_size"], 32)
+        self.assertEqual(sum(op["name"] == "aten::addmm" for op in trace["ops"]), 1)
+
     def test_the_batch_size_is_the_batchs_not_a_transforms(self):
         # torchvision's transforms are modules that run on each image, inside the DataLoader.
         path = self.write("""

@@ -1,6 +1,7 @@
 """Traces each sample at a small batch and checks op counts and line attribution."""
 
 import collections
+import importlib.util
 import os
 import unittest
 
@@ -15,6 +16,7 @@ SAMPLES = os.environ.get(
 )
 # torch 2.x runs attention as F.scaled_dot_product_attention (1.13 has none: bmm + softmax + bmm).
 HAS_SDPA = hasattr(torch.nn.functional, "scaled_dot_product_attention")
+HAS_TORCHVISION = importlib.util.find_spec("torchvision") is not None
 FIXTURES = os.path.abspath(os.environ.get(
     "WAVECAST_FIXTURES_DIR", os.path.join(os.path.dirname(__file__), "..", "profiler", "fixtures")
 ))
@@ -286,13 +288,38 @@ class Errors(unittest.TestCase):
         self.assertEqual(selected[0]["outputs"][0]["shape"], [12])
         self.assertEqual(count(trace, "aten::nll_loss_backward", "backward"), 1)
 
-    def test_mask_from_activations_is_unsupported(self):
+    def test_mask_from_activations_is_traced_in_cpu_mode(self):
         path = os.path.join(FIXTURES, "mask_from_activations.py")
+        trace = run_trace(path, batch_size=4)
+        self.assertEqual(trace["mode"], "cpu")
+        [note] = [w for w in trace["warnings"] if w["kind"] == "traced_in_cpu_mode"]
+        self.assertEqual(note["severity"], "info")
+        self.assertEqual((note["file"], note["line"]), (path, line_of(path, "y[y > 0]")))
+        self.assertIn(note["call"], ("aten::nonzero", "aten::index"))  # 1.13 refuses the boolean index itself
+        self.assertNotIn("origin", note)  # the script's own line asked, not a library under it
+        self.assertEqual(count(trace, "aten::index", "forward"), 1)  # the boolean mask, run for real
+        self.assertEqual(count(trace, "aten::index_put", "backward"), 1)
+
+    @unittest.skipUnless(HAS_TORCHVISION, "torchvision is not installed in this environment")
+    def test_a_library_needing_values_is_named(self):
+        path = os.path.join(FIXTURES, "library_needs_values.py")
+        trace = run_trace(path, batch_size=4)
+        self.assertEqual(trace["mode"], "cpu")
+        [note] = [w for w in trace["warnings"] if w["kind"] == "traced_in_cpu_mode"]
+        self.assertEqual(note["line"], line_of(path, "remove_small_boxes"))
+        self.assertEqual(note["call"], "aten::nonzero")
+        self.assertTrue(note["origin"]["file"].endswith(os.path.join("torchvision", "ops", "boxes.py")), note)
+
+    def test_cpu_mode_failing_too_reports_shape_modes_error(self):
+        path = os.path.join(FIXTURES, "values_then_failure.py")
         with self.assertRaises(TraceError) as caught:
             run_trace(path, batch_size=4)
         self.assertEqual(caught.exception.kind, "unsupported_operation")
-        self.assertEqual(caught.exception.line, line_of(path, "y[y > 0]"))
-        self.assertIn("cpu mode", caught.exception.hint)
+        self.assertEqual(caught.exception.line, line_of(path, "len((y > 0).nonzero())"))
+        self.assertIn("depends on tensor values", caught.exception.message)
+        raising = line_of(path, "raise RuntimeError")
+        self.assertIn(f"Tracing in cpu mode was tried instead, and failed at values_then_failure.py:{raising}: "
+                      "RuntimeError: a check that only runs where the values exist failed", caught.exception.hint)
 
     def test_cpu_mode_runs_for_real(self):
         trace = run_trace(sample("small_cnn.py"), batch_size=2, mode="cpu")

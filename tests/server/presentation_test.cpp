@@ -230,6 +230,20 @@ TEST(Presentation, TraceWarningsReadAsSentencesAtTheirLines) {
   EXPECT_EQ(traceWarningLine(objects),
             "/w/train.py:7: torch.distributed.all_gather_object cannot run as one rank of the "
             "traced launch: it was skipped and its communication is not predicted");
+  TraceWarning values;
+  values.kind = TraceWarningKind::TracedInCpuMode;
+  values.severity = Severity::Info;
+  values.loc = {"/w/train.py", 16, ""};
+  values.call = "aten::nonzero";
+  values.origin = SourceLocation{"/venv/torchvision/ops/boxes.py", 145, ""};
+  EXPECT_EQ(traceWarningLine(values),
+            "/w/train.py:16: this line needs tensor values, which shape-only tracing does not "
+            "compute (aten::nonzero, at /venv/torchvision/ops/boxes.py:145): the script was "
+            "traced in cpu mode instead, its arithmetic run on this CPU (the same ops; the trace "
+            "takes longer)");
+  values.origin.reset();
+  EXPECT_NE(traceWarningLine(values).find("compute (aten::nonzero): the script"),
+            std::string::npos);
   TraceWarning legacy;
   legacy.text = "/w/train.py:5: from a version-1 trace";
   EXPECT_EQ(traceWarningLine(legacy), legacy.text);

@@ -2,6 +2,7 @@
 
 import contextlib
 import functools
+import os
 import warnings
 
 import torch
@@ -10,6 +11,10 @@ from torch._subclasses import fake_tensor as _fake_tensor
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.overrides import TorchFunctionMode  # noqa: F401 - re-exported (1.13 and 2.x)
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: F401 - re-exported
+
+# Where torch's own Python and the tracer's live: a frame in either is neither the script's
+# code nor a library's it calls.
+OWN_CODE_DIRS = (os.path.dirname(torch.__file__) + os.sep, os.path.dirname(os.path.abspath(__file__)) + os.sep)
 
 _meta_library = None  # torch.library.Library registrations live as long as this object
 

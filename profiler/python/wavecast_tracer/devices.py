@@ -11,7 +11,6 @@ Which device each tensor would be on with a GPU is followed by `Placement`.
 """
 
 import contextlib
-import os
 import sys
 
 import torch
@@ -204,8 +203,6 @@ class Placement:
 
 
 _ABSENT = object()
-_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-_TRACER_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def _script_code(caller):
@@ -213,8 +210,7 @@ def _script_code(caller):
     not torch's own Python (nn.LSTM's weight flattening and the like call CUDA-only
     functions when told CUDA; the tracer gives torch's CUDA behaviour elsewhere) nor the
     tracer's."""
-    file = caller.f_code.co_filename
-    return not (file.startswith(_TORCH_DIR) or file.startswith(_TRACER_DIR))
+    return not caller.f_code.co_filename.startswith(compat.OWN_CODE_DIRS)
 
 
 class _FakeTensorsReportTheGpu:

@@ -77,6 +77,38 @@ def error_at(kind, message, exc, project, hint, fallback_file=""):
     )
 
 
+class ValuesNeeded(TraceError):
+    """Shape-only tracing met an op whose result depends on tensor values it does not
+    compute (`.item()` of an activation, `nonzero`, a boolean mask). run_trace traces the
+    script again in cpu mode, where the values exist; this error reaches the user only
+    when that fails too."""
+
+    HINT = ("Shape-only tracing knows the values of small integer/bool tensors (labels, ids, "
+            "masks) only; avoid value-dependent operations (.item(), nonzero, boolean masks) "
+            "on computed float tensors in the iteration.")
+
+    def __init__(self, exc, project, own_code_dirs):
+        file, line = deepest_project_frame(exc, project)
+        super().__init__(
+            "unsupported_operation",
+            f"{one_line(exc)}: its result depends on tensor values, which shape-only tracing does not compute",
+            file=file or project.entry_file,
+            line=line,
+            hint=self.HINT,
+            traceback=format_exception(exc),
+        )
+        schema = getattr(getattr(exc, "func", None), "_schema", None)
+        self.op = schema.name if schema is not None else ""  # "aten::nonzero"
+        # The code that asked for the values, when a library under the user's line did
+        # (torchvision's box coder, not the `model(images)` that called it).
+        self.origin = None
+        for frame in reversed(_traceback.extract_tb(exc.__traceback__)):
+            if not frame.filename.startswith(own_code_dirs):
+                if (frame.filename, frame.lineno) != (self.file, self.line):
+                    self.origin = (frame.filename, frame.lineno or 0)
+                break
+
+
 def timeout_error(exc, project):
     """The script was interrupted for taking too long: point at the line it was running."""
     return error_at(

@@ -7,8 +7,8 @@ import os
 import sys
 import types
 
-from . import environment
-from .errors import ScriptControl, TraceError, TraceInterrupted, error_at, format_exception, one_line
+from . import compat, environment
+from .errors import ScriptControl, TraceError, TraceInterrupted, ValuesNeeded, error_at, format_exception, one_line
 
 ENTRY_MODULE_NAME = "__wavecast_entry__"
 
@@ -143,6 +143,8 @@ def load_entry_module(project, name=ENTRY_MODULE_NAME, during="while loading the
 
 
 def user_exception(exc, project, during):
+    if compat.is_value_dependent_error(exc):
+        return ValuesNeeded(exc, project, compat.OWN_CODE_DIRS)
     return error_at(
         "user_exception",
         f"{one_line(exc)} ({during})",

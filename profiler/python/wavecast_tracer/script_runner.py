@@ -82,10 +82,24 @@ class _ScriptShadows(Shadows):
     """A script reads values the trace does not compute (`loss.item()` to print it, GradScaler's
     overflow check, `if torch.isnan(loss)`): any such value without a real shadow reads as
     zero (no overflow, no NaN), as a float's already does (an `.all()` reads as true, as in
-    every trace: Shadows.follow)."""
+    every trace: Shadows.follow). An op whose output's shape depends on such values (a mask
+    of the losses: hard-example mining) gets no zeros, which would give it another shape: the
+    script is traced in cpu mode instead (tracer.run_trace)."""
+
+    def __init__(self, site):
+        super().__init__(site)
+        self._reading_values = False
+
+    def fallback(self, func, args, kwargs, fake_mode):
+        self._reading_values = not any("Tensor" in str(r.type) for r in func._schema.returns)
+        try:
+            return super().fallback(func, args, kwargs, fake_mode)
+        finally:
+            self._reading_values = False
 
     def _to_real(self, value, zeros_for_missing):
-        if zeros_for_missing and isinstance(value, torch.Tensor) and self.real(value) is None:
+        if (self._reading_values and zeros_for_missing and isinstance(value, torch.Tensor)
+                and self.real(value) is None):
             with compat.real_execution():
                 return torch.zeros(value.shape, dtype=value.dtype)
         return super()._to_real(value, zeros_for_missing)
@@ -337,11 +351,11 @@ def trace_script(project, mode, progress, assume_gpu, rank, script_args, device,
     """The trace document of one iteration of the script run as written (tracer.run_trace)."""
     from . import tracer
 
-    if mode != "shape":
-        raise TraceError("bad_request", f"a script without provider functions traces in shape mode only, "
+    if mode not in ("shape", "cpu"):
+        raise TraceError("bad_request", f"a script without provider functions traces in shape or cpu mode, "
                                         f"not \"{mode}\"", file=project.entry_file, line=1,
-                         hint="Trace it in shape mode, or define wavecast_model, wavecast_input and "
-                              "wavecast_iteration to trace it in another mode.")
+                         hint="Trace it in shape or cpu mode, or define wavecast_model, wavecast_input and "
+                              "wavecast_iteration to measure it on a GPU.")
     if not all(isinstance(a, str) for a in script_args):
         raise TraceError("bad_request", "script arguments must be strings",
                          hint="Pass the script's arguments as a list of strings.")
@@ -350,10 +364,12 @@ def trace_script(project, mode, progress, assume_gpu, rank, script_args, device,
     state.assume_gpu = assume_gpu
     state.distributed = rank
     compat.ensure_meta_kernels()
-    fake_mode = compat.make_fake_mode()
+    shape_only = mode == "shape"
+    fake_mode = compat.make_fake_mode() if shape_only else None
     recorder = OpRecorder(state, fake_mode)
     recorder.recording = False
-    recorder.shadows = _ScriptShadows(site=state.site)
+    if shape_only:
+        recorder.shadows = _ScriptShadows(site=state.site)
     run = _Run(state, recorder)
     # Which tensors stay on the CPU is followed from the start: Adam's step counters are
     # made in the warm-up iteration, and stay host tensors in the recorded one.
@@ -363,7 +379,8 @@ def trace_script(project, mode, progress, assume_gpu, rank, script_args, device,
         with contextlib.ExitStack() as stack:
             stack.enter_context(_script_process_state(project, script_args))
             stack.enter_context(sandbox.active())
-            autocast = tracer.enter_tracing_contexts(stack, state, mode, rank, fake_mode, steady_state=False,
+            autocast = tracer.enter_tracing_contexts(stack, state, mode, rank,
+                                                     fake_mode or contextlib.nullcontext(), steady_state=False,
                                                      device=device)
             stack.enter_context(_pinning_ignored())
             stack.enter_context(_real_tensors_to_transformers())

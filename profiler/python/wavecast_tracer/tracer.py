@@ -3,6 +3,7 @@
 import contextlib
 import functools
 import io
+import os
 import random
 import sys
 import time
@@ -15,7 +16,7 @@ from .autocast import checked_autocast_regions, cuda_autocast, precision
 from .compiled import COMPILE_MODES, COMPILED_AT_LOAD, eager_compile
 from .optimizers import cuda_multi_tensor_defaults, state_tensors, steady_state_steps
 from .devices import cuda_mapped_to_cpu
-from .errors import TraceError, TraceInterrupted, error_at, one_line, out_of_memory_error, timeout_error
+from .errors import TraceError, TraceInterrupted, ValuesNeeded, out_of_memory_error, timeout_error
 from .loader import (ENTRY_MODULE_NAME, PROVIDER_NAMES, find_providers, load_entry_module, project_modules,
                      purge_project_modules, user_exception)
 from .memory import MemoryTracker
@@ -24,7 +25,7 @@ from .project import Project
 from .recorder import OpRecorder, TraceState
 from .replay import ModelCalls, ReplayMismatch
 from . import reuse
-from .trace_warnings import warning
+from .trace_warnings import location, warning
 from .values import flatten_tensors
 from .versions import VALIDATED_TORCH, release
 from .rnn import fuse_recurrent_layers
@@ -80,32 +81,38 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
     document = None
     started = time.perf_counter()
     captured = io.StringIO()
+
+    def attempt(mode):
+        _seed_generators()
+        if as_written:
+            # Nothing is kept for a script run as written: its modules are imported anew.
+            if cache is not None:
+                cache.forget()
+            purge_project_modules(project)
+            with one_rank() as rank:
+                return trace_script(project, mode, progress, assume_gpu, rank, script_args or [], device,
+                                    compile_mode)
+        try:
+            with one_rank() as rank:
+                return _trace(project, batch_size, mode, progress, assume_gpu, rank, cache, device, compile_mode)
+        except _ReusedModelFailed:
+            # The kept model may hold state a fresh build would not (the provider set a
+            # global the iteration reads): a failure is only believed from a fresh one.
+            cache.forget()
+            captured.seek(0)
+            captured.truncate()
+            _seed_generators()
+            with one_rank() as rank:
+                return _trace(project, batch_size, mode, progress, assume_gpu, rank, cache, device, compile_mode)
+
     with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
         try:
-            _seed_generators()
-            if as_written:
-                # Nothing is kept for a script run as written: its modules are imported anew.
-                if cache is not None:
-                    cache.forget()
-                purge_project_modules(project)
-                with one_rank() as rank:
-                    document = trace_script(project, mode, progress, assume_gpu, rank, script_args or [], device,
-                                            compile_mode)
-            else:
-                try:
-                    with one_rank() as rank:
-                        document = _trace(project, batch_size, mode, progress, assume_gpu, rank, cache, device,
-                                          compile_mode)
-                except _ReusedModelFailed:
-                    # The kept model may hold state a fresh build would not (the provider set a
-                    # global the iteration reads): a failure is only believed from a fresh one.
-                    cache.forget()
-                    captured.seek(0)
-                    captured.truncate()
-                    _seed_generators()
-                    with one_rank() as rank:
-                        document = _trace(project, batch_size, mode, progress, assume_gpu, rank, cache, device,
-                                          compile_mode)
+            try:
+                document = attempt(mode)
+            except ValuesNeeded as needed:
+                if mode != "shape":
+                    raise
+                document = _traced_with_values(needed, attempt, project, cache, captured, progress)
         except TraceError as error:
             error.output = _tail(captured.getvalue())
             raise
@@ -122,6 +129,29 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
     output = captured.getvalue()
     if output:
         document["user_output"] = _tail(output)
+    return document
+
+
+def _traced_with_values(needed, attempt, project, cache, captured, progress):
+    """The trace in cpu mode, where the values shape-only tracing stopped at exist: the same
+    ops (the arithmetic runs for real on this CPU). Its warning says why; when cpu mode fails
+    too, the error is the one shape mode met, with cpu mode's failure in its hint."""
+    progress(f"line {needed.line} needs tensor values: tracing in cpu mode")
+    if cache is not None:
+        cache.forget()
+    purge_project_modules(project)
+    captured.seek(0)
+    captured.truncate()
+    try:
+        document = attempt("cpu")
+    except TraceError as failed:
+        where = f" at {os.path.basename(failed.file)}:{failed.line}" if failed.file and failed.line else ""
+        needed.hint += f" Tracing in cpu mode was tried instead, and failed{where}: {failed.message}."
+        raise needed from None
+    facts = {"call": needed.op} if needed.op else {}
+    if needed.origin is not None:
+        facts["origin"] = location(*needed.origin)
+    document["warnings"].append(warning("traced_in_cpu_mode", needed.file, needed.line, **facts))
     return document
 
 
@@ -452,16 +482,6 @@ def _call_user(fn, project, during, *args, **kwargs):
     except Exception as exc:  # noqa: B902 - any failure of user code is reported
         if isinstance(exc, RuntimeError) and any(m in str(exc) for m in _OOM_MARKERS):
             raise out_of_memory_error(exc, project) from None
-        if type(exc).__name__ in ("DataDependentOutputException", "DynamicOutputShapeException"):
-            raise error_at(
-                "unsupported_operation",
-                f"{one_line(exc)}: its result depends on tensor values, which shape-only tracing does not compute",
-                exc,
-                project,
-                "Shape-only tracing knows the values of small integer/bool tensors (labels, "
-                "ids, masks) only; avoid value-dependent operations (.item(), nonzero, boolean "
-                "masks) on computed float tensors in the iteration, or trace in cpu mode.",
-            ) from None
         raise user_exception(exc, project, during) from None
 
 

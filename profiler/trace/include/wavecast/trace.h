@@ -204,8 +204,9 @@ enum class TraceWarningKind {
   UnsupportedDistributed,   // torch.distributed `call` cannot run as one rank: skipped
   CallStubbed,              // a script run as written: `call` (torch.save, a logger) did nothing
   HostTimeMeasured,         // a script run as written: `ms` of data loading, timed on this CPU
-  EvenRouting, // shapes from indices picked among `count` choices, taken as spread evenly
-  Sentence,    // a version-1 trace's warning: only its `text`
+  EvenRouting,     // shapes from indices picked among `count` choices, taken as spread evenly
+  TracedInCpuMode, // shape mode met `call` needing tensor values (asked at `origin`): cpu mode
+  Sentence,        // a version-1 trace's warning: only its `text`
 };
 const char* toString(TraceWarningKind kind);
 std::optional<TraceWarningKind> traceWarningKindFromString(std::string_view text);
@@ -215,7 +216,8 @@ struct TraceWarning {
   TraceWarningKind kind = TraceWarningKind::Sentence;
   Severity severity = Severity::Warning;
   SourceLocation loc; // the line it is about; invalid: the whole script
-  // HostTensorWithGpu: made on another line; EvenRouting: the line that picked the indices
+  // HostTensorWithGpu: made on another line; EvenRouting: the line that picked the indices;
+  // TracedInCpuMode: the library's line that needed the values
   std::optional<SourceLocation> origin;
   int64_t count = 0;
   double ms = 0;
@@ -223,8 +225,10 @@ struct TraceWarning {
   std::string dtype;   // "float64"
   std::string device;  // "xpu"
   std::string version; // OldTorch: "1.13.1"
-  std::string call;    // UnsupportedDistributed: "all_gather_object"; CallStubbed: "torch.save"
-  std::string text;    // Sentence only
+  // UnsupportedDistributed: "all_gather_object"; CallStubbed: "torch.save";
+  // TracedInCpuMode: "aten::nonzero"
+  std::string call;
+  std::string text; // Sentence only
 };
 
 struct TraceMemory {
