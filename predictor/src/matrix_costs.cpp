@@ -503,7 +503,14 @@ OpCost recurrent(const OpRecord& op, const std::string& stem) {
     seq = dim(input, batchFirst ? 1 : 0);
     batch = dim(input, batchFirst ? 0 : 1);
   } else if (rank(input) == 2) {
-    seq = dim(input, 0); // packed sequence: total steps x features
+    // A packed sequence: [tokens, features], the sequences sorted by length. Its steps are
+    // the longest sequence's (`seq_len`), each over the sequences still running: tokens /
+    // steps rows on average, and every step is a kernel launch whatever its rows.
+    const double tokens = dim(input, 0);
+    seq = static_cast<double>(op.intArg("seq_len").value_or(0));
+    batch = seq > 0 ? tokens / seq : 1;
+    if (seq <= 0)
+      seq = tokens; // a trace without seq_len: one sequence
   }
   double hidden = static_cast<double>(op.intArg("hidden_size").value_or(0));
   if (hidden <= 0 && op.output(0))

@@ -485,6 +485,17 @@ TEST(OpCost, RecurrentLayers) {
       "aten::_cudnn_rnn_backward", {tensor({10, 4, 32}), tensor({1, 4, 64})}, {tensor({10, 4, 32})},
       {{"num_layers", int64_t{1}}, {"hidden_size", int64_t{64}}}, Phase::Backward));
   EXPECT_EQ(lstmBack.kernels, 2 + 2 * 10);
+  // A packed sequence: 1,028 tokens of 32 sentences, the longest 59 steps. Its FLOPs are
+  // the tokens', its kernels the steps' (not a step per token), each step over 1028 / 59
+  // rows on average.
+  const auto packed = estimateOpCost(
+      op("aten::gru", {tensor({1028, 128}), tensor({4, 32, 256})}, {tensor({1028, 512})},
+         {{"num_layers", int64_t{2}}, {"bidirectional", true}, {"hidden_size", int64_t{256}},
+          {"seq_len", int64_t{59}}, {"batch", int64_t{32}}, {"packed", true}}));
+  EXPECT_DOUBLE_EQ(packed.flops, 2.0 * 1028 * (2 * 3 * 256 * (128 + 256) + 10 * 3 * 256) +
+                                     2.0 * 1028 * (2 * 3 * 256 * (512 + 256) + 10 * 3 * 256));
+  EXPECT_EQ(packed.kernels, 2 * 2 * (1 + 2 * 59));
+  EXPECT_DOUBLE_EQ(packed.gemm.m, 1028.0 / 59);
 }
 
 } // namespace

@@ -65,6 +65,43 @@ class FusedRecurrentTrace(unittest.TestCase):
         self.check(run_trace(RECURRENT, batch_size=3, mode="cpu"))
 
 
+class PackedSequences(unittest.TestCase):
+    PATH = os.path.join(FIXTURES, "packed_sequence.py")
+
+    @unittest.skipUnless(hasattr(torch, "compile"), "torch 1.13's fake tensors cannot pack a sequence (its lengths "
+                                                    "become meta tensors)")
+    def test_shape_mode_runs_them_as_cpu_mode_does(self):
+        # ATen's _pad_packed_sequence writes its lengths through a data pointer, which a fake
+        # tensor has not: shape mode runs the same ops in Python (rnn._pad_packed).
+        shape = run_trace(self.PATH, batch_size=6)
+        cpu = run_trace(self.PATH, batch_size=6, mode="cpu")
+        self.assertEqual(shape["mode"], "shape")
+        views = {"aten::slice", "aten::view", "aten::as_strided", "aten::empty"}  # no kernels
+
+        def work(trace):
+            return [(op["name"], op["phase"], [i["shape"] if i else None for i in op["inputs"]])
+                    for op in trace["ops"] if op["name"] not in views]
+
+        self.assertEqual(work(shape), work(cpu))
+        gru, = ops_named(shape, "aten::gru")
+        self.assertTrue(gru["args"]["packed"])
+        self.assertEqual(gru["args"]["seq_len"], 9)  # the longest sentence's steps
+        self.assertEqual(gru["args"]["batch"], 6)
+        self.assertEqual(gru["inputs"][0]["shape"], [sum([9, 4, 7, 2, 9, 5]), 8])  # the tokens
+        padded = [op for op in shape["ops"] if op["name"] == "aten::full"]
+        self.assertEqual([op["outputs"][0]["shape"] for op in padded], [[9, 6, 32]])
+
+    def test_pad_packed_matches_atens(self):
+        data = torch.randn(36, 3)
+        batch_sizes = torch.tensor([6, 6, 5, 4, 3, 3, 2, 2, 2, 1, 1, 1])  # not all steps end alike
+        for batch_first in (False, True):
+            for total_length in (-1, 14):
+                mine = rnn._pad_packed(data, batch_sizes, batch_first, -1.0, total_length)
+                atens = torch._VF._pad_packed_sequence(data, batch_sizes, batch_first, -1.0, total_length)
+                self.assertTrue(torch.equal(mine[0], atens[0]))
+                self.assertTrue(torch.equal(mine[1], atens[1]))
+
+
 class FusedRecurrentValues(unittest.TestCase):
     """In cpu mode the fused op computes the same outputs and gradients as torch."""
 

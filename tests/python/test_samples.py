@@ -310,6 +310,15 @@ class Errors(unittest.TestCase):
         self.assertEqual(note["call"], "aten::nonzero")
         self.assertTrue(note["origin"]["file"].endswith(os.path.join("torchvision", "ops", "boxes.py")), note)
 
+    def test_a_write_through_a_view_is_not_followed_from_stale_values(self):
+        # The zeros' values were followed; the write into their first two entries was not,
+        # so shape mode cannot know which are nonzero: cpu mode does.
+        path = os.path.join(FIXTURES, "written_through_view.py")
+        trace = run_trace(path, batch_size=16)
+        self.assertEqual(trace["mode"], "cpu")
+        [note] = [w for w in trace["warnings"] if w["kind"] == "traced_in_cpu_mode"]
+        self.assertEqual(note["line"], line_of(path, "counts.nonzero()"))
+
     def test_cpu_mode_failing_too_reports_shape_modes_error(self):
         path = os.path.join(FIXTURES, "values_then_failure.py")
         with self.assertRaises(TraceError) as caught:

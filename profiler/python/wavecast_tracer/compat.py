@@ -193,9 +193,11 @@ def real_execution():
 
 
 def is_value_dependent_error(exc):
-    """FakeTensorMode could not compute an op's output without tensor values."""
-    return isinstance(exc, (_fake_tensor.DynamicOutputShapeException,
-                            _fake_tensor.DataDependentOutputException))
+    """FakeTensorMode could not compute an op's output without tensor values: it said so, or
+    an op without a meta kernel read a fake tensor's data (`_pad_packed_sequence` reads its
+    batch sizes on the host)."""
+    return (isinstance(exc, (_fake_tensor.DynamicOutputShapeException, _fake_tensor.DataDependentOutputException))
+            or (type(exc) is RuntimeError and "data is not allocated yet" in str(exc)))
 
 
 def argument(func, args, kwargs, *names):

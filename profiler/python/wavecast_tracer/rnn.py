@@ -194,16 +194,60 @@ def _fused(state, kind, original, compute_values):
 
 @contextlib.contextmanager
 def fuse_recurrent_layers(state, compute_values):
-    """While active, every `torch._VF.{lstm,gru,rnn_tanh,rnn_relu}` call is one fused op."""
+    """While active, every `torch._VF.{lstm,gru,rnn_tanh,rnn_relu}` call is one fused op, and
+    in shape mode (`compute_values` false) `_pad_packed_sequence` runs as _pad_packed."""
     vf = torch._VF
-    saved = {kind: vf.__dict__.get(kind) for kind in CUDNN_MODES}
-    for kind in CUDNN_MODES:
-        setattr(vf, kind, _fused(state, kind, getattr(vf, kind), compute_values))
+    replaced = {kind: _fused(state, kind, getattr(vf, kind), compute_values) for kind in CUDNN_MODES}
+    if not compute_values:
+        replaced[_PAD_PACKED] = _pad_packed
+    saved = {name: vf.__dict__.get(name) for name in replaced}
+    for name, function in replaced.items():
+        setattr(vf, name, function)
     try:
         yield
     finally:
-        for kind, value in saved.items():
+        for name, value in saved.items():
             if value is None:
-                delattr(vf, kind)  # VFModule resolves it from torch._C again
+                delattr(vf, name)  # VFModule resolves it from torch._C again
             else:
-                setattr(vf, kind, value)
+                setattr(vf, name, value)
+
+
+_PAD_PACKED = "_pad_packed_sequence"
+
+
+def _pad_packed(data, batch_sizes, batch_first, padding_value, total_length):
+    """ATen's `_pad_packed_sequence` (aten/src/ATen/native/PackedSequence.cpp), op for op: its
+    C++ makes the lengths as a host tensor and writes them through a data pointer, which a
+    fake tensor has not. A GPU runs the same ops: a fill, then one copy per run of steps
+    with the same batch size."""
+    sizes = [int(b) for b in batch_sizes.tolist()]  # on the host, a GPU run's too
+    max_batch = sizes[0]
+    steps = len(sizes)
+    if total_length != -1:
+        if total_length < steps:
+            raise RuntimeError(f"Expected total_length to be at least the length of the longest sequence "
+                               f"({steps}), but got total_length={total_length}")
+        steps_out = total_length
+    else:
+        steps_out = steps
+    output = torch.full([steps_out, max_batch, *data.shape[1:]], padding_value, dtype=data.dtype,
+                        device=data.device)
+    lengths = [0] * max_batch
+    offset, previous_batch, previous_step = 0, max_batch, 0
+    for step in range(steps + 1):
+        batch = sizes[step] if step != steps else 0
+        if batch != previous_batch:
+            count = previous_batch * (step - previous_step)
+            chunk = data[offset:offset + count].view(step - previous_step, previous_batch, *data.shape[1:])
+            output[previous_step:step, :previous_batch].copy_(chunk)
+            offset += count
+            previous_step = step
+        for row in range(batch, previous_batch):  # the sequences ending here
+            lengths[row] = step
+        previous_batch = batch
+    if batch_first:
+        output = output.transpose(0, 1)
+    with compat.real_execution():
+        lengths = torch.tensor(lengths, dtype=torch.int64)
+    return output, lengths

@@ -76,6 +76,11 @@ _VALUES_FROM_SHAPES = frozenset(
     if hasattr(torch.ops.aten, name)
 )
 
+# Outputs (by position) a GPU run keeps on the host, which torch's C++ then reads directly,
+# below the dispatcher: a packed sequence's batch sizes (`_pad_packed_sequence`, and
+# `_pack_padded_sequence`'s backward, read them). They stay real CPU tensors.
+HOST_OUTPUTS = {torch.ops.aten._pack_padded_sequence.default: (1,)}
+
 # Ops asking whether every value holds (`.all()`; torch.distributions' `torch._is_all_true`).
 _ALL_TRUE_CHECKS = frozenset(
     getattr(torch.ops.aten, name) for name in ("all", "_is_all_true") if hasattr(torch.ops.aten, name)
@@ -227,6 +232,8 @@ class Shadows:
         if result is None:
             for t in _written(func, args, kwargs):  # an in-place op the shadows cannot follow
                 self.forget(t)
+                if t._base is not None:  # a write through a view changes what it views
+                    self.forget(t._base)
             picked = _even_picks(func, args, kwargs, out)
             if picked is not None:
                 fake, real, choices = picked
@@ -244,18 +251,22 @@ class Shadows:
                 self.remember(out, torch.ones(out.shape, dtype=torch.bool))
 
     def fallback(self, func, args, kwargs, fake_mode):
-        """Runs a value-dependent op for real; returns its fake-wrapped output, or None."""
+        """Runs a value-dependent op for real; returns its fake-wrapped output, or None. The
+        outputs that live on the host on a GPU too stay real (HOST_OUTPUTS)."""
         result = self._real_call(func, args, kwargs, zeros_for_missing=True)
         if result is None:
             return None
         real = result[0]
         if not isinstance(real, (torch.Tensor, list, tuple)):
             return real  # .item(): a Python number
-        fake = _wrap(real, fake_mode)
+        host = HOST_OUTPUTS.get(func, ())
+        fake = type(real)(r if i in host else _wrap(r, fake_mode) for i, r in enumerate(real)) \
+            if isinstance(real, (list, tuple)) else _wrap(real, fake_mode)
         origin = self.invented_origin((args, list(kwargs.values())))
         for f, r in zip(flatten_tensors(fake), flatten_tensors(real)):
-            self.remember(f, r)
-            self._invent(f, origin)
+            if f is not r:
+                self.remember(f, r)
+                self._invent(f, origin)
         return fake
 
 
