@@ -8,12 +8,15 @@
 namespace wavecast {
 namespace {
 
-// ATen ops whose result the host reads (a GPU value copied to the CPU, or an output
-// size that depends on values): the CPU waits for every kernel issued before them.
-constexpr std::array<std::string_view, 9> kSynchronizingOps = {
-    "aten::_local_scalar_dense", "aten::item",         "aten::nonzero",
-    "aten::masked_select",       "aten::_unique2",     "aten::unique_consecutive",
-    "aten::is_nonzero",          "aten::equal",        "aten::repeat_interleave"};
+// Ops whose result the host reads (a GPU value copied to the CPU, or an output size that
+// depends on values): the CPU waits for every kernel issued before them. torchvision's
+// CUDA NMS copies its overlap mask to the host and picks the boxes there
+// (torchvision/csrc/ops/cuda/nms_kernel.cu).
+constexpr std::array<std::string_view, 10> kSynchronizingOps = {
+    "aten::_local_scalar_dense", "aten::item",     "aten::nonzero",
+    "aten::masked_select",       "aten::_unique2", "aten::unique_consecutive",
+    "aten::is_nonzero",          "aten::equal",    "aten::repeat_interleave",
+    "torchvision::nms"};
 
 bool clearsGradients(const OpRecord& op) {
   return op.name == "aten::zero_" || op.name == "aten::fill_";
@@ -150,8 +153,8 @@ IterationTimeline simulateIteration(const Trace& trace, const std::vector<OpCost
       // ends at the latest of the GPU's backlog draining, the first launch plus all of
       // the work, and the last launch plus its own share.
       const double launchGap = hostMs[i] / kernels;
-      double finish = std::max({gpu + busy, issuedFrom + launchGap + busy,
-                                issuedFrom + hostMs[i] + busy / kernels});
+      double finish = std::max(
+          {gpu + busy, issuedFrom + launchGap + busy, issuedFrom + hostMs[i] + busy / kernels});
       out.gpuIdleMs = finish - gpu - busy;
       // The part of it that ran beside a collective ran on fewer SMs.
       const double overlap =

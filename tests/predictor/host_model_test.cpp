@@ -65,6 +65,7 @@ TEST(HostModel, OpCostsByKind) {
   loading.args["host_ms"] = 2.5;
   EXPECT_DOUBLE_EQ(hostOpUs(loading, work(), options), 2500);
   EXPECT_TRUE(synchronizesHost(op("aten::_local_scalar_dense")));
+  EXPECT_TRUE(synchronizesHost(op("torchvision::nms"))); // its mask is read on the host
   EXPECT_FALSE(synchronizesHost(op("aten::add")));
 }
 
