@@ -335,6 +335,37 @@ class LengthsFromShapes(unittest.TestCase):
         self.assertEqual(loss["outputs"][1]["shape"], [4, 30, 2 * 7 + 1])  # log_alpha
         self.assertIn("aten::_ctc_loss_backward", [op["name"] for op in trace["ops"]])
 
+    def test_counts_filled_into_an_empty_tensor(self):
+        # `empty` has no values to follow, but fill_ gives every entry its own: 3 each.
+        with script_file(FILLED_COUNTS, "filled.py") as path:
+            trace = run_trace(path, batch_size=4)
+        self.assertEqual(trace["mode"], "shape")
+        (indices,) = [op for op in trace["ops"] if op["name"] == "aten::repeat_interleave"]
+        self.assertEqual(indices["outputs"][0]["shape"], [12])  # each row's index, 3 times
+        (rows,) = [op for op in trace["ops"] if op["name"] == "aten::index_select" and op["phase"] == "forward"]
+        self.assertEqual(rows["outputs"][0]["shape"], [12, 8])
+
+
+FILLED_COUNTS = """
+import torch
+import torch.nn as nn
+
+
+def wavecast_model():
+    return nn.Linear(8, 8)
+
+
+def wavecast_input(batch_size=4):
+    return (torch.randn(batch_size, 8),)
+
+
+def wavecast_iteration(model):
+    def iteration(x):
+        repeats = torch.empty(x.shape[0], dtype=torch.long).fill_(3)
+        model(x).repeat_interleave(repeats, dim=0).sum().backward()
+
+    return iteration
+"""
 
 MIXTURE_OF_EXPERTS = """
 import torch

@@ -37,7 +37,7 @@ from .recorder import OpRecorder, TraceState
 from .patching import PatchOnImport, attributes_set, replace_while_active
 from .sandbox import Blocked, Sandbox
 from .trace_warnings import warning
-from .values import Shadows, flatten_tensors
+from .values import Shadows, Zeros, flatten_tensors
 
 HOST_WORK_OP = "wavecast::data_loading"
 _PROVIDER_NAMES = frozenset(name for names in PROVIDER_NAMES.values() for name in names)
@@ -97,12 +97,8 @@ class _ScriptShadows(Shadows):
         finally:
             self._reading_values = False
 
-    def _to_real(self, value, zeros_for_missing):
-        if (self._reading_values and zeros_for_missing and isinstance(value, torch.Tensor)
-                and self.real(value) is None):
-            with compat.real_execution():
-                return torch.zeros(value.shape, dtype=value.dtype)
-        return super()._to_real(value, zeros_for_missing)
+    def _to_real(self, value, zeros):
+        return super()._to_real(value, Zeros.ALL if self._reading_values and zeros is Zeros.FLOATS else zeros)
 
 
 class _Run:

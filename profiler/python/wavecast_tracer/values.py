@@ -24,6 +24,8 @@ load-balancing loss aims for, so the tokens each expert gets (`torch.where(chose
 `.tolist()`: an all-to-all's split sizes), reports the pick's line.
 """
 
+import enum
+
 import torch
 
 from . import compat
@@ -34,6 +36,14 @@ SHADOW_LIMIT = 1 << 20
 # `torch.rand([]) < p` in wav2vec2 and HuBERT), not a weight or a noise tensor.
 DRAW_SHADOW_LIMIT = 1024
 _SHADOWED_DTYPES = frozenset({torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64})
+
+
+class Zeros(enum.Enum):
+    """Which inputs without a followed value an op runs on as zeros."""
+
+    NONE = enum.auto()
+    FLOATS = enum.auto()  # a value-dependent op: its float inputs do not decide its shape
+    ALL = enum.auto()  # an op whose values follow from its inputs' shapes alone
 
 
 def flatten_tensors(value, into=None):
@@ -190,23 +200,23 @@ class Shadows:
             for fake, real in kept:
                 self._real[fake._cdata] = (fake, real.clone())
 
-    def _to_real(self, value, zeros_for_missing):
+    def _to_real(self, value, zeros):
         if isinstance(value, torch.Tensor):
             real = self.real(value)
-            if real is None and zeros_for_missing and value.dtype.is_floating_point:
+            if real is None and (zeros is Zeros.ALL or zeros is Zeros.FLOATS and value.dtype.is_floating_point):
                 with compat.real_execution():
                     real = torch.zeros(value.shape, dtype=value.dtype)
             if real is None:
                 raise LookupError
             return real
         if isinstance(value, (list, tuple)):
-            return type(value)(self._to_real(v, zeros_for_missing) for v in value)
+            return type(value)(self._to_real(v, zeros) for v in value)
         return value
 
-    def _real_call(self, func, args, kwargs, zeros_for_missing, fakes=None):
+    def _real_call(self, func, args, kwargs, zeros, fakes=None):
         try:
-            real_args = self._to_real(args, zeros_for_missing)
-            real_kwargs = {k: self._to_real(v, zeros_for_missing) for k, v in kwargs.items()}
+            real_args = self._to_real(args, zeros)
+            real_kwargs = {k: self._to_real(v, zeros) for k, v in kwargs.items()}
         except LookupError:
             return None
         real_kwargs.pop("device", None)
@@ -228,7 +238,7 @@ class Shadows:
             # Integer and boolean outputs only: a float one (autograd's seed gradient) decides
             # no shape, and a shadow keeps its fake alive to the trace's end.
             from_shapes = func.overloadpacket in _VALUES_FROM_SHAPES and all(_shadowable(t) for t in fakes)
-            result = self._real_call(func, args, kwargs, zeros_for_missing=from_shapes, fakes=fakes)
+            result = self._real_call(func, args, kwargs, Zeros.ALL if from_shapes else Zeros.NONE, fakes=fakes)
         if result is None:
             for t in _written(func, args, kwargs):  # an in-place op the shadows cannot follow
                 self.forget(t)
@@ -253,7 +263,7 @@ class Shadows:
     def fallback(self, func, args, kwargs, fake_mode):
         """Runs a value-dependent op for real; returns its fake-wrapped output, or None. The
         outputs that live on the host on a GPU too stay real (HOST_OUTPUTS)."""
-        result = self._real_call(func, args, kwargs, zeros_for_missing=True)
+        result = self._real_call(func, args, kwargs, Zeros.FLOATS)
         if result is None:
             return None
         real = result[0]
