@@ -310,7 +310,8 @@ int runPredict(const CommandLine& args, const InstallLayout& layout) {
   for (const TraceWarning& warning : trace.warnings)
     std::cout << "note: " << traceWarningLine(warning) << "\n";
   if (!trace.fallbackOps.empty()) {
-    std::cout << "note: ran for real on the CPU (no shape-only kernel):";
+    std::cout << "note: run for real on the CPU while tracing, on values shape mode knew or "
+                 "for want of a shape-only kernel (the GPU's time is predicted as usual):";
     for (const auto& op : trace.fallbackOps)
       std::cout << " " << op;
     std::cout << "\n";
