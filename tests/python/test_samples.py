@@ -3,6 +3,7 @@
 import collections
 import importlib.util
 import os
+import tempfile
 import unittest
 
 import torch
@@ -338,3 +339,66 @@ class Errors(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ProviderScriptsAreContained(unittest.TestCase):
+    """A provider script's own code runs from its folder in the sandbox of a script run as
+    written: what it writes leaves the user's files (and the caller's folder) as they were."""
+
+    SCRIPT = """
+import logging
+import os
+
+import torch
+import torch.nn as nn
+
+logging.basicConfig(filename="train.log", level=logging.INFO)
+os.makedirs("runs", exist_ok=True)
+with open("runs/config.txt", "w") as f:
+    f.write("lr=0.1")
+
+
+def wavecast_model():
+    return nn.Linear(4, 4)
+
+
+def wavecast_input(batch_size=2):
+    return (torch.randn(batch_size, 4),)
+
+
+def wavecast_iteration(model):
+    def iteration(x):
+        model(x).sum().backward()
+        torch.save(model.state_dict(), "checkpoint.pt")
+
+    return iteration
+"""
+
+    def test_writes_and_checkpoints_touch_no_file(self):
+        with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as caller:
+            path = os.path.join(folder, "model.py")
+            with open(path, "w") as f:
+                f.write(self.SCRIPT)
+            before = os.getcwd()
+            os.chdir(caller)
+            try:
+                trace = run_trace(path, batch_size=2)
+            finally:
+                os.chdir(before)
+            self.assertEqual(os.listdir(folder), ["model.py"])
+            self.assertEqual(os.listdir(caller), [])
+            stubbed = [w for w in trace["warnings"] if w["kind"] == "call_stubbed"]
+            self.assertEqual(stubbed, [{"kind": "call_stubbed", "severity": "info", "file": path,
+                                        "line": line_of(path, "torch.save("), "call": "torch.save"}])
+
+    def test_a_download_stops_the_trace_with_how_to_work_offline(self):
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "model.py")
+            with open(path, "w") as f:
+                f.write(self.SCRIPT.replace('logging.basicConfig(filename="train.log", level=logging.INFO)',
+                                            'import urllib.request\n'
+                                            'urllib.request.urlopen("https://example.com/weights.bin")'))
+            with self.assertRaises(TraceError) as caught:
+                run_trace(path, batch_size=2)
+        self.assertEqual(caught.exception.kind, "blocked_call")
+        self.assertIn("example.com", caught.exception.message)

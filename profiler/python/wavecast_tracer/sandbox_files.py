@@ -71,6 +71,10 @@ class ShadowFiles:
     def __init__(self, folder):
         self.folder = folder
         self.deleted = set()  # absolute paths the script removed
+        # Whether the script has written, made or deleted anything yet: until it has, every
+        # path reads as itself. Reads are most calls (each os.path.realpath is an lstat per
+        # part, and the tracer asks it of every frame's file), so they skip the lookups.
+        self.changed = False
 
     # --- where a path is -----------------------------------------------------------
     def _full(self, path, dir_fd=None):
@@ -119,6 +123,7 @@ class ShadowFiles:
         copy = self._copy(full)
         if self._through_link(copy):
             raise _error(PermissionError, errno.EACCES, path)
+        self.changed = True
         _make_folders(os.path.dirname(copy))
         view = self._view(full) if keep and _status(copy) is None else None
         if view is not None and _isdir(view):
@@ -183,7 +188,7 @@ class ShadowFiles:
         if self._inside(full):
             return _open(file, mode, *args, **kwargs)
         if not any(c in mode for c in "wax+"):
-            return _open(self._seen(full, file), mode, *args, **kwargs)
+            return _open(self._seen(full, file) if self.changed else file, mode, *args, **kwargs)
         if "x" in mode and self._view(full) is not None:
             raise _error(FileExistsError, errno.EEXIST, file)
         keep = "a" in mode or ("r" in mode and "+" in mode)
@@ -192,6 +197,8 @@ class ShadowFiles:
         return _open(self._writable(full, file, keep), mode, *args, **kwargs)
 
     def os_open(self, path, flags, mode=0o777, *, dir_fd=None):
+        if not self.changed and not flags & _WRITE_FLAGS:
+            return _os_open(path, flags, mode, **_dir_fd(dir_fd))
         full = self._full(path, dir_fd)
         if self._inside(full):
             return _os_open(path, flags, mode, **_dir_fd(dir_fd))
@@ -204,6 +211,8 @@ class ShadowFiles:
     def _reading(self, real):
         """`real` (stat, lstat, readlink, getxattr) of the path as the script sees it."""
         def read(path, *args, dir_fd=None, **kwargs):
+            if not self.changed:
+                return real(path, *args, **_dir_fd(dir_fd), **kwargs)
             if isinstance(path, int):
                 return real(path, *args, **kwargs)
             full = self._full(path, dir_fd)
@@ -214,7 +223,7 @@ class ShadowFiles:
         return read
 
     def access(self, path, mode, *, dir_fd=None, **kwargs):
-        if isinstance(path, int) or self._inside(self._full(path, dir_fd)):
+        if not self.changed or isinstance(path, int) or self._inside(self._full(path, dir_fd)):
             return _access(path, mode, **_dir_fd(dir_fd), **kwargs)
         view = self._view(self._full(path, dir_fd))
         return view is not None and _access(view, mode, **kwargs)
@@ -231,13 +240,14 @@ class ShadowFiles:
         return change
 
     def listdir(self, path="."):
-        if isinstance(path, int) or self._inside(self._full(path)):
+        if not self.changed or isinstance(path, int) or self._inside(self._full(path)):
             return _listdir(path)
         names = list(self._names(self._full(path), path))
         return [os.fsencode(name) for name in names] if isinstance(path, bytes) else names
 
     def scandir(self, path="."):
-        if isinstance(path, (int, bytes)) or self._inside(self._full(path)) or self._untouched(self._full(path)):
+        if (not self.changed or isinstance(path, (int, bytes)) or self._inside(self._full(path))
+                or self._untouched(self._full(path))):
             return _scandir(path)
         full = self._full(path)
         folders = set(self._names(full, path).items())
@@ -285,6 +295,7 @@ class ShadowFiles:
         self._delete(full)
 
     def _delete(self, full):
+        self.changed = True
         copy = self._copy(full)
         status = _status(copy)
         if status is not None:

@@ -289,7 +289,7 @@ class _Run:
 
 
 @contextlib.contextmanager
-def _script_process_state(project, argv):
+def script_process_state(project, argv):
     """sys.argv and the working directory as `python file.py ARGS` run from the script's
     folder has them (relative data paths read the user's files; writes go to the
     sandbox). What the script changes of the process is its own process's, and the worker
@@ -323,6 +323,27 @@ def _script_process_state(project, argv):
 
 
 _SIGNALS = (signal.SIGUSR1, signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def provider_script_contained(project):
+    """A provider script's own code (its top level and its providers) runs as `python
+    file.py` would, from its folder, in the sandbox of a script run as written: its writes,
+    checkpoints and loggers leave the user's files as they were, and a download, sys.exit,
+    input() or a subprocess stops the trace with its blocked_call error. Yields the list
+    the stubbed calls are added to, (call, file, line), for the trace to note."""
+    stubbed = []
+    sandbox = Sandbox(project, project.site, lambda call, file, line: stubbed.append((call, file, line)))
+    try:
+        with script_process_state(project, []), sandbox.active():
+            yield stubbed
+    except Blocked as blocked:
+        raise sandbox.download_error(None) or blocked.error from None
+    except TraceError as error:
+        download = sandbox.download_error(error.__context__) if error.kind == "user_exception" else None
+        if download is not None:
+            raise _located(download, error) from None
+        raise
 
 
 def _real_tensors_to_transformers():
@@ -373,7 +394,7 @@ def trace_script(project, mode, progress, assume_gpu, rank, script_args, device,
     sandbox = Sandbox(project, state.site, run.on_stubbed)
     try:
         with contextlib.ExitStack() as stack:
-            stack.enter_context(_script_process_state(project, script_args))
+            stack.enter_context(script_process_state(project, script_args))
             stack.enter_context(sandbox.active())
             autocast = tracer.enter_tracing_contexts(stack, state, mode, rank,
                                                      fake_mode or contextlib.nullcontext(), steady_state=False,

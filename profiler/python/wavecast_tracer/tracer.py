@@ -29,7 +29,7 @@ from .trace_warnings import location, warning
 from .values import flatten_tensors
 from .versions import VALIDATED_TORCH, release
 from .rnn import fuse_recurrent_layers
-from .script_runner import runs_as_written, trace_script
+from .script_runner import provider_script_contained, runs_as_written, trace_script
 from .target_gpu import answering_as
 
 TRACE_FORMAT_VERSION = 2
@@ -92,18 +92,26 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
             with one_rank() as rank:
                 return trace_script(project, mode, progress, assume_gpu, rank, script_args or [], device,
                                     compile_mode)
-        try:
-            with one_rank() as rank:
-                return _trace(project, batch_size, mode, progress, assume_gpu, rank, cache, device, compile_mode)
-        except _ReusedModelFailed:
-            # The kept model may hold state a fresh build would not (the provider set a
-            # global the iteration reads): a failure is only believed from a fresh one.
-            cache.forget()
-            captured.seek(0)
-            captured.truncate()
-            _seed_generators()
-            with one_rank() as rank:
-                return _trace(project, batch_size, mode, progress, assume_gpu, rank, cache, device, compile_mode)
+        # Measured on a GPU, the script runs as the user would run it there.
+        contained = provider_script_contained(project) if mode != "cuda" else contextlib.nullcontext([])
+        with contained as stubbed:
+            try:
+                with one_rank() as rank:
+                    document = _trace(project, batch_size, mode, progress, assume_gpu, rank, cache, device,
+                                      compile_mode)
+            except _ReusedModelFailed:
+                # The kept model may hold state a fresh build would not (the provider set a
+                # global the iteration reads): a failure is only believed from a fresh one.
+                cache.forget()
+                captured.seek(0)
+                captured.truncate()
+                _seed_generators()
+                with one_rank() as rank:
+                    document = _trace(project, batch_size, mode, progress, assume_gpu, rank, cache, device,
+                                      compile_mode)
+        document["warnings"].extend(warning("call_stubbed", file, line, call=call)
+                                    for call, file, line in dict.fromkeys(stubbed))
+        return document
 
     with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
         try:
