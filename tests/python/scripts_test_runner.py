@@ -97,6 +97,34 @@ class ScriptRunnerTest(unittest.TestCase):
         modules = {op.get("module") for op in trace["ops"] if op["phase"] == "forward"}
         self.assertNotIn("transform", " ".join(m for m in modules if m))
 
+    def test_a_batch_of_per_sample_images_counts_its_images(self):
+        # A detection collate, tuple(zip(*samples)): a tuple of 4 images of [3, 8, 8] each,
+        # whose first dimension (3) is no batch's.
+        path = self.write("""
+            import torch
+            import torch.nn as nn
+            from torch.utils.data import DataLoader, Dataset
+
+            class Images(Dataset):
+                def __len__(self):
+                    return 16
+                def __getitem__(self, index):
+                    return torch.randn(3, 8, 8), {"labels": torch.tensor([index % 10])}
+
+            model = nn.Sequential(nn.Flatten(), nn.Linear(3 * 8 * 8, 10)).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            loader = DataLoader(Images(), batch_size=4, collate_fn=lambda samples: tuple(zip(*samples)))
+            for images, targets in loader:
+                labels = torch.cat([t["labels"] for t in targets]).cuda()
+                loss = nn.functional.cross_entropy(model(torch.stack(images).cuda()), labels)
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """)
+        trace = run_trace(path)
+        self.assertEqual(trace["batch_size"], 4)
+        self.assertEqual(trace["samples_per_iteration"], 4)
+
     def test_gradient_accumulation_trains_on_every_batch_of_the_step(self):
         # Four batches of 16 per optimizer step, from a DataLoader or made by the loop: the
         # batch size is one batch's, the samples per iteration all four's.

@@ -259,7 +259,7 @@ class _Run:
             if run.recording and not shape_only:
                 run._host_work((time.perf_counter() - started) * 1e3)
             if run.recording:
-                size = next((int(t.shape[0]) for t in tensors if t.dim() > 0), None)
+                size = _samples_in(batch)
                 if run.batch_size is None:
                     run.batch_size = size
                 run.loader_samples += size or 0
@@ -286,6 +286,24 @@ class _Run:
     def host_warnings(self):
         return [warning("host_time_measured", file, line, ms=round(ms, 3))
                 for (file, line), ms in self.host_ms.items()]
+
+
+def _samples_in(batch):
+    """The samples of a DataLoader batch, from its first field: a collated tensor's first
+    dimension, or the length of a list of per-sample items (a detection collate's tuple of
+    images, each [3, H, W], whose first dimension is not the batch's)."""
+    field = batch
+    while isinstance(field, dict) and field:
+        field = next(iter(field.values()))
+    if isinstance(field, (list, tuple)) and field:
+        field = field[0]
+        while isinstance(field, dict) and field:
+            field = next(iter(field.values()))
+        if isinstance(field, (list, tuple)):
+            return len(field)
+    if isinstance(field, torch.Tensor) and field.dim() > 0:
+        return int(field.shape[0])
+    return None
 
 
 @contextlib.contextmanager
