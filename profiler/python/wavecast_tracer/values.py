@@ -89,7 +89,7 @@ _VALUES_FROM_SHAPES = frozenset(
 # Outputs (by position) a GPU run keeps on the host, which torch's C++ then reads directly,
 # below the dispatcher: a packed sequence's batch sizes (`_pad_packed_sequence`, and
 # `_pack_padded_sequence`'s backward, read them). They stay real CPU tensors.
-HOST_OUTPUTS = {torch.ops.aten._pack_padded_sequence.default: (1,)}
+_HOST_OUTPUTS = {torch.ops.aten._pack_padded_sequence.default: (1,)}
 
 # Ops asking whether every value holds (`.all()`; torch.distributions' `torch._is_all_true`).
 _ALL_TRUE_CHECKS = frozenset(
@@ -262,14 +262,14 @@ class Shadows:
 
     def fallback(self, func, args, kwargs, fake_mode):
         """Runs a value-dependent op for real; returns its fake-wrapped output, or None. The
-        outputs that live on the host on a GPU too stay real (HOST_OUTPUTS)."""
+        outputs that live on the host on a GPU too stay real (_HOST_OUTPUTS)."""
         result = self._real_call(func, args, kwargs, Zeros.FLOATS)
         if result is None:
             return None
         real = result[0]
         if not isinstance(real, (torch.Tensor, list, tuple)):
             return real  # .item(): a Python number
-        host = HOST_OUTPUTS.get(func, ())
+        host = _HOST_OUTPUTS.get(func, ())
         fake = type(real)(r if i in host else _wrap(r, fake_mode) for i, r in enumerate(real)) \
             if isinstance(real, (list, tuple)) else _wrap(real, fake_mode)
         origin = self.invented_origin((args, list(kwargs.values())))
