@@ -327,7 +327,9 @@ Command predictCommand() {
       {"batch-size", "N", "batch size passed to wavecast_input (default: its own default)"},
       {"json", "", "print everything as JSON (docs/results-json.md)"},
       {"gpu-file", "FILE", "extra or overriding GPU definitions (docs/gpus.md)"},
-      {"mode", "MODE", "shape (default: no arithmetic), cpu (run for real) or cuda"},
+      {"mode", "MODE",
+       "shape (default: no arithmetic; a script whose shapes need tensor values is traced "
+       "in cpu mode instead, with a note), cpu (run for real) or cuda"},
       pythonEnvOption(),
       worldSizeOption(),
       compileOption(),
