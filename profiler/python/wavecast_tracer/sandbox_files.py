@@ -182,13 +182,14 @@ class ShadowFiles:
         ]
 
     def open(self, file, mode="r", *args, **kwargs):
-        if not isinstance(file, (str, bytes, os.PathLike)):
+        reads = not any(c in mode for c in "wax+")
+        if not isinstance(file, (str, bytes, os.PathLike)) or (reads and not self.changed):
             return _open(file, mode, *args, **kwargs)
         full = self._full(file)
         if self._inside(full):
             return _open(file, mode, *args, **kwargs)
-        if not any(c in mode for c in "wax+"):
-            return _open(self._seen(full, file) if self.changed else file, mode, *args, **kwargs)
+        if reads:
+            return _open(self._seen(full, file), mode, *args, **kwargs)
         if "x" in mode and self._view(full) is not None:
             raise _error(FileExistsError, errno.EEXIST, file)
         keep = "a" in mode or ("r" in mode and "+" in mode)

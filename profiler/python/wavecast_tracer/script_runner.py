@@ -86,19 +86,13 @@ class _ScriptShadows(Shadows):
     of the losses: hard-example mining) gets no zeros, which would give it another shape: the
     script is traced in cpu mode instead (tracer.run_trace)."""
 
-    def __init__(self, site):
-        super().__init__(site)
-        self._reading_values = False
+    def fallback(self, func, args, kwargs, fake_mode, zeros=Zeros.FLOATS):
+        reads_values = not any("Tensor" in str(r.type) for r in func._schema.returns)
+        return super().fallback(func, args, kwargs, fake_mode, Zeros.ALL if reads_values else zeros)
 
-    def fallback(self, func, args, kwargs, fake_mode):
-        self._reading_values = not any("Tensor" in str(r.type) for r in func._schema.returns)
-        try:
-            return super().fallback(func, args, kwargs, fake_mode)
-        finally:
-            self._reading_values = False
 
-    def _to_real(self, value, zeros):
-        return super()._to_real(value, Zeros.ALL if self._reading_values and zeros is Zeros.FLOATS else zeros)
+def _stubbed_note(call, file, line):
+    return warning("call_stubbed", file, line, call=call)
 
 
 class _Run:
@@ -127,7 +121,7 @@ class _Run:
 
     # --- notes ------------------------------------------------------------------------
     def on_stubbed(self, call, file, line):
-        self.state.warn_once(warning("call_stubbed", file, line, call=call))
+        self.state.warn_once(_stubbed_note(call, file, line))
 
     # --- module roots ------------------------------------------------------------------
     def module_entered(self, module, inputs):
@@ -349,12 +343,18 @@ def provider_script_contained(project):
     file.py` would, from its folder, in the sandbox of a script run as written: its writes,
     checkpoints and loggers leave the user's files as they were, and a download, sys.exit,
     input() or a subprocess stops the trace with its blocked_call error. Yields the list
-    the stubbed calls are added to, (call, file, line), for the trace to note."""
-    stubbed = []
-    sandbox = Sandbox(project, project.site, lambda call, file, line: stubbed.append((call, file, line)))
+    of the stubbed calls' `call_stubbed` notes, for the trace's warnings."""
+    notes = []
+
+    def on_stubbed(call, file, line):
+        note = _stubbed_note(call, file, line)
+        if note not in notes:
+            notes.append(note)
+
+    sandbox = Sandbox(project, project.site, on_stubbed)
     try:
         with script_process_state(project, []), sandbox.active():
-            yield stubbed
+            yield notes
     except Blocked as blocked:
         raise sandbox.download_error(None) or blocked.error from None
     except TraceError as error:

@@ -94,7 +94,7 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
                                     compile_mode)
         # Measured on a GPU, the script runs as the user would run it there.
         contained = provider_script_contained(project) if mode != "cuda" else contextlib.nullcontext([])
-        with contained as stubbed:
+        with contained as stubbed_notes:
             try:
                 with one_rank() as rank:
                     document = _trace(project, batch_size, mode, progress, assume_gpu, rank, cache, device,
@@ -109,8 +109,7 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
                 with one_rank() as rank:
                     document = _trace(project, batch_size, mode, progress, assume_gpu, rank, cache, device,
                                       compile_mode)
-        document["warnings"].extend(warning("call_stubbed", file, line, call=call)
-                                    for call, file, line in dict.fromkeys(stubbed))
+        document["warnings"].extend(stubbed_notes)
         return document
 
     with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
@@ -120,7 +119,7 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
             except ValuesNeeded as needed:
                 if mode != "shape":
                     raise
-                document = _traced_with_values(needed, attempt, project, cache, captured, progress)
+                document = _traced_with_values(needed, attempt, cache, captured, progress)
         except TraceError as error:
             error.output = _tail(captured.getvalue())
             raise
@@ -140,14 +139,13 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
     return document
 
 
-def _traced_with_values(needed, attempt, project, cache, captured, progress):
+def _traced_with_values(needed, attempt, cache, captured, progress):
     """The trace in cpu mode, where the values shape-only tracing stopped at exist: the same
     ops (the arithmetic runs for real on this CPU). Its warning says why; when cpu mode fails
     too, the error is the one shape mode met, with cpu mode's failure in its hint."""
     progress(f"line {needed.line} needs tensor values: tracing in cpu mode")
     if cache is not None:
-        cache.forget()
-    purge_project_modules(project)
+        cache.forget()  # the next attempt purges the project's modules
     captured.seek(0)
     captured.truncate()
     try:

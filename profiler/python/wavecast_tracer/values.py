@@ -260,10 +260,11 @@ class Shadows:
             with compat.real_execution():
                 self.remember(out, torch.ones(out.shape, dtype=torch.bool))
 
-    def fallback(self, func, args, kwargs, fake_mode):
-        """Runs a value-dependent op for real; returns its fake-wrapped output, or None. The
-        outputs that live on the host on a GPU too stay real (_HOST_OUTPUTS)."""
-        result = self._real_call(func, args, kwargs, Zeros.FLOATS)
+    def fallback(self, func, args, kwargs, fake_mode, zeros=Zeros.FLOATS):
+        """Runs a value-dependent op for real, its inputs without followed values as
+        `zeros` says; returns its fake-wrapped output, or None. The outputs that live on the
+        host on a GPU too stay real (_HOST_OUTPUTS)."""
+        result = self._real_call(func, args, kwargs, zeros)
         if result is None:
             return None
         real = result[0]
