@@ -154,10 +154,13 @@ def device_busy(prof):
     """The GPU's busy time over one iteration, the union of its activities' spans on every
     stream, and the streams they ran on. Below the kernel sum where kernels overlap: cuDNN
     runs an RNN's layers and directions on streams of its own (GNMT's FP32 kernel sum is
-    25-30% over its GPU-bound wall time), and the cost model prices elapsed time."""
+    25-30% over its GPU-bound wall time), and the cost model prices elapsed time. Not the
+    profiler's GPU-side user annotations (`Optimizer.step#Adam.step`): each spans its first
+    kernel to its last, the idle gaps between them included."""
     from torch.autograd import DeviceType
 
-    device = [event for event in prof.events() if event.device_type == DeviceType.CUDA]
+    device = [event for event in prof.events()
+              if event.device_type == DeviceType.CUDA and not event.is_user_annotation]
     spans = [(event.time_range.start, event.time_range.end) for event in device]
     return {"busy_us": round(union_length(spans), 3),
             "streams": len({event.device_resource_id for event in device})}

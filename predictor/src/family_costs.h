@@ -22,7 +22,7 @@ namespace wavecast::family_costs {
 // cycles per element over 6 and 25 million elements, to fp16 at 0.66-0.77), where casts
 // down from fp32 stream at the bandwidth. The bias PyTorch adds to a cuDNN convolution's
 // output after it is such a broadcast add (the small CNN's: 0.84-0.93 cycles per element).
-inline constexpr double kElementRateCycles{0.858};
+inline constexpr double kElementRateCycles{0.861};
 
 // SM cycles per output element of cuBLAS's kernel for a K = 1 product (an outer
 // product; GemmKernel::OuterProduct): GNMT's attention score layer's input gradient

@@ -3,6 +3,7 @@
 import os
 import sys
 import unittest
+from types import SimpleNamespace
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench", "truth"))
 
@@ -18,6 +19,28 @@ class UnionLengthTest(unittest.TestCase):
     def test_spans_that_touch_join_and_nothing_covers_nothing(self):
         self.assertEqual(record.union_length([(0, 5), (5, 9)]), 9)
         self.assertEqual(record.union_length([]), 0)
+
+
+def device_event(start, end, stream=7, annotation=False):
+    from torch.autograd import DeviceType
+
+    return SimpleNamespace(device_type=DeviceType.CUDA, is_user_annotation=annotation,
+                           time_range=SimpleNamespace(start=start, end=end),
+                           device_resource_id=stream)
+
+
+class DeviceBusyTest(unittest.TestCase):
+    def test_an_annotation_spanning_idle_gaps_is_not_busy_time(self):
+        # Adam's kernels at [0, 2] and [10, 12], issued by a slow host; the profiler's
+        # GPU-side `Optimizer.step#Adam.step` range covers [0, 12], the gap too.
+        from torch.autograd import DeviceType
+
+        host = SimpleNamespace(device_type=DeviceType.CPU, is_user_annotation=False,
+                               time_range=SimpleNamespace(start=0, end=50), device_resource_id=0)
+        events = [host, device_event(0, 2), device_event(10, 12),
+                  device_event(0, 12, stream=8, annotation=True)]
+        busy = record.device_busy(SimpleNamespace(events=lambda: events))
+        self.assertEqual(busy, {"busy_us": 4, "streams": 1})
 
 
 if __name__ == "__main__":
