@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The checks a lent GPU machine is for, as one prepared command that fits one device call
-# (at most 10 minutes): `wavecast calibrate` on that GPU, then the ground truth of every
-# sample run of ../shared/truth/h100/sweep.json, with per-shape and bf16 per-op kernel
-# times (bench/truth/record.py), then the memory each op holds only while it runs (cuDNN's
-# convolution workspaces; bench/truth/workspace.py) and cuDNN's RNN reserve sizes
-# (bench/truth/rnn_reserve.py).
+# (at most 10 minutes): `wavecast calibrate` on that GPU (and a check of its timer), then
+# the ground truth of every sample run of ../shared/truth/h100/sweep.json, with per-shape
+# and bf16 per-op kernel times (bench/truth/record.py), then the memory each op holds only
+# while it runs (cuDNN's convolution workspaces; bench/truth/workspace.py) and cuDNN's RNN
+# reserve sizes (bench/truth/rnn_reserve.py).
 # Each step has a time budget and keeps what it measured when the budget ends; the files
 # land in OUT, which the device tool brings back.
 #
@@ -61,6 +61,13 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format
 if ((calibrate_s > 0)); then
   timeout $((calibrate_s + 120)) "$python" -m wavecast_tracer.calibrate --out-dir "$out" \
     --budget "$calibrate_s" >"$out/calibrate.out" 2>"$out/calibrate.log" || status=1
+fi
+# The small CNN's bf16 convolution backwards, calibrated at twice their kernels' time: the
+# events at three spins against torch.profiler's kernel time (seconds; docs/calibration.md).
+# Appended to the calibration's log: the device tool brings back at most 8 files.
+if ((calibrate_s > 0)); then
+  timeout 120 "$python" bench/truth/timer_check.py --precision bf16 "conv2d n64 c64 8x8 k128" \
+    "conv2d n64 c32 16x16 k64" >>"$out/calibrate.log" 2>&1 || status=1
 fi
 # record.py and workspace.py rewrite their files after every run: a run cut off by the
 # budget loses itself only.

@@ -104,17 +104,27 @@ HEADER
 
 ### Recorded here: H100 and H200 (bench/truth/data)
 
-The same samples on an H100 SXM and an H200 (both recorded again on 2026-11-27, with
-each precision's own allocated and reserved peaks; the H200's with `samples/moe.py`), by
-`bench/gpu_session.sh` (bench/truth/README.md), with per-op kernel times of the bf16 runs
-too (`bf16_lines`), so bf16 is also compared against kernel time, and bf16 memory
-against its own peak. Each GPU is predicted with its calibration (`data/calibration`,
-docs/calibration.md), recorded the same hour on the same machine; the H200 a second time
-with `--no-calibration`, the models alone: that is the figure for a GPU without one.
+The same samples on an H100 SXM (recorded again on 2026-11-28, with the GPU's busy time,
+which is below the kernel sum where cuDNN's RNNs overlap their kernels) and an H200
+(2026-11-27), each with each precision's own allocated and reserved peaks and
+`samples/moe.py`, by `bench/gpu_session.sh` (bench/truth/README.md), with per-op kernel
+times of the bf16 runs too (`bf16_lines`), so bf16 is also compared against kernel time,
+and bf16 memory against its own peak. Each GPU is predicted with its calibration
+(`data/calibration`, docs/calibration.md), recorded the same hour (the H200's on the same
+machine, the H100's on another H100 machine); the H200 a second time with
+`--no-calibration`, the models alone: that is the figure for a GPU without one. The
+calibration's DCGAN layers are the sample's own shapes (GNMT's LSTMs will be, once a GPU
+runs the RNN cases), so the calibrated figures are in-sample for those ops; the
+models-alone figure is not.
 Host-bound runs (small CNN, small transformer, DCGAN and ResNet-50 at small batches) ran
 up to twice as fast on these machines' hosts as in `../shared/truth`, and 15-30% faster
-on the H200's machine than on the H100's, so their wall figures differ most: the host
-model's per-op cost is one figure for every machine. DCGAN's peaks in `../shared/truth`
+on the H200's machine than on the H100's of 2026-11-27, so their wall figures differ
+most: the host model's per-op cost is one figure for every machine. The H100 recording of
+2026-11-28 issued them from 47% faster to 80% slower than that of 2026-11-27, run by run
+(the transformer at batch 16 in 37 ms against 58, ResNet-50 at batch 8 in 35 against 20):
+no one host speed, so its wall MAPE rose where its kernel MAPE fell. Its machine's
+calibration timed one op's host cost within 3% of the other machine's (`op_us` 11.3
+against 11.0 µs), so that micro-benchmark does not tell a host-bound iteration's speed. DCGAN's peaks in `../shared/truth`
 are not its own: recorded after other samples in one process, they count the 64 MiB of
 cuBLAS workspaces those left allocated (DCGAN runs no GEMM) and 8 MiB more: 264 MiB at
 batch 32 against 192 MiB when DCGAN ran first (bench/truth/data/h100/memory_peak.json);
@@ -134,7 +144,8 @@ RECORDED
 
 How far the H100 recorded here is from `../shared/truth`'s H100, run for run
 (`bench/truth/repeatability.py`): the same GPU model, torch and samples on another
-machine. GPU time repeats to within 1%; wall time of host-bound runs does not (the
+machine. GPU time repeats to within 1% where both files measure it alike (GNMT is busy
+time here, the kernel sum there: 3.0% with it); wall time of host-bound runs does not (the
 host's speed and run-to-run noise), so no predictor, wavecast included, can score much
 better against one file's wall times than the other file does. A predicted wall time is
 for a typical host: the figures against `../shared/truth` above are to be read against
@@ -313,6 +324,32 @@ both dtypes; GNMT b256's FP32 wall error went from 18% to 15% on the H100 and fr
 18% on the H200. Its FP32 kernel error grew (8% to 10%): its remaining gap is its LSTMs,
 whose kernels the truth sums though cuDNN overlaps them (the sum is 25-30% over the
 GPU-bound wall time; record.py now records the GPU's busy time beside the sum).
+
+### cuDNN's RNNs: their kernels overlap
+
+From the H100 recording of 2026-11-28 (bench/truth/data/h100, `busy_us`), GNMT's four LSTM
+ops per iteration: their kernel sum, the time the GPU was busy with them (the busy time
+less the other ops' kernels, which run on the default stream alone) and wavecast's
+prediction, in ms.
+
+| run | precision | kernel sum | busy | predicted | predicted / busy |
+|---|---|---|---|---|---|
+| gnmt b16 | TF32 | 17.3 | 13.7 | 12.1 | 0.88 |
+| gnmt b64 | TF32 | 29.0 | 18.5 | 22.2 | 1.20 |
+| gnmt b256 | TF32 | 66.0 | 34.4 | 50.3 | 1.46 |
+| gnmt b16 | fp16 (autocast) | 7.2 | 7.1 | 6.1 | 0.87 |
+| gnmt b64 | fp16 (autocast) | 10.6 | 9.5 | 11.2 | 1.18 |
+| gnmt b256 | fp16 (autocast) | 26.7 | 14.7 | 25.1 | 1.71 |
+
+cuDNN runs a stacked layer's layers as a wavefront and a bidirectional layer's directions
+side by side, on streams of its own: the kernel sum counts that time twice, by 1.26-1.92x
+in TF32 and 1.01-1.82x in fp16, more as the batch grows and the host stops being what
+the GPU waits for (GNMT b16 issues its iteration in 27-38 ms, longer than its GPU time).
+The RNN formula prices every FLOP at one efficiency and no overlap, which the kernel sums
+had made look right (0.77 of them). The calibration suite now times cuDNN's LSTMs and
+GRUs as whole ops with CUDA events (GNMT's layers at 16, 64 and 256 and five others),
+which includes the overlap; on the next GPU those entries price GNMT where calibrated,
+and the grid is what a model of the overlap can be fitted on.
 
 ### Tiny kernels and cuBLAS's fixed time on CUDA cores
 

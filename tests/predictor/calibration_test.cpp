@@ -221,6 +221,69 @@ TEST(Calibration, ACalibratedGpuTakesTheMeasuredTimesOfExactlyTheMatchedOps) {
   EXPECT_NEAR(with.summaries[1].hostMs, (6 * 50.0 + 875.0) / 1000, 1e-12);
 }
 
+// A 2-layer LSTM (1024 -> 1024) over 50 steps, batch first, as a trace records the layer
+// and `wavecast calibrate` describes cuDNN's _cudnn_rnn (rnn.as_traced_layer).
+std::vector<std::vector<int64_t>> lstmShapes(int64_t batch) {
+  std::vector<std::vector<int64_t>> shapes{{batch, 50, 1024}, {2, batch, 1024}, {2, batch, 1024}};
+  for (int layer = 0; layer < 2; ++layer)
+    shapes.insert(shapes.end(), {{4096, 1024}, {4096, 1024}, {4096}, {4096}});
+  return shapes;
+}
+
+std::map<std::string, ArgValue> lstmArgs(int64_t batch) {
+  return {{"mode", int64_t{2}},
+          {"input_size", int64_t{1024}},
+          {"hidden_size", int64_t{1024}},
+          {"proj_size", int64_t{0}},
+          {"num_layers", int64_t{2}},
+          {"bidirectional", false},
+          {"batch_first", true},
+          {"seq_len", int64_t{50}},
+          {"batch", batch},
+          {"packed", false},
+          {"dropout", 0.2},
+          {"train", true},
+          {"bias", true}};
+}
+
+TEST(Calibration, ARecurrentLayerTakesTheTimeOfItsCudnnOpAsMeasured) {
+  json entry = {{"name", "aten::lstm"},     {"phase", "forward"},  {"inputs", json::array()},
+                {"outputs", json::array()}, {"precision", "tf32"}, {"tf32", true},
+                {"median_ms", 2.5},         {"repeats", 10}};
+  for (const auto& shape : lstmShapes(64))
+    entry["inputs"].push_back(tensorJson(shape, "float32"));
+  entry["args"] = json::object();
+  for (const auto& [key, value] : lstmArgs(64))
+    std::visit([&, key = key](const auto& v) { entry["args"][key] = v; }, value);
+  auto doc = h100Calibration();
+  doc["entries"] = {entry};
+
+  Trace trace;
+  trace.batchSize = 64;
+  for (const int64_t batch : {64, 32}) {
+    OpRecord op;
+    op.id = static_cast<int64_t>(trace.ops.size());
+    op.name = "aten::lstm";
+    op.loc = {"/p/model.py", 20, "forward"};
+    for (const auto& shape : lstmShapes(batch))
+      op.inputs.push_back(TensorMeta{shape, ScalarType::Float32});
+    op.outputs = {TensorMeta{{batch, 50, 1024}, ScalarType::Float32}};
+    op.args = lstmArgs(batch);
+    trace.ops.push_back(op);
+  }
+  trace.precision = FloatPrecision{false, true, std::nullopt}; // cuDNN's TF32 on, as by default
+
+  const auto gpus = db().resolve({"H100"});
+  PredictorOptions options;
+  options.calibrations[gpus[0].id] =
+      std::make_shared<const CalibrationTable>(calibrationFromJson(doc, "h100"));
+  const Prediction prediction = Predictor(options).predict(trace, gpus);
+  EXPECT_EQ(prediction.ops[0][0].method, PredictionMethod::Calibrated);
+  EXPECT_DOUBLE_EQ(prediction.ops[0][0].timeMs, 2.5);
+  // Another batch is another layer's arguments: no entry stands for it.
+  EXPECT_NE(prediction.ops[0][1].method, PredictionMethod::Calibrated);
+}
+
 TEST(Calibration, TheFirstOfEqualEntriesWinsAndFarShapesAreNotScaled) {
   auto doc = h100Calibration();
   doc["entries"].push_back(mmEntry(1024, "bfloat16", false, 9.0)); // the same op again

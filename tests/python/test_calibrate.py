@@ -67,6 +67,12 @@ class CasesFileTest(unittest.TestCase):
         permutes = [c["params"]["dims"] for c in cases if c["params"].get("op") == "permute"]
         self.assertIn([0, 2, 1, 3], permutes, "a head split keeps the inner dimension")
         self.assertIn([0, 2, 3, 1], permutes, "k.transpose(-2, -1) reads across rows")
+        recurrent = [c["params"] for c in cases if c["kind"] == "rnn"]
+        self.assertEqual({p["mode"] for p in recurrent}, {"lstm", "gru"})
+        self.assertTrue(any(p["layers"] > 1 and p["dropout"] for p in recurrent), "a stacked layer")
+        self.assertTrue(any(p["bidirectional"] for p in recurrent))
+        self.assertTrue(all("fp16" in c["precisions"] and "bf16" not in c["precisions"]
+                            for c in cases if c["kind"] == "rnn"), "autocast runs cuDNN's RNNs in float16")
         self.assertTrue(any(c["quick"] for c in cases) and not all(c["quick"] for c in cases))
 
 
@@ -225,6 +231,62 @@ class FakeSuiteTest(unittest.TestCase):
         name = "aten::native_batch_norm_backward"
         self.assertEqual(describe_call(func, name, traced_args, traced_kwargs),
                          describe_call(func, name, args, kwargs))
+
+    def test_cudnn_rnn_ops_are_recorded_as_a_trace_records_the_layer(self):
+        # On a GPU a recurrent layer reaches _cudnn_rnn forward and _cudnn_rnn_backward; a
+        # trace records aten::<kind> (input, states, weights) and the backward with the
+        # outputs' gradients. The entries must be the trace's ops, or no prediction finds them.
+        from wavecast_tracer import rnn
+        from wavecast_tracer.project import Project
+        from wavecast_tracer.recorder import TraceState
+
+        torch.manual_seed(0)
+        layers = [(torch.nn.LSTM(5, 7, num_layers=2, dropout=0.2, proj_size=3), [6, 2, 5]),
+                  (torch.nn.GRU(5, 4, num_layers=2, bidirectional=True, batch_first=True), [2, 6, 5])]
+        for layer, shape in layers:
+            with self.subTest(layer=type(layer).__name__):
+                x = torch.randn(*shape, requires_grad=True)
+                state = TraceState(Project(__file__), lambda message: None)
+                with rnn.fuse_recurrent_layers(state, compute_values=True):
+                    out = layer(x)[0]
+                    out.backward(torch.ones(out.shape))  # contiguous, as the suite's and a layer's above
+                forward, backward = state.ops[-2], state.ops[-1]
+
+                lstm = isinstance(layer, torch.nn.LSTM)
+                directions = 2 if layer.bidirectional else 1
+                batch = shape[0] if layer.batch_first else shape[1]
+                states = layer.num_layers * directions, batch
+                hx = torch.zeros(*states, layer.proj_size or layer.hidden_size)
+                cx = torch.zeros(*states, layer.hidden_size) if lstm else None
+                settings = (2 if lstm else 3, layer.hidden_size, layer.proj_size, layer.num_layers,
+                            layer.batch_first, layer.dropout, True, layer.bidirectional, [])
+                stride = len(layer._flat_weights) // (layer.num_layers * directions)
+                output = torch.randn(*shape[:2], directions * (layer.proj_size or layer.hidden_size))
+                dispatched = (x, layer._flat_weights, stride, None, hx, cx) + settings + (None,)
+                name, inputs, outputs, args = rnn.as_traced_layer(
+                    "aten::_cudnn_rnn", dispatched, (output, hx, cx, torch.empty(0), torch.empty(0)))
+                self.assertEqual((name, inputs, args), (forward["name"], forward["inputs"], forward["args"]))
+                # Outputs are no part of an entry's key: their shapes only (the CPU's
+                # decomposed batch-first layer returns transposed views).
+                self.assertEqual([list(t.shape) for t in outputs], [o["shape"] for o in forward["outputs"]])
+
+                grad_output = torch.ones_like(output)
+                dispatched = ((x, layer._flat_weights, stride, torch.empty(0), hx, cx, output, grad_output,
+                               None, None) + settings + (None, torch.empty(0), [True, False, False, True]))
+                weight_grads = [torch.zeros_like(w) for w in layer._flat_weights]
+                name, inputs, outputs, args = rnn.as_traced_layer(
+                    "aten::_cudnn_rnn_backward", dispatched, (torch.zeros_like(x), None, None, weight_grads))
+                self.assertEqual((name, inputs, args), (backward["name"], backward["inputs"], backward["args"]))
+                self.assertEqual([list(t.shape) for t in outputs], [o["shape"] for o in backward["outputs"]])
+        self.assertIsNone(rnn.as_traced_layer("aten::addmm", (), None))
+
+    def test_a_recurrent_layer_needs_cudnn(self):
+        # The fake timer's meta tensors would split the layer into per-step ops.
+        case = next(c for c in case_defs.load_cases() if c["kind"] == "rnn")
+        suite, doc = run_suite([case])
+        self.assertEqual(doc["entries"], [])
+        self.assertEqual({s["precision"] for s in doc["skipped"]}, set(case["precisions"]))
+        self.assertIn("cuDNN", doc["skipped"][0]["reason"])
 
     def test_transient_bytes_are_each_entrys_largest(self):
         # A timer that sees workspaces: each op holds 300 bytes while it runs in the first

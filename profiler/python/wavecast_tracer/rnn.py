@@ -93,25 +93,71 @@ class _RecurrentCall:
     def args(self):
         hidden = int(self.hx[-1].shape[-1])  # LSTM: c's size; the others: h's
         out_size = int(self.hx[0].shape[-1])
-        if self.batch_sizes is None:
-            seq_len = int(self.input.shape[1 if self.batch_first else 0])
-        else:
-            seq_len = int(self.batch_sizes.shape[0])  # one entry per time step
-        return {
-            "mode": CUDNN_MODES[self.kind],
-            "input_size": int(self.input.shape[-1]),
-            "hidden_size": hidden,
-            "proj_size": out_size if out_size != hidden else 0,
-            "num_layers": int(self.num_layers),
-            "bidirectional": bool(self.bidirectional),
-            "batch_first": bool(self.batch_first),
-            "seq_len": seq_len,
-            "batch": int(self.hx[0].shape[1]),
-            "packed": self.batch_sizes is not None,
-            "dropout": float(self.dropout),
-            "train": bool(self.train),
-            "bias": bool(self.has_biases),
-        }
+        steps = None if self.batch_sizes is None else int(self.batch_sizes.shape[0])
+        return _layer_args(CUDNN_MODES[self.kind], self.input, self.hx[0], hidden,
+                           out_size if out_size != hidden else 0, self.num_layers,
+                           self.bidirectional, self.batch_first, steps, self.dropout, self.train,
+                           self.has_biases)
+
+
+def _layer_args(mode, input, hx, hidden_size, proj_size, num_layers, bidirectional, batch_first,
+                packed_steps, dropout, train, bias):
+    """A recurrent layer's arguments as its trace op records them (the predictor's RNN
+    formulas read them); `packed_steps`: a packed sequence's time steps, else None."""
+    if packed_steps is None:
+        seq_len = int(input.shape[1 if batch_first else 0])
+    else:
+        seq_len = packed_steps  # one batch size per time step
+    return {
+        "mode": int(mode),
+        "input_size": int(input.shape[-1]),
+        "hidden_size": int(hidden_size),
+        "proj_size": int(proj_size),
+        "num_layers": int(num_layers),
+        "bidirectional": bool(bidirectional),
+        "batch_first": bool(batch_first),
+        "seq_len": seq_len,
+        "batch": int(hx.shape[1]),
+        "packed": packed_steps is not None,
+        "dropout": float(dropout),
+        "train": bool(train),
+        "bias": bool(bias),
+    }
+
+
+def as_traced_layer(name, args, out):
+    """A dispatched cuDNN RNN op, what a recurrent layer runs on an NVIDIA GPU, as a trace
+    records the layer: (name, inputs, outputs, args), or None for any other op. The
+    calibration times `_cudnn_rnn` and `_cudnn_rnn_backward`; a trace has `aten::<kind>`
+    (input, states, weights) forward and `_cudnn_rnn_backward` (the same, then the
+    outputs' gradients) backward, so its entries must be described as those.
+    `_cudnn_rnn(input, weight[], weight_stride0, weight_buf, hx, cx, mode, hidden_size,
+    proj_size, num_layers, batch_first, dropout, train, bidirectional, batch_sizes, ...)`;
+    the backward has `output, grad_output, grad_hy, grad_cy` after `cx`."""
+    if name == "aten::_cudnn_rnn":
+        input, weights, stride, _, hx, cx = args[:6]
+        settings = args[6:15]
+        grads_out = []
+    elif name == BACKWARD_NAME:
+        input, weights, stride, _, hx, cx, _, grad_output, grad_hy, grad_cy = args[:10]
+        settings = args[10:19]
+        grads_out = [grad_output, grad_hy] + ([grad_cy] if cx is not None else [])
+    else:
+        return None
+    mode, hidden, proj, layers, batch_first, dropout, train, bidirectional, batch_sizes = settings
+    states = [hx] if cx is None else [hx, cx]
+    # Per layer and direction: w_ih, w_hh, then b_ih, b_hh with biases, then w_hr with a projection.
+    bias = int(stride) - (1 if proj else 0) == 4
+    op_args = _layer_args(mode, input, hx, hidden, proj, layers, bidirectional, batch_first,
+                          len(batch_sizes) if batch_sizes else None, dropout, train, bias)
+    inputs = [tensor_meta(t) for t in (input, *states, *weights)]
+    if name == BACKWARD_NAME:
+        inputs += [tensor_meta(g) if g is not None else None for g in grads_out]
+        d_input, d_hx, d_cx, d_weights = out
+        outputs = [g for g in (d_input, d_hx, d_cx, *d_weights) if g is not None]
+        return name, inputs, outputs, op_args
+    kind = next(k for k, m in CUDNN_MODES.items() if m == mode)
+    return f"aten::{kind}", inputs, list(out[:len(states) + 1]), op_args
 
 
 class _FusedRecurrent(torch.autograd.Function):

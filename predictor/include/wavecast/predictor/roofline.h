@@ -23,7 +23,8 @@ struct RooflineOptions {
   // torch 2.11; the first layers, priced apart since they run other kernels, left out):
   // fp16/bf16 at 0.25 of their peak (the conv family at 0.96 and 1.01 of its real time),
   // TF32 convolutions at 0.28 of theirs (0.25 had them at 1.10 and 1.20). GNMT's TF32
-  // LSTMs are slower than that already (0.77 of their real time at 0.25) and keep 0.25.
+  // LSTMs keep 0.25: at 0.77 of their kernel sum, but 0.88-1.46 of the time the GPU was
+  // busy with them, since cuDNN overlaps their kernels on its own streams (docs/accuracy.md).
   // One value per dtype for every GPU and shape.
   double cudnnTensorCoreEfficiency = 0.25;
   double cudnnTf32ConvEfficiency = 0.28;

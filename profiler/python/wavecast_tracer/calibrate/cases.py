@@ -211,6 +211,22 @@ def _ctc_loss(p, dtype, device, grad):
     return (lambda: F.ctc_loss(log_probs, targets, input_lengths, target_lengths)), [log_probs]
 
 
+def _recurrent(p, dtype, device, grad):
+    """A recurrent layer (nn.LSTM, nn.GRU) over a whole sequence. On an NVIDIA GPU it runs
+    as one cuDNN op forward and one backward, whose kernels run on several streams at once
+    (layers as a wavefront, directions side by side): what its elapsed time holds and a
+    kernel sum does not. Elsewhere torch splits it into per-step ops no trace records."""
+    if torch.device(device).type != "cuda" or torch.version.hip:
+        raise CaseError("a recurrent layer runs as one op only on cuDNN (an NVIDIA GPU)")
+    layer_type = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU}[p["mode"]]
+    layer = layer_type(p["input"], p["hidden"], num_layers=p["layers"], bidirectional=p["bidirectional"],
+                       batch_first=p["batch_first"], dropout=p.get("dropout", 0.0))
+    layer = layer.to(device=device, dtype=dtype)
+    steps_and_batch = [p["batch"], p["steps"]] if p["batch_first"] else [p["steps"], p["batch"]]
+    x = _tensor(steps_and_batch + [p["input"]], dtype, device, grad)
+    return (lambda: layer(x)[0]), [x, *layer.parameters()]
+
+
 _ELEMENTWISE = {
     "add": lambda x, y: x + y,
     "mul": lambda x, y: x * y,
@@ -290,7 +306,7 @@ _WITH_GRAD = {
     "layer_norm": _norm("layer_norm"), "rms_norm": _norm("rms_norm"),
     "softmax": _softmax(False), "log_softmax": _softmax(True),
     "cross_entropy": _cross_entropy, "ctc_loss": _ctc_loss, "elementwise": _elementwise, "reduction": _reduction,
-    "embedding": _embedding,
+    "embedding": _embedding, "rnn": _recurrent,
 }
 _NO_GRAD = {"cast": _cast, "copy": _copy, "optimizer": _optimizer}
 KINDS = frozenset(_WITH_GRAD) | frozenset(_NO_GRAD)

@@ -16,7 +16,7 @@ import time
 
 import torch
 
-from .. import compat
+from .. import compat, rnn
 from ..op_description import METADATA_OPS, describe_call, tensor_meta
 from ..values import flatten_tensors
 from . import cases as case_defs
@@ -54,11 +54,15 @@ class OpTimingMode(compat.TorchDispatchMode):
         # a GPU that waits for it must not count the wait as the op's.
         token = self.timer.stop(token)
         self.transient.append(self.timer.transient_bytes(mark))
-        traced_func, traced_args, traced_kwargs, traced_out = as_shape_traced(func, args, kwargs, out)
-        name = compat.op_name(traced_func)
-        inputs, op_args = describe_call(traced_func, name, traced_args, traced_kwargs)
+        layer = rnn.as_traced_layer(name, args, out)
+        if layer is not None:
+            name, inputs, outputs, op_args = layer
+        else:
+            traced_func, traced_args, traced_kwargs, outputs = as_shape_traced(func, args, kwargs, out)
+            name = compat.op_name(traced_func)
+            inputs, op_args = describe_call(traced_func, name, traced_args, traced_kwargs)
         call = {"name": name, "phase": self.phase, "inputs": inputs,
-                "outputs": [tensor_meta(t) for t in flatten_tensors(traced_out)], "args": op_args}
+                "outputs": [tensor_meta(t) for t in flatten_tensors(outputs)], "args": op_args}
         self.tokens.append(token)
         self.calls.append(call)
         return out
