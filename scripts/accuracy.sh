@@ -351,6 +351,32 @@ GRUs as whole ops with CUDA events (GNMT's layers at 16, 64 and 256 and five oth
 which includes the overlap; on the next GPU those entries price GNMT where calibrated,
 and the grid is what a model of the overlap can be fitted on.
 
+### 1x1 convolutions on odd maps
+
+From the same recording, every convolution of ResNet-50, Inception-v3, the small CNN and
+DCGAN (the first layers, priced apart, left out), predicted with the models alone
+(`--no-calibration`) against its kernel time, median of predicted / real by the input's
+H x W (ad hoc; the H200 recording gives the same within 0.1):
+
+| 1x1 convolutions | H x W | bf16 | TF32 |
+|---|---|---|---|
+| Inception, aux head | 25 | 0.23 | 0.27 |
+| Inception | 289 (17x17) | 0.45 | 0.57 |
+| Inception | 1,225 (35x35) | 0.29 | 0.59 |
+| Inception | 5,329 (73x73) | 0.34 | 0.68 |
+| ResNet-50 | 49, 196 | 0.69-0.83 | 1.05-1.08 |
+| ResNet-50, Inception | 64, 784, 3,136 | 0.94-2.29 | 0.91-1.11 |
+
+The 3x3 convolutions on the same odd maps are at 0.95-1.18. Inception's slow ones take as
+long in bf16 as in TF32 (185 against 159 µs for 288 to 64 channels on 35x35 at batch 32),
+so tensor-core throughput is not what bounds them: cuDNN runs a 1x1 convolution on NCHW
+as a GEMM over H x W, the contiguous dimension, and an odd H x W may select kernels that
+load element by element, as cuBLAS's `align1` ones do. ResNet's 7x7 and 14x14 maps,
+unaligned too, are not slow, so alignment alone is not the rule, and two samples' ops
+cannot tell it from the channel counts. The calibration suite now has the controlled cases
+(the same 1x1 on 32, 35 and 36; 16 and 17; 14 and 15; 72 and 73, few and many channels)
+that the next GPU's calibration settles it with.
+
 ### Tiny kernels and cuBLAS's fixed time on CUDA cores
 
 From runs of `bench/truth/compare.py` on bench/truth/data and ../shared/truth, before
