@@ -166,10 +166,10 @@ TEST(Roofline, NarrowConvolutionsRunAtTheirOwnRatesInEveryDtype) {
   conv.tf32 = false;
   conv.dtype = ScalarType::BFloat16;
   EXPECT_NEAR(rooflineTime(conv, device, RooflineOptions()).computeMs, expected, 1e-12);
-  // The weight gradient over the same positions: 26 us, 36 cycles a position, 55%.
+  // The weight gradient over the same positions: 28 us, 36 cycles a position, 57%.
   conv.narrowConvs = {{NarrowConvKernel::WeightGradient, 1e6, 1e9}};
   EXPECT_NEAR(rooflineTime(conv, device, RooflineOptions()).computeMs,
-              26e-3 + 1e6 * 36 / 1e11 * 1e3 + 2e9 / (20e12 * 0.55) * 1e3, 1e-12);
+              28e-3 + 1e6 * 36 / 1e11 * 1e3 + 2e9 / (20e12 * 0.57) * 1e3, 1e-12);
 }
 
 DeviceSpec withComputeCapability(int major, int minor) {
