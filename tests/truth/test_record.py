@@ -43,5 +43,20 @@ class DeviceBusyTest(unittest.TestCase):
         self.assertEqual(busy, {"busy_us": 4, "streams": 1})
 
 
+class HostPerOpTest(unittest.TestCase):
+    def test_each_host_op_with_its_cpu_time_and_no_kernel_rows(self):
+        from torch.autograd import DeviceType
+
+        def average(key, cpu_us, count, device=DeviceType.CPU):
+            return SimpleNamespace(key=key, self_cpu_time_total=cpu_us, count=count, device_type=device)
+
+        averages = [average("aten::mm", 120.4567, 12), average("aten::view", 0, 40),
+                    average("autograd::engine::evaluate_function: MmBackward0", 80, 12),
+                    average("ampere_sgemm_128x64_nn", 5, 12, DeviceType.CUDA)]
+        self.assertEqual(record.host_per_op(averages), {
+            "aten::mm": {"self_cpu_us": 120.457, "count": 12},
+            "autograd::engine::evaluate_function: MmBackward0": {"self_cpu_us": 80, "count": 12}})
+
+
 if __name__ == "__main__":
     unittest.main()
