@@ -43,6 +43,7 @@ CalibrationEntry entryFromJson(const json& j, size_t index, const std::string& p
   } catch (const TraceFormatError& e) {
     fail(path, e.what());
   }
+  entry.caseName = stringField(j, "case");
   entry.precision = stringField(j, "precision");
   if (const auto tf32 = j.find("tf32"); tf32 != j.end()) {
     if (!tf32->is_boolean())

@@ -1,16 +1,20 @@
 #include "cli_eval.h"
 
 #include "cli/command_line.h"
+#include "wavecast/eval/calibration_eval.h"
 #include "wavecast/eval/harness.h"
 #include "wavecast/eval/kernel_eval.h"
 #include "wavecast/eval/logo.h"
 #include "wavecast/eval/measured_gpus.h"
 #include "wavecast/learned/kernel_dataset.h"
 #include "wavecast/learned/learned_models.h"
+#include "wavecast/learned/learned_op_time_model.h"
 #include "wavecast/predictor/gpu_database.h"
+#include "wavecast/predictor/tensor_core_gemm.h"
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -23,12 +27,16 @@ CommandSpec evalSpec() {
   return {"eval",
           "LABEL_DIR [--gpu NAME...] [--json] [--markdown FILE]\n"
           "       wavecast eval --kernels [--gpu NAME...] [--origin NAME...] [--json]\n"
-          "       wavecast eval --logo [--markdown FILE] [--work DIR] [training options]",
+          "       wavecast eval --logo [--markdown FILE] [--work DIR] [training options]\n"
+          "       wavecast eval --calibration FILE [--rows] [--json] [--markdown FILE]",
           "Compares wavecast's predictions with real measurements (NeuSight's data).\n"
           "LABEL_DIR is NeuSight's labels/ folder or one GPU folder in it: every\n"
           "<model>-<mode>-<seq>-<batch>.csv row is mapped to wavecast's ops, predicted\n"
           "(forward, and backward for training labels), summed the way the label was\n"
-          "measured (layer rows x num_layer) and compared with the .json e2e latency.",
+          "measured (layer rows x num_layer) and compared with the .json e2e latency.\n"
+          "--calibration FILE predicts each op a 'wavecast calibrate' file measured with the\n"
+          "models alone, on the file's GPU, and compares it with its measured time by op\n"
+          "family and precision (FP32, TF32, bf16, fp16).",
           {{"gpu", "NAME", "only these GPUs (folders or GPU names: \"t4\", \"a100\"; repeatable)"},
            {"weights", "DIR", "learned weights (default data/weights)"},
            {"data", "DIR",
@@ -44,6 +52,12 @@ CommandSpec evalSpec() {
             "single-kernel accuracy on DATA/kernels; --origin adds the scaled mode (measured on "
             "the origin, predicted for --gpu)"},
            {"origin", "NAME", "origin GPU for --kernels (repeatable)"},
+           {"calibration", "FILE",
+            "the models alone against a calibration file's measured ops, by family and "
+            "precision"},
+           {"gemm-model", "FILE",
+            "the tensor-core GEMM model the predictor prices those GEMMs with (--calibration; "
+            "default data/tensor_core_gemm.json)"},
            {"logo", "",
             "leave-one-GPU-out: train on all but one GPU, evaluate it, for each labelled GPU"},
            {"work", "DIR", "where --logo keeps the fold weights (default build/logo-weights)"},
@@ -69,6 +83,36 @@ bool writeFile(const std::string& path, const std::string& text) {
   std::ofstream out(path);
   out << text;
   return bool(out);
+}
+
+// The predictor `wavecast predict` has for a GPU it holds no calibration of: the learned
+// models of `weights` (unless --roofline) and the tensor-core GEMM model.
+PredictorOptions modelsAlone(const std::string& weights, const std::string& gemmModel,
+                             bool roofline) {
+  PredictorOptions options;
+  std::error_code ec;
+  if (!gemmModel.empty() && std::filesystem::exists(gemmModel, ec))
+    options.roofline.tensorCoreGemm = TensorCoreGemmModel::fromFile(gemmModel);
+  if (!roofline)
+    options.opTimeModel = learned::LearnedOpTimeModel::open(weights);
+  return options;
+}
+
+int evalCalibration(const std::string& file, const std::string& gpuDatabase,
+                    const PredictorOptions& options, bool json, bool rows,
+                    const std::string& markdown) {
+  const Calibration calibration = loadCalibration(file);
+  const GpuDatabase database = GpuDatabase::fromFile(gpuDatabase);
+  const DeviceSpec* gpu = database.find(calibration.gpuName);
+  if (!gpu)
+    throw std::runtime_error(file + ": its GPU \"" + calibration.gpuName + "\" is not in " +
+                             gpuDatabase + "; add it (docs/gpus.md)");
+  const eval::CalibrationEvalReport report = eval::evaluateCalibration(calibration, *gpu, options);
+  const std::string text = eval::toMarkdown(report, rows);
+  if (!markdown.empty() && !writeFile(markdown, text))
+    throw std::runtime_error("cannot write " + markdown);
+  std::cout << (json ? eval::toJson(report).dump(1) + "\n" : text);
+  return 0;
 }
 
 } // namespace
@@ -102,10 +146,18 @@ int runEval(const std::vector<std::string>& words) {
   if (const auto seed = args.integerAtLeast("seed", 0))
     training.seed = uint64_t(*seed);
   training.ensembleSize = int(args.positiveInt("ensemble").value_or(training.ensembleSize));
-  if (!kernels && !logo && labelDir.empty())
-    throw UsageError("give LABEL_DIR, --kernels or --logo; run 'wavecast eval --help' for usage");
+  const std::string calibration = args.value("calibration").value_or("");
+  if (!kernels && !logo && labelDir.empty() && calibration.empty())
+    throw UsageError("give LABEL_DIR, --kernels, --logo or --calibration; run 'wavecast eval "
+                     "--help' for usage");
 
   try {
+    if (!calibration.empty())
+      return evalCalibration(
+          calibration, gpuDatabase,
+          modelsAlone(weights, args.value("gemm-model").value_or("data/tensor_core_gemm.json"),
+                      roofline),
+          json, rows, markdown);
     const GpuDatabase database = GpuDatabase::fromFile(gpuDatabase);
     const auto gpus = learned::loadSpecSheets(data, database);
     eval::MeasuredGpus measured;

@@ -91,6 +91,7 @@ Command evalCommand() {
     addDefault(words, "--data", neusightData(layout), true);
     addDefault(words, "--weights", fs::path(layout.dataDir) / "weights", false);
     addDefault(words, "--gpus", layout.gpuDatabasePath(), false);
+    addDefault(words, "--gemm-model", layout.tensorCoreGemmPath(), true);
     return runLearn(layout, "eval", words);
   };
   return command;

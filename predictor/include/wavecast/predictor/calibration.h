@@ -27,6 +27,7 @@ public:
 // One measured op: the op as a trace records it, the precision it ran in, its time.
 struct CalibrationEntry {
   OpRecord op;           // name, phase, inputs, outputs, args
+  std::string caseName;  // the suite's case that ran it ("linear 8192x768 -> 768")
   std::string precision; // "fp32", "tf32", "bf16", "fp16": the case's, for people
   bool tf32 = false;     // float32 matrix math ran on TF32 tensor cores
   double medianMs = 0;
