@@ -166,12 +166,16 @@ that one op on the file's GPU, without the file, and compares it with the op's m
 time by family and precision: the models' error op by op in TF32, bf16 and fp16 too,
 which NeuSight's FP32 kernels cannot give. An iteration's errors partly cancel; an op's do
 not, so these are larger than the iteration figures above. Fused attention in bf16 and
-fp16 stands out at 0.36 of its measured time: the roofline prices it at 0.75 of the dense
-tensor-core peak, where the H100's and H200's kernels reach 0.09-0.18 (memory-efficient),
-0.18-0.35 (flash) and 0.30-0.65 (cuDNN) at 512-2,048 tokens, about twice as much at head
-size 128 as at 64 (the softmax's exponentials, per score, weigh more against a shorter
-dot product). The samples do not show it: GPT-2's attention is written out, and the
-transformers' 50-64 tokens are priced by the kernels' per-wave latency.
+fp16 stood out at 0.36 of its measured time (median error 59%): the roofline priced it at
+0.75 of the dense tensor-core peak, where the H100's and H200's kernels reach 0.09-0.18
+(memory-efficient), 0.18-0.35 (flash) and 0.30-0.65 (cuDNN) at 512-2,048 tokens, about
+twice as much at head size 128 as at 64 (the softmax's exponentials, per score, weigh more
+against a shorter dot product). Priced now by its matmuls' share of the peak and cycles
+per score (docs/predictor.md, fitted on the H100's file by `bench/truth/fit_attention.py`),
+it is at 1.03 (median 13.6%) on the H100 and 1.05 (12.8%) on the H200, not fitted on. The
+samples did not show it and their figures above did not move: GPT-2's attention is
+written out, and the transformers' 50-64 tokens are priced by the kernels' per-wave
+latency.
 
 OPS
   for gpu in nvidia-h100-80gb-hbm3 nvidia-h200; do

@@ -442,6 +442,8 @@ OpCost attention(const OpRecord& op, const std::string& stem) {
     cost.attention.keys = s;
     cost.attention.allScoresFlops =
         flopsOf(forwardMatmuls / causalShare, softmaxFlops / causalShare);
+    cost.attention.matmulFlops = backward ? 2.5 * forwardMatmuls : forwardMatmuls;
+    cost.attention.scoresComputed = batch * l * s * causalShare;
   }
   return cost;
 }

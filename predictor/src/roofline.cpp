@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <optional>
 
 namespace wavecast {
 namespace {
@@ -93,6 +94,50 @@ double fusedAttentionLatencyMs(const AttentionWork& work, const DeviceSpec& gpu)
   const double waves = std::ceil(blocks / (std::max(1, gpu.smCount) * kAttentionBlocksPerSm));
   const double cycles = work.backward ? kernel.backwardCyclesPerWave : kernel.forwardCyclesPerWave;
   return waves * cycles / (gpu.boostClockMHz * 1e6) * 1e3;
+}
+
+// Fused attention on Hopper's tensor cores (bf16 and fp16): its matmuls at a share of the
+// dense peak, plus SM cycles per score computed for the softmax's exponentials and
+// rescaling, which cost the same whatever the head size (a head of 64 runs at about half
+// the FLOP rate of a head of 128). Fitted by bench/truth/fit_attention.py to the H100's
+// calibration (flash, memory-efficient and cuDNN at 512-2,048 tokens, heads of 64 and 128):
+// median error 9-16% per op there and 11-14% on the H200's, where the dense-peak pricing
+// had them at 0.36 of their time. cuDNN's share is cuBLAS's (data/tensor_core_gemm.json):
+// its time is the scores'. Torch's flash and memory-efficient kernels issue mma.sync,
+// which reaches part of sm90's peak only; other architectures keep the roofline's matrix
+// efficiency (FlashAttention-2 reached 0.72 of an A100's).
+struct FusedAttentionRate {
+  double peakShare;
+  double cyclesPerScore;
+};
+struct FusedAttentionRates {
+  FusedAttentionRate forward, backward;
+};
+constexpr FusedAttentionRates kHopperFlashAttention{{0.63, 0.2}, {0.53, 0.72}};
+constexpr FusedAttentionRates kHopperEfficientAttention{{0.37, 0.43}, {0.21, 1.04}};
+constexpr FusedAttentionRates kHopperCudnnAttention{{0.72, 0.09}, {0.72, 0.37}};
+
+std::optional<FusedAttentionRate> fusedAttentionRate(const OpCost& cost, const DeviceSpec& gpu) {
+  const bool halfPrecision =
+      cost.dtype == ScalarType::BFloat16 || cost.dtype == ScalarType::Float16;
+  if (!halfPrecision || gpu.computeCapabilityMajor != 9)
+    return std::nullopt;
+  const AttentionWork& work = cost.attention;
+  const FusedAttentionRates* rates = nullptr;
+  switch (work.backend) {
+  case AttentionBackend::Flash:
+    rates = &kHopperFlashAttention;
+    break;
+  case AttentionBackend::Efficient:
+    rates = &kHopperEfficientAttention;
+    break;
+  case AttentionBackend::Cudnn:
+    rates = &kHopperCudnnAttention;
+    break;
+  default:
+    return std::nullopt;
+  }
+  return work.backward ? rates->backward : rates->forward;
 }
 
 // cuDNN's kernels for convolutions on fewer than 8 channels per filter tap (NarrowConvWork):
@@ -262,6 +307,12 @@ RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
   t.waveEfficiency = computeEfficiency;
   if (!cost.narrowConvs.empty() && gpu.boostClockMHz > 0 && gpu.fp32Tflops > 0)
     t.computeMs = narrowConvMs(cost.narrowConvs, gpu);
+  else if (const auto rate = fusedAttentionRate(cost, gpu);
+           rate && peakTflops(gpu, cost) > 0 && gpu.boostClockMHz > 0)
+    t.computeMs =
+        cost.attention.matmulFlops / (peakTflops(gpu, cost) * 1e12 * rate->peakShare) * 1e3 +
+        cost.attention.scoresComputed * rate->cyclesPerScore / (sms * gpu.boostClockMHz * 1e6) *
+            1e3;
   else
     t.computeMs = peak > 0 ? cost.flops / (peak * computeEfficiency) * 1e3 : 0;
   if (cost.smCycles > 0 && gpu.boostClockMHz > 0)

@@ -211,6 +211,39 @@ TEST(Roofline, EachGpuRunsTheAttentionKernelItHas) {
             AttentionBackend::None);
 }
 
+TEST(Roofline, FusedAttentionOnHopperTakesItsMatmulsShareAndCyclesPerScore) {
+  // bf16 on an sm90 GPU: the matmuls at each backend's share of the dense peak plus SM
+  // cycles per score computed (bench/truth/fit_attention.py); long enough that the
+  // per-wave latency is shorter.
+  DeviceSpec hopper = withComputeCapability(9, 0);
+  hopper.boostClockMHz = 2000;
+  OpCost flash = flashForward(ScalarType::BFloat16);
+  flash.attention.matmulFlops = 1e11;
+  flash.attention.scoresComputed = 16.0 * 1024 * 1024;
+  const RooflineOptions options;
+  const double cycles = 100 * 2000e6; // the test GPU's SMs at its clock
+  EXPECT_NEAR(rooflineTime(flash, hopper, options).computeMs,
+              (1e11 / (300e12 * 0.63) + flash.attention.scoresComputed * 0.2 / cycles) * 1e3,
+              1e-12);
+  OpCost backward = flash;
+  backward.attention.backward = true;
+  backward.attention.matmulFlops = 2.5e11;
+  EXPECT_NEAR(rooflineTime(backward, hopper, options).computeMs,
+              (2.5e11 / (300e12 * 0.53) + flash.attention.scoresComputed * 0.72 / cycles) * 1e3,
+              1e-12);
+  OpCost cudnn = flash;
+  cudnn.attention.backend = AttentionBackend::Cudnn;
+  EXPECT_NEAR(rooflineTime(cudnn, hopper, options).computeMs,
+              (1e11 / (300e12 * 0.72) + flash.attention.scoresComputed * 0.09 / cycles) * 1e3,
+              1e-12);
+  // Another architecture, or float32 on CUDA cores: the matrix efficiency of the rest.
+  DeviceSpec ampere = withComputeCapability(8, 0);
+  ampere.boostClockMHz = 2000;
+  const double ampereMs = rooflineTime(flash, ampere, options).computeMs;
+  EXPECT_LT(ampereMs, 1e11 / (300e12 * 0.63) * 1e3);
+  EXPECT_GE(ampereMs, 1e11 / (300e12 * options.matrixEfficiency) * 1e3);
+}
+
 TEST(Roofline, TheMathDecompositionWritesAndRereadsTheScores) {
   const OpCost flash = flashForward(ScalarType::BFloat16);
   const OpCost math = asRunOn(flash, withComputeCapability(7, 5));

@@ -10,6 +10,7 @@ import unittest
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "bench", "truth"))
 import fit_batch_norm  # noqa: E402
+import fit_attention  # noqa: E402
 import fit_broadcast  # noqa: E402
 import fit_embedding_backward  # noqa: E402
 import fit_layer_norm  # noqa: E402
@@ -70,6 +71,21 @@ class NarrowConvolution(unittest.TestCase):
             self.assertGreater(len(rows), 15, kernel)
             cycles, share, fixed_us = fit_narrow_conv.fit(gpu, rows)
             self.assertEqual([fixed_us, cycles, share], constant(name, "roofline.cpp"), name)
+
+
+class FusedAttention(unittest.TestCase):
+    def test_the_fit_on_the_h100s_calibration_gives_the_shipped_rates(self):
+        calibration = os.path.join(ROOT, "data", "calibration", "nvidia-h100-80gb-hbm3.json") + ":H100-SXM"
+        [(_, gpu, table)] = per_shape_fit.truth_files("", [calibration], fit_attention.rows_of)
+        for backend, name in (("flash", "kHopperFlashAttention"), ("efficient", "kHopperEfficientAttention"),
+                              ("cudnn", "kHopperCudnnAttention")):
+            fitted = []
+            for backward in (False, True):
+                rows = [r for r in table if r[0] == backend and r[1] == backward
+                        and r[6] >= fit_attention.MIN_TOKENS]
+                self.assertGreaterEqual(len(rows), 8, name)
+                fitted += list(fit_attention.fit(gpu, rows))
+            self.assertEqual(fitted, constant(name, "roofline.cpp"), name)
 
 
 if __name__ == "__main__":

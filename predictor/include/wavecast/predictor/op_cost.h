@@ -70,8 +70,12 @@ struct AttentionWork {
   AttentionBackend backend = AttentionBackend::None; // None: not an SDPA kernel
   bool backward = false;
   bool dropout = false;
-  double scores = 0;            // batch x heads x L x S
-  double allScoresFlops = 0;    // FLOPs with every score computed (no causal block skipped)
+  double scores = 0;         // batch x heads x L x S
+  double allScoresFlops = 0; // FLOPs with every score computed (no causal block skipped)
+  // What the kernel computes, the blocks a causal mask hides skipped: its matmuls' FLOPs
+  // (backward: 2.5x forward's) and its scores.
+  double matmulFlops = 0;
+  double scoresComputed = 0;
   double batchHeads = 0;        // batch x heads
   double queries = 0, keys = 0; // L and S
 };
