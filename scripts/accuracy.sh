@@ -175,7 +175,11 @@ per score (docs/predictor.md, fitted on the H100's file by `bench/truth/fit_atte
 it is at 1.03 (median 13.6%) on the H100 and 1.05 (12.8%) on the H200, not fitted on. The
 samples did not show it and their figures above did not move: GPT-2's attention is
 written out, and the transformers' 50-64 tokens are priced by the kernels' per-wave
-latency.
+latency. GEMMs with an odd leading dimension run cuBLAS's element-by-element (align1)
+kernels in TF32 as in 16 bits; counted as those kernels compute (whole 128 x 128 tiles,
+each with the tile prologue) at the H100 calibration's median rate for sm90, TF32 GEMMs
+went from 0.61 to 0.93 of their measured time and bf16 from 1.30 to 1.12 (docs/predictor.md,
+"Odd leading dimensions").
 
 OPS
   for gpu in nvidia-h100-80gb-hbm3 nvidia-h200; do

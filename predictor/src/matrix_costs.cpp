@@ -262,6 +262,7 @@ OpCost gemm(const OpRecord& op, const std::string& stem) {
     g.k = dim(a, -1);
     g.n = dim(b, 0);
     g.leadingDimAlignmentBytes = operandAlignmentBytes(a, b, g.n);
+    g.elementBytes = a ? a->elementSize() : g.elementBytes;
   } else if (stem == "mv" || stem == "addmv") {
     g.m = dim(a, 0);
     g.k = dim(a, 1);
@@ -283,11 +284,12 @@ OpCost gemm(const OpRecord& op, const std::string& stem) {
     if (stem == "addbmm")
       g.batch = dim(a, 0);
     g.leadingDimAlignmentBytes = operandAlignmentBytes(a, b, g.n);
+    g.elementBytes = a ? a->elementSize() : g.elementBytes;
   }
   // cuBLAS cuts K into slices when the output tiles cannot fill the GPU.
   g.splitK = true;
   cost.gemm = g;
-  if (g.leadingDimAlignmentBytes <= 2)
+  if (g.loadsElementByElement())
     cost.note = CostNote::OddLeadingDimension;
   cost.flops = 2 * g.batch * g.m * g.n * g.k;
   if (hasBias || (stem == "linear" && op.input(2)))
@@ -345,6 +347,7 @@ OpCost groupedGemm(const OpRecord& op, const std::string& stem) {
   g.k = a2d && b2d ? dim(a, 1) / groups : dim(a, -1);
   g.n = !a2d && b2d ? dim(b, 1) / groups : dim(b, -1);
   g.leadingDimAlignmentBytes = operandAlignmentBytes(a, b, dim(b, -1));
+  g.elementBytes = a ? a->elementSize() : g.elementBytes;
   g.splitK = true;
   cost.gemm = g;
   cost.flops = 2 * g.batch * g.m * g.n * g.k;

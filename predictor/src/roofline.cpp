@@ -265,7 +265,7 @@ RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
   if (options.tensorCoreGemm && cost.family == CostFamily::Gemm && usesTensorCores(cost, gpu)) {
     const GemmDevice device{peakTflops(gpu, cost) * 1e12,
                             gpu.memoryBandwidthGBs * 1e9 * options.memoryEfficiency, sms,
-                            gpu.boostClockMHz * 1e6};
+                            gpu.boostClockMHz * 1e6, gpu.computeCapabilityMajor};
     const TensorCoreGemmTime gemm =
         tensorCoreGemmTime(cost.gemm, cost.bytes, device, *options.tensorCoreGemm);
     t.computeMs = gemm.computeMs;

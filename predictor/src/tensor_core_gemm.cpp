@@ -14,6 +14,8 @@ using nlohmann::json;
 constexpr const char* kFormat = "wavecast-tensor-core-gemm";
 // Bytes of the fp32 partial result each split-K slice writes for the reduction.
 constexpr double kPartialBytes = 4;
+// The output tile of cuBLAS's element-wise loading kernels (cutlass_75_..._128x128_nn_align1).
+constexpr double kAlign1Tile = 128;
 
 [[noreturn]] void fail(const std::string& file, const std::string& field,
                        const std::string& problem) {
@@ -58,6 +60,21 @@ TensorCoreGemmModel TensorCoreGemmModel::fromFile(const std::string& path) {
       fail(path, "unaligned_kernel", "must be an object {flops_per_sm_clock, source}");
     model.unalignedFlopsPerSmClock =
         positiveField(*unaligned, "flops_per_sm_clock", path + ": unaligned_kernel", false);
+    if (const auto byMajor = unaligned->find("by_compute_capability");
+        byMajor != unaligned->end()) {
+      if (!byMajor->is_object())
+        fail(path, "unaligned_kernel.by_compute_capability",
+             "must map a compute capability major (\"9\") to {flops_per_sm_clock, source}");
+      for (const auto& [major, entry] : byMajor->items()) {
+        const std::string where = path + ": unaligned_kernel.by_compute_capability." + major;
+        if (!entry.is_object() || major.empty() ||
+            major.find_first_not_of("0123456789") != std::string::npos)
+          fail(path, "unaligned_kernel.by_compute_capability",
+               "must map a compute capability major (\"9\") to {flops_per_sm_clock, source}");
+        model.unalignedFlopsPerSmClockByMajor[std::stoi(major)] =
+            positiveField(entry, "flops_per_sm_clock", where, false);
+      }
+    }
   }
   const auto tiles = doc.find("tiles");
   if (tiles == doc.end() || !tiles->is_array() || tiles->empty())
@@ -108,12 +125,18 @@ TensorCoreGemmTime tensorCoreGemmTime(const GemmShape& gemm, double bytes, const
         t.occupancy = outputTiles * slices / (waves * sms);
       }
     }
-    // An element-wise loading kernel: its measured throughput (wave quantisation of the
-    // measured shape included), never faster than the vector-loading kernels.
-    if (gemm.leadingDimAlignmentBytes <= 2 && model.unalignedFlopsPerSmClock > 0 &&
-        device.smClockHz > 0) {
-      const double flops = 2 * batch * gemm.m * gemm.n * gemm.k;
-      const double rate = model.unalignedFlopsPerSmClock * device.smClockHz * sms;
+    // An element-wise loading kernel (cutlass's 128 x 128 align1 tiles, which cuBLAS
+    // picks): whole output tiles, each with the tile prologue, at its measured rate;
+    // never faster than the vector-loading kernels.
+    const auto measured = model.unalignedFlopsPerSmClockByMajor.find(device.computeCapabilityMajor);
+    const double unalignedFlopsPerSmClock = measured != model.unalignedFlopsPerSmClockByMajor.end()
+                                                ? measured->second
+                                                : model.unalignedFlopsPerSmClock;
+    if (gemm.loadsElementByElement() && unalignedFlopsPerSmClock > 0 && device.smClockHz > 0) {
+      const double tiles =
+          batch * std::ceil(gemm.m / kAlign1Tile) * std::ceil(gemm.n / kAlign1Tile);
+      const double flops = tiles * 2 * kAlign1Tile * kAlign1Tile * (gemm.k + model.tilePrologueK);
+      const double rate = unalignedFlopsPerSmClock * device.smClockHz * sms;
       t.computeMs = std::max(t.computeMs, flops / rate * 1e3);
       t.unalignedKernel = true;
     }

@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 #include <tuple>
+#include <utility>
 
 namespace wavecast {
 namespace {
@@ -114,12 +115,27 @@ TEST(TensorCoreGemm, AnOddLeadingDimensionRunsAtTheElementWiseKernelsRate) {
   EXPECT_NEAR(aligned.computeMs, 10.24 * tileSeconds(4096) * 1e3, 1e-12);
   EXPECT_FALSE(aligned.unalignedKernel);
 
-  // 300 FLOP per SM per clock on 100 SMs at 1 GHz: 3e13 FLOP/s.
+  // 300 FLOP per SM per clock on 100 SMs at 1 GHz: 3e13 FLOP/s, over 32 x 32 whole tiles
+  // of 128 x 128, each over K and the tile prologue (64).
   shape.leadingDimAlignmentBytes = 2;
   const TensorCoreGemmTime odd = tensorCoreGemmTime(shape, 0, device, model);
   EXPECT_TRUE(odd.unalignedKernel);
-  EXPECT_NEAR(odd.computeMs, 2.0 * 4096 * 4096 * 4096 / 3e13 * 1e3, 1e-9);
+  EXPECT_NEAR(odd.computeMs, 32.0 * 32 * 2 * 128 * 128 * (4096 + 64) / 3e13 * 1e3, 1e-9);
   EXPECT_NEAR(odd.timeMs, odd.computeMs + 5e-3, 1e-9);
+  // An output of 4095 x 64 still runs whole tiles: 32 x 1 of them.
+  const TensorCoreGemmTime narrow =
+      tensorCoreGemmTime({1, 4095, 64, 4096, false, 2}, 0, device, model);
+  EXPECT_NEAR(narrow.computeMs, 32.0 * 2 * 128 * 128 * (4096 + 64) / 3e13 * 1e3, 1e-9);
+  // TF32's odd rows load one 4-byte element at a time too.
+  GemmShape tf32 = shape;
+  tf32.leadingDimAlignmentBytes = tf32.elementBytes = 4;
+  EXPECT_DOUBLE_EQ(tensorCoreGemmTime(tf32, 0, device, model).computeMs, odd.computeMs);
+  // An architecture measured apart takes its own rate.
+  model.unalignedFlopsPerSmClockByMajor[9] = 600;
+  GemmDevice hopper = device;
+  hopper.computeCapabilityMajor = 9;
+  EXPECT_NEAR(tensorCoreGemmTime(shape, 0, hopper, model).computeMs, odd.computeMs / 2, 1e-9);
+  model.unalignedFlopsPerSmClockByMajor.clear();
 
   // 4- and 8-byte aligned rows load vectors of their own: the aligned price.
   shape.leadingDimAlignmentBytes = 8;
@@ -134,11 +150,19 @@ TEST(TensorCoreGemm, AnOddLeadingDimensionRunsAtTheElementWiseKernelsRate) {
 }
 
 TEST(TensorCoreGemm, TheShippedUnalignedRateComesFromItsCitedMeasurement) {
-  // data/tensor_core_gemm.json: the mean of pytorch/pytorch#181718's four align1 rows
-  // (115.6, 106.8, 110.9, 112.0 TFLOP/s) on an RTX 4090's 128 SMs at 2520 MHz.
+  // data/tensor_core_gemm.json: pytorch/pytorch#181718's four align1 rows (TFLOP/s for
+  // square N) on an RTX 4090's 128 SMs at 2520 MHz, each N counted as whole 128 x 128
+  // tiles over N plus the model's tile prologue, averaged.
   const TensorCoreGemmModel model = TensorCoreGemmModel::fromFile(WAVECAST_TENSOR_CORE_GEMM_JSON);
-  EXPECT_NEAR(model.unalignedFlopsPerSmClock,
-              (115.6 + 106.8 + 110.9 + 112.0) / 4 * 1e12 / (128 * 2520e6), 0.1);
+  double sum = 0;
+  for (const auto& [n, tflops] :
+       {std::pair{2055.0, 115.6}, {2057.0, 106.8}, {2071.0, 110.9}, {2073.0, 112.0}}) {
+    const double padded = std::ceil(n / 128) * 128;
+    const double work = padded * padded * (n + model.tilePrologueK) / (n * n * n);
+    sum += tflops * 1e12 * work / (128 * 2520e6);
+  }
+  EXPECT_NEAR(model.unalignedFlopsPerSmClock, sum / 4, 0.1);
+  EXPECT_NEAR(model.unalignedFlopsPerSmClockByMajor.at(9), 566.3, 1e-9);
 }
 
 TEST(TensorCoreGemm, TheRooflineUsesItForCublasGemmsOnTensorCoresOnly) {

@@ -28,9 +28,12 @@ struct GemmShape {
   bool splitK = false;
   // The largest power of two, up to 16, dividing every operand's leading dimension in
   // bytes. cuBLAS's fast tensor-core kernels load 16-byte vectors (Hopper's TMA
-  // requires 16-byte strides); an odd leading dimension of a 16-bit matrix leaves it
-  // kernels that load one element at a time.
+  // requires 16-byte strides); an odd leading dimension leaves it kernels that load one
+  // element at a time ("align1"), in TF32 as in 16 bits.
   int leadingDimAlignmentBytes = 16;
+  int elementBytes = 2; // of the operands
+
+  bool loadsElementByElement() const { return leadingDimAlignmentBytes <= elementBytes; }
 };
 
 // What cuBLAS runs for a GEMM-shaped op. A product with one output row or column per

@@ -5,6 +5,7 @@
 
 #include "wavecast/predictor/op_cost.h"
 
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -33,9 +34,11 @@ struct TensorCoreGemmModel {
   // Shortest K a split-K slice gets when the output tiles cannot fill the SMs.
   double splitKMinSliceK = 0;
   std::vector<GemmTile> tiles; // the kernel picks the fastest
-  // What a 16-bit GEMM with an odd leading dimension reaches on cuBLAS's element-wise
-  // loading ("align1") kernels, in FLOP per SM per clock; 0: not modelled.
+  // What a GEMM with an odd leading dimension reaches on cuBLAS's element-wise loading
+  // ("align1") kernels, in FLOP per SM per clock; 0: not modelled. Per architecture
+  // (compute capability major) where measured there, else the default.
   double unalignedFlopsPerSmClock = 0;
+  std::map<int, double> unalignedFlopsPerSmClockByMajor;
   std::string source; // the file it was read from
 
   // Reads a file of format "wavecast-tensor-core-gemm"; throws TensorCoreGemmModelError
@@ -57,6 +60,7 @@ struct GemmDevice {
   double bandwidth = 0; // DRAM bandwidth achieved, B/s
   int sms = 0;
   double smClockHz = 0; // boost clock
+  int computeCapabilityMajor = 0;
 };
 
 // `gemm` on `device`; `bytes` is the op's DRAM traffic.
