@@ -61,11 +61,9 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format
 if ((calibrate_s > 0)); then
   timeout $((calibrate_s + 120)) "$python" -m wavecast_tracer.calibrate --out-dir "$out" \
     --budget "$calibrate_s" >"$out/calibrate.out" 2>"$out/calibrate.log" || status=1
-fi
-# The small CNN's bf16 convolution backwards, calibrated at twice their kernels' time: the
-# events at three spins against torch.profiler's kernel time (seconds; docs/calibration.md).
-# Appended to the calibration's log: the device tool brings back at most 8 files.
-if ((calibrate_s > 0)); then
+  # The small CNN's bf16 convolution backwards, calibrated at twice their kernels' time: the
+  # events at three spins against torch.profiler's kernel time (seconds; docs/calibration.md).
+  # Appended to the calibration's log: the device tool brings back at most 8 files.
   timeout 120 "$python" bench/truth/timer_check.py --precision bf16 "conv2d n64 c64 8x8 k128" \
     "conv2d n64 c32 16x16 k64" >>"$out/calibrate.log" 2>&1 || status=1
 fi

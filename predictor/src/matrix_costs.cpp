@@ -235,14 +235,17 @@ double leadingDim(const TensorMeta* t) {
   return t->contiguous || rank(t) < 2 ? dim(t, -1) : dim(t, -2);
 }
 
-// GemmShape::leadingDimAlignmentBytes of a matrix-by-matrix product with output width n;
-// 16 (aligned) when an operand is missing or not a matrix.
-int operandAlignmentBytes(const TensorMeta* a, const TensorMeta* b, double n) {
+// GemmShape's leadingDimAlignmentBytes and elementBytes for a matrix-by-matrix product with
+// output width n; aligned (16) when an operand is missing or not a matrix.
+void alignOperands(GemmShape& g, const TensorMeta* a, const TensorMeta* b, double n) {
+  if (a)
+    g.elementBytes = a->elementSize();
   if (!a || !b || rank(a) < 2 || rank(b) < 2)
-    return 16;
+    return;
   const int bytes = a->elementSize();
-  return std::min({alignmentBytes(leadingDim(a), bytes), alignmentBytes(leadingDim(b), bytes),
-                   alignmentBytes(n, bytes)});
+  g.leadingDimAlignmentBytes =
+      std::min({alignmentBytes(leadingDim(a), bytes), alignmentBytes(leadingDim(b), bytes),
+                alignmentBytes(n, bytes)});
 }
 
 } // namespace
@@ -261,8 +264,7 @@ OpCost gemm(const OpRecord& op, const std::string& stem) {
     g.m = a ? numel(a) / std::max(1.0, dim(a, -1)) : 0;
     g.k = dim(a, -1);
     g.n = dim(b, 0);
-    g.leadingDimAlignmentBytes = operandAlignmentBytes(a, b, g.n);
-    g.elementBytes = a ? a->elementSize() : g.elementBytes;
+    alignOperands(g, a, b, g.n);
   } else if (stem == "mv" || stem == "addmv") {
     g.m = dim(a, 0);
     g.k = dim(a, 1);
@@ -283,8 +285,7 @@ OpCost gemm(const OpRecord& op, const std::string& stem) {
     g.batch = std::max(batchOf(a), batchOf(b));
     if (stem == "addbmm")
       g.batch = dim(a, 0);
-    g.leadingDimAlignmentBytes = operandAlignmentBytes(a, b, g.n);
-    g.elementBytes = a ? a->elementSize() : g.elementBytes;
+    alignOperands(g, a, b, g.n);
   }
   // cuBLAS cuts K into slices when the output tiles cannot fill the GPU.
   g.splitK = true;
@@ -346,8 +347,7 @@ OpCost groupedGemm(const OpRecord& op, const std::string& stem) {
   g.m = a2d && !b2d ? dim(a, 0) / groups : dim(a, -2);
   g.k = a2d && b2d ? dim(a, 1) / groups : dim(a, -1);
   g.n = !a2d && b2d ? dim(b, 1) / groups : dim(b, -1);
-  g.leadingDimAlignmentBytes = operandAlignmentBytes(a, b, dim(b, -1));
-  g.elementBytes = a ? a->elementSize() : g.elementBytes;
+  alignOperands(g, a, b, dim(b, -1));
   g.splitK = true;
   cost.gemm = g;
   cost.flops = 2 * g.batch * g.m * g.n * g.k;

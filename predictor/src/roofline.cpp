@@ -281,7 +281,8 @@ RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
   const double efficiency = cost.unit != ComputeUnit::Matrix ? options.vectorEfficiency
                             : cudnnTensorCores               ? cudnnEfficiency
                                                              : options.matrixEfficiency;
-  const double peak = peakTflops(gpu, cost) * 1e12 * efficiency;
+  const double densePeak = peakTflops(gpu, cost) * 1e12;
+  const double peak = densePeak * efficiency;
   const double bandwidth = gpu.memoryBandwidthGBs * 1e9 * options.memoryEfficiency;
   double computeEfficiency = 1;
   double memoryEfficiency = 1;
@@ -308,11 +309,10 @@ RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
   if (!cost.narrowConvs.empty() && gpu.boostClockMHz > 0 && gpu.fp32Tflops > 0)
     t.computeMs = narrowConvMs(cost.narrowConvs, gpu);
   else if (const auto rate = fusedAttentionRate(cost, gpu);
-           rate && peakTflops(gpu, cost) > 0 && gpu.boostClockMHz > 0)
-    t.computeMs =
-        cost.attention.matmulFlops / (peakTflops(gpu, cost) * 1e12 * rate->peakShare) * 1e3 +
-        cost.attention.scoresComputed * rate->cyclesPerScore / (sms * gpu.boostClockMHz * 1e6) *
-            1e3;
+           rate && densePeak > 0 && gpu.boostClockMHz > 0)
+    t.computeMs = cost.attention.matmulFlops / (densePeak * rate->peakShare) * 1e3 +
+                  cost.attention.scoresComputed * rate->cyclesPerScore /
+                      (sms * gpu.boostClockMHz * 1e6) * 1e3;
   else
     t.computeMs = peak > 0 ? cost.flops / (peak * computeEfficiency) * 1e3 : 0;
   if (cost.smCycles > 0 && gpu.boostClockMHz > 0)

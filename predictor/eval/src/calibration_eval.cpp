@@ -32,12 +32,6 @@ CalibrationGroup group(std::optional<CostFamily> family, const std::string& prec
           measuredSum > 0 ? predictedSum / measuredSum : 0};
 }
 
-std::string percent(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f%%", value);
-  return text;
-}
-
 std::string number(double value, const char* format) {
   char text[32];
   std::snprintf(text, sizeof text, format, value);
@@ -117,9 +111,9 @@ std::string toMarkdown(const CalibrationEvalReport& report, bool rows) {
       << "|---|---|---|---|---|---|\n";
   for (const CalibrationGroup& g : report.groups)
     out << "| " << (g.family ? toString(*g.family) : "all") << " | " << g.precision << " | "
-        << g.errors.samples << " | " << percent(g.errors.mapePercent) << " | "
-        << percent(g.errors.medianPercent) << " | " << number(g.predictedOverMeasured, "%.2f")
-        << " |\n";
+        << g.errors.samples << " | " << number(g.errors.mapePercent, "%.1f%%") << " | "
+        << number(g.errors.medianPercent, "%.1f%%") << " | "
+        << number(g.predictedOverMeasured, "%.2f") << " |\n";
   if (!rows)
     return out.str();
   out << "\n| case | op | phase | precision | method | measured ms | predicted ms |\n"
