@@ -134,7 +134,9 @@ void summarize(const Trace& trace, const std::vector<OpCost>& costs,
     summary.gpuIdleMs = timelines[g].gpuIdleMs;
     summary.commMs = timelines[g].commMs;
     summary.commHiddenMs = timelines[g].commHiddenMs;
-    summary.hostBound = isHostBound(summary.gpuIdleMs, summary.iterationMs, options.host);
+    // The GPU idling while the loop waits for DataLoader workers is no issuing cost.
+    summary.hostBound = isHostBound(summary.gpuIdleMs - timelines[g].loaderWaitMs,
+                                    summary.iterationMs, options.host);
     summary.pricePerHourUsd = gpus[g].pricePerHourUsd;
     if (summary.iterationMs > 0 && trace.samples() > 0) {
       summary.samplesPerSecond = trace.samples() / (summary.iterationMs * 1e-3);
@@ -151,6 +153,10 @@ void summarize(const Trace& trace, const std::vector<OpCost>& costs,
     if (summary.hostBound)
       prediction.advisories.push_back({advisory::HostBound{summary.gpuId, summary.gpuIdleMs,
                                                            summary.iterationMs, summary.gpuMs}});
+    if (timelines[g].loaderWaitMs > 0)
+      prediction.advisories.push_back(
+          {advisory::InputBound{summary.gpuId, timelines[g].loaderWaitMs, summary.iterationMs,
+                                timelines[g].loaderMs, timelines[g].loaderWorkers}});
     if (!summary.fitsInMemory)
       prediction.advisories.push_back({advisory::OutOfMemory{
           summary.gpuId, summary.memory.peakBytes(), summary.memoryCapacityBytes,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <optional>
 #include <string_view>
 
@@ -22,9 +23,43 @@ bool clearsGradients(const OpRecord& op) {
   return op.name == "aten::zero_" || op.name == "aten::fill_";
 }
 
+// Batches a DataLoader's worker processes make (args.workers, the script's num_workers):
+// the loop only takes them.
+int loaderWorkers(const OpRecord& op) {
+  return op.onHost ? static_cast<int>(op.intArg("workers").value_or(0)) : 0;
+}
+
+struct LoaderSupply {
+  size_t firstFetch = 0;
+  double ms = 0;
+  int workers = 0;
+};
+
+// Each worker makes whole batches, as the tracer timed them in one process, so N workers
+// make a loader's batches of the iteration in 1/N of that time; the slowest loader.
+LoaderSupply slowestLoader(const Trace& trace, size_t count) {
+  std::map<int64_t, LoaderSupply> loaders;
+  for (size_t i = 0; i < count; ++i) {
+    const OpRecord& op = trace.ops[i];
+    const int workers = loaderWorkers(op);
+    if (workers <= 0)
+      continue;
+    const auto [it, added] =
+        loaders.try_emplace(op.intArg("loader").value_or(0), LoaderSupply{i, 0.0, workers});
+    it->second.ms += op.floatArg("host_ms").value_or(0.0) / workers;
+  }
+  LoaderSupply slowest;
+  for (const auto& [loader, supply] : loaders)
+    if (supply.ms > slowest.ms)
+      slowest = supply;
+  return slowest;
+}
+
 } // namespace
 
 double hostOpUs(const OpRecord& op, const OpCost& cost, const HostOptions& options) {
+  if (loaderWorkers(op) > 0) // taking a batch from a worker: simulateIteration waits for them
+    return 0.0;
   if (op.onHost) // host work a script run as written timed on this CPU, else one op
     return op.floatArg("host_ms").value_or(options.cpuOpUs * 1e-3) * 1e3;
   if (cost.metadataOnly())
@@ -172,6 +207,16 @@ IterationTimeline simulateIteration(const Trace& trace, const std::vector<OpCost
   }
   for (const InFlight& pending : inFlight)
     waitFor(pending);
+  // The workers load beside everything else the loop does; it waits at its next fetch
+  // for what they take beyond that.
+  const LoaderSupply loader = slowestLoader(trace, count);
+  timeline.loaderMs = loader.ms;
+  timeline.loaderWorkers = loader.workers;
+  if (loader.ms > end) {
+    timeline.loaderWaitMs = loader.ms - end;
+    timeline.ops[loader.firstFetch].wallMs += timeline.loaderWaitMs;
+    end = loader.ms;
+  }
   for (size_t i = 0; i < count; ++i)
     timeline.commHiddenMs += timeline.ops[i].commHiddenMs;
   timeline.wallMs = end;

@@ -430,6 +430,14 @@ struct AdvisorySentence {
            formatMs(facts.gpuIdleMs) + " of the " + formatMs(facts.iterationMs) +
            " of an iteration (its kernels take " + formatMs(facts.gpuMs) + "); " + kHostBoundAdvice;
   }
+  std::string operator()(const advisory::InputBound& facts) const {
+    return facts.gpu + ": input-bound: the loop waits " + formatMs(facts.waitMs) + " of the " +
+           formatMs(facts.iterationMs) + " of an iteration for its " +
+           std::to_string(facts.workers) + " DataLoader worker" + (facts.workers == 1 ? "" : "s") +
+           ", which take " + formatMs(facts.loaderMs) +
+           " to make its batches (as fast as this CPU made them); more workers, lighter "
+           "transforms or preprocessed data would feed the GPU faster";
+  }
   std::string operator()(const advisory::OutOfMemory& facts) const {
     return "out of memory on " + facts.gpu + ": the iteration needs about " +
            formatBytes(static_cast<double>(facts.peakBytes)) + ", the GPU has " +
@@ -518,6 +526,13 @@ std::string traceWarningMessage(const TraceWarning& warning) {
            ": not run while tracing (writes, checkpoints and loggers are stubbed so the script "
            "leaves your files as they were)";
   case TraceWarningKind::HostTimeMeasured:
+    if (warning.count > 0)
+      return "data loading took " + formatMs(warning.ms) +
+             " per iteration, measured on this CPU in one process (DataLoader workers are off "
+             "while tracing); the script's " +
+             std::to_string(warning.count) + " worker" + (warning.count == 1 ? "" : "s") +
+             " share it and load beside the loop, which waits here only for what they take "
+             "beyond the rest of the iteration";
     return "data loading took " + formatMs(warning.ms) +
            " per iteration, measured on this CPU in one process (DataLoader workers are off "
            "while tracing); it is predicted as host time on this line";

@@ -153,6 +153,13 @@ struct AdvisoryFacts {
         .field("gpu_ms", Milliseconds{facts.gpuMs})
         .field("iteration_ms", Milliseconds{facts.iterationMs});
   }
+  void operator()(const advisory::InputBound& facts) const {
+    out.field("gpu", facts.gpu)
+        .field("iteration_ms", Milliseconds{facts.iterationMs})
+        .field("loader_ms", Milliseconds{facts.loaderMs})
+        .field("wait_ms", Milliseconds{facts.waitMs})
+        .field("workers", facts.workers);
+  }
   void operator()(const advisory::OutOfMemory& facts) const {
     out.field("activations_upper_bound", facts.activationsUpperBound)
         .field("capacity_bytes", facts.capacityBytes)

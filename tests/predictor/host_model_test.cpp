@@ -86,6 +86,58 @@ TEST(HostModel, HostBoundIterationIsTheCpuTime) {
   EXPECT_NEAR(sumWall(timeline), timeline.wallMs, 1e-12);
 }
 
+OpRecord fetch(double hostMs, int workers, int loader = 0) {
+  OpRecord loading = op("wavecast::data_loading");
+  loading.onHost = true;
+  loading.args["host_ms"] = hostMs;
+  loading.args["loader"] = loader;
+  if (workers > 0)
+    loading.args["workers"] = workers;
+  return loading;
+}
+
+TEST(HostModel, DataLoaderWorkersLoadBesideTheLoop) {
+  // A batch that took 8 ms to make in one process, then three 1 ms kernels.
+  const std::vector<OpCost> costs{work(), work(), work(), work()};
+  const auto iteration = [&](OpRecord loading) {
+    Trace trace;
+    trace.ops = {std::move(loading), op("aten::mm"), op("aten::mm"), op("aten::mm")};
+    return play(trace, costs, {0.0, 1.0, 1.0, 1.0});
+  };
+  EXPECT_DOUBLE_EQ(hostOpUs(fetch(8, 4), work(), host()), 0) << "the loop only takes the batch";
+  // In the loop's own process the batch is made before the kernels are issued.
+  const auto inProcess = iteration(fetch(8, 0));
+  EXPECT_NEAR(inProcess.wallMs, 8 + 0.010 + 3, 1e-12);
+  EXPECT_DOUBLE_EQ(inProcess.loaderWaitMs, 0);
+  // Two workers make a batch every 4 ms: the GPU's 3 ms are the shorter, and the loop
+  // waits 1 ms at the fetch.
+  const auto two = iteration(fetch(8, 2));
+  EXPECT_NEAR(two.loaderMs, 4, 1e-12);
+  EXPECT_EQ(two.loaderWorkers, 2);
+  EXPECT_NEAR(two.wallMs, 4, 1e-12);
+  EXPECT_NEAR(two.loaderWaitMs, 4 - 3.010, 1e-12);
+  EXPECT_NEAR(two.ops[0].wallMs, 4 - 3.010, 1e-12) << "the wait is the fetch's";
+  EXPECT_NEAR(two.gpuIdleMs, 1, 1e-12);
+  EXPECT_NEAR(sumWall(two), two.wallMs, 1e-12);
+  // Eight keep ahead of the GPU: the iteration is its own.
+  const auto eight = iteration(fetch(8, 8));
+  EXPECT_NEAR(eight.wallMs, 0.010 + 3, 1e-12);
+  EXPECT_DOUBLE_EQ(eight.loaderWaitMs, 0);
+}
+
+TEST(HostModel, EachDataLoaderHasItsOwnWorkers) {
+  // Gradient accumulation over two batches of one loader (2 workers: 6 ms), and a batch of
+  // another (4 workers: 2 ms): the slowest loader sets the pace.
+  Trace trace;
+  trace.ops = {fetch(6, 2), op("aten::mm"), fetch(6, 2), op("aten::mm"), fetch(8, 4, 1)};
+  const std::vector<OpCost> costs(5, work());
+  const auto timeline = play(trace, costs, {0.0, 1.0, 0.0, 1.0, 0.0});
+  EXPECT_NEAR(timeline.loaderMs, 6, 1e-12);
+  EXPECT_NEAR(timeline.wallMs, 6, 1e-12);
+  EXPECT_GT(timeline.ops[0].wallMs, 3.9) << "waited for at the loader's first fetch";
+  EXPECT_NEAR(sumWall(timeline), timeline.wallMs, 1e-12);
+}
+
 TEST(HostModel, GpuBoundIterationIsTheKernelTime) {
   // 1 ms kernels issued every 10 us: the CPU runs ahead, the GPU never waits after the
   // first launch.

@@ -151,6 +151,77 @@ class ScriptRunnerTest(unittest.TestCase):
                 self.assertEqual(trace["batch_size"], 16)
                 self.assertEqual(trace["samples_per_iteration"], 64)
 
+    def test_data_loading_records_the_workers_the_script_asked_for(self):
+        # Loaded in this process while tracing; each batch's op keeps its loader and the
+        # workers that make its batches on a GPU machine (the predictor overlaps them).
+        path = self.write("""
+            import torch
+            import torch.nn as nn
+            from torch.utils.data import DataLoader, Dataset
+
+            class Samples(Dataset):  # made in __getitem__, as files are read: real batches
+                def __len__(self):
+                    return 256
+
+                def __getitem__(self, index):
+                    return torch.randn(32), index % 10
+
+            data = Samples()
+            train = DataLoader(data, batch_size=16, shuffle=True, num_workers=3, pin_memory=True)
+            extra = DataLoader(data, batch_size=16)
+            model = nn.Linear(32, 10).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for (x, y), (x2, y2) in zip(train, extra):
+                loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+                loss = loss + nn.functional.cross_entropy(model(x2.cuda()), y2.cuda())
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """)
+        trace = run_trace(path)
+        loads = [op["args"] for op in trace["ops"] if op["name"] == "wavecast::data_loading"]
+        self.assertEqual(len(loads), 2, loads)
+        by_loader = {args["loader"]: args for args in loads}
+        self.assertEqual(sorted(by_loader), [0, 1])
+        self.assertEqual(sorted(args.get("workers", 0) for args in loads), [0, 3])
+        self.assertTrue(all(args["host_ms"] > 0 for args in loads))
+        notes = [w for w in trace["warnings"] if w["kind"] == "host_time_measured"]
+        self.assertEqual(sorted(w.get("count", 0) for w in notes), [0, 3], "a note for each kind of loading")
+
+    def test_metrics_read_values_as_a_gpu_run_reads_them(self):
+        # pytorch/examples' ImageNet script formats a 0-d accuracy tensor (`{val:6.2f}`), and
+        # scripts compute metrics with NumPy: a fake tensor formats and converts as a real one
+        # does, with the value the trace follows (the labels) or zeros (the predictions).
+        path = self.write("""
+            import numpy as np
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(16, 4).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(3):
+                x = torch.randn(8, 16).cuda()
+                y = torch.tensor([0, 1, 2, 3, 0, 1, 2, 3]).cuda()
+                output = model(x)
+                loss = nn.functional.cross_entropy(output, y)
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+                accuracy = (output.argmax(1) == y).float().mean() * 100
+                print(f"loss {loss:.4f} accuracy {accuracy:6.2f}")
+                labels = y.cpu().numpy()
+                assert labels.tolist() == [0, 1, 2, 3, 0, 1, 2, 3], labels
+                predictions = np.asarray(output.detach().argmax(1).cpu())
+                assert predictions.shape == (8,) and predictions.dtype == np.int64
+                try:
+                    output.numpy()
+                except RuntimeError as error:
+                    assert "requires grad" in str(error)
+                else:
+                    raise AssertionError("numpy() of a tensor that requires grad")
+            """)
+        self.assertEqual(run_trace(path)["batch_size"], 8)
+
     def test_what_the_script_changes_of_the_process_is_put_back(self):
         path = self.write(textwrap.dedent("""
             import logging, os, signal

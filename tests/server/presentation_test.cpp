@@ -146,6 +146,14 @@ TEST(Presentation, AdvisoriesReadAsSentencesWithTheirFigures) {
             "L4: host-bound: the GPU waits for the CPU to issue work for 8.50 ms of the 10.0 ms "
             "of an iteration (its kernels take 1.50 ms); a larger batch, CUDA graphs or "
             "torch.compile (fewer, larger kernels) would use it better");
+  EXPECT_EQ(advisoryMessage({advisory::InputBound{"H100-SXM", 2.83, 19.9, 19.9, 4}}),
+            "H100-SXM: input-bound: the loop waits 2.83 ms of the 19.9 ms of an iteration for "
+            "its 4 DataLoader workers, which take 19.9 ms to make its batches (as fast as this "
+            "CPU made them); more workers, lighter transforms or preprocessed data would feed "
+            "the GPU faster");
+  EXPECT_NE(
+      advisoryMessage({advisory::InputBound{"L4", 1, 10, 11, 1}}).find("its 1 DataLoader worker,"),
+      std::string::npos);
   EXPECT_EQ(advisoryMessage({advisory::AttentionSubstituted{"T4", "7.5", AttentionBackend::Flash,
                                                             AttentionBackend::Efficient, 12}}),
             "T4 (compute capability 7.5) has no flash attention: 12 attention ops predicted as "
@@ -196,6 +204,11 @@ TEST(Presentation, AScriptRunAsWrittenSaysWhatWasStubbedAndWhereHostTimeWasMeasu
                                             "iteration, measured on this CPU",
                                             0),
             0u)
+      << traceWarningLine(loading);
+  loading.count = 4; // the script's DataLoader workers
+  EXPECT_NE(traceWarningLine(loading).find("the script's 4 workers share it and load beside the "
+                                           "loop, which waits here only for what they take"),
+            std::string::npos)
       << traceWarningLine(loading);
 }
 

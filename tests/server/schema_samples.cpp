@@ -26,8 +26,9 @@ OpRecord op(int64_t id, std::string name, Phase phase, const std::string& file, 
                                      std::move(inputs), std::move(outputs), std::move(module));
 }
 
-// A conv, an op without a formula of its own (an approximate_op advisory) and an optimizer
-// step, with 20 GiB of weights: out of memory on the T4 (16 GiB).
+// A conv, an op without a formula of its own (an approximate_op advisory), an optimizer
+// step and a batch from DataLoader workers, with 20 GiB of weights: out of memory on the T4
+// (16 GiB).
 Trace sampleTrace(const std::string& file) {
   Trace trace;
   trace.entryFile = file;
@@ -51,6 +52,17 @@ Trace sampleTrace(const std::string& file) {
   trace.ops.push_back(op(3, "aten::_foreach_add_", Phase::Optimizer, file, 5,
                          {w, tensor({16}), w, tensor({16})}, {}));
   trace.ops.back().args = {{"num_tensors", int64_t{2}}};
+  // A script's batch: 500 ms to make in one process, made by 2 DataLoader workers beside
+  // the loop (input-bound).
+  trace.ops.push_back(op(4, "wavecast::data_loading", Phase::Forward, file, 2, {}, {}));
+  trace.ops.back().onHost = true;
+  trace.ops.back().args = {{"host_ms", 500.0}, {"loader", int64_t{0}}, {"workers", int64_t{2}}};
+  TraceWarning loading;
+  loading.kind = TraceWarningKind::HostTimeMeasured;
+  loading.severity = Severity::Info;
+  loading.loc = {file, 2, "<module>"};
+  loading.ms = 500;
+  loading.count = 2;
   TraceWarning onCpu;
   onCpu.kind = TraceWarningKind::CudaTracedOnCpu;
   onCpu.severity = Severity::Info;
@@ -66,7 +78,7 @@ Trace sampleTrace(const std::string& file) {
   objects.kind = TraceWarningKind::UnsupportedDistributed;
   objects.loc = {file, 4, "wavecast_iteration"};
   objects.call = "all_gather_object";
-  trace.warnings = {onCpu, hostTensor, outside, objects};
+  trace.warnings = {onCpu, hostTensor, outside, objects, loading};
   trace.fallbackOps = {"aten::special_bessel_j0"};
   return trace;
 }
@@ -108,7 +120,8 @@ TEST_F(SchemaSamples, WritesWhatTheEncodersSend) {
   EXPECT_TRUE(advisoryKinds.count("approximate_op")) << prediction["advisories"];
   EXPECT_TRUE(advisoryKinds.count("out_of_memory")) << prediction["advisories"];
   EXPECT_TRUE(advisoryKinds.count("compiled_against_eager")) << prediction["advisories"];
-  EXPECT_EQ(prediction["trace_warnings"].size(), 4u);
+  EXPECT_TRUE(advisoryKinds.count("input_bound")) << prediction["advisories"];
+  EXPECT_EQ(prediction["trace_warnings"].size(), 5u);
   write("Prediction", "predictor", prediction);
   // With a multi-GPU layout's section: two pipeline stages of a ZeRO-1, tp 2 layout.
   ParallelSummary layout;

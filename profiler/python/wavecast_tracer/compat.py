@@ -298,6 +298,41 @@ def deepcopyable_fake_tensors():
 
 
 @contextlib.contextmanager
+def readable_fake_values(value_of):
+    """What a script reads of a fake tensor to print or measure it: `.numpy()` (a metric
+    computed with NumPy or scikit-learn, an image saved), which refuses a tensor subclass,
+    read `value_of(fake)` instead: a real CPU tensor, the value the trace follows or the
+    stand-in a read of one it does not compute gets. A 0-d tensor's format
+    (`f"{acc1[0]:6.2f}"`), which torch reads as `.item()` for a real tensor only, reads it
+    so for a fake one too."""
+    cls = _fake_tensor.FakeTensor
+    originals = {name: cls.__dict__.get(name) for name in ("numpy", "__format__")}
+
+    def numpy(self, *, force=False):
+        if self.requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
+                               "Use tensor.detach().numpy() instead.")
+        with real_execution():
+            return value_of(self).detach().clone().numpy()  # a copy, as `.cpu()` of a GPU tensor
+
+    def format_(self, spec):
+        if self.dim() == 0:  # read as `.item()`, which waits for the GPU as it does there
+            return self.item().__format__(spec)
+        return torch.Tensor.__format__(self, spec)
+
+    cls.numpy = numpy
+    cls.__format__ = format_
+    try:
+        yield
+    finally:
+        for name, original in originals.items():
+            if original is None:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, original)
+
+
+@contextlib.contextmanager
 def convertible_fake_parameters():
     """torch 2.x's Module._apply (model.cuda(), model.to(memory_format=...)) swaps a fake
     parameter with its converted copy, and torch.utils.swap_tensors refuses: the fake mode

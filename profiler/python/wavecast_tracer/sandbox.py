@@ -13,7 +13,8 @@
   stops the trace with a `blocked_call` error at its line and how to work offline.
 - `sys.exit`, `input()`, subprocesses and multiprocessing stop it the same way;
   `torch.multiprocessing.spawn` runs rank 0's function in this process instead.
-- DataLoaders load in this process (`num_workers=0`) without pinned memory.
+- DataLoaders load in this process (`num_workers=0`) without pinned memory; each loader
+  and iterator keeps the workers the script asked for (REQUESTED_WORKERS).
 
 The worker traces again and again in one process: every replacement is undone when the
 trace ends, however it ends, and one a library kept a reference to acts as the original.
@@ -38,6 +39,9 @@ from .errors import ScriptControl, TraceError
 from .patching import PatchOnImport, replace_while_active, variables_set
 from .sandbox_files import ShadowFiles
 
+# On a DataLoader and its iterators: the worker processes the script asked for, which load
+# in this process while tracing.
+REQUESTED_WORKERS = "_wavecast_requested_workers"
 _HF_OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 _STUBBED_MODULES = ("wandb", "mlflow", "tensorboardX", "torch.utils.tensorboard")
 _OFFLINE_HINT = (
@@ -274,15 +278,24 @@ class Sandbox:
         original = DataLoader.__init__
         signature = inspect.signature(original)
 
+        original_iterator = DataLoader._get_iterator
+
         def init(loader, *args, **kwargs):
             bound = signature.bind(loader, *args, **kwargs)
+            workers = bound.arguments.get("num_workers", 0)
             bound.arguments.update(num_workers=0, pin_memory=False, persistent_workers=False)
             bound.arguments.pop("prefetch_factor", None)
             bound.arguments.pop("multiprocessing_context", None)
             bound.arguments.pop("worker_init_fn", None)
             original(*bound.args, **bound.kwargs)
+            setattr(loader, REQUESTED_WORKERS, workers if isinstance(workers, int) and workers > 0 else 0)
 
-        return [(DataLoader, "__init__", init)]
+        def get_iterator(loader):
+            iterator = original_iterator(loader)
+            setattr(iterator, REQUESTED_WORKERS, getattr(loader, REQUESTED_WORKERS, 0))
+            return iterator
+
+        return [(DataLoader, "__init__", init), (DataLoader, "_get_iterator", get_iterator)]
 
     # ---------------------------------------------------------------------------------
     def _is_active(self):

@@ -14,7 +14,8 @@ optimizer state) unrecorded, the one after it is recorded, and at its step the s
 unwound (a private exception): no epochs run. Its ops are credited to the script's lines
 as a provider iteration's are. The time the DataLoader takes to produce the recorded
 iteration's batch is measured on this CPU and recorded as host work on the line that
-asked for it (an op `wavecast::data_loading` with `args.host_ms`, and a
+asked for it (an op `wavecast::data_loading` with `args.host_ms`, the loader's number in
+`args.loader` and the workers the script gave it in `args.workers`, and a
 `host_time_measured` note there).
 """
 
@@ -35,7 +36,7 @@ from .loader import PROVIDER_NAMES, load_entry_module, find_providers
 from .memory import MemoryTracker
 from .recorder import OpRecorder, TraceState
 from .patching import PatchOnImport, attributes_set, replace_while_active
-from .sandbox import Blocked, Sandbox
+from .sandbox import REQUESTED_WORKERS, Blocked, Sandbox
 from .trace_warnings import warning
 from .values import Shadows, Zeros, flatten_tensors
 
@@ -114,7 +115,8 @@ class _Run:
         self.loader_samples = 0
         self.model_samples = 0
         self.model = None
-        self.host_ms = {}  # (file, line) -> measured host milliseconds
+        self.host_ms = {}  # (file, line, the loader's workers) -> measured host milliseconds
+        self.loaders = {}  # id of a DataLoader iterator -> its number in the trace
         # True while a DataLoader makes a batch: its transforms (torchvision's are modules)
         # are neither the model nor what the batch size is read from.
         self.loading = False
@@ -251,7 +253,7 @@ class _Run:
                 shape_only = True
             # Such batches time the tracer, not the loading: only real batches are host work.
             if run.recording and not shape_only:
-                run._host_work((time.perf_counter() - started) * 1e3)
+                run._host_work((time.perf_counter() - started) * 1e3, iterator)
             if run.recording:
                 size = _samples_in(batch)
                 if run.batch_size is None:
@@ -265,21 +267,27 @@ class _Run:
         finally:
             cls.__next__ = original
 
-    def _host_work(self, ms):
+    def _host_work(self, ms, iterator):
+        """A batch made in `ms` on this CPU, in this process; the script's DataLoader workers
+        (REQUESTED_WORKERS) make such batches beside its loop."""
         state = self.state
         frames = state.project_frames()
         loc = state.loc_json(frames)
+        args = {"host_ms": round(ms, 3), "loader": self.loaders.setdefault(id(iterator), len(self.loaders))}
+        workers = getattr(iterator, REQUESTED_WORKERS, 0)
+        if workers:
+            args["workers"] = workers
         state.ops.append({
             "id": len(state.ops), "name": HOST_WORK_OP, "phase": state.phase, "inputs": [], "outputs": [],
-            "args": {"host_ms": round(ms, 3)}, "loc": loc, "stack": state.stack_json(frames), "module": "",
+            "args": args, "loc": loc, "stack": state.stack_json(frames), "module": "",
             "fallback": False, "device": "cpu",
         })
-        key = (loc["file"], loc["line"])
+        key = (loc["file"], loc["line"], workers)
         self.host_ms[key] = self.host_ms.get(key, 0.0) + ms
 
     def host_warnings(self):
-        return [warning("host_time_measured", file, line, ms=round(ms, 3))
-                for (file, line), ms in self.host_ms.items()]
+        return [warning("host_time_measured", file, line, ms=round(ms, 3), **({"count": workers} if workers else {}))
+                for (file, line, workers), ms in self.host_ms.items()]
 
 
 def _samples_in(batch):
@@ -418,6 +426,8 @@ def trace_script(project, mode, progress, assume_gpu, rank, script_args, device,
                                                      fake_mode or contextlib.nullcontext(), steady_state=False,
                                                      device=device)
             stack.enter_context(_pinning_ignored())
+            if shape_only:
+                stack.enter_context(compat.readable_fake_values(recorder.shadows.read))
             stack.enter_context(_real_tensors_to_transformers())
             stack.enter_context(recorder)
             stack.enter_context(run.real_data_loading())

@@ -283,6 +283,8 @@ def _trace_providers(project, providers, batch_size, mode, progress, assume_gpu,
             # (labels, ids, masks) for value-dependent ops; it records only the iteration.
             recorder = OpRecorder(state, fake_mode if shape_only else None)
             recorder.recording = False
+            if shape_only:
+                stack.enter_context(compat.readable_fake_values(recorder.shadows.read))
             with recorder if shape_only else contextlib.nullcontext():
                 if reused is not None:
                     progress("reusing the model")

@@ -150,6 +150,15 @@ class Shadows:
         entry = self._real.get(fake._cdata)
         return entry[1] if entry is not None else None
 
+    def read(self, fake):
+        """What a script reading `fake`'s values sees: the followed value, else zeros (as
+        `.item()` of a value the trace does not compute reads)."""
+        real = self.real(fake)
+        if real is None:
+            with compat.real_execution():
+                real = torch.zeros(fake.shape, dtype=fake.dtype)
+        return real
+
     def remember(self, fake, real, func=None):
         if _shadowable(fake) or (func is not None and _followed_float(func, fake)):
             self._real[fake._cdata] = (fake, real)

@@ -66,13 +66,20 @@ struct IterationTimeline {
   double gpuIdleMs = 0;        // wall time with no kernel running (wall - gpu)
   double commMs = 0;           // NCCL's stream busy (sum of collective times)
   double commHiddenMs = 0;     // the part of it compute or the host covered
+  // A script's DataLoader workers: the slowest loader's time to make the iteration's
+  // batches (their time on the tracing CPU over its workers), its workers, and how long
+  // the loop waits for them (inside wallMs, on that loader's first fetch).
+  double loaderMs = 0;
+  int loaderWorkers = 0;
+  double loaderWaitMs = 0;
 };
 
 // Plays the iteration on two clocks, as ml_perf_model does: op i costs the CPU
 // hostMs[i] (its kernels issued evenly over that span, from issueMs) and the GPU
 // gpuMs[i]; a kernel starts when both the GPU is free and it has been launched;
 // the ops `waits` marks make the CPU wait for the GPU. Starts with an idle GPU and ends when
-// both clocks have finished, as CUDA events around one iteration measure it.
+// both clocks have finished, as CUDA events around one iteration measure it; or, where a
+// DataLoader's workers take longer to make its batches, when they have made them.
 // Collectives (CostFamily::Collective, gpuMs their time) run on a third clock, NCCL's
 // stream, one after another, each starting once the compute issued before it is done:
 // a synchronous one makes the compute stream wait at once; an async one only at its wait

@@ -247,6 +247,16 @@ struct HostBound {
   double iterationMs = 0;
   double gpuMs = 0;
 };
+// On `gpu` the loop waits `waitMs` of each `iterationMs` for its DataLoader's `workers`
+// worker processes, which take `loaderMs` to make the iteration's batches (their time on
+// the CPU that traced the script, over their number).
+struct InputBound {
+  std::string gpu;
+  double waitMs = 0;
+  double iterationMs = 0;
+  double loaderMs = 0;
+  int workers = 0;
+};
 // The iteration's predicted peak memory exceeds `gpu`'s.
 struct OutOfMemory {
   std::string gpu;
@@ -280,6 +290,7 @@ enum class AdvisoryKind {
   AttentionSubstituted,
   ApproximateOp,
   HostBound,
+  InputBound,
   OutOfMemory,
   ReplicatedExperts,
   CompiledAgainstEager,
@@ -300,6 +311,8 @@ constexpr const char* toString(AdvisoryKind kind) {
     return "approximate_op";
   case AdvisoryKind::HostBound:
     return "host_bound";
+  case AdvisoryKind::InputBound:
+    return "input_bound";
   case AdvisoryKind::OutOfMemory:
     return "out_of_memory";
   case AdvisoryKind::ReplicatedExperts:
@@ -314,13 +327,15 @@ struct Advisory {
   std::variant<advisory::MeasuredWithoutKernels, advisory::UnknownMeasuredGpu,
                advisory::UntrainedGpus, advisory::WaveScalingAssumption,
                advisory::AttentionSubstituted, advisory::ApproximateOp, advisory::HostBound,
-               advisory::OutOfMemory, advisory::ReplicatedExperts, advisory::CompiledAgainstEager>
+               advisory::InputBound, advisory::OutOfMemory, advisory::ReplicatedExperts,
+               advisory::CompiledAgainstEager>
       facts;
   AdvisoryKind kind() const { return static_cast<AdvisoryKind>(facts.index()); }
-  // Out of memory and host-bound change what the user should do; the rest say how the
+  // Out of memory, host- and input-bound change what the user should do; the rest say how the
   // figures were obtained.
   Severity severity() const {
     return kind() == AdvisoryKind::OutOfMemory || kind() == AdvisoryKind::HostBound ||
+                   kind() == AdvisoryKind::InputBound ||
                    kind() == AdvisoryKind::UnknownMeasuredGpu ||
                    kind() == AdvisoryKind::MeasuredWithoutKernels
                ? Severity::Warning
