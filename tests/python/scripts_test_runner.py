@@ -188,6 +188,63 @@ class ScriptRunnerTest(unittest.TestCase):
         notes = [w for w in trace["warnings"] if w["kind"] == "host_time_measured"]
         self.assertEqual(sorted(w.get("count", 0) for w in notes), [0, 3], "a note for each kind of loading")
 
+    def test_a_dataloader_loop_is_recorded_from_fetch_to_fetch(self):
+        # One whole pass of the loop: its batch, the step and what follows it; not what the
+        # first pass alone does after its step. The loop breaks off after the second step and
+        # the script then fails: the iteration stands as recorded.
+        path = self.write("""
+            import torch
+            import torch.nn as nn
+            from torch.utils.data import DataLoader, Dataset
+
+            class Samples(Dataset):
+                def __len__(self):
+                    return 256
+
+                def __getitem__(self, index):
+                    return torch.randn(32), index % 10
+
+            model = nn.Linear(32, 10).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for i, (x, y) in enumerate(DataLoader(Samples(), batch_size=16)):
+                loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+                if i % 100 == 0:
+                    torch.cdist(x.cuda(), x.cuda())  # the first pass's alone
+                model.weight.data.mul_(0.99)  # every pass's, after its step
+                if i == 1:
+                    break
+            raise RuntimeError("a final evaluation that fails")
+            """)
+        trace = run_trace(path)
+        names = [op["name"] for op in trace["ops"]]
+        self.assertEqual(names[0], "wavecast::data_loading", "the iteration starts at its fetch")
+        self.assertEqual(names.count("wavecast::data_loading"), 1)
+        self.assertFalse([name for name in names if "cdist" in name], names)
+        self.assertIn("aten::mul_", names[names.index("aten::_foreach_add_"):], "after the step")
+        self.assertEqual(trace["batch_size"], 16)
+
+    def test_a_loop_without_a_dataloader_is_recorded_from_step_to_step(self):
+        path = self.write("""
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(32, 10).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for i in range(5):
+                x = torch.randn(16, 32, device="cuda")
+                model(x).sum().backward()
+                optimizer.step()
+                if i == 0:
+                    torch.cdist(x, x)  # after the first step: in the recorded span
+                optimizer.zero_grad()
+            """)
+        names = [op["name"] for op in run_trace(path)["ops"]]
+        self.assertTrue([name for name in names if "cdist" in name], names)
+        self.assertEqual(names[-1], "aten::_foreach_add_", "ends at the second step")
+
     def test_metrics_read_values_as_a_gpu_run_reads_them(self):
         # pytorch/examples' ImageNet script formats a 0-d accuracy tensor (`{val:6.2f}`), and
         # scripts compute metrics with NumPy: a fake tensor formats and converts as a real one

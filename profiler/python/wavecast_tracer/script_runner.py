@@ -7,11 +7,12 @@ keeps it from touching the user's files and machine (sandbox.py). DataLoaders lo
 real, in this process and outside the fake tensor mode: the batches are real CPU tensors
 until the script moves them to the GPU.
 
-An iteration is what happens between two steps of the first optimizer that steps
+An iteration is one pass of the loop, with one step of the first optimizer that steps
 (`optimizer.step()`, and so `GradScaler.step`, the Hugging Face Trainer's, Accelerate's
-and Lightning's steps, which all call it): the first iteration warms up (lazy modules,
-optimizer state) unrecorded, the one after it is recorded, and at its step the script is
-unwound (a private exception): no epochs run. Its ops are credited to the script's lines
+and Lightning's steps, which all call it): the first pass warms up (lazy modules,
+optimizer state) unrecorded, the one after it is recorded (from fetch to fetch where the
+loop draws batches from a DataLoader, else from step to step: _Boundary), and then the
+script is unwound (a private exception): no epochs run. Its ops are credited to the script's lines
 as a provider iteration's are. The time the DataLoader takes to produce the recorded
 iteration's batch is measured on this CPU and recorded as host work on the line that
 asked for it (an op `wavecast::data_loading` with `args.host_ms`, the loader's number in
@@ -21,6 +22,7 @@ asked for it (an op `wavecast::data_loading` with `args.host_ms`, the loader's n
 
 import ast
 import contextlib
+import enum
 import importlib
 import logging
 import os
@@ -76,7 +78,18 @@ def _defines_providers(path):
 
 
 class _Finished(ScriptControl):
-    """The recorded iteration's step is done: unwinds the script."""
+    """The recorded iteration is done: unwinds the script."""
+
+
+class _Boundary(enum.Enum):
+    """Where the next DataLoader fetch puts the recorded iteration's edge. A loop over a
+    DataLoader's batches is recorded from the first fetch after the first step to the first
+    after the second (one whole pass of the loop: batches, step and whatever follows the
+    step), so work the loop does on its first pass only (`if i % 100 == 0: log(...)`, true
+    at i = 0) stays out of it. Other loops are recorded from step to step."""
+
+    START = enum.auto()
+    END = enum.auto()
 
 
 class _ScriptShadows(Shadows):
@@ -120,6 +133,11 @@ class _Run:
         # True while a DataLoader makes a batch: its transforms (torchvision's are modules)
         # are neither the model nor what the batch size is read from.
         self.loading = False
+        # A loop over a DataLoader's batches (datasets fetched from before the first step)
+        # is recorded from a fetch to the same point one iteration later (_Boundary).
+        self.training_data = set()
+        self.boundary = None
+        self.from_fetch = False
 
     # --- notes ------------------------------------------------------------------------
     def on_stubbed(self, call, file, line):
@@ -174,8 +192,27 @@ class _Run:
             return
         self.steps += 1
         if self.steps == _RECORDED_STEP - 1:
+            if self.training_data:
+                self.boundary = _Boundary.START
+            else:
+                self._start_window()
+        elif self.steps == _RECORDED_STEP:
+            if self.from_fetch:
+                self.boundary = _Boundary.END
+            else:
+                self._end_window()
+                raise _Finished()
+
+    def batch_wanted(self, iterator):
+        """Before a DataLoader makes a batch: where the recorded iteration starts or ends."""
+        dataset = id(getattr(iterator, "_dataset", None))
+        if self.steps == 0:
+            self.training_data.add(dataset)
+        elif self.boundary is _Boundary.START and dataset in self.training_data:
+            self.boundary = None
+            self.from_fetch = True
             self._start_window()
-        elif self.steps >= _RECORDED_STEP:
+        elif self.boundary is _Boundary.END:  # the next training batch, or an evaluation's
             self._end_window()
             raise _Finished()
 
@@ -232,6 +269,7 @@ class _Run:
         run = self
 
         def next_(iterator):
+            run.batch_wanted(iterator)
             started = time.perf_counter()
             shape_only = getattr(iterator, _SHAPE_ONLY, False)
             run.loading = True
@@ -463,7 +501,7 @@ def trace_script(project, mode, progress, assume_gpu, rank, script_args, device,
 
 def _run_main(project, sandbox, run):
     try:
-        module = load_entry_module(project, "__main__", "while running the script")
+        module = _main_module(project, run)
     except _Finished:
         return
     except Blocked as blocked:
@@ -490,6 +528,18 @@ def _run_main(project, sandbox, run):
         file=project.entry_file, line=1,
         hint="Make the script train for at least two steps with the arguments given (e.g. more "
              "than one batch), or define wavecast_model, wavecast_input and wavecast_iteration.")
+
+
+def _main_module(project, run):
+    try:
+        return load_entry_module(project, "__main__", "while running the script")
+    except (TraceInterrupted, Blocked, TraceError):
+        # After the recorded step, before the fetch that would end the iteration: the loop
+        # broke off and the script went on (a final evaluation, a save) until it failed or
+        # ran out of time. The recorded iteration was whole at its step.
+        if run.steps >= _RECORDED_STEP:
+            raise _Finished() from None
+        raise
 
 
 def _located(error, source):
