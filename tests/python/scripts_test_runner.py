@@ -8,6 +8,8 @@ import tempfile
 import textwrap
 import unittest
 
+import torch
+
 from scripts_test_sandbox import TRAIN  # two optimizer steps of a small model
 from wavecast_tracer.tracer import run_trace
 
@@ -244,6 +246,33 @@ class ScriptRunnerTest(unittest.TestCase):
         names = [op["name"] for op in run_trace(path)["ops"]]
         self.assertTrue([name for name in names if "cdist" in name], names)
         self.assertEqual(names[-1], "aten::_foreach_add_", "ends at the second step")
+
+    def test_the_accelerator_api_finds_the_gpu_and_rnns_run_as_cudnn_runs_them(self):
+        # pytorch/examples' word language model: torch.accelerator picks the device, an LSTM
+        # trains with a hand-written update after each backward pass (no optimizer).
+        path = self.write("""
+            import torch
+            import torch.nn as nn
+
+            assert torch.accelerator.is_available() and torch.accelerator.device_count() == 1
+            device = torch.accelerator.current_accelerator()
+            assert device.type == "cuda", device
+            torch.accelerator.synchronize()
+            model = nn.LSTM(16, 32, num_layers=2).to(device)
+            for step in range(3):
+                model.zero_grad()
+                output, _ = model(torch.randn(5, 4, 16, device=device))
+                output.sum().backward()
+                for p in model.parameters():
+                    p.data.add_(p.grad, alpha=-0.1)
+            """)
+        trace = run_trace(path)
+        names = [op["name"] for op in trace["ops"]]
+        self.assertIn("aten::lstm", names)
+        self.assertIn("aten::_cudnn_rnn_backward", names)
+        self.assertFalse([name for name in names if "mkldnn" in name], names)
+        self.assertEqual(names.count("aten::add_"), 8, "one update per parameter, after one backward pass")
+        self.assertFalse(torch.accelerator.is_available(), "put back after the trace")
 
     def test_metrics_read_values_as_a_gpu_run_reads_them(self):
         # pytorch/examples' ImageNet script formats a 0-d accuracy tensor (`{val:6.2f}`), and

@@ -324,6 +324,19 @@ _CUDA_STANDINS = {
     # torch 2.x optimizers ask before each step (CUDA-graph capture check).
     "is_current_stream_capturing": lambda: False,
 }
+# torch.accelerator (torch >= 2.6), the device-generic API newer scripts ask instead
+# (pytorch/examples: `torch.accelerator.current_accelerator()`), answered the same way.
+_ACCELERATOR_STANDINS = {
+    "is_available": lambda: True,
+    "current_accelerator": lambda check_available=False: torch.device("cuda"),
+    "current_device_index": lambda: 0,
+    "current_device_idx": lambda: 0,
+    "set_device_index": lambda device: None,
+    "set_device_idx": lambda device: None,
+    "device_index": lambda device: contextlib.nullcontext(),
+    "synchronize": lambda device=None: None,
+    "empty_cache": lambda: None,
+}
 # The target GPU's own answers (its properties, bf16, memory, streams) are target_gpu.py's.
 
 
@@ -339,6 +352,12 @@ def cuda_mapped_to_cpu(on_mapped, placement=None, device_count=None):
     saved = {name: getattr(torch.cuda, name) for name in standins}
     for name, standin in standins.items():
         setattr(torch.cuda, name, standin)
+    accelerator = getattr(torch, "accelerator", None)
+    accelerator_standins = dict(_ACCELERATOR_STANDINS, device_count=standins["device_count"])
+    accelerator_saved = {name: getattr(accelerator, name, None) for name in accelerator_standins} \
+        if accelerator is not None else {}
+    for name in accelerator_saved:
+        setattr(accelerator, name, accelerator_standins[name])
 
     mode = _CudaAsCpu(on_mapped, placement)
 
@@ -371,3 +390,8 @@ def cuda_mapped_to_cpu(on_mapped, placement=None, device_count=None):
         torch.nn.DataParallel.forward = data_parallel
         for name, original in saved.items():
             setattr(torch.cuda, name, original)
+        for name, original in accelerator_saved.items():
+            if original is None:
+                delattr(accelerator, name)
+            else:
+                setattr(accelerator, name, original)

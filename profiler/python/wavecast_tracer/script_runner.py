@@ -37,6 +37,7 @@ from .errors import ScriptControl, TraceError, TraceInterrupted, error_at
 from .loader import PROVIDER_NAMES, load_entry_module, find_providers
 from .memory import MemoryTracker
 from .recorder import OpRecorder, TraceState
+from .rnn import fuse_recurrent_layers
 from .patching import PatchOnImport, attributes_set, replace_while_active
 from .sandbox import REQUESTED_WORKERS, Blocked, Sandbox
 from .trace_warnings import warning
@@ -45,6 +46,7 @@ from .values import Shadows, Zeros, flatten_tensors
 HOST_WORK_OP = "wavecast::data_loading"
 _PROVIDER_NAMES = frozenset(name for names in PROVIDER_NAMES.values() for name in names)
 _RECORDED_STEP = 2  # the first step ends the warm-up iteration
+_BACKWARD_PASSES = "backward passes"  # what bounds iterations without an optimizer
 _SHAPE_ONLY = "_wavecast_shape_only"  # set on a DataLoader iterator whose batches are fake
 
 
@@ -188,8 +190,19 @@ class _Run:
     def step_done(self, optimizer, args, kwargs):
         if self.lead is None:
             self.lead = optimizer
-        if optimizer is not self.lead:
-            return
+        if optimizer is self.lead:
+            self._stepped()
+
+    def backward_done(self):
+        """A script without an optimizer updates its parameters itself after each backward
+        pass (pytorch/examples' word language model): its backward passes bound the loop's
+        passes as steps do."""
+        if self.lead is None and not self.state.optimizers:
+            self.lead = _BACKWARD_PASSES
+        if self.lead is _BACKWARD_PASSES:
+            self._stepped()
+
+    def _stepped(self):
         self.steps += 1
         if self.steps == _RECORDED_STEP - 1:
             if self.training_data:
@@ -224,11 +237,14 @@ class _Run:
         for root in self.roots.values():
             state.name_modules(root)
         self.window.enter_context(_module_hooks(state))
+        self.window.enter_context(fuse_recurrent_layers(state, compute_values=self.recorder.fake_mode is None))
         state.memory = MemoryTracker()
         state.memory.add_baseline(t for root in self.roots.values()
                                   for t in (*root.parameters(), *root.buffers()))
         self.window.enter_context(state.memory.saved_tensors_hooks())
         self.window.enter_context(state.memory.watching_zero_grad())
+        self.window.enter_context(state.memory.watching_storage_resizes())
+        self.window.enter_context(state.memory.watching_selective_checkpoints())
         self.recording = True
         self.recorder.recording = True
 
@@ -249,11 +265,13 @@ class _Run:
                    optim.register_optimizer_step_post_hook(self.step_done),
                    nn_module.register_module_forward_pre_hook(self.module_entered),
                    nn_module.register_module_forward_hook(self.module_left)]
+        self.state.backward_listeners.append(self.backward_done)
         try:
             yield
         finally:
             for handle in handles:
                 handle.remove()
+            self.state.backward_listeners.remove(self.backward_done)
             self._end_window()
 
     # --- data loading -----------------------------------------------------------------------
@@ -521,9 +539,10 @@ def _run_main(project, sandbox, run):
     # gets the provider errors it always had.
     if run.steps == 0:
         find_providers(module, project)
+    unit = ("backward pass", "backward passes") if run.lead is _BACKWARD_PASSES else ("optimizer step", "optimizer steps")
     raise TraceError(
         "no_training_step",
-        f"the script ended after {run.steps} optimizer step{'s' if run.steps != 1 else ''}; "
+        f"the script ended after {run.steps} {unit[run.steps != 1]}; "
         f"tracing needs {_RECORDED_STEP} (the first warms up)",
         file=project.entry_file, line=1,
         hint="Make the script train for at least two steps with the arguments given (e.g. more "

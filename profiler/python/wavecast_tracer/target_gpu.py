@@ -111,5 +111,14 @@ def answering_as(device=None):
         "is_bf16_supported": lambda including_emulation=True: properties.major >= 8 or including_emulation,
         "get_arch_list": lambda: [f"sm_{properties.major}{properties.minor}"],
     }
-    with attributes_set(torch.cuda, answers):
+    # torch.accelerator's (torch >= 2.6) memory and stream questions, the same answers.
+    accelerator = {name: answers[name] for name in (
+        "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
+        "reset_peak_memory_stats", "current_stream")}
+    accelerator.update(get_memory_info=answers["mem_get_info"], memory_stats=lambda device=None: {},
+                       reset_accumulated_memory_stats=nothing(), set_stream=nothing())
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(attributes_set(torch.cuda, answers))
+        if hasattr(torch, "accelerator"):
+            stack.enter_context(attributes_set(torch.accelerator, accelerator))
         yield properties
