@@ -521,6 +521,11 @@ std::string traceWarningMessage(const TraceWarning& warning) {
     return "torch.distributed." + warning.call +
            " cannot run as one rank of the traced launch: it was skipped and its communication "
            "is not predicted";
+  case TraceWarningKind::CpuOnlyScript:
+    return "the script never asked for CUDA with the arguments given: run as written on a GPU "
+           "machine it would train on the CPU. The figures are its ops on each GPU; move the "
+           "model and its batches to the GPU (`.to(\"cuda\")`), or pass the argument that makes "
+           "the script use it";
   case TraceWarningKind::CallStubbed:
     return warning.call +
            ": not run while tracing (writes, checkpoints and loggers are stubbed so the script "

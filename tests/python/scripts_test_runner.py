@@ -274,6 +274,12 @@ class ScriptRunnerTest(unittest.TestCase):
         self.assertEqual(names.count("aten::add_"), 8, "one update per parameter, after one backward pass")
         self.assertFalse(torch.accelerator.is_available(), "put back after the trace")
 
+    def test_a_script_that_never_asks_for_cuda_is_told_so(self):
+        cpu_only = self.write(TRAIN.replace(".cuda()", "").replace(', device="cuda"', ""))
+        kinds = [w["kind"] for w in run_trace(cpu_only)["warnings"]]
+        self.assertIn("cpu_only_script", kinds)
+        self.assertNotIn("cpu_only_script", [w["kind"] for w in run_trace(self.write(TRAIN))["warnings"]])
+
     def test_metrics_read_values_as_a_gpu_run_reads_them(self):
         # pytorch/examples' ImageNet script formats a 0-d accuracy tensor (`{val:6.2f}`), and
         # scripts compute metrics with NumPy: a fake tensor formats and converts as a real one

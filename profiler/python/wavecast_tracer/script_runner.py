@@ -490,6 +490,8 @@ def trace_script(project, mode, progress, assume_gpu, rank, script_args, device,
             stack.enter_context(run.hooks())
             progress("running the script")
             _run_main(project, sandbox, run)
+            if not state.cuda_mapped:
+                state.warnings.append(warning("cpu_only_script"))
             state.finish()
             precision = tracer.precision(autocast)
             model = torch.nn.ModuleList(run.roots.values())

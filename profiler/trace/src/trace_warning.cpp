@@ -9,7 +9,7 @@ namespace {
 using nlohmann::json;
 
 // The tracer's names (wavecast_tracer/trace_warnings.py) and the wire format's.
-constexpr std::array<std::pair<TraceWarningKind, const char*>, 16> kKindNames{{
+constexpr std::array<std::pair<TraceWarningKind, const char*>, 17> kKindNames{{
     {TraceWarningKind::OldTorch, "old_torch"},
     {TraceWarningKind::CudaTracedOnCpu, "cuda_traced_on_cpu"},
     {TraceWarningKind::TorchCompile, "torch_compile"},
@@ -23,6 +23,7 @@ constexpr std::array<std::pair<TraceWarningKind, const char*>, 16> kKindNames{{
     {TraceWarningKind::UnsupportedDistributed, "unsupported_distributed"},
     {TraceWarningKind::CallStubbed, "call_stubbed"},
     {TraceWarningKind::HostTimeMeasured, "host_time_measured"},
+    {TraceWarningKind::CpuOnlyScript, "cpu_only_script"},
     {TraceWarningKind::EvenRouting, "even_routing"},
     {TraceWarningKind::TracedInCpuMode, "traced_in_cpu_mode"},
     {TraceWarningKind::Sentence, "sentence"},
