@@ -279,6 +279,13 @@ class ScriptRunnerTest(unittest.TestCase):
         kinds = [w["kind"] for w in run_trace(cpu_only)["warnings"]]
         self.assertIn("cpu_only_script", kinds)
         self.assertNotIn("cpu_only_script", [w["kind"] for w in run_trace(self.write(TRAIN))["warnings"]])
+        # A bare index names CUDA's device, as pytorch/examples' DDP tutorial moves its model
+        # and batches (`.to(gpu_id)` with gpu_id = 0); an index after the device is no device.
+        by_index = self.write(TRAIN.replace(".cuda()", ".to(0)").replace(', device="cuda"', "").replace(
+            "model(torch.randn(4, 8)", "model(torch.randn(4, 8).to(0, torch.float32, False)"))
+        kinds = [w["kind"] for w in run_trace(by_index)["warnings"]]
+        self.assertIn("cuda_traced_on_cpu", kinds)
+        self.assertNotIn("cpu_only_script", kinds)
 
     def test_metrics_read_values_as_a_gpu_run_reads_them(self):
         # pytorch/examples' ImageNet script formats a 0-d accuracy tensor (`{val:6.2f}`), and

@@ -53,11 +53,13 @@ def _default_device_is_cuda():
 
 
 def _is_cuda(device):
+    """Whether `device` names a CUDA device: a torch.device, a string, or a bare index
+    (`x.to(0)`, `device=0`: torch takes it as the accelerator's, CUDA's on a GPU machine)."""
     if isinstance(device, torch.device):
         return device.type == "cuda"
     if isinstance(device, str):
         return device.split(":", 1)[0] == "cuda"
-    return False
+    return isinstance(device, int) and not isinstance(device, bool)
 
 
 def _cpu_if_cuda(value):
@@ -302,10 +304,15 @@ class _CudaAsCpu(compat.TorchFunctionMode):
             self.on_mapped()
             kwargs = dict(kwargs, device=torch.device("cpu"))
             to_gpu = True
-        if func is torch.Tensor.to and any(_is_cuda(a) for a in args[1:]):
-            self.on_mapped()
-            args = tuple(_cpu_if_cuda(a) for a in args)
-            to_gpu = True
+        if func is torch.Tensor.to:
+            # to(device, dtype, non_blocking, copy), to(dtype, ...) or to(other): a bare index
+            # names a device only first, where no flag stands.
+            devices = [i for i, a in enumerate(args)
+                       if i > 0 and _is_cuda(a) and (i == 1 or not isinstance(a, int))]
+            if devices:
+                self.on_mapped()
+                args = tuple(torch.device("cpu") if i in devices else a for i, a in enumerate(args))
+                to_gpu = True
         self.below += 1
         try:
             return self.placement.call(func, args, kwargs, to_gpu)
