@@ -3,6 +3,8 @@ fake process group: each sample under samples/distributed/ and its collectives, 
 bytes computed by hand from the models' parameter sizes."""
 
 import os
+import tempfile
+import textwrap
 import unittest
 
 from source_lines import line_of
@@ -230,6 +232,31 @@ class DistributedSamples(unittest.TestCase):
         with self.assertRaises(TraceError) as raised:
             run_trace(sample("tensor_parallel.py"), world_size=0)
         self.assertEqual(raised.exception.kind, "bad_request")
+
+    def test_a_launch_sees_its_nodes_gpus_before_it_makes_its_process_group(self):
+        # pytorch/examples' FSDP2 example: enough GPUs? (before init_process_group); a
+        # spawned launch sizes itself by the GPU count.
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "train.py")
+            with open(path, "w") as f:
+                f.write(textwrap.dedent("""
+                    import os
+                    import torch
+                    import torch.distributed as dist
+                    from torch.nn.parallel import DistributedDataParallel as DDP
+
+                    assert torch.cuda.device_count() == 4 and torch.accelerator.device_count() == 4
+                    dist.init_process_group("nccl")
+                    model = DDP(torch.nn.Linear(8, 8).to(int(os.environ["LOCAL_RANK"])))
+                    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                    for step in range(3):
+                        model(torch.randn(4, 8).cuda()).sum().backward()
+                        optimizer.step()
+                        optimizer.zero_grad()
+                    """))
+            trace = run_trace(path, world_size=4)
+        self.assertEqual(trace["distributed"]["world_size"], 4)
+        self.assertEqual([op["args"]["group_size"] for op in collectives(trace)], [4])
 
     def test_llama3_gathers_bf16_parameters_reduces_fp32_gradients_and_frees_what_it_gathers(self):
         # torchtitan's Llama 3 8B at two and three blocks, one 8,192-token sequence, as rank

@@ -115,8 +115,10 @@ class OneRank:
             self._activated.enter_context(variables_set(self.environment()))
 
     def device_count(self):
-        """GPUs torch.cuda reports: the node's, once the script is distributed."""
-        return self.local_world_size if self.initialized else 1
+        """GPUs torch.cuda reports: the node's in a distributed launch (torchrun's processes
+        each see them all; a script checks it has enough before it makes its process
+        group), else one."""
+        return self.local_world_size if self.initialized or self._environment_set else 1
 
     def document(self):
         """The trace's `distributed` object; None for a script that made no process group."""

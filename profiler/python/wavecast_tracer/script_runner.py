@@ -500,7 +500,7 @@ def trace_script(project, mode, progress, assume_gpu, rank, script_args, device,
     except TraceInterrupted as exc:
         raise _no_step_in_time(exc, project, run) from None
 
-    return {
+    document = {
         "format": "wavecast-trace",
         "version": tracer.TRACE_FORMAT_VERSION,
         "producer": compat.versions(),
@@ -517,6 +517,10 @@ def trace_script(project, mode, progress, assume_gpu, rank, script_args, device,
         "precision": precision,
         "warnings": tracer._torch_warnings() + state.warnings + run.host_warnings() + rank.warnings,
     }
+    layout = rank.document()
+    if layout is not None:
+        document["distributed"] = layout
+    return document
 
 
 def _run_main(project, sandbox, run):
