@@ -272,6 +272,8 @@ class ScriptRunnerTest(unittest.TestCase):
         self.assertIn("aten::_cudnn_rnn_backward", names)
         self.assertFalse([name for name in names if "mkldnn" in name], names)
         self.assertEqual(names.count("aten::add_"), 8, "one update per parameter, after one backward pass")
+        # Its batches are sequence first (5 steps of 4 sequences), as nn.LSTM takes them.
+        self.assertEqual((trace["batch_size"], trace["samples_per_iteration"]), (4, 4))
         self.assertFalse(torch.accelerator.is_available(), "put back after the trace")
 
     def test_a_script_that_never_asks_for_cuda_is_told_so(self):

@@ -37,7 +37,7 @@ from .errors import ScriptControl, TraceError, TraceInterrupted, error_at
 from .loader import PROVIDER_NAMES, load_entry_module, find_providers
 from .memory import MemoryTracker
 from .recorder import OpRecorder, TraceState
-from .rnn import fuse_recurrent_layers
+from .rnn import CUDNN_MODES, fuse_recurrent_layers
 from .patching import PatchOnImport, attributes_set, replace_while_active
 from .sandbox import REQUESTED_WORKERS, Blocked, Sandbox
 from .trace_warnings import warning
@@ -323,6 +323,21 @@ class _Run:
         finally:
             cls.__next__ = original
 
+    def read_sequence_first_batch(self, ops):
+        """A model called on sequence-first batches (time, batch, ...), as nn.LSTM takes them
+        by default (pytorch/examples' word language model): the batch the first dimension
+        gave is the time steps of its first recurrent layer, whose batch is the second."""
+        if self.loader_samples or self.batch_size is None:
+            return  # a DataLoader's batches are stacked batch first
+        layer = next((op for op in ops if op["phase"] == "forward"
+                      and op["name"] in {f"aten::{kind}" for kind in CUDNN_MODES}), None)
+        if layer is None or layer["args"]["batch_first"] or layer["args"]["packed"]:
+            return
+        steps, batch = layer["args"]["seq_len"], layer["args"]["batch"]
+        if self.batch_size == steps and batch != steps:
+            self.model_samples = self.model_samples // steps * batch
+            self.batch_size = batch
+
     def _host_work(self, ms, iterator):
         """A batch made in `ms` on this CPU, in this process; the script's DataLoader workers
         (REQUESTED_WORKERS) make such batches beside its loop."""
@@ -490,6 +505,7 @@ def trace_script(project, mode, progress, assume_gpu, rank, script_args, device,
             stack.enter_context(run.hooks())
             progress("running the script")
             _run_main(project, sandbox, run)
+            run.read_sequence_first_batch(state.ops)
             if not state.cuda_mapped:
                 state.warnings.append(warning("cpu_only_script"))
             state.finish()
