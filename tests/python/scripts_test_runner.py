@@ -289,6 +289,26 @@ class ScriptRunnerTest(unittest.TestCase):
         self.assertIn("cuda_traced_on_cpu", kinds)
         self.assertNotIn("cpu_only_script", kinds)
 
+    def test_a_sequence_first_transformer_counts_its_sequences(self):
+        # nn.TransformerEncoder's default layout: 12 positions of 3 sequences; and a model
+        # fed batch first, whose batch is its first dimension.
+        for batch_first, shape in ((False, "12, 3, 16"), (True, "3, 12, 16")):
+            with self.subTest(batch_first=batch_first):
+                path = self.write(f"""
+                    import torch
+                    import torch.nn as nn
+
+                    layer = nn.TransformerEncoderLayer(16, 2, 32, batch_first={batch_first})
+                    model = nn.TransformerEncoder(layer, 2).cuda()
+                    optimizer = torch.optim.Adam(model.parameters())
+                    for step in range(3):
+                        model(torch.randn({shape}, device="cuda")).sum().backward()
+                        optimizer.step()
+                        optimizer.zero_grad()
+                    """)
+                trace = run_trace(path)
+                self.assertEqual((trace["batch_size"], trace["samples_per_iteration"]), (3, 3))
+
     def test_metrics_read_values_as_a_gpu_run_reads_them(self):
         # pytorch/examples' ImageNet script formats a 0-d accuracy tensor (`{val:6.2f}`), and
         # scripts compute metrics with NumPy: a fake tensor formats and converts as a real one

@@ -47,6 +47,7 @@ HOST_WORK_OP = "wavecast::data_loading"
 _PROVIDER_NAMES = frozenset(name for names in PROVIDER_NAMES.values() for name in names)
 _RECORDED_STEP = 2  # the first step ends the warm-up iteration
 _BACKWARD_PASSES = "backward passes"  # what bounds iterations without an optimizer
+_RECURRENT_OPS = frozenset(f"aten::{kind}" for kind in CUDNN_MODES)
 _SHAPE_ONLY = "_wavecast_shape_only"  # set on a DataLoader iterator whose batches are fake
 
 
@@ -324,16 +325,25 @@ class _Run:
             cls.__next__ = original
 
     def read_sequence_first_batch(self, ops):
-        """A model called on sequence-first batches (time, batch, ...), as nn.LSTM takes them
-        by default (pytorch/examples' word language model): the batch the first dimension
-        gave is the time steps of its first recurrent layer, whose batch is the second."""
+        """A model called on sequence-first batches (time, batch, ...), as nn.LSTM and
+        nn.TransformerEncoder take them by default (pytorch/examples' word language model):
+        the batch the first dimension gave is the time steps of its first recurrent layer or
+        attention, whose batch is another dimension."""
         if self.loader_samples or self.batch_size is None:
             return  # a DataLoader's batches are stacked batch first
-        layer = next((op for op in ops if op["phase"] == "forward"
-                      and op["name"] in {f"aten::{kind}" for kind in CUDNN_MODES}), None)
-        if layer is None or layer["args"]["batch_first"] or layer["args"]["packed"]:
+        for op in ops:
+            if op["phase"] != "forward":
+                continue
+            if op["name"] in _RECURRENT_OPS:
+                if op["args"]["batch_first"] or op["args"]["packed"]:
+                    return
+                steps, batch = op["args"]["seq_len"], op["args"]["batch"]
+                break
+            if "scaled_dot_product" in op["name"] and len(op["inputs"][0]["shape"]) == 4:
+                batch, _, steps, _ = op["inputs"][0]["shape"]  # (batch, heads, queries, size)
+                break
+        else:
             return
-        steps, batch = layer["args"]["seq_len"], layer["args"]["batch"]
         if self.batch_size == steps and batch != steps:
             self.model_samples = self.model_samples // steps * batch
             self.batch_size = batch
