@@ -11,6 +11,20 @@ import unittest
 import torch
 
 from scripts_test_sandbox import TRAIN  # two optimizer steps of a small model
+
+# A dataset whose samples are made in __getitem__, as files are read: its batches are real.
+REAL_SAMPLES = """
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Samples(Dataset):
+    def __len__(self):
+        return 256
+
+    def __getitem__(self, index):
+        return torch.randn(32), index % 10
+"""
 from wavecast_tracer.tracer import run_trace
 
 
@@ -156,17 +170,8 @@ class ScriptRunnerTest(unittest.TestCase):
     def test_data_loading_records_the_workers_the_script_asked_for(self):
         # Loaded in this process while tracing; each batch's op keeps its loader and the
         # workers that make its batches on a GPU machine (the predictor overlaps them).
-        path = self.write("""
-            import torch
+        path = self.write(REAL_SAMPLES + textwrap.dedent("""
             import torch.nn as nn
-            from torch.utils.data import DataLoader, Dataset
-
-            class Samples(Dataset):  # made in __getitem__, as files are read: real batches
-                def __len__(self):
-                    return 256
-
-                def __getitem__(self, index):
-                    return torch.randn(32), index % 10
 
             data = Samples()
             train = DataLoader(data, batch_size=16, shuffle=True, num_workers=3, pin_memory=True)
@@ -179,7 +184,7 @@ class ScriptRunnerTest(unittest.TestCase):
                 loss.backward()
                 optimizer.step()
                 optimizer.zero_grad()
-            """)
+            """))
         trace = run_trace(path)
         loads = [op["args"] for op in trace["ops"] if op["name"] == "wavecast::data_loading"]
         self.assertEqual(len(loads), 2, loads)
@@ -194,17 +199,8 @@ class ScriptRunnerTest(unittest.TestCase):
         # One whole pass of the loop: its batch, the step and what follows it; not what the
         # first pass alone does after its step. The loop breaks off after the second step and
         # the script then fails: the iteration stands as recorded.
-        path = self.write("""
-            import torch
+        path = self.write(REAL_SAMPLES + textwrap.dedent("""
             import torch.nn as nn
-            from torch.utils.data import DataLoader, Dataset
-
-            class Samples(Dataset):
-                def __len__(self):
-                    return 256
-
-                def __getitem__(self, index):
-                    return torch.randn(32), index % 10
 
             model = nn.Linear(32, 10).cuda()
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -219,7 +215,7 @@ class ScriptRunnerTest(unittest.TestCase):
                 if i == 1:
                     break
             raise RuntimeError("a final evaluation that fails")
-            """)
+            """))
         trace = run_trace(path)
         names = [op["name"] for op in trace["ops"]]
         self.assertEqual(names[0], "wavecast::data_loading", "the iteration starts at its fetch")
