@@ -258,6 +258,35 @@ class DistributedSamples(unittest.TestCase):
         self.assertEqual(trace["distributed"]["world_size"], 4)
         self.assertEqual([op["args"]["group_size"] for op in collectives(trace)], [4])
 
+    def test_a_script_run_as_written_is_one_process_unless_a_launch_is_asked_for(self):
+        # nanoGPT makes its process group only when torchrun set RANK; a torchrun-only script
+        # is told to ask for its launch.
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "train.py")
+            with open(path, "w") as f:
+                f.write(textwrap.dedent("""
+                    import os
+                    import torch
+                    from torch.distributed import init_process_group
+
+                    ddp = int(os.environ.get("RANK", -1)) != -1
+                    if ddp:
+                        init_process_group(backend="nccl")
+                    model = torch.nn.Linear(8, 8).cuda()
+                    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                    for step in range(3):
+                        model(torch.randn(4, 8, device="cuda")).sum().backward()
+                        optimizer.step()
+                        optimizer.zero_grad()
+                    """))
+            self.assertNotIn("distributed", run_trace(path))
+            self.assertEqual(run_trace(path, world_size=2)["distributed"]["world_size"], 2)
+            with open(path, "w") as f:
+                f.write("import os\nrank = int(os.environ['LOCAL_RANK'])\n")
+            with self.assertRaises(TraceError) as raised:
+                run_trace(path)
+            self.assertIn("--world-size", raised.exception.hint)
+
     def test_llama3_gathers_bf16_parameters_reduces_fp32_gradients_and_frees_what_it_gathers(self):
         # torchtitan's Llama 3 8B at two and three blocks, one 8,192-token sequence, as rank
         # 0 of 16. MixedPrecisionPolicy(bf16 parameters, fp32 reduction).

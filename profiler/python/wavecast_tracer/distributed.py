@@ -77,6 +77,11 @@ def _available():
     return True
 
 
+# What torchrun sets for each process of a launch.
+TORCHRUN_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR",
+                      "MASTER_PORT")
+
+
 class OneRank:
     """One trace's rank: its torchrun environment, its process group once the script makes
     one, and what it recorded about collectives."""
@@ -98,15 +103,9 @@ class OneRank:
         self._environment_set = False
 
     def environment(self):
-        return {
-            "RANK": str(self.rank),
-            "LOCAL_RANK": str(self.rank % self.local_world_size),
-            "WORLD_SIZE": str(self.world_size),
-            "LOCAL_WORLD_SIZE": str(self.local_world_size),
-            "GROUP_RANK": str(self.rank // self.local_world_size),
-            "MASTER_ADDR": "127.0.0.1",
-            "MASTER_PORT": _MASTER_PORT,
-        }
+        return dict(zip(TORCHRUN_VARIABLES, (
+            str(self.rank), str(self.rank % self.local_world_size), str(self.world_size),
+            str(self.local_world_size), str(self.rank // self.local_world_size), "127.0.0.1", _MASTER_PORT)))
 
     def enter_environment(self):
         """The torchrun variables, from now until the trace ends."""
@@ -189,11 +188,13 @@ class OneRank:
 def one_rank(world_size, project, map_cuda, default_world_size=None):
     """While active, the script runs as rank 0 of `world_size` (OneRank; None:
     `default_world_size`, else DEFAULT_WORLD_SIZE). torchrun's environment variables are
-    set only for a distributed trace: a world size asked for, or a script that makes a
-    process group (HF Trainer and Accelerate read LOCAL_RANK as a distributed launch)."""
+    set only for a distributed trace: a world size asked for, or a provider script that
+    makes a process group (HF Trainer and Accelerate read LOCAL_RANK as a distributed
+    launch). A script run as written (a `default_world_size`) is `python train.py` unless
+    a world size is asked for: nanoGPT makes its process group only when torchrun set RANK."""
     session = OneRank(world_size or default_world_size, project, map_cuda)
     with contextlib.ExitStack() as stack:
-        if world_size is not None or _makes_process_group(project.entry_file):
+        if world_size is not None or (default_world_size is None and _makes_process_group(project.entry_file)):
             session.enter_environment()
         if _available():
             stack.enter_context(_process_group_calls(session))

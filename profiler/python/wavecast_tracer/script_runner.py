@@ -33,6 +33,7 @@ import time
 import torch
 
 from . import compat
+from .distributed import TORCHRUN_VARIABLES
 from .errors import ScriptControl, TraceError, TraceInterrupted, error_at
 from .loader import PROVIDER_NAMES, load_entry_module, find_providers
 from .memory import MemoryTracker
@@ -564,6 +565,11 @@ def _run_main(project, sandbox, run):
             download = sandbox.download_error(error.__context__)
             if download is not None:
                 raise _located(download, error) from None
+            if isinstance(error.__context__, KeyError) and error.__context__.args[:1] and \
+                    error.__context__.args[0] in TORCHRUN_VARIABLES:
+                error.hint = ("The script reads the variables torchrun sets: trace it as one rank of its "
+                              "launch, with the launch's GPU count (--world-size N; wavecast.worldSize in "
+                              "the editor).")
         raise
     if run.steps >= _RECORDED_STEP:
         return
