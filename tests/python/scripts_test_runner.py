@@ -305,6 +305,29 @@ class ScriptRunnerTest(unittest.TestCase):
                 trace = run_trace(path)
                 self.assertEqual((trace["batch_size"], trace["samples_per_iteration"]), (3, 3))
 
+    def test_a_batch_stacked_from_numpy_is_made_on_the_host(self):
+        # nanoGPT's get_batch: views of a NumPy array stacked on the CPU, then copied over.
+        path = self.write("""
+            import numpy as np
+            import torch
+            import torch.nn as nn
+
+            data = np.arange(4096, dtype=np.int64) % 64
+            model = nn.Embedding(64, 16).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(3):
+                x = torch.stack([torch.from_numpy(data[i:i + 32]) for i in range(0, 256, 32)])
+                x = x.pin_memory().to("cuda", non_blocking=True)
+                model(x).sum().backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """)
+        trace = run_trace(path)
+        devices = {op["name"]: op.get("device") for op in trace["ops"]}
+        self.assertEqual(devices["aten::stack"], "cpu")
+        self.assertIsNone(devices["aten::embedding"])
+        self.assertNotIn("host_tensor_with_gpu", [w["kind"] for w in trace["warnings"]])
+
     def test_metrics_read_values_as_a_gpu_run_reads_them(self):
         # pytorch/examples' ImageNet script formats a 0-d accuracy tensor (`{val:6.2f}`), and
         # scripts compute metrics with NumPy: a fake tensor formats and converts as a real one

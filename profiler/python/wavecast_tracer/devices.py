@@ -151,6 +151,18 @@ class Placement:
             delattr(out, HOST)
         return out
 
+    def host_memory_view(self, make):
+        """`make` (torch.from_numpy, torch.frombuffer) as the script calls it: a view of
+        host memory that no torch function mode sees, a host tensor on a GPU too (nanoGPT
+        stacks its batch from such views on the CPU, then copies it over)."""
+        def view(*args, **kwargs):
+            out = make(*args, **kwargs)
+            if self.recording and isinstance(out, torch.Tensor):
+                self._created_on_host(out, len(self._ops))
+            return out
+
+        return view
+
     def _created_on_host(self, t, first_op):
         frames = self._project_frames()
         setattr(t, HOST, frames[-1][:2] if frames else ("", 0))
@@ -386,8 +398,11 @@ def cuda_mapped_to_cpu(on_mapped, placement=None, device_count=None):
 
     generator = torch.Generator
     data_parallel = torch.nn.DataParallel.forward
+    host_views = {name: getattr(torch, name) for name in ("from_numpy", "frombuffer")}
     torch.Generator = GeneratorOnCpu
     torch.nn.DataParallel.forward = data_parallel_on_one_gpu
+    for name, make in host_views.items():
+        setattr(torch, name, placement.host_memory_view(make))
     try:
         with mode:
             yield
@@ -395,6 +410,8 @@ def cuda_mapped_to_cpu(on_mapped, placement=None, device_count=None):
         mode.fake_devices.restore()
         torch.Generator = generator
         torch.nn.DataParallel.forward = data_parallel
+        for name, make in host_views.items():
+            setattr(torch, name, make)
         for name, original in saved.items():
             setattr(torch.cuda, name, original)
         for name, original in accelerator_saved.items():

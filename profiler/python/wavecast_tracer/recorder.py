@@ -12,7 +12,7 @@ from .collectives import symmetric_values
 from .compiled import compile_mode, what_if
 from .cuda_kernels import SHAPE_KERNELS
 from .dataflow import Dataflow
-from .devices import Placement
+from .devices import HOST, Placement
 from .distributed import local_tensor
 from .op_description import METADATA_OPS, describe_call, tensor_meta
 from .trace_warnings import location, warning
@@ -441,6 +441,9 @@ class OpRecorder(compat.TorchDispatchMode):
         if isinstance(value, torch.Tensor) and not compat.is_fake(value):
             fake = self.fake_mode.from_tensor(value)
             self.shadows.remember(fake, value)
+            site = getattr(value, HOST, None)  # a host tensor stays one
+            if site is not None:
+                setattr(fake, HOST, site)
             return fake
         if isinstance(value, (list, tuple)):
             return type(value)(self._to_fake(v) for v in value)
