@@ -224,6 +224,23 @@ class ScriptRunnerTest(unittest.TestCase):
         self.assertIn("aten::mul_", names[names.index("aten::_foreach_add_"):], "after the step")
         self.assertEqual(trace["batch_size"], 16)
 
+    def test_a_loop_over_batches_drawn_beforehand_is_recorded_from_step_to_step(self):
+        # The DataLoader is emptied before the first step: no fetch marks a pass.
+        path = self.write(REAL_SAMPLES + textwrap.dedent("""
+            import torch.nn as nn
+
+            batches = list(DataLoader(Samples(), batch_size=16))
+            model = nn.Linear(32, 10).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in batches:
+                nn.functional.cross_entropy(model(x.cuda()), y.cuda()).backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """))
+        names = [op["name"] for op in run_trace(path)["ops"]]
+        self.assertEqual(names.count("aten::addmm"), 1, names)
+        self.assertEqual(names[-1], "aten::_foreach_add_", "ends at a step")
+
     def test_a_loop_without_a_dataloader_is_recorded_from_step_to_step(self):
         path = self.write("""
             import torch

@@ -142,6 +142,7 @@ class _Run:
         self.training_data = set()
         self.boundary = None
         self.from_fetch = False
+        self.complete = False  # the recorded iteration is whole (it reached its step)
 
     # --- notes ------------------------------------------------------------------------
     def on_stubbed(self, call, file, line):
@@ -206,17 +207,20 @@ class _Run:
 
     def _stepped(self):
         self.steps += 1
-        if self.steps == _RECORDED_STEP - 1:
-            if self.training_data:
-                self.boundary = _Boundary.START
-            else:
-                self._start_window()
-        elif self.steps == _RECORDED_STEP:
+        if self.recording:
+            self.complete = True
             if self.from_fetch:
                 self.boundary = _Boundary.END
             else:
                 self._end_window()
                 raise _Finished()
+        elif self.boundary is _Boundary.START or not self.training_data:
+            # A loop without a DataLoader, or one that fetched no batch since its last step
+            # (it drew them all beforehand): from this step to the next.
+            self.boundary = None
+            self._start_window()
+        else:
+            self.boundary = _Boundary.START
 
     def batch_wanted(self, iterator):
         """Before a DataLoader makes a batch: where the recorded iteration starts or ends."""
@@ -571,7 +575,7 @@ def _run_main(project, sandbox, run):
                               "launch, with the launch's GPU count (--world-size N; wavecast.worldSize in "
                               "the editor).")
         raise
-    if run.steps >= _RECORDED_STEP:
+    if run.complete:
         return
     # The script ended before its second step: a file that is no training script at all
     # gets the provider errors it always had.
@@ -581,7 +585,7 @@ def _run_main(project, sandbox, run):
     raise TraceError(
         "no_training_step",
         f"the script ended after {run.steps} {unit[run.steps != 1]}; "
-        f"tracing needs {_RECORDED_STEP} (the first warms up)",
+        f"tracing needs {max(_RECORDED_STEP, run.steps + 1)} (the first warms up)",
         file=project.entry_file, line=1,
         hint="Make the script train for at least two steps with the arguments given (e.g. more "
              "than one batch), or define wavecast_model, wavecast_input and wavecast_iteration.")
@@ -594,7 +598,7 @@ def _main_module(project, run):
         # After the recorded step, before the fetch that would end the iteration: the loop
         # broke off and the script went on (a final evaluation, a save) until it failed or
         # ran out of time. The recorded iteration was whole at its step.
-        if run.steps >= _RECORDED_STEP:
+        if run.complete:
             raise _Finished() from None
         raise
 
