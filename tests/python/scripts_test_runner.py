@@ -1,6 +1,7 @@
 """How a script run as written is read (script_runner.py): what torch.cuda answers for
 the target GPU, where the batch size comes from, and what the run leaves of the process."""
 
+import importlib.util
 import logging
 import os
 import signal
@@ -175,6 +176,7 @@ class ScriptRunnerTest(unittest.TestCase):
 
             data = Samples()
             train = DataLoader(data, batch_size=16, shuffle=True, num_workers=3, pin_memory=True)
+            assert train.num_workers == 3, "reads back what the script asked for"
             extra = DataLoader(data, batch_size=16)
             model = nn.Linear(32, 10).cuda()
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -344,6 +346,34 @@ class ScriptRunnerTest(unittest.TestCase):
         self.assertEqual(devices["aten::stack"], "cpu")
         self.assertIsNone(devices["aten::embedding"])
         self.assertNotIn("host_tensor_with_gpu", [w["kind"] for w in trace["warnings"]])
+
+    @unittest.skipIf(importlib.util.find_spec("accelerate") is None,
+                     "accelerate is not installed in this Python environment (scripts/python-env/test.lock installs it)")
+    def test_a_loader_accelerate_prepares_keeps_the_scripts_workers(self):
+        # accelerator.prepare rebuilds the DataLoader from the script's, num_workers included.
+        # Traced again with other settings in the same process, as the worker does after an
+        # edit: Accelerate's process-wide state is the new trace's.
+        for precision in ("no", "bf16"):
+            with self.subTest(precision=precision):
+                self.assert_prepared_loader_keeps_workers(precision)
+
+    def assert_prepared_loader_keeps_workers(self, precision):
+        path = self.write(REAL_SAMPLES + textwrap.dedent(f"""
+            import torch.nn as nn
+            from accelerate import Accelerator
+
+            accelerator = Accelerator(mixed_precision="{precision}")
+            model = nn.Linear(32, 10)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            loader = DataLoader(Samples(), batch_size=16, num_workers=2)
+            model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+            for x, y in loader:
+                accelerator.backward(nn.functional.cross_entropy(model(x), y))
+                optimizer.step()
+                optimizer.zero_grad()
+            """))
+        loads = [op["args"] for op in run_trace(path)["ops"] if op["name"] == "wavecast::data_loading"]
+        self.assertEqual([args.get("workers") for args in loads], [2])
 
     def test_metrics_read_values_as_a_gpu_run_reads_them(self):
         # pytorch/examples' ImageNet script formats a 0-d accuracy tensor (`{val:6.2f}`), and

@@ -13,8 +13,9 @@
   stops the trace with a `blocked_call` error at its line and how to work offline.
 - `sys.exit`, `input()`, subprocesses and multiprocessing stop it the same way;
   `torch.multiprocessing.spawn` runs rank 0's function in this process instead.
-- DataLoaders load in this process (`num_workers=0`) without pinned memory; each loader
-  and iterator keeps the workers the script asked for (REQUESTED_WORKERS).
+- DataLoaders load in this process (`num_workers=0`) without pinned memory; a loader's
+  num_workers still reads what the script asked for, and its iterators keep it
+  (REQUESTED_WORKERS).
 
 The worker traces again and again in one process: every replacement is undone when the
 trace ends, however it ends, and one a library kept a reference to acts as the original.
@@ -39,8 +40,8 @@ from .errors import ScriptControl, TraceError
 from .patching import PatchOnImport, replace_while_active, variables_set
 from .sandbox_files import ShadowFiles
 
-# On a DataLoader and its iterators: the worker processes the script asked for, which load
-# in this process while tracing.
+# On a DataLoader's iterators: the worker processes the script asked for (the loader's
+# num_workers still reads them), which load in this process while tracing.
 REQUESTED_WORKERS = "_wavecast_requested_workers"
 _HF_OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 _STUBBED_MODULES = ("wandb", "mlflow", "tensorboardX", "torch.utils.tensorboard")
@@ -288,11 +289,17 @@ class Sandbox:
             bound.arguments.pop("multiprocessing_context", None)
             bound.arguments.pop("worker_init_fn", None)
             original(*bound.args, **bound.kwargs)
-            setattr(loader, REQUESTED_WORKERS, workers if isinstance(workers, int) and workers > 0 else 0)
+            # What the script (and Accelerate, which rebuilds the loader from it) reads back.
+            loader.num_workers = workers if isinstance(workers, int) and workers > 0 else 0
 
         def get_iterator(loader):
-            iterator = original_iterator(loader)
-            setattr(iterator, REQUESTED_WORKERS, getattr(loader, REQUESTED_WORKERS, 0))
+            workers = loader.num_workers
+            loader.num_workers = 0
+            try:
+                iterator = original_iterator(loader)
+            finally:
+                loader.num_workers = workers
+            setattr(iterator, REQUESTED_WORKERS, workers)
             return iterator
 
         return [(DataLoader, "__init__", init), (DataLoader, "_get_iterator", get_iterator)]

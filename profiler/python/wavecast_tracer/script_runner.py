@@ -401,7 +401,8 @@ def script_process_state(project, argv):
     sandbox). What the script changes of the process is its own process's, and the worker
     traces again: __main__, sys.argv, the directory, the environment variables, the
     signal handlers (the worker's SIGUSR1 stops a trace that runs too long) and the root
-    logger's handlers (a basicConfig's file handler) are put back after."""
+    logger's handlers (a basicConfig's file handler) are put back after, and the
+    process-wide state of libraries the script set up is cleared (_library_state_cleared)."""
     saved_argv, saved_main, saved_cwd = sys.argv, sys.modules.get("__main__"), os.getcwd()
     saved_environ = dict(os.environ)
     saved_signals = {number: signal.getsignal(number) for number in _SIGNALS}
@@ -426,6 +427,16 @@ def script_process_state(project, argv):
         sys.argv = saved_argv
         if saved_main is not None:
             sys.modules["__main__"] = saved_main
+        _library_state_cleared()
+
+
+def _library_state_cleared():
+    """Accelerate keeps one state per process: once a script made an Accelerator, another
+    with other settings (the next trace's, or this one after an edit) is refused."""
+    state = sys.modules.get("accelerate.state")
+    if state is not None:
+        state.AcceleratorState._reset_state(reset_partial_state=True)
+        state.GradientState._reset_state()
 
 
 _SIGNALS = (signal.SIGUSR1, signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGHUP)
