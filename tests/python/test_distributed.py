@@ -7,6 +7,7 @@ import tempfile
 import textwrap
 import unittest
 
+from scripts_test_sandbox import TRAIN  # two optimizer steps of a small model
 from source_lines import line_of
 from wavecast_tracer import distributed
 from wavecast_tracer.errors import TraceError
@@ -266,19 +267,11 @@ class DistributedSamples(unittest.TestCase):
             with open(path, "w") as f:
                 f.write(textwrap.dedent("""
                     import os
-                    import torch
                     from torch.distributed import init_process_group
 
-                    ddp = int(os.environ.get("RANK", -1)) != -1
-                    if ddp:
+                    if int(os.environ.get("RANK", -1)) != -1:
                         init_process_group(backend="nccl")
-                    model = torch.nn.Linear(8, 8).cuda()
-                    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-                    for step in range(3):
-                        model(torch.randn(4, 8, device="cuda")).sum().backward()
-                        optimizer.step()
-                        optimizer.zero_grad()
-                    """))
+                    """) + TRAIN)
             self.assertNotIn("distributed", run_trace(path))
             self.assertEqual(run_trace(path, world_size=2)["distributed"]["world_size"], 2)
             with open(path, "w") as f:
