@@ -711,7 +711,7 @@ No multi-GPU run was measured for this work (no GPU here). What is checked:
 - **The two ways agree** (docs/parallel.md, `tests/cli/parallel_agreement_test.cpp`): a
   single-GPU script transformed by `--dp 8`, `--fsdp --dp 8` and `--tp 8` against the same
   model written with DDP, FSDP2 and DTensor and traced under the fake process group, on
-  HGX H100: the same collectives byte for byte, iterations within 0.3% (DDP), 1.3%
+  HGX H100: the same collectives byte for byte, iterations within 0.3% (DDP), 1.1%
   (FSDP2) and 7.4% (tp 8, where DTensor's extra ops show on a host-bound rank);
   `--fsdp --dp 8 --param-dtype bf16 --reduce-dtype fp32` on the twin under bf16
   autocast against FSDP2 with `MixedPrecisionPolicy(bf16, fp32)`: the same bf16

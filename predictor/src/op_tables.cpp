@@ -345,7 +345,13 @@ const std::unordered_set<std::string>& copyOps() {
                                                       "permute_copy",
                                                       "t_copy",
                                                       "transpose_copy",
-                                                      "_reshape_copy"};
+                                                      "_reshape_copy",
+                                                      "split_with_sizes_copy",
+                                                      // FSDP2's: parameters into the gather
+                                                      // buffer, gradients into the scatter's
+                                                      "all_gather_copy_in",
+                                                      "chunk_cat",
+                                                      "_chunk_cat"};
   return ops;
 }
 

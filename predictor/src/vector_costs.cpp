@@ -96,7 +96,10 @@ OpCost copyLike(const OpRecord& op, const std::string& stem) {
   const TensorMeta* destination = intoSelf ? op.input(0) : op.output(0);
   const bool castFrom16Bit = source && destination && source->elementSize() == 2 &&
                              isFloatingPoint(source->dtype) && destination->dtype != source->dtype;
-  if ((intoSelf || stem == "_to_copy" || stem == "to") && (castFrom16Bit || op.broadcastsAnInput()))
+  // FSDP2's chunk_cat copies the gradients into the reduce-scatter's buffer in its dtype.
+  const bool casts = intoSelf || stem == "_to_copy" || stem == "to" || stem == "chunk_cat" ||
+                     stem == "_chunk_cat";
+  if (casts && (castFrom16Bit || op.broadcastsAnInput()))
     cost.smCycles = std::max(outElems, largestNumel(op.inputs)) * kElementRateCycles;
   cost.bytes = in + out;
   cost.parallelElements = std::max(outElems, largestNumel(op.inputs));
