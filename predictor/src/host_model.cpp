@@ -46,7 +46,7 @@ LoaderSupply slowestLoader(const Trace& trace, size_t count) {
       continue;
     const auto [it, added] =
         loaders.try_emplace(op.intArg("loader").value_or(0), LoaderSupply{i, 0.0, workers});
-    it->second.ms += op.floatArg("host_ms").value_or(0.0) / workers;
+    it->second.ms += op.floatArg("host_ms").value_or(0.0) * op.batchShare / workers;
   }
   LoaderSupply slowest;
   for (const auto& [loader, supply] : loaders)
@@ -60,8 +60,10 @@ LoaderSupply slowestLoader(const Trace& trace, size_t count) {
 double hostOpUs(const OpRecord& op, const OpCost& cost, const HostOptions& options) {
   if (loaderWorkers(op) > 0) // taking a batch from a worker: simulateIteration waits for them
     return 0.0;
-  if (op.onHost) // host work a script run as written timed on this CPU, else one op
-    return op.floatArg("host_ms").value_or(options.cpuOpUs * 1e-3) * 1e3;
+  if (const auto ms = op.floatArg("host_ms"); op.onHost && ms) // timed on this CPU: a batch
+    return *ms * op.batchShare * 1e3; // a pipeline microbatch's copy makes its share of it
+  if (op.onHost)                      // Adam's step counters, .item() of a CPU tensor: one op
+    return options.cpuOpUs;
   if (cost.metadataOnly())
     return 0.0;
   // Inductor's generated code calls each of its kernels from Python, one launcher call per

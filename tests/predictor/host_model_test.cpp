@@ -105,6 +105,9 @@ TEST(HostModel, DataLoaderWorkersLoadBesideTheLoop) {
     return play(trace, costs, {0.0, 1.0, 1.0, 1.0});
   };
   EXPECT_DOUBLE_EQ(hostOpUs(fetch(8, 4), work(), host()), 0) << "the loop only takes the batch";
+  OpRecord quarter = fetch(8, 0); // one of four pipeline microbatches made from the batch
+  quarter.batchShare = 0.25;
+  EXPECT_DOUBLE_EQ(hostOpUs(quarter, work(), host()), 2000);
   // In the loop's own process the batch is made before the kernels are issued.
   const auto inProcess = iteration(fetch(8, 0));
   EXPECT_NEAR(inProcess.wallMs, 8 + 0.010 + 3, 1e-12);
@@ -136,6 +139,16 @@ TEST(HostModel, EachDataLoaderHasItsOwnWorkers) {
   EXPECT_NEAR(timeline.wallMs, 6, 1e-12);
   EXPECT_GT(timeline.ops[0].wallMs, 3.9) << "waited for at the loader's first fetch";
   EXPECT_NEAR(sumWall(timeline), timeline.wallMs, 1e-12);
+  // Split into four pipeline microbatches, the first loader's fetches make a quarter of
+  // their batch each, four times over: the same 6 ms.
+  Trace split;
+  for (int k = 0; k < 4; ++k)
+    for (OpRecord loading : {fetch(6, 2), fetch(6, 2)}) {
+      loading.batchShare = 0.25;
+      split.ops.push_back(loading);
+    }
+  EXPECT_NEAR(play(split, std::vector<OpCost>(8, work()), std::vector<double>(8, 0.0)).loaderMs, 6,
+              1e-12);
 }
 
 TEST(HostModel, GpuBoundIterationIsTheKernelTime) {
