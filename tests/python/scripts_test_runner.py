@@ -26,6 +26,7 @@ class Samples(Dataset):
     def __getitem__(self, index):
         return torch.randn(32), index % 10
 """
+from wavecast_tracer.project import repository_root
 from wavecast_tracer.tracer import run_trace
 
 
@@ -374,6 +375,66 @@ class ScriptRunnerTest(unittest.TestCase):
             """))
         loads = [op["args"] for op in run_trace(path)["ops"] if op["name"] == "wavecast::data_loading"]
         self.assertEqual([args.get("workers") for args in loads], [2])
+
+    def test_a_script_in_a_subfolder_has_its_repositorys_code_as_its_own(self):
+        # minGPT's projects/chargpt/chargpt.py imports its model from mingpt/ at the top:
+        # that model's lines carry its ops, while the script runs from its own folder.
+        top = self.directory.name
+        os.makedirs(os.path.join(top, "mypkg"))
+        os.makedirs(os.path.join(top, "scripts"))
+        open(os.path.join(top, "pyproject.toml"), "w").close()
+        with open(os.path.join(top, "mypkg", "__init__.py"), "w") as f:
+            f.write("")
+        with open(os.path.join(top, "mypkg", "model.py"), "w") as f:
+            f.write(textwrap.dedent("""
+                import torch.nn as nn
+
+                class Model(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.layer = nn.Linear(8, 8)
+
+                    def forward(self, x):
+                        return self.layer(x).relu()
+                """))
+        path = os.path.join(top, "scripts", "train.py")
+        with open(path, "w") as f:
+            f.write(textwrap.dedent("""
+                import os
+                import sys
+                sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+                import torch
+                from mypkg.model import Model
+
+                assert os.getcwd() == os.path.dirname(os.path.abspath(__file__))
+                model = Model().cuda()
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                for step in range(3):
+                    model(torch.randn(4, 8, device="cuda")).sum().backward()
+                    optimizer.step()
+                    optimizer.zero_grad()
+                """))
+        trace = run_trace(path)
+        files = {op["name"]: os.path.relpath(op["loc"]["file"], top) for op in trace["ops"]}
+        self.assertEqual(files["aten::addmm"], os.path.join("mypkg", "model.py"))
+        self.assertEqual(files["aten::relu"], os.path.join("mypkg", "model.py"))
+        self.assertEqual(files["aten::_foreach_add_"], os.path.join("scripts", "train.py"))
+        self.assertEqual(trace["project_root"], os.path.abspath(top))
+
+    def test_a_home_folder_kept_in_git_is_no_project(self):
+        home = os.path.join(self.directory.name, "home")
+        os.makedirs(os.path.join(home, ".git"))
+        os.makedirs(os.path.join(home, "experiments", "run1"))
+        saved = os.environ.get("HOME")
+        os.environ["HOME"] = home
+        try:
+            folder = os.path.join(home, "experiments", "run1")
+            self.assertEqual(repository_root(folder), folder)
+        finally:
+            if saved is None:
+                del os.environ["HOME"]
+            else:
+                os.environ["HOME"] = saved
 
     def test_metrics_read_values_as_a_gpu_run_reads_them(self):
         # pytorch/examples' ImageNet script formats a 0-d accuracy tensor (`{val:6.2f}`), and

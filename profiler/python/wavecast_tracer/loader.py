@@ -113,9 +113,9 @@ def load_entry_module(project, name=ENTRY_MODULE_NAME, during="while loading the
     module.__file__ = path
     # First on the path, as for `python file.py`: a worker that traced another project
     # before has that one's folder on it too, and its `utils` must not be found first.
-    if project.root in sys.path:
-        sys.path.remove(project.root)
-    sys.path.insert(0, project.root)
+    if project.folder in sys.path:
+        sys.path.remove(project.folder)
+    sys.path.insert(0, project.folder)
     sys.modules[name] = module
     try:
         exec(code, module.__dict__)

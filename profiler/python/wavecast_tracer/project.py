@@ -2,18 +2,47 @@
 
 import os
 import sys
+import sysconfig
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _LIBRARY_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
+# What marks a folder as a repository's or a Python project's top.
+_ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
+
+
+def _interpreter_dirs():
+    """The running Python's standard library and install folders: never the user's code,
+    wherever they live (a conda install under a home folder kept in git)."""
+    paths = sysconfig.get_paths()
+    return tuple(os.path.abspath(paths[key]).rstrip(os.sep) + os.sep
+                 for key in ("stdlib", "platstdlib", "purelib", "platlib") if paths.get(key))
+
+
+def repository_root(folder):
+    """The nearest folder at or above `folder` that a repository or Python project starts
+    in (_ROOT_MARKERS), below the home folder and the file system's root; else `folder`.
+    A script under scripts/ or projects/x/ imports its model from a package beside them."""
+    home = os.path.abspath(os.path.expanduser("~"))
+    current = folder
+    while True:
+        if current in (home, os.path.dirname(current)):
+            return folder
+        if any(os.path.exists(os.path.join(current, marker)) for marker in _ROOT_MARKERS):
+            return current
+        current = os.path.dirname(current)
 
 
 class Project:
-    """The directory of the user's entry file, minus installed packages inside it."""
+    """The user's code: the repository the entry file is in (repository_root), minus
+    installed packages and the interpreter's own files inside it. `folder` is the entry
+    file's: first on sys.path and the working directory, as for `python file.py` there."""
 
     def __init__(self, entry_file):
         self.entry_file = os.path.abspath(entry_file)
-        self.root = os.path.dirname(self.entry_file)
+        self.folder = os.path.dirname(self.entry_file)
+        self.root = repository_root(self.folder)
         self._prefix = self.root.rstrip(os.sep) + os.sep
+        self._excluded = (_PACKAGE_DIR + os.sep, *_interpreter_dirs())
         self._cache = {}
 
     def contains(self, filename):
@@ -23,7 +52,7 @@ class Project:
         path = os.path.abspath(filename) if filename and not filename.startswith("<") else ""
         inside = (
             path.startswith(self._prefix)
-            and not path.startswith(_PACKAGE_DIR)
+            and not path.startswith(self._excluded)
             and not any(marker in path for marker in _LIBRARY_MARKERS)
         )
         self._cache[filename] = inside

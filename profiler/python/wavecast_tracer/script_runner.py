@@ -409,7 +409,7 @@ def script_process_state(project, argv):
     root = logging.getLogger()
     saved_logging = (list(root.handlers), root.level)
     sys.argv = [project.entry_file, *argv]
-    os.chdir(project.root)
+    os.chdir(project.folder)
     try:
         yield
     finally:
