@@ -8,6 +8,9 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _LIBRARY_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
 # What marks a folder as a repository's or a Python project's top.
 _ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
+# The tracer's functions that run the user's code: the frames that called them (the worker,
+# or a test in the same repository) are not the user's.
+_ENTRIES = frozenset({"load_entry_module", "_call_provider", "_call_user"})
 
 
 def _interpreter_dirs():
@@ -61,8 +64,14 @@ class Project:
     def site(self):
         """(file, line) of the innermost project frame running now; ("", 0) outside."""
         frame = sys._getframe(1)
-        while frame is not None:
+        while frame is not None and not enters_user_code(frame.f_code):
             if self.contains(frame.f_code.co_filename):
                 return frame.f_code.co_filename, frame.f_lineno
             frame = frame.f_back
         return "", 0
+
+
+def enters_user_code(code):
+    """Whether `code` is the tracer's call into the user's code: a stack walk outward from
+    the user's code ends there."""
+    return code.co_name in _ENTRIES and code.co_filename.startswith(_PACKAGE_DIR + os.sep)

@@ -15,6 +15,7 @@ from .dataflow import Dataflow
 from .devices import HOST, Placement
 from .distributed import local_tensor
 from .op_description import METADATA_OPS, describe_call, tensor_meta
+from .project import enters_user_code
 from .trace_warnings import location, warning
 from .values import Shadows, flatten_tensors
 
@@ -112,7 +113,7 @@ class TraceState:
         frames = []
         f = sys._getframe(1)
         contains = self.project.contains
-        while f is not None:
+        while f is not None and not enters_user_code(f.f_code):
             code = f.f_code
             if contains(code.co_filename):
                 frames.append((code.co_filename, f.f_lineno, code.co_name))
