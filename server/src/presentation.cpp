@@ -531,16 +531,15 @@ std::string traceWarningMessage(const TraceWarning& warning) {
            ": not run while tracing (writes, checkpoints and loggers are stubbed so the script "
            "leaves your files as they were)";
   case TraceWarningKind::HostTimeMeasured:
-    if (warning.count > 0)
-      return "data loading took " + formatMs(warning.ms) +
-             " per iteration, measured on this CPU in one process (DataLoader workers are off "
-             "while tracing); the script's " +
-             std::to_string(warning.count) + " worker" + (warning.count == 1 ? "" : "s") +
-             " share it and load beside the loop, which waits here only for what they take "
-             "beyond the rest of the iteration";
     return "data loading took " + formatMs(warning.ms) +
            " per iteration, measured on this CPU in one process (DataLoader workers are off "
-           "while tracing); it is predicted as host time on this line";
+           "while tracing); " +
+           (warning.count > 0
+                ? "the script's " + std::to_string(warning.count) + " worker" +
+                      (warning.count == 1 ? "" : "s") +
+                      " share it and load beside the loop, which waits here only for what they "
+                      "take beyond the rest of the iteration"
+                : std::string("it is predicted as host time on this line"));
   case TraceWarningKind::EvenRouting:
     return "the shapes or values here depend on indices picked from computed values" +
            (warning.origin ? " (at " + location(*warning.origin) + ")" : std::string()) +

@@ -16,6 +16,7 @@ import sys
 import torch
 
 from . import compat
+from .patching import attributes_set
 from .trace_warnings import location, warning
 
 # Set on a tensor that the iteration created on the CPU (and on results of ops on
@@ -371,12 +372,6 @@ def cuda_mapped_to_cpu(on_mapped, placement=None, device_count=None):
     saved = {name: getattr(torch.cuda, name) for name in standins}
     for name, standin in standins.items():
         setattr(torch.cuda, name, standin)
-    accelerator = getattr(torch, "accelerator", None)
-    accelerator_standins = dict(_ACCELERATOR_STANDINS, device_count=standins["device_count"])
-    accelerator_saved = {name: getattr(accelerator, name, None) for name in accelerator_standins} \
-        if accelerator is not None else {}
-    for name in accelerator_saved:
-        setattr(accelerator, name, accelerator_standins[name])
 
     mode = _CudaAsCpu(on_mapped, placement)
 
@@ -398,24 +393,20 @@ def cuda_mapped_to_cpu(on_mapped, placement=None, device_count=None):
 
     generator = torch.Generator
     data_parallel = torch.nn.DataParallel.forward
-    host_views = {name: getattr(torch, name) for name in ("from_numpy", "frombuffer")}
     torch.Generator = GeneratorOnCpu
     torch.nn.DataParallel.forward = data_parallel_on_one_gpu
-    for name, make in host_views.items():
-        setattr(torch, name, placement.host_memory_view(make))
     try:
-        with mode:
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(attributes_set(torch, {
+                name: placement.host_memory_view(getattr(torch, name)) for name in ("from_numpy", "frombuffer")}))
+            if hasattr(torch, "accelerator"):
+                stack.enter_context(attributes_set(
+                    torch.accelerator, dict(_ACCELERATOR_STANDINS, device_count=standins["device_count"])))
+            stack.enter_context(mode)
             yield
     finally:
         mode.fake_devices.restore()
         torch.Generator = generator
         torch.nn.DataParallel.forward = data_parallel
-        for name, make in host_views.items():
-            setattr(torch, name, make)
         for name, original in saved.items():
             setattr(torch.cuda, name, original)
-        for name, original in accelerator_saved.items():
-            if original is None:
-                delattr(accelerator, name)
-            else:
-                setattr(accelerator, name, original)

@@ -21,6 +21,10 @@ def _interpreter_dirs():
                  for key in ("stdlib", "platstdlib", "purelib", "platlib") if paths.get(key))
 
 
+# Never the user's code: the tracer's own package and the interpreter's folders.
+_NOT_USER_CODE = (_PACKAGE_DIR + os.sep, *_interpreter_dirs())
+
+
 def repository_root(folder):
     """The nearest folder at or above `folder` that a repository or Python project starts
     in (_ROOT_MARKERS), below the home folder and the file system's root; else `folder`.
@@ -45,7 +49,6 @@ class Project:
         self.folder = os.path.dirname(self.entry_file)
         self.root = repository_root(self.folder)
         self._prefix = self.root.rstrip(os.sep) + os.sep
-        self._excluded = (_PACKAGE_DIR + os.sep, *_interpreter_dirs())
         self._cache = {}
 
     def contains(self, filename):
@@ -55,7 +58,7 @@ class Project:
         path = os.path.abspath(filename) if filename and not filename.startswith("<") else ""
         inside = (
             path.startswith(self._prefix)
-            and not path.startswith(self._excluded)
+            and not path.startswith(_NOT_USER_CODE)
             and not any(marker in path for marker in _LIBRARY_MARKERS)
         )
         self._cache[filename] = inside
