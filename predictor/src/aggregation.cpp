@@ -12,6 +12,24 @@ bool isHostBound(double gpuIdleMs, double wallMs, const HostOptions& options) {
   return wallMs > 0 && gpuIdleMs > options.hostBoundIdleShare * wallMs;
 }
 
+// The copies of host tensors to the GPU that hold the CPU until they are done, and what
+// they add to the iteration on one GPU.
+advisory::HeldByCopies heldByCopies(const Trace& trace, const std::vector<OpCost>& costs,
+                                    const IterationTimeline& timeline) {
+  advisory::HeldByCopies copies;
+  for (size_t i = 0; i < std::min({trace.ops.size(), costs.size(), timeline.ops.size()}); ++i) {
+    const OpCost& cost = costs[i];
+    if (cost.family != CostFamily::HostTransfer || cost.metadataOnly() ||
+        !(cost.transfer.pageable || cost.transfer.blocking))
+      continue;
+    copies.copyMs += timeline.ops[i].wallMs;
+    copies.bytes += static_cast<int64_t>(cost.bytes);
+    copies.pageable = copies.pageable || cost.transfer.pageable;
+    ++copies.count;
+  }
+  return copies;
+}
+
 void finishSpan(LineTimes& times, double iterationMs, const HostOptions& options) {
   times.shareOfIteration = iterationMs > 0 ? times.totalMs() / iterationMs : 0;
   times.hostBound = isHostBound(times.gpuIdleMs, times.totalMs(), options);
@@ -157,6 +175,12 @@ void summarize(const Trace& trace, const std::vector<OpCost>& costs,
       prediction.advisories.push_back(
           {advisory::InputBound{summary.gpuId, timelines[g].loaderWaitMs, summary.iterationMs,
                                 timelines[g].loaderMs, timelines[g].loaderWorkers}});
+    if (auto copies = heldByCopies(trace, costs, timelines[g]);
+        copies.copyMs > options.host.heldCopiesShare * summary.iterationMs) {
+      copies.gpu = summary.gpuId;
+      copies.iterationMs = summary.iterationMs;
+      prediction.advisories.push_back({std::move(copies)});
+    }
     if (!summary.fitsInMemory)
       prediction.advisories.push_back({advisory::OutOfMemory{
           summary.gpuId, summary.memory.peakBytes(), summary.memoryCapacityBytes,

@@ -194,6 +194,33 @@ LimitsByCc readLimitTables(const json& doc, const std::string& path) {
   return tables;
 }
 
+using HostLinks = std::map<std::string, HostLink>;
+
+HostLinks readHostLinks(const json& doc, const std::string& path) {
+  HostLinks links;
+  const auto it = doc.find("host_links");
+  if (it == doc.end())
+    return links;
+  if (!it->is_object())
+    Context{path, ""}.fail("host_links", "must be an object keyed by link id (\"pcie4\")");
+  for (const auto& [id, entry] : it->items()) {
+    const Context ctx{path, "host link " + id};
+    if (!entry.is_object())
+      ctx.fail("", "must be an object {\"name\", \"host_to_device_gbs\", \"source\"}");
+    HostLink link;
+    link.id = id;
+    link.name = stringField(entry, "name", ctx);
+    link.hostToDeviceGBs = numberField(entry, "host_to_device_gbs", ctx, 0.001);
+    if (entry.contains("source"))
+      link.source = stringField(entry, "source", ctx);
+    links[id] = std::move(link);
+  }
+  return links;
+}
+
+// A GPU that names no host link: PCIe 4.0 x16, the commonest in the GPUs listed.
+constexpr const char* kAssumedHostLink = "pcie4";
+
 void parseComputeCapability(const std::string& text, DeviceSpec& gpu, const Context& ctx) {
   const auto dot = text.find('.');
   try {
@@ -208,8 +235,8 @@ void parseComputeCapability(const std::string& text, DeviceSpec& gpu, const Cont
 
 // Fills `gpu` from `entry`. With `partial`, absent fields keep their current values
 // (a user override of a known GPU); otherwise every field is required.
-void applyEntry(const json& entry, DeviceSpec& gpu, const LimitsByCc& tables, const Context& ctx,
-                bool partial) {
+void applyEntry(const json& entry, DeviceSpec& gpu, const LimitsByCc& tables,
+                const HostLinks& links, const Context& ctx, bool partial) {
   const auto has = [&](const char* key) { return !partial || entry.contains(key); };
   if (has("name"))
     gpu.name = stringField(entry, "name", ctx);
@@ -249,6 +276,14 @@ void applyEntry(const json& entry, DeviceSpec& gpu, const LimitsByCc& tables, co
     gpu.memoryBandwidthGBs = numberField(entry, "memory_bandwidth_gbs", ctx, 0.001);
   if (has("l2_cache_mib"))
     gpu.l2CacheMiB = numberField(entry, "l2_cache_mib", ctx, 0);
+  if (entry.contains("host_link") || (!partial && links.count(kAssumedHostLink))) {
+    const std::string id =
+        entry.contains("host_link") ? stringField(entry, "host_link", ctx) : kAssumedHostLink;
+    const auto link = links.find(id);
+    if (link == links.end())
+      ctx.fail("host_link", "no host_links entry \"" + id + "\"");
+    gpu.hostLink = link->second;
+  }
   if (has("peak_tflops")) {
     const auto it = entry.find("peak_tflops");
     if (it == entry.end())
@@ -322,6 +357,9 @@ void GpuDatabase::mergeFile(const std::string& path) {
   LimitsByCc tables = limitTables_;
   for (auto& [cc, limits] : readLimitTables(doc, path))
     tables[cc] = limits;
+  HostLinks links = hostLinks_;
+  for (auto& [id, link] : readHostLinks(doc, path))
+    links[id] = link;
   const auto gpus = doc.find("gpus");
   if (gpus == doc.end() || !gpus->is_array())
     fileCtx.fail("gpus", "missing or not a list");
@@ -341,16 +379,17 @@ void GpuDatabase::mergeFile(const std::string& path) {
       return normalizedGpuName(gpu.id) == normalizedGpuName(id);
     });
     if (existing != merged.end()) {
-      applyEntry(entry, *existing, tables, ctx, true);
+      applyEntry(entry, *existing, tables, links, ctx, true);
     } else {
       DeviceSpec gpu;
       gpu.id = id;
-      applyEntry(entry, gpu, tables, ctx, false);
+      applyEntry(entry, gpu, tables, links, ctx, false);
       merged.push_back(std::move(gpu));
     }
   }
   devices_ = std::move(merged);
   limitTables_ = std::move(tables);
+  hostLinks_ = std::move(links);
 }
 
 std::string normalizedGpuName(const std::string& name) {

@@ -66,6 +66,8 @@ double hostOpUs(const OpRecord& op, const OpCost& cost, const HostOptions& optio
     return options.cpuOpUs;
   if (cost.metadataOnly())
     return 0.0;
+  if (cost.family == CostFamily::HostTransfer) // the call, and staging pageable memory
+    return options.opUs + cost.transfer.stagingMs * 1e3;
   // Inductor's generated code calls each of its kernels from Python, one launcher call per
   // kernel: about an eager op's price each on the H200's host (bench/truth/data/h200/
   // compiled.json: 34-53 us per launch compiled, 37-46 us eager). Under CUDA graphs
@@ -185,6 +187,16 @@ IterationTimeline simulateIteration(const Trace& trace, const std::vector<OpCost
         inFlight.push_back({i, commEnd, work.waitOp, op.phase, prefetch});
       else
         gpu = commEnd;
+    } else if (costs[i].family == CostFamily::HostTransfer && kernels > 0 && busy > 0) {
+      // The DMA runs in stream order. From pageable memory it follows the staging from the
+      // call's start, and ends no sooner than the last chunk is staged; from page-locked
+      // memory it starts once issued.
+      const HostTransferWork& transfer = costs[i].transfer;
+      const double finish =
+          std::max(std::max(gpu, transfer.pageable ? issuedFrom : cpu) + busy, cpu);
+      out.gpuIdleMs = finish - gpu - busy;
+      timeline.gpuMs += busy;
+      gpu = finish;
     } else if (kernels > 0 && busy > 0) {
       // Kernels launched evenly over the op's host span, equal in length: the last one
       // ends at the latest of the GPU's backlog draining, the first launch plus all of
@@ -200,7 +212,10 @@ IterationTimeline simulateIteration(const Trace& trace, const std::vector<OpCost
       timeline.gpuMs += finish - gpu - out.gpuIdleMs;
       gpu = finish;
     }
-    if (waits[i])
+    // A pageable copy returns once staged, a blocking one after the stream synchronizes.
+    const bool copyHolds = costs[i].family == CostFamily::HostTransfer &&
+                           (costs[i].transfer.pageable || costs[i].transfer.blocking);
+    if (waits[i] || copyHolds)
       cpu = std::max(cpu, gpu);
     const double reached = std::max(cpu, gpu);
     out.wallMs += reached - end;

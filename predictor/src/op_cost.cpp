@@ -116,6 +116,21 @@ std::optional<OpCost> collective(const OpRecord& op) {
   return cost;
 }
 
+// The tracer's record of a host tensor copied to the GPU (docs/trace-format.md); nullopt
+// for every other op.
+std::optional<OpCost> hostTransfer(const OpRecord& op) {
+  if (op.name != "wavecast::host_to_device")
+    return std::nullopt;
+  OpCost cost;
+  cost.family = CostFamily::HostTransfer;
+  cost.bytes = static_cast<double>(std::max<int64_t>(0, op.intArg("bytes").value_or(0)));
+  cost.transfer.pageable = !op.boolArg("pinned").value_or(false);
+  cost.transfer.blocking = !op.boolArg("non_blocking").value_or(false);
+  if (cost.transfer.pageable)
+    cost.transfer.stagingMs = std::max(0.0, op.floatArg("staging_ms").value_or(0.0));
+  return cost;
+}
+
 } // namespace
 
 OpCost estimateOpCost(const OpRecord& op) {
@@ -126,6 +141,8 @@ OpCost estimateOpCost(const OpRecord& op) {
   OpCost cost;
   if (auto comm = collective(op)) {
     cost = std::move(*comm);
+  } else if (auto transfer = hostTransfer(op)) {
+    cost = std::move(*transfer);
   } else if (metadataOps().count(stem) || metadataOps().count(base)) {
     cost.family = CostFamily::Metadata;
     cost.kernels = 0;

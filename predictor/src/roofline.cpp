@@ -261,6 +261,13 @@ RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
   RooflineTime t;
   if (cost.metadataOnly())
     return t;
+  if (cost.family == CostFamily::HostTransfer) {
+    // The copy engine's DMA at the host link's measured rate (docs/gpus.md, host_links).
+    const double rate = gpu.hostLink.hostToDeviceGBs * 1e9;
+    t.memoryMs = rate > 0 ? cost.bytes / rate * 1e3 : 0;
+    t.timeMs = std::max(t.memoryMs, cost.kernels * options.launchFloorUs * 1e-3);
+    return t;
+  }
   const int sms = std::max(1, gpu.smCount);
   if (options.tensorCoreGemm && cost.family == CostFamily::Gemm && usesTensorCores(cost, gpu)) {
     const GemmDevice device{peakTflops(gpu, cost) * 1e12,

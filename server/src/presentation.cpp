@@ -438,6 +438,17 @@ struct AdvisorySentence {
            " to make its batches (as fast as this CPU made them); more workers, lighter "
            "transforms or preprocessed data would feed the GPU faster";
   }
+  std::string operator()(const advisory::HeldByCopies& facts) const {
+    return facts.gpu + ": " + std::to_string(facts.count) + " cop" +
+           (facts.count == 1 ? "y" : "ies") + " of host tensors to the GPU (" +
+           formatBytes(static_cast<double>(facts.bytes)) + ") hold the CPU for " +
+           formatMs(facts.copyMs) + " of the " + formatMs(facts.iterationMs) +
+           " of an iteration (" +
+           (facts.pageable ? "pageable memory is staged on the CPU first"
+                           : "non_blocking=False waits for the GPU") +
+           "); DataLoader(pin_memory=True) and .to(device, non_blocking=True) would let the CPU "
+           "issue the next work while they run";
+  }
   std::string operator()(const advisory::OutOfMemory& facts) const {
     return "out of memory on " + facts.gpu + ": the iteration needs about " +
            formatBytes(static_cast<double>(facts.peakBytes)) + ", the GPU has " +

@@ -160,6 +160,14 @@ struct AdvisoryFacts {
         .field("wait_ms", Milliseconds{facts.waitMs})
         .field("workers", facts.workers);
   }
+  void operator()(const advisory::HeldByCopies& facts) const {
+    out.field("bytes", facts.bytes)
+        .field("copy_ms", Milliseconds{facts.copyMs})
+        .field("count", facts.count)
+        .field("gpu", facts.gpu)
+        .field("iteration_ms", Milliseconds{facts.iterationMs})
+        .field("pageable", facts.pageable);
+  }
   void operator()(const advisory::OutOfMemory& facts) const {
     out.field("activations_upper_bound", facts.activationsUpperBound)
         .field("capacity_bytes", facts.capacityBytes)

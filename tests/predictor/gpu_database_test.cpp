@@ -223,5 +223,36 @@ TEST(GpuDatabase, NewGpuOfUnknownArchitectureNeedsLimits) {
   }
 }
 
+TEST(GpuDatabase, EachGpuCrossesItsHostLink) {
+  const GpuDatabase db = shipped();
+  EXPECT_EQ(db.find("H100-SXM")->hostLink.name, "PCIe 5.0 x16");
+  EXPECT_DOUBLE_EQ(db.find("H200")->hostLink.hostToDeviceGBs, 57.1);
+  EXPECT_EQ(db.find("A100-SXM4-80GB")->hostLink.id, "pcie4");
+  EXPECT_EQ(db.find("T4")->hostLink.id, "pcie3");
+  for (const auto& gpu : db.all()) {
+    EXPECT_GT(gpu.hostLink.hostToDeviceGBs, 0) << gpu.id;
+    EXPECT_FALSE(gpu.hostLink.source.empty()) << gpu.id;
+  }
+  // A user's GPU that names none gets PCIe 4.0; one that names an unknown link is refused.
+  TempFile user("wavecast_gpus_", R"({"gpus": [
+    {"id": "MyCard", "name": "Lab card", "compute_capability": "8.0",
+     "sms": 100, "boost_clock_mhz": 1400, "memory_gib": 48, "memory_bandwidth_gbs": 1800,
+     "l2_cache_mib": 40, "peak_tflops": {"fp32": 18, "tf32": 140, "fp16": 280, "bf16": 280},
+     "price_per_hour_usd": 0.9}]})");
+  GpuDatabase mine = shipped();
+  mine.mergeFile(user.path());
+  EXPECT_EQ(mine.find("MyCard")->hostLink.id, "pcie4");
+  TempFile unknown("wavecast_gpus_", R"({"gpus": [{"id": "T4", "host_link": "pcie9"}]})");
+  try {
+    mine.mergeFile(unknown.path());
+    FAIL() << "accepted an unknown host link";
+  } catch (const GpuDatabaseError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("GPU 'T4': field 'host_link': no host_links entry \"pcie9\""),
+        std::string::npos)
+        << e.what();
+  }
+}
+
 } // namespace
 } // namespace wavecast

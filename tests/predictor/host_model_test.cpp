@@ -189,6 +189,54 @@ TEST(HostModel, ReadingAGpuValueWaitsForTheGpu) {
   EXPECT_NEAR(timeline.ops[2].gpuIdleMs, 0.010, 1e-12);
 }
 
+OpCost transfer(bool pageable, bool blocking, double stagingMs = 0) {
+  OpCost cost;
+  cost.family = CostFamily::HostTransfer;
+  cost.transfer = {pageable, blocking, stagingMs};
+  return cost;
+}
+
+TEST(HostModel, APageableCopyHoldsTheCpuWhileItsDmaFollowsTheStaging) {
+  // A 1 ms kernel, then a batch staged for 0.5 ms whose DMA takes 0.2 ms, then a 1 us
+  // kernel. non_blocking or not, the CPU is held: the DMA waits for the kernel (stream
+  // order), ends at 1.2 ms, and the next op issues from there.
+  Trace trace;
+  trace.ops.push_back(op("aten::mm"));
+  trace.ops.push_back(op("wavecast::host_to_device"));
+  trace.ops.push_back(op("aten::add"));
+  for (const bool blocking : {false, true}) {
+    const std::vector<OpCost> costs{work(), transfer(true, blocking, 0.5), work()};
+    EXPECT_DOUBLE_EQ(hostOpUs(trace.ops[1], costs[1], host()), 10 + 500);
+    const auto timeline = play(trace, costs, {1.0, 0.2, 0.001});
+    EXPECT_NEAR(timeline.wallMs, 0.010 + 1.0 + 0.2 + 0.010 + 0.001, 1e-12) << blocking;
+    EXPECT_NEAR(timeline.gpuMs, 1.0 + 0.2 + 0.001, 1e-12);
+  }
+  // On an idle GPU the DMA keeps pace with the staging: done when the last chunk is.
+  Trace alone;
+  alone.ops.push_back(op("wavecast::host_to_device"));
+  EXPECT_NEAR(play(alone, {transfer(true, false, 0.5)}, {0.2}).wallMs, 0.510, 1e-12);
+  EXPECT_NEAR(play(alone, {transfer(true, false, 0.1)}, {0.2}).wallMs, 0.200, 1e-12)
+      << "a slow link: the DMA from the call's start";
+}
+
+TEST(HostModel, APinnedNonBlockingCopyLetsTheCpuRunOn) {
+  // The same, from page-locked memory: the CPU issues the next op 10 us after the copy's
+  // call; the DMA runs after the kernel, and the next kernel after the DMA.
+  Trace trace;
+  trace.ops.push_back(op("aten::mm"));
+  trace.ops.push_back(op("wavecast::host_to_device"));
+  trace.ops.push_back(op("aten::add"));
+  const std::vector<OpCost> costs{work(), transfer(false, false), work()};
+  EXPECT_DOUBLE_EQ(hostOpUs(trace.ops[1], costs[1], host()), 10);
+  const auto timeline = play(trace, costs, {1.0, 0.2, 0.001});
+  EXPECT_NEAR(timeline.wallMs, 0.010 + 1.0 + 0.2 + 0.001, 1e-12);
+  EXPECT_NEAR(timeline.hostMs, 0.030, 1e-12);
+  // Blocking (non_blocking=False): PyTorch synchronizes the stream after the copy.
+  const std::vector<OpCost> blocking{work(), transfer(false, true), work()};
+  EXPECT_NEAR(play(trace, blocking, {1.0, 0.2, 0.001}).wallMs, 0.010 + 1.0 + 0.2 + 0.010 + 0.001,
+              1e-12);
+}
+
 TEST(HostModel, BackwardCallsAndOptimizerStepsPayTheirEntry) {
   Trace trace;
   trace.ops.push_back(op("aten::add", Phase::Forward));

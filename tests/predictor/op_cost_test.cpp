@@ -399,5 +399,29 @@ TEST(OpCost, HostOpsLaunchNoKernel) {
   EXPECT_EQ(cost.note, CostNote::OnHost);
 }
 
+TEST(OpCost, ABatchCopiedToTheGpuCrossesTheHostLink) {
+  // x.to("cuda") of a pageable batch of 64 x 3 x 224 x 224 floats, staged in 4 ms here.
+  const auto pageable = estimateOpCost(op("wavecast::host_to_device", {tensor({64, 3, 224, 224})},
+                                          {tensor({64, 3, 224, 224})},
+                                          {{"bytes", int64_t{38535168}},
+                                           {"pinned", false},
+                                           {"non_blocking", false},
+                                           {"staging_ms", 4.0}}));
+  EXPECT_EQ(pageable.family, CostFamily::HostTransfer);
+  EXPECT_DOUBLE_EQ(pageable.bytes, 38535168);
+  EXPECT_EQ(pageable.kernels, 1);
+  EXPECT_TRUE(pageable.transfer.pageable);
+  EXPECT_TRUE(pageable.transfer.blocking);
+  EXPECT_DOUBLE_EQ(pageable.transfer.stagingMs, 4.0);
+  EXPECT_FALSE(pageable.approximate);
+  // From a DataLoader(pin_memory=True) with non_blocking=True: nothing to stage.
+  const auto pinned =
+      estimateOpCost(op("wavecast::host_to_device", {tensor({64})}, {tensor({64})},
+                        {{"bytes", int64_t{512}}, {"pinned", true}, {"non_blocking", true}}));
+  EXPECT_FALSE(pinned.transfer.pageable);
+  EXPECT_FALSE(pinned.transfer.blocking);
+  EXPECT_DOUBLE_EQ(pinned.transfer.stagingMs, 0);
+}
+
 } // namespace
 } // namespace wavecast

@@ -297,5 +297,20 @@ TEST(Roofline, FusedAttentionOnShortSequencesTakesAFixedTimePerWaveOfBlocks) {
   EXPECT_NEAR(us(AttentionBackend::Efficient, 16), 12.4, 12.4 * 0.2);
 }
 
+TEST(Roofline, AHostTransferRunsAtItsGpusHostLinkRate) {
+  const GpuDatabase db = GpuDatabase::fromFile(WAVECAST_GPUS_JSON);
+  OpCost copy;
+  copy.family = CostFamily::HostTransfer;
+  copy.bytes = 38535168; // ResNet's batch of 64 images
+  const RooflineOptions options;
+  // PCIe 5.0 (nvbandwidth on an H100: 57.1 GB/s) against PCIe 3.0 (a P100's 12.2 GB/s).
+  EXPECT_NEAR(rooflineTime(copy, *db.find("H100-SXM"), options).timeMs, 38535168 / 57.1e9 * 1e3,
+              1e-12);
+  EXPECT_NEAR(rooflineTime(copy, *db.find("T4"), options).timeMs, 38535168 / 12.2e9 * 1e3, 1e-12);
+  copy.bytes = 8;
+  EXPECT_DOUBLE_EQ(rooflineTime(copy, *db.find("T4"), options).timeMs,
+                   options.launchFloorUs * 1e-3);
+}
+
 } // namespace
 } // namespace wavecast

@@ -325,6 +325,62 @@ class ScriptRunnerTest(unittest.TestCase):
                 trace = run_trace(path)
                 self.assertEqual((trace["batch_size"], trace["samples_per_iteration"]), (3, 3))
 
+    def test_a_batch_copied_to_the_gpu_crosses_the_host_link(self):
+        # Each host tensor the iteration copies over is an op at its line: from pageable
+        # memory (staged on this CPU first, timed) or from a pinning loader's page-locked
+        # memory; non_blocking as given.
+        path = self.write(REAL_SAMPLES + textwrap.dedent("""
+            import torch.nn as nn
+
+            pageable = DataLoader(Samples(), batch_size=16)
+            pinned = DataLoader(Samples(), batch_size=16, pin_memory=True)
+            assert pinned.pin_memory, "reads back what the script asked for"
+            model = nn.Linear(32, 10).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for (x, y), (x2, _) in zip(pageable, pinned):
+                x, y = x.to("cuda"), y.cuda()  # the copies
+                x2 = x2.to(torch.device("cuda"), non_blocking=True)
+                loss = nn.functional.cross_entropy(model(x) + model(x2), y)
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """))
+        trace = run_trace(path)
+        copies = [op for op in trace["ops"] if op["name"] == "wavecast::host_to_device"]
+        self.assertEqual([(op["inputs"][0]["shape"], op["args"]["bytes"], op["args"]["pinned"],
+                           op["args"]["non_blocking"]) for op in copies],
+                         [([16, 32], 2048, False, False), ([16], 128, False, False), ([16, 32], 2048, True, True)])
+        self.assertTrue(all(op["args"]["staging_ms"] > 0 for op in copies[:2]), copies)
+        self.assertNotIn("staging_ms", copies[2]["args"], "page-locked memory is not staged")
+        with open(path) as f:
+            line = next(i for i, text in enumerate(f, 1) if "# the copies" in text)
+        self.assertEqual({op["loc"]["line"] for op in copies[:2]}, {line})
+        self.assertFalse(any(op["fallback"] for op in copies))
+
+    def test_only_host_tensors_are_copied(self):
+        # A dataset the script keeps on the GPU yields GPU batches; one it keeps on the CPU,
+        # host batches; a tensor made on the GPU or already moved is not copied again.
+        path = self.write("""
+            import torch
+            import torch.nn as nn
+            from torch.utils.data import DataLoader, TensorDataset
+
+            on_gpu = TensorDataset(torch.randn(64, 32, device="cuda"), torch.randint(0, 10, (64,)).cuda())
+            on_cpu = TensorDataset(torch.randn(64, 32), torch.randint(0, 10, (64,)))
+            model = nn.Linear(32, 10).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for (x, y), (hx, _) in zip(DataLoader(on_gpu, batch_size=16), DataLoader(on_cpu, batch_size=16)):
+                x, hx = x.to("cuda"), hx.to("cuda")
+                noise = torch.randn(16, 32, device="cuda").to("cuda")
+                loss = nn.functional.cross_entropy(model(x + hx.cuda() + noise), y)
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """)
+        trace = run_trace(path)
+        copies = [op for op in trace["ops"] if op["name"] == "wavecast::host_to_device"]
+        self.assertEqual([op["inputs"][0]["shape"] for op in copies], [[16, 32]], copies)
+
     def test_a_batch_stacked_from_numpy_is_made_on_the_host(self):
         # nanoGPT's get_batch: views of a NumPy array stacked on the CPU, then copied over.
         path = self.write("""
@@ -347,6 +403,8 @@ class ScriptRunnerTest(unittest.TestCase):
         self.assertEqual(devices["aten::stack"], "cpu")
         self.assertIsNone(devices["aten::embedding"])
         self.assertNotIn("host_tensor_with_gpu", [w["kind"] for w in trace["warnings"]])
+        copies = [op["args"] for op in trace["ops"] if op["name"] == "wavecast::host_to_device"]
+        self.assertEqual(copies, [{"bytes": 8 * 32 * 8, "pinned": True, "non_blocking": True}])
 
     @unittest.skipIf(importlib.util.find_spec("accelerate") is None,
                      "accelerate is not installed in this Python environment (scripts/python-env/test.lock installs it)")

@@ -154,6 +154,15 @@ TEST(Presentation, AdvisoriesReadAsSentencesWithTheirFigures) {
   EXPECT_NE(
       advisoryMessage({advisory::InputBound{"L4", 1, 10, 11, 1}}).find("its 1 DataLoader worker,"),
       std::string::npos);
+  EXPECT_EQ(advisoryMessage({advisory::HeldByCopies{"T4", 3.25, 40, 38535168, 2, true}}),
+            "T4: 2 copies of host tensors to the GPU (36.8 MiB) hold the CPU for 3.25 ms of the "
+            "40.0 ms of an iteration (pageable memory is staged on the CPU first); "
+            "DataLoader(pin_memory=True) and .to(device, non_blocking=True) would let the CPU "
+            "issue the next work while they run");
+  EXPECT_NE(advisoryMessage({advisory::HeldByCopies{"T4", 1, 10, 512, 1, false}})
+                .find("1 copy of host tensors to the GPU (512 B) hold the CPU for 1.00 ms of the "
+                      "10.0 ms of an iteration (non_blocking=False waits for the GPU)"),
+            std::string::npos);
   EXPECT_EQ(advisoryMessage({advisory::AttentionSubstituted{"T4", "7.5", AttentionBackend::Flash,
                                                             AttentionBackend::Efficient, 12}}),
             "T4 (compute capability 7.5) has no flash attention: 12 attention ops predicted as "

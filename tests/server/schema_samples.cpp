@@ -57,6 +57,10 @@ Trace sampleTrace(const std::string& file) {
   trace.ops.push_back(op(4, "wavecast::data_loading", Phase::Forward, file, 2, {}, {}));
   trace.ops.back().onHost = true;
   trace.ops.back().args = {{"host_ms", 500.0}, {"loader", int64_t{0}}, {"workers", int64_t{2}}};
+  // Its copy to the GPU from pageable memory, staged in 20 ms (held by copies).
+  trace.ops.push_back(op(5, "wavecast::host_to_device", Phase::Forward, file, 2, {x}, {x}));
+  trace.ops.back().args = {
+      {"bytes", int64_t{393216}}, {"pinned", false}, {"non_blocking", false}, {"staging_ms", 20.0}};
   TraceWarning loading;
   loading.kind = TraceWarningKind::HostTimeMeasured;
   loading.severity = Severity::Info;
@@ -121,6 +125,7 @@ TEST_F(SchemaSamples, WritesWhatTheEncodersSend) {
   EXPECT_TRUE(advisoryKinds.count("out_of_memory")) << prediction["advisories"];
   EXPECT_TRUE(advisoryKinds.count("compiled_against_eager")) << prediction["advisories"];
   EXPECT_TRUE(advisoryKinds.count("input_bound")) << prediction["advisories"];
+  EXPECT_TRUE(advisoryKinds.count("held_by_copies")) << prediction["advisories"];
   EXPECT_EQ(prediction["trace_warnings"].size(), 5u);
   write("Prediction", "predictor", prediction);
   // With a multi-GPU layout's section: two pipeline stages of a ZeRO-1, tp 2 layout.

@@ -11,7 +11,9 @@ Which device each tensor would be on with a GPU is followed by `Placement`.
 """
 
 import contextlib
+import math
 import sys
+import time
 
 import torch
 
@@ -22,6 +24,13 @@ from .trace_warnings import location, warning
 # Set on a tensor that the iteration created on the CPU (and on results of ops on
 # such tensors only): the (file, line) it was created at.
 HOST = "_wavecast_host"
+
+# Set on a host tensor in page-locked memory (`pin_memory()`, a DataLoader's pin_memory=True):
+# the GPU's copy engine reads it directly, without staging.
+PINNED = "_wavecast_pinned"
+
+# The op a host tensor's copy to the GPU is recorded as (docs/trace-format.md).
+HOST_TO_DEVICE_OP = "wavecast::host_to_device"
 
 # Functions that create a tensor from sizes or data, on `device=` (the CPU when not given).
 _FACTORIES = frozenset(
@@ -100,6 +109,45 @@ def _has_tensor(args, kwargs):
     return False
 
 
+def pinned(t):
+    """`t.pin_memory()` as the tracer answers it: the tensor itself (page-locking needs a
+    GPU, and changes no GPU work), marked as page-locked for its copy to the GPU."""
+    setattr(t, PINNED, True)
+    return t
+
+
+def _non_blocking(args, kwargs):
+    """The non_blocking flag of `.to(...)` or `.cuda(...)`: by name, or the first bool given
+    (none of their other positional arguments is one)."""
+    if "non_blocking" in kwargs:
+        return bool(kwargs["non_blocking"])
+    return next((a for a in args[1:] if isinstance(a, bool)), False)
+
+
+# The CUDA driver stages a pageable copy through page-locked buffers with one thread's
+# memcpy: timed on at most this many bytes, then scaled.
+_STAGING_SAMPLE_BYTES = 64 << 20
+
+
+def staging_ms(nbytes):
+    """How long this CPU takes to copy `nbytes` of pageable memory on one thread (the best
+    of three copies of a sample block), or None without NumPy."""
+    try:
+        import numpy as np
+    except ImportError:
+        return None
+    n = max(1, min(nbytes, _STAGING_SAMPLE_BYTES))
+    source = np.ones(n, dtype=np.uint8)
+    target = np.empty_like(source)
+    np.copyto(target, source)  # the target's pages, as the driver's staging buffers are
+    best = math.inf
+    for _ in range(3):
+        started = time.perf_counter()
+        np.copyto(target, source)
+        best = min(best, time.perf_counter() - started)
+    return best * 1e3 * nbytes / n
+
+
 class Placement:
     """Which tensors of the iteration the script left on the CPU ("host" tensors).
 
@@ -114,11 +162,16 @@ class Placement:
     copy it to the GPU); a 0-dim host tensor is allowed by torch.
     """
 
-    def __init__(self, ops=None, project_frames=None):
+    def __init__(self, ops=None, project_frames=None, copied_to_gpu=None):
         # True while the iteration runs: only its tensors can be host tensors.
         self.recording = False
+        # Called with each host tensor the script copies to the GPU, and its non_blocking.
+        self._copied_to_gpu = copied_to_gpu or (lambda tensor, non_blocking: None)
         # Set by the first host tensor: until then the ops need no checks.
         self.any_host = False
+        # True while a DataLoader makes a batch from the script's tensors: its ops are not
+        # recorded, but which of their results are host tensors is followed.
+        self.loading = False
         self._ops = ops if ops is not None else []
         self._project_frames = project_frames or (lambda: ())
         # (file, line) of an op that mixed host and GPU tensors -> (file, line) the host one was created at.
@@ -147,10 +200,39 @@ class Placement:
             if isinstance(out, torch.Tensor):
                 self._created_on_host(out, start)
             return out
+        copied = to_gpu and func in _TO_TENSORS_DEVICE and is_host(args[0])
         out = func(*args, **kwargs)
         if to_gpu and isinstance(out, torch.Tensor) and is_host(out):
             delattr(out, HOST)
+        if copied:
+            self._copied_to_gpu(args[0], _non_blocking(args, kwargs))
         return out
+
+    def moved_by_cuda(self, t, args, kwargs):
+        """`t.cuda(...)`: a host tensor is copied to the GPU."""
+        if is_host(t):
+            delattr(t, HOST)
+            if self.recording:
+                self._copied_to_gpu(t, _non_blocking(args, kwargs))
+
+    def loaded(self, tensors, made_here, pinned_memory):
+        """A DataLoader's batch. `made_here`: made by the loader's own code, so host tensors
+        at the line that asked for it; otherwise made from the script's tensors, host ones
+        where those were (followed while the loader ran: `loading`). A loader that pins its
+        batches puts its host tensors in page-locked memory."""
+        if not self.recording:
+            return
+        if made_here:
+            frames = self._project_frames()
+            site = frames[-1][:2] if frames else ("", 0)
+            for t in tensors:
+                if not is_host(t):
+                    setattr(t, HOST, site)
+                    self.any_host = True
+        if pinned_memory:
+            for t in tensors:
+                if is_host(t):
+                    setattr(t, PINNED, True)
 
     def host_memory_view(self, make):
         """`make` (torch.from_numpy, torch.frombuffer) as the script calls it: a view of
@@ -304,8 +386,7 @@ class _CudaAsCpu(compat.TorchFunctionMode):
                 self.below -= 1
         if func is torch.Tensor.cuda:
             self.on_mapped()
-            if is_host(args[0]):
-                delattr(args[0], HOST)
+            self.placement.moved_by_cuda(args[0], args, kwargs)
             return args[0]
         to_gpu = False
         if _is_cuda(kwargs.get("device")):

@@ -12,7 +12,7 @@ from .collectives import symmetric_values
 from .compiled import compile_mode, what_if
 from .cuda_kernels import SHAPE_KERNELS
 from .dataflow import Dataflow
-from .devices import HOST, Placement
+from .devices import HOST, HOST_TO_DEVICE_OP, PINNED, Placement, staging_ms
 from .distributed import local_tensor
 from .op_description import METADATA_OPS, describe_call, tensor_meta
 from .project import enters_user_code
@@ -58,7 +58,9 @@ class TraceState:
         # Which tensors would be on the CPU on a GPU (devices.Placement); its mixes are warned
         # about when the script uses CUDA, or when `assume_gpu` (the caller moves the model
         # and batch to a GPU, as the truth harness does for the samples).
-        self.placement = Placement(self.ops, self.project_frames)
+        self.placement = Placement(self.ops, self.project_frames, self.copied_to_gpu)
+        # True while the iteration is recorded (OpRecorder.recording).
+        self.recording = False
         self.assume_gpu = False
         # A memory.MemoryTracker in shape and cpu mode: storages live and saved for backward.
         self.memory = None
@@ -346,6 +348,23 @@ class TraceState:
             self.warnings.extend(self.placement.warnings())
 
     # --- recording ----------------------------------------------------------
+    def copied_to_gpu(self, t, non_blocking):
+        """A host tensor the iteration copies to the GPU: the copy engine's transfer over the
+        host link, from page-locked memory or, staged on the CPU first, from pageable memory
+        (the staging timed on this CPU). docs/trace-format.md, "Operation record"."""
+        if not self.recording or self.suppressed:
+            return
+        meta = tensor_meta(t)
+        nbytes = t.numel() * t.element_size()
+        pinned = bool(getattr(t, PINNED, False))
+        args = {"bytes": nbytes, "pinned": pinned, "non_blocking": bool(non_blocking)}
+        staged = None if pinned else staging_ms(nbytes)
+        if staged is not None:
+            args["staging_ms"] = round(staged, 4)
+        self.fallback_hit = False  # set by the last op dispatched, not this one
+        index = self.append_op(HOST_TO_DEVICE_OP, [meta], [], args)
+        self.ops[index]["outputs"] = [meta]
+
     def append_replayed(self, op):
         """Appends an op record a replayed model call made complete (replay.py): its id,
         location and forward op are set, and it needs no attribution."""
@@ -438,6 +457,14 @@ class OpRecorder(compat.TorchDispatchMode):
         # True while a tensor subclass's op runs with this mode entered again.
         self._in_subclass = False
 
+    @property
+    def recording(self):
+        return self.state.recording
+
+    @recording.setter
+    def recording(self, value):
+        self.state.recording = value
+
     def _to_fake(self, value):
         if isinstance(value, torch.Tensor) and not compat.is_fake(value):
             fake = self.fake_mode.from_tensor(value)
@@ -497,7 +524,8 @@ class OpRecorder(compat.TorchDispatchMode):
                     self.shadows.remember_derived(result, value, func, args)
             pending = collectives.observe(state.ops[-1], func, name, args, kwargs, out) if recorded else None
             out = collectives.traced_work(name, args, out, pending)
-        if state.placement.any_host and self.recording and state.phase != "backward" and not state.suppressed:
+        if (state.placement.any_host and self.recording and state.phase != "backward"
+                and (not state.suppressed or state.placement.loading)):
             state.placement.follow(args, kwargs, flatten_tensors(out), state.ops[-1] if recorded else None)
         return out
 

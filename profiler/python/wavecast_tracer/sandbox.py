@@ -14,8 +14,8 @@
 - `sys.exit`, `input()`, subprocesses and multiprocessing stop it the same way;
   `torch.multiprocessing.spawn` runs rank 0's function in this process instead.
 - DataLoaders load in this process (`num_workers=0`) without pinned memory; a loader's
-  num_workers still reads what the script asked for, and its iterators keep it
-  (REQUESTED_WORKERS).
+  num_workers and pin_memory still read what the script asked for, and its iterators keep
+  them (REQUESTED_WORKERS, REQUESTED_PINNING).
 
 The worker traces again and again in one process: every replacement is undone when the
 trace ends, however it ends, and one a library kept a reference to acts as the original.
@@ -43,6 +43,8 @@ from .sandbox_files import ShadowFiles
 # On a DataLoader's iterators: the worker processes the script asked for (the loader's
 # num_workers still reads them), which load in this process while tracing.
 REQUESTED_WORKERS = "_wavecast_requested_workers"
+# Whether the script's DataLoader pins its batches (pin_memory=True): set on its iterators.
+REQUESTED_PINNING = "_wavecast_requested_pinning"
 _HF_OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 _STUBBED_MODULES = ("wandb", "mlflow", "tensorboardX", "torch.utils.tensorboard")
 _OFFLINE_HINT = (
@@ -284,6 +286,7 @@ class Sandbox:
         def init(loader, *args, **kwargs):
             bound = signature.bind(loader, *args, **kwargs)
             workers = bound.arguments.get("num_workers", 0)
+            pinning = bool(bound.arguments.get("pin_memory", False))
             bound.arguments.update(num_workers=0, pin_memory=False, persistent_workers=False)
             bound.arguments.pop("prefetch_factor", None)
             bound.arguments.pop("multiprocessing_context", None)
@@ -291,15 +294,17 @@ class Sandbox:
             original(*bound.args, **bound.kwargs)
             # What the script (and Accelerate, which rebuilds the loader from it) reads back.
             loader.num_workers = workers if isinstance(workers, int) and workers > 0 else 0
+            loader.pin_memory = pinning
 
         def get_iterator(loader):
-            workers = loader.num_workers
-            loader.num_workers = 0
+            workers, pinning = loader.num_workers, loader.pin_memory
+            loader.num_workers, loader.pin_memory = 0, False
             try:
                 iterator = original_iterator(loader)
             finally:
-                loader.num_workers = workers
+                loader.num_workers, loader.pin_memory = workers, pinning
             setattr(iterator, REQUESTED_WORKERS, workers)
+            setattr(iterator, REQUESTED_PINNING, bool(pinning))
             return iterator
 
         return [(DataLoader, "__init__", init), (DataLoader, "_get_iterator", get_iterator)]

@@ -32,7 +32,7 @@ import time
 
 import torch
 
-from . import compat
+from . import compat, devices
 from .distributed import TORCHRUN_VARIABLES
 from .errors import ScriptControl, TraceError, TraceInterrupted, error_at
 from .loader import PROVIDER_NAMES, load_entry_module, find_providers
@@ -40,7 +40,7 @@ from .memory import MemoryTracker
 from .recorder import OpRecorder, TraceState
 from .rnn import CUDNN_MODES, fuse_recurrent_layers
 from .patching import PatchOnImport, attributes_set, replace_while_active
-from .sandbox import REQUESTED_WORKERS, Blocked, Sandbox
+from .sandbox import REQUESTED_PINNING, REQUESTED_WORKERS, Blocked, Sandbox
 from .trace_warnings import warning
 from .values import Shadows, Zeros, flatten_tensors
 
@@ -301,8 +301,9 @@ class _Run:
                 if shape_only:
                     # A dataset of tensors the script made with torch: loaded under the trace's
                     # modes, unrecorded, so the real values of its ids and labels are followed
-                    # (a model's value checks on them then take the path the real data takes).
-                    with run.state.suppressing():
+                    # (a model's value checks on them then take the path the real data takes),
+                    # and which are host tensors.
+                    with run.state.suppressing(), attributes_set(run.state.placement, {"loading": True}):
                         batch = original(iterator)
                 else:
                     with _disable_current_modes():
@@ -313,6 +314,7 @@ class _Run:
             if not shape_only and any(compat.is_fake(t) for t in tensors):
                 setattr(iterator, _SHAPE_ONLY, True)
                 shape_only = True
+            run.state.placement.loaded(tensors, not shape_only, getattr(iterator, REQUESTED_PINNING, False))
             # Such batches time the tracer, not the loading: only real batches are host work.
             if run.recording and not shape_only:
                 run._host_work((time.perf_counter() - started) * 1e3, iterator)
@@ -483,8 +485,8 @@ def _real_tensors_to_transformers():
 
 
 def _pinning_ignored():
-    """`tensor.pin_memory()` needs a GPU; page-locked memory changes no GPU work."""
-    return attributes_set(torch.Tensor, {"pin_memory": lambda self, *args, **kwargs: self})
+    """`tensor.pin_memory()` needs a GPU: devices.pinned answers it."""
+    return attributes_set(torch.Tensor, {"pin_memory": lambda self, *args, **kwargs: devices.pinned(self)})
 
 
 def trace_script(project, mode, progress, assume_gpu, rank, script_args, device, compile_mode=None):

@@ -47,6 +47,8 @@ private:
   // Per-SM limit tables by compute capability ("8.0"), kept so a user file can add a
   // GPU of a known architecture without repeating them.
   std::map<std::string, SmLimits> limitTables_;
+  // Host links by id ("pcie4"), likewise.
+  std::map<std::string, HostLink> hostLinks_;
 };
 
 } // namespace wavecast

@@ -32,6 +32,9 @@ struct HostOptions {
   double optimizerStepUs = 875.0;
   // Share of a span's wall time the GPU must sit idle for it to count as host-bound.
   double hostBoundIdleShare = 0.5;
+  // Share of an iteration that copies holding the CPU (pageable or blocking copies of host
+  // tensors to the GPU) must take for the results to say how to avoid it.
+  double heldCopiesShare = 0.02;
 };
 
 // CPU time to issue `op` alone (0 for views and allocations, which ride on the op that

@@ -107,6 +107,16 @@ struct GroupedGemmWork {
   bool groupedKernel = false; // a bf16 torch._grouped_mm: one kernel where the GPU has it
 };
 
+// A copy of a host tensor to the GPU: the copy engine moves `bytes` over the host link in
+// stream order. From pageable memory the CUDA driver first copies them into page-locked
+// staging buffers on the CPU, chunk by chunk as the DMA drains them, and holds the CPU
+// until the last chunk is staged.
+struct HostTransferWork {
+  bool pageable = false;
+  bool blocking = false; // non_blocking=False: PyTorch synchronizes the stream after it
+  double stagingMs = 0;  // the staging copies, timed on the CPU that traced (pageable only)
+};
+
 struct OpCost {
   CostFamily family = CostFamily::Elementwise;
   double flops = 0;
@@ -153,6 +163,7 @@ struct OpCost {
   AttentionWork attention;   // scaled-dot-product-attention kernels only
   CollectiveWork collective; // CostFamily::Collective only
   GroupedGemmWork grouped;   // torch._grouped_mm only
+  HostTransferWork transfer; // CostFamily::HostTransfer only
   // One of the kernels Inductor generates for a compiled region (compiled_fusion.h): its
   // fused group's traffic, priced by the roofline, never by eager kernels' measurements.
   bool fused = false;

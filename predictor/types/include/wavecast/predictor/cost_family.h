@@ -21,7 +21,8 @@ enum class CostFamily {
   Copy,
   Fft, // cuFFT's transforms (torch.fft)
   Metadata,
-  Collective // an NCCL collective on the communication stream (collectives.h)
+  Collective,  // an NCCL collective on the communication stream (collectives.h)
+  HostTransfer // a copy of host memory to the GPU over its host link (PCIe)
 };
 
 // "conv", "gemm", ... as the results JSON names them (docs/results-json.md, `family`).
@@ -59,6 +60,8 @@ constexpr const char* toString(CostFamily family) {
     return "metadata";
   case CostFamily::Collective:
     return "collective";
+  case CostFamily::HostTransfer:
+    return "host_transfer";
   }
   return "unknown";
 }

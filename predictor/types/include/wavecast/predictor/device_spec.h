@@ -35,6 +35,15 @@ struct SmLimits {
   std::string source;
 };
 
+// The link copies between the host's memory and the GPU cross (docs/gpus.md, `host_links`).
+struct HostLink {
+  std::string id;   // "pcie5"
+  std::string name; // "PCIe 5.0 x16"
+  // A measured rate of copies from page-locked host memory to the GPU, 10^9 B/s.
+  double hostToDeviceGBs = 0;
+  std::string source;
+};
+
 struct DeviceSpec {
   std::string id;                   // canonical short name: "H100-SXM"
   std::string name;                 // marketing name: "NVIDIA H100 80GB HBM3"
@@ -55,6 +64,7 @@ struct DeviceSpec {
   double bf16Tflops = 0;
   double fp32MatrixTflops = 0; // FP32 on matrix units (AMD CDNA); 0: none, CUDA cores only
   SmLimits limits;
+  HostLink hostLink;
   double pricePerHourUsd = 0; // user-editable rental price
   std::string priceSource;
   std::string source; // where the figures come from

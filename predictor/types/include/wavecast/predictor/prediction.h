@@ -257,6 +257,17 @@ struct InputBound {
   double loaderMs = 0;
   int workers = 0;
 };
+// On `gpu`, `count` copies of host tensors to the GPU (`bytes` in all) hold the CPU until
+// they are done, from pageable memory (`pageable`: any of them) or with non_blocking=False,
+// and add `copyMs` to each `iterationMs`.
+struct HeldByCopies {
+  std::string gpu;
+  double copyMs = 0;
+  double iterationMs = 0;
+  int64_t bytes = 0;
+  int count = 0;
+  bool pageable = false;
+};
 // The iteration's predicted peak memory exceeds `gpu`'s.
 struct OutOfMemory {
   std::string gpu;
@@ -291,6 +302,7 @@ enum class AdvisoryKind {
   ApproximateOp,
   HostBound,
   InputBound,
+  HeldByCopies,
   OutOfMemory,
   ReplicatedExperts,
   CompiledAgainstEager,
@@ -313,6 +325,8 @@ constexpr const char* toString(AdvisoryKind kind) {
     return "host_bound";
   case AdvisoryKind::InputBound:
     return "input_bound";
+  case AdvisoryKind::HeldByCopies:
+    return "held_by_copies";
   case AdvisoryKind::OutOfMemory:
     return "out_of_memory";
   case AdvisoryKind::ReplicatedExperts:
@@ -327,15 +341,15 @@ struct Advisory {
   std::variant<advisory::MeasuredWithoutKernels, advisory::UnknownMeasuredGpu,
                advisory::UntrainedGpus, advisory::WaveScalingAssumption,
                advisory::AttentionSubstituted, advisory::ApproximateOp, advisory::HostBound,
-               advisory::InputBound, advisory::OutOfMemory, advisory::ReplicatedExperts,
-               advisory::CompiledAgainstEager>
+               advisory::InputBound, advisory::HeldByCopies, advisory::OutOfMemory,
+               advisory::ReplicatedExperts, advisory::CompiledAgainstEager>
       facts;
   AdvisoryKind kind() const { return static_cast<AdvisoryKind>(facts.index()); }
   // Out of memory, host- and input-bound change what the user should do; the rest say how the
   // figures were obtained.
   Severity severity() const {
     return kind() == AdvisoryKind::OutOfMemory || kind() == AdvisoryKind::HostBound ||
-                   kind() == AdvisoryKind::InputBound ||
+                   kind() == AdvisoryKind::InputBound || kind() == AdvisoryKind::HeldByCopies ||
                    kind() == AdvisoryKind::UnknownMeasuredGpu ||
                    kind() == AdvisoryKind::MeasuredWithoutKernels
                ? Severity::Warning
