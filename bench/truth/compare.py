@@ -87,6 +87,9 @@ FAMILY_PATTERNS = [
 ]
 # Everything else is elementwise, as the predictor prices it: fills and zeroing
 # (fill_, zero_, masked_fill_, the allocator's Memset) included.
+# wavecast's families the profiler has no name of its own for: a copy to the GPU is the
+# aten::copy_ that runs its Memcpy HtoD.
+PROFILER_FAMILY = {"host_transfer": "copy"}
 LINES_SHOWN = 12
 PROFILER_RANGES = re.compile(r"^(Optimizer\.|Activity Buffer|ProfilerStep|cudaDeviceSynchronize)")
 CUPTI_OVERHEAD = re.compile(r"^Activity Buffer Request")
@@ -133,7 +136,8 @@ def summarize(prediction, gpu):
     for op in prediction["ops"]:
         time = op["per_gpu"][index]["time_ms"]
         if time:
-            families[op["family"]] = families.get(op["family"], 0.0) + time
+            family = PROFILER_FAMILY.get(op["family"], op["family"])
+            families[family] = families.get(family, 0.0) + time
     lines = {}
     for line in prediction["lines"]:
         if line["file"] and line["per_gpu"][index]["gpu_ms"]:

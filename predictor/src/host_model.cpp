@@ -144,6 +144,10 @@ IterationTimeline simulateIteration(const Trace& trace, const std::vector<OpCost
   // out there and records the event the next gather's copy-in waits for).
   double gatherTakenAt = 0;
   std::vector<InFlight> inFlight;
+  // Copies to the GPU on a stream of the script's own: the copy engine's clock, and the
+  // last such copy.
+  double sideCopiesEnd = 0;
+  std::optional<size_t> lastSideCopy;
   // The compute stream waits for `done`; what that moves the iteration's end is exposed
   // communication, credited to the collective.
   const auto waitFor = [&](const InFlight& done) {
@@ -188,15 +192,26 @@ IterationTimeline simulateIteration(const Trace& trace, const std::vector<OpCost
       else
         gpu = commEnd;
     } else if (costs[i].family == CostFamily::HostTransfer && kernels > 0 && busy > 0) {
-      // The DMA runs in stream order. From pageable memory it follows the staging from the
-      // call's start, and ends no sooner than the last chunk is staged; from page-locked
-      // memory it starts once issued.
+      // The DMA runs in its stream's order. From pageable memory it follows the staging
+      // from the call's start, and ends no sooner than the last chunk is staged; from
+      // page-locked memory it starts once issued. On a stream of the script's own it runs
+      // beside the compute stream, which waits for it only where the script says (a
+      // prefetcher's next batch: the next iteration).
       const HostTransferWork& transfer = costs[i].transfer;
+      const double after = transfer.sideStream ? sideCopiesEnd : gpu;
       const double finish =
-          std::max(std::max(gpu, transfer.pageable ? issuedFrom : cpu) + busy, cpu);
-      out.gpuIdleMs = finish - gpu - busy;
-      timeline.gpuMs += busy;
-      gpu = finish;
+          std::max(std::max(after, transfer.pageable ? issuedFrom : cpu) + busy, cpu);
+      if (transfer.sideStream) {
+        sideCopiesEnd = finish;
+        lastSideCopy = i;
+      } else {
+        out.gpuIdleMs = finish - gpu - busy;
+        timeline.gpuMs += busy;
+        gpu = finish;
+      }
+      // A pageable copy returns once staged, a blocking one after its stream synchronizes.
+      if (transfer.pageable || transfer.blocking)
+        cpu = std::max(cpu, finish);
     } else if (kernels > 0 && busy > 0) {
       // Kernels launched evenly over the op's host span, equal in length: the last one
       // ends at the latest of the GPU's backlog draining, the first launch plus all of
@@ -212,10 +227,7 @@ IterationTimeline simulateIteration(const Trace& trace, const std::vector<OpCost
       timeline.gpuMs += finish - gpu - out.gpuIdleMs;
       gpu = finish;
     }
-    // A pageable copy returns once staged, a blocking one after the stream synchronizes.
-    const bool copyHolds = costs[i].family == CostFamily::HostTransfer &&
-                           (costs[i].transfer.pageable || costs[i].transfer.blocking);
-    if (waits[i] || copyHolds)
+    if (waits[i])
       cpu = std::max(cpu, gpu);
     const double reached = std::max(cpu, gpu);
     out.wallMs += reached - end;
@@ -224,6 +236,10 @@ IterationTimeline simulateIteration(const Trace& trace, const std::vector<OpCost
   }
   for (const InFlight& pending : inFlight)
     waitFor(pending);
+  if (lastSideCopy && sideCopiesEnd > end) { // the next iteration waits for its batch
+    timeline.ops[*lastSideCopy].wallMs += sideCopiesEnd - end;
+    end = sideCopiesEnd;
+  }
   // The workers load beside everything else the loop does; it waits at its next fetch
   // for what they take beyond that.
   const LoaderSupply loader = slowestLoader(trace, count);

@@ -126,6 +126,7 @@ std::optional<OpCost> hostTransfer(const OpRecord& op) {
   cost.bytes = static_cast<double>(std::max<int64_t>(0, op.intArg("bytes").value_or(0)));
   cost.transfer.pageable = !op.boolArg("pinned").value_or(false);
   cost.transfer.blocking = !op.boolArg("non_blocking").value_or(false);
+  cost.transfer.sideStream = op.boolArg("side_stream").value_or(false);
   if (cost.transfer.pageable)
     cost.transfer.stagingMs = std::max(0.0, op.floatArg("staging_ms").value_or(0.0));
   return cost;

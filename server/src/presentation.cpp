@@ -433,8 +433,8 @@ struct AdvisorySentence {
   std::string operator()(const advisory::InputBound& facts) const {
     return facts.gpu + ": input-bound: the loop waits " + formatMs(facts.waitMs) + " of the " +
            formatMs(facts.iterationMs) + " of an iteration for its " +
-           std::to_string(facts.workers) + " DataLoader worker" + (facts.workers == 1 ? "" : "s") +
-           ", which take " + formatMs(facts.loaderMs) +
+           std::to_string(facts.workers) + " DataLoader worker" +
+           (facts.workers == 1 ? ", which takes " : "s, which take ") + formatMs(facts.loaderMs) +
            " to make its batches (as fast as this CPU made them); more workers, lighter "
            "transforms or preprocessed data would feed the GPU faster";
   }
@@ -545,11 +545,13 @@ std::string traceWarningMessage(const TraceWarning& warning) {
     return "data loading took " + formatMs(warning.ms) +
            " per iteration, measured on this CPU in one process (DataLoader workers are off "
            "while tracing); " +
-           (warning.count > 0
-                ? "the script's " + std::to_string(warning.count) + " worker" +
-                      (warning.count == 1 ? "" : "s") +
-                      " share it and load beside the loop, which waits here only for what they "
-                      "take beyond the rest of the iteration"
+           (warning.count == 1 ? std::string("the script's worker makes it beside the loop, which "
+                                             "waits here only for what it takes beyond the "
+                                             "rest of the iteration")
+            : warning.count > 1
+                ? "the script's " + std::to_string(warning.count) +
+                      " workers share it and load beside the loop, which waits here only for "
+                      "what they take beyond the rest of the iteration"
                 : std::string("it is predicted as host time on this line"));
   case TraceWarningKind::EvenRouting:
     return "the shapes or values here depend on indices picked from computed values" +
@@ -558,7 +560,8 @@ std::string traceWarningMessage(const TraceWarning& warning) {
            "the " +
            std::to_string(warning.count) +
            " choices, as a mixture of experts' load-balancing loss aims for (each expert gets "
-           "the same number of tokens); --mode cpu runs the router for real";
+           "the same number of tokens); a value only printed or logged (a top-k accuracy) "
+           "changes nothing predicted; --mode cpu computes them for real";
   case TraceWarningKind::TracedInCpuMode: {
     std::string where = warning.call;
     if (warning.origin)

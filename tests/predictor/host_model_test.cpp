@@ -237,6 +237,25 @@ TEST(HostModel, APinnedNonBlockingCopyLetsTheCpuRunOn) {
               1e-12);
 }
 
+TEST(HostModel, ACopyOnAStreamOfItsOwnRunsBesideTheCompute) {
+  // timm's prefetcher: the batch copied on its own stream while a 1 ms kernel runs. The
+  // kernel after the copy does not wait for it; a copy that outlasts the iteration
+  // delays the next one's batch.
+  Trace trace;
+  trace.ops.push_back(op("aten::mm"));
+  trace.ops.push_back(op("wavecast::host_to_device"));
+  trace.ops.push_back(op("aten::add"));
+  OpCost side = transfer(false, false);
+  side.transfer.sideStream = true;
+  const std::vector<OpCost> costs{work(), side, work()};
+  const auto beside = play(trace, costs, {1.0, 0.2, 0.001});
+  EXPECT_NEAR(beside.wallMs, 0.010 + 1.0 + 0.001, 1e-12);
+  EXPECT_NEAR(beside.gpuMs, 1.0 + 0.001, 1e-12) << "the copy engine's time is not the SMs'";
+  const auto outlasting = play(trace, costs, {0.1, 0.5, 0.001});
+  EXPECT_NEAR(outlasting.wallMs, 0.020 + 0.5, 1e-12);
+  EXPECT_NEAR(outlasting.ops[1].wallMs, 0.020 + 0.5 - (0.010 + 0.1 + 0.001), 1e-12);
+}
+
 TEST(HostModel, BackwardCallsAndOptimizerStepsPayTheirEntry) {
   Trace trace;
   trace.ops.push_back(op("aten::add", Phase::Forward));

@@ -357,6 +357,32 @@ class ScriptRunnerTest(unittest.TestCase):
         self.assertEqual({op["loc"]["line"] for op in copies[:2]}, {line})
         self.assertFalse(any(op["fallback"] for op in copies))
 
+    def test_a_copy_on_a_stream_of_the_scripts_own_says_so(self):
+        # timm's prefetcher: the next batch is copied on a stream the loader made, the
+        # consumer's stream waiting for it; the labels here on the current stream.
+        path = self.write(REAL_SAMPLES + textwrap.dedent("""
+            import torch.nn as nn
+
+            loader = DataLoader(Samples(), batch_size=16, pin_memory=True)
+            model = nn.Linear(32, 10).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            stream = torch.cuda.Stream()
+            for x, y in loader:
+                stream.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(stream):
+                    x = x.cuda(non_blocking=True)
+                    assert torch.cuda.current_stream() is stream
+                torch.cuda.current_stream().wait_stream(stream)
+                y = y.cuda(non_blocking=True)
+                loss = nn.functional.cross_entropy(model(x), y)
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """))
+        trace = run_trace(path)
+        copies = [op["args"] for op in trace["ops"] if op["name"] == "wavecast::host_to_device"]
+        self.assertEqual([args.get("side_stream", False) for args in copies], [True, False], copies)
+
     def test_only_host_tensors_are_copied(self):
         # A dataset the script keeps on the GPU yields GPU batches; one it keeps on the CPU,
         # host batches; a tensor made on the GPU or already moved is not copied again.

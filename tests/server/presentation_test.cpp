@@ -151,9 +151,9 @@ TEST(Presentation, AdvisoriesReadAsSentencesWithTheirFigures) {
             "its 4 DataLoader workers, which take 19.9 ms to make its batches (as fast as this "
             "CPU made them); more workers, lighter transforms or preprocessed data would feed "
             "the GPU faster");
-  EXPECT_NE(
-      advisoryMessage({advisory::InputBound{"L4", 1, 10, 11, 1}}).find("its 1 DataLoader worker,"),
-      std::string::npos);
+  EXPECT_NE(advisoryMessage({advisory::InputBound{"L4", 1, 10, 11, 1}})
+                .find("its 1 DataLoader worker, which takes 11.0 ms"),
+            std::string::npos);
   EXPECT_EQ(advisoryMessage({advisory::HeldByCopies{"T4", 3.25, 40, 38535168, 2, true}}),
             "T4: 2 copies of host tensors to the GPU (36.8 MiB) hold the CPU for 3.25 ms of the "
             "40.0 ms of an iteration (pageable memory is staged on the CPU first); "
@@ -219,6 +219,28 @@ TEST(Presentation, AScriptRunAsWrittenSaysWhatWasStubbedAndWhereHostTimeWasMeasu
                                            "loop, which waits here only for what they take"),
             std::string::npos)
       << traceWarningLine(loading);
+  loading.count = 1;
+  EXPECT_NE(traceWarningLine(loading).find("the script's worker makes it beside the loop, which "
+                                           "waits here only for what it takes"),
+            std::string::npos)
+      << traceWarningLine(loading);
+}
+
+TEST(Presentation, EvenRoutingSaysWhatItAssumesAndWhenItDoesNotMatter) {
+  TraceWarning routing;
+  routing.kind = TraceWarningKind::EvenRouting;
+  routing.loc = {"/w/train.py", 341, ""};
+  routing.origin = SourceLocation{"/w/train.py", 518, ""};
+  routing.count = 1000;
+  const std::string line = traceWarningLine(routing);
+  EXPECT_NE(line.find("(at /w/train.py:518), which shape-only tracing does not compute: they are "
+                      "taken as spread evenly over the 1000 choices"),
+            std::string::npos)
+      << line;
+  EXPECT_NE(line.find("a value only printed or logged (a top-k accuracy) changes nothing "
+                      "predicted"),
+            std::string::npos)
+      << line;
 }
 
 TEST(Presentation, TraceWarningsReadAsSentencesAtTheirLines) {

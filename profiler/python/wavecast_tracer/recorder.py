@@ -16,6 +16,7 @@ from .devices import HOST, HOST_TO_DEVICE_OP, PINNED, Placement, staging_ms
 from .distributed import local_tensor
 from .op_description import METADATA_OPS, describe_call, tensor_meta
 from .project import enters_user_code
+from .target_gpu import Streams
 from .trace_warnings import location, warning
 from .values import Shadows, flatten_tensors
 
@@ -61,6 +62,8 @@ class TraceState:
         self.placement = Placement(self.ops, self.project_frames, self.copied_to_gpu)
         # True while the iteration is recorded (OpRecorder.recording).
         self.recording = False
+        # The stream the script issues work on (target_gpu.Streams).
+        self.streams = Streams()
         self.assume_gpu = False
         # A memory.MemoryTracker in shape and cpu mode: storages live and saved for backward.
         self.memory = None
@@ -361,6 +364,8 @@ class TraceState:
         staged = None if pinned else staging_ms(nbytes)
         if staged is not None:
             args["staging_ms"] = round(staged, 4)
+        if self.streams.on_side_stream():
+            args["side_stream"] = True
         self.fallback_hit = False  # set by the last op dispatched, not this one
         index = self.append_op(HOST_TO_DEVICE_OP, [meta], [], args)
         self.ops[index]["outputs"] = [meta]

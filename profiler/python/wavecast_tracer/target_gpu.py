@@ -40,11 +40,48 @@ class _Event:
         return 0.0
 
 
-class _Stream:
-    """torch.cuda.Stream: work on it is the trace's, as on the default stream."""
+class Streams:
+    """Which stream the script issues work on: one it made (`torch.cuda.Stream()`) while
+    `torch.cuda.stream(s)`, `with s:` or `torch.cuda.set_stream(s)` makes it current, else
+    the default stream. The trace's ops are recorded in one order whatever their stream; a
+    copy to the GPU notes a stream of the script's own (timm's prefetcher copies the next
+    batch on one, beside the compute)."""
 
-    def __init__(self, *args, **kwargs):
-        pass
+    def __init__(self):
+        self._entered = []  # streams made current by a `with`, innermost last
+        self._set = None  # the stream set_stream made current
+
+    def current(self):
+        """The stream made current, or None for the default stream."""
+        return self._entered[-1] if self._entered else self._set
+
+    def on_side_stream(self):
+        current = self.current()
+        return current is not None and current.side
+
+    @contextlib.contextmanager
+    def using(self, stream):
+        """torch.cuda.stream(stream): None leaves the current stream as it is."""
+        if stream is None:
+            yield
+            return
+        self._entered.append(stream)
+        try:
+            yield
+        finally:
+            self._entered.pop()
+
+    def set(self, stream):
+        self._set = stream
+
+
+class _Stream:
+    """torch.cuda.Stream: work on it is the trace's; one the script made is a side stream,
+    the current and default streams are not."""
+
+    def __init__(self, streams, side):
+        self._streams = streams
+        self.side = side
 
     def synchronize(self):
         pass
@@ -62,9 +99,11 @@ class _Stream:
         return _Event()
 
     def __enter__(self):
+        self._streams._entered.append(self)
         return self
 
     def __exit__(self, *exc):
+        self._streams._entered.pop()
         return False
 
 
@@ -78,10 +117,23 @@ def _properties(device):
 
 
 @contextlib.contextmanager
-def answering_as(device=None):
-    """While active, torch.cuda's device queries answer for `device` (DEFAULT when None)."""
+def answering_as(device=None, streams=None):
+    """While active, torch.cuda's device queries answer for `device` (DEFAULT when None);
+    `streams` (a Streams) follows the stream the script makes current."""
     device = dict(DEFAULT, **(device or {}))
     properties = _properties(device)
+    streams = streams if streams is not None else Streams()
+
+    class Stream(_Stream):
+        def __init__(self, *args, **kwargs):
+            super().__init__(streams, side=True)
+
+    def default_stream(device=None):
+        return _Stream(streams, side=False)
+
+    def current_stream(device=None):
+        return streams.current() or default_stream()
+
     # A function of its own for each name: torch._dynamo maps torch's functions to its rules
     # by identity, and refuses one function under two names with different rules.
     def zero():  # memory counters of a GPU the trace never uses
@@ -103,8 +155,8 @@ def answering_as(device=None):
         "get_rng_state_all": lambda: [torch.zeros(16, dtype=torch.uint8)],
         "set_rng_state": nothing(), "set_rng_state_all": nothing(), "initial_seed": zero(),
         "ipc_collect": nothing(), "init": nothing(), "is_initialized": lambda: True,
-        "Event": _Event, "Stream": _Stream, "current_stream": lambda device=None: _Stream(),
-        "default_stream": lambda device=None: _Stream(), "stream": lambda stream=None: contextlib.nullcontext(),
+        "Event": _Event, "Stream": Stream, "current_stream": current_stream, "default_stream": default_stream,
+        "stream": streams.using, "set_stream": streams.set,
         "device": lambda device=None: contextlib.nullcontext(),
         # As torch answers: bf16 kernels from sm_80 on; before that, emulated (a T4 runs
         # bf16 autocast), unless the caller asks without emulation (transformers' bf16 check).
@@ -116,7 +168,7 @@ def answering_as(device=None):
         "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
         "reset_peak_memory_stats", "current_stream")}
     accelerator.update(get_memory_info=answers["mem_get_info"], memory_stats=lambda device=None: {},
-                       reset_accumulated_memory_stats=nothing(), set_stream=nothing())
+                       reset_accumulated_memory_stats=nothing(), set_stream=streams.set)
     with contextlib.ExitStack() as stack:
         stack.enter_context(attributes_set(torch.cuda, answers))
         if hasattr(torch, "accelerator"):

@@ -438,7 +438,7 @@ def enter_tracing_contexts(stack, state, mode, rank, fake_mode, steady_state=Tru
     autocast = stack.enter_context(cuda_autocast())  # after cuda_attention: wraps it
     stack.enter_context(checked_autocast_regions(state.on_unmodelled_autocast))
     # Last: the target GPU's answers (bf16 from sm_80 on) replace the stand-ins for any GPU.
-    stack.enter_context(answering_as(device))
+    stack.enter_context(answering_as(device, state.streams))
     return autocast
 
 

@@ -115,6 +115,9 @@ struct HostTransferWork {
   bool pageable = false;
   bool blocking = false; // non_blocking=False: PyTorch synchronizes the stream after it
   double stagingMs = 0;  // the staging copies, timed on the CPU that traced (pageable only)
+  // Issued on a stream the script made (a prefetcher's): the copy engine runs it beside the
+  // compute stream.
+  bool sideStream = false;
 };
 
 struct OpCost {
