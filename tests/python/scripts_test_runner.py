@@ -383,6 +383,29 @@ class ScriptRunnerTest(unittest.TestCase):
         copies = [op["args"] for op in trace["ops"] if op["name"] == "wavecast::host_to_device"]
         self.assertEqual([args.get("side_stream", False) for args in copies], [True, False], copies)
 
+    def test_data_made_on_the_gpu_from_host_values_is_copied(self):
+        # torch.tensor(list, device=...) and torch.as_tensor(array, device=...) copy the data
+        # from host memory, without non_blocking; a GPU tensor's as_tensor copies nothing.
+        path = self.write("""
+            import numpy as np
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(32, 10).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(3):
+                x = torch.as_tensor(np.ones((16, 32), dtype=np.float32), device="cuda")
+                y = torch.tensor([i % 10 for i in range(16)], device="cuda")
+                x = torch.as_tensor(x, device="cuda")
+                nn.functional.cross_entropy(model(x), y).backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """)
+        trace = run_trace(path)
+        copies = [op for op in trace["ops"] if op["name"] == "wavecast::host_to_device"]
+        self.assertEqual([(op["inputs"][0]["shape"], op["args"]["bytes"], op["args"]["non_blocking"])
+                          for op in copies], [([16, 32], 2048, False), ([16], 128, False)])
+
     def test_only_host_tensors_are_copied(self):
         # A dataset the script keeps on the GPU yields GPU batches; one it keeps on the CPU,
         # host batches; a tensor made on the GPU or already moved is not copied again.

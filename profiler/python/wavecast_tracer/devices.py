@@ -45,6 +45,11 @@ _FACTORIES = frozenset(
 )
 # Calls that put their result on the device of a tensor argument.
 _TO_TENSORS_DEVICE = frozenset({torch.Tensor.to, torch.Tensor.type_as})
+# Factories that copy the data they are given (a list, a NumPy array, a tensor): on a GPU
+# device, from host memory.
+_DATA_FACTORIES = frozenset({torch.tensor, torch.as_tensor})
+# What such a factory copies when its data is no tensor: the result's bytes.
+_HOST_DATA = object()
 
 
 try:  # torch >= 2.0: torch.set_default_device and `with torch.device(...)`
@@ -200,13 +205,26 @@ class Placement:
             if isinstance(out, torch.Tensor):
                 self._created_on_host(out, start)
             return out
-        copied = to_gpu and func in _TO_TENSORS_DEVICE and is_host(args[0])
+        source = self._host_source(func, args) if to_gpu else None
         out = func(*args, **kwargs)
         if to_gpu and isinstance(out, torch.Tensor) and is_host(out):
             delattr(out, HOST)
-        if copied:
-            self._copied_to_gpu(args[0], _non_blocking(args, kwargs))
+        if source is not None and isinstance(out, torch.Tensor):
+            # torch.tensor(data, device=...) copies without non_blocking
+            self._copied_to_gpu(out if source is _HOST_DATA else source, _non_blocking(args, kwargs))
         return out
+
+    @staticmethod
+    def _host_source(func, args):
+        """What a call that puts its result on the GPU copies from host memory: a host tensor,
+        _HOST_DATA for data that is no tensor (a list, a NumPy array), or None when it copies
+        nothing from the host."""
+        if not args:
+            return None
+        data = args[0]
+        if func in _TO_TENSORS_DEVICE or (func in _DATA_FACTORIES and isinstance(data, torch.Tensor)):
+            return data if isinstance(data, torch.Tensor) and is_host(data) else None
+        return _HOST_DATA if func in _DATA_FACTORIES else None
 
     def moved_by_cuda(self, t, args, kwargs):
         """`t.cuda(...)`: a host tensor is copied to the GPU."""
