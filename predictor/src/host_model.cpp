@@ -66,8 +66,8 @@ double hostOpUs(const OpRecord& op, const OpCost& cost, const HostOptions& optio
     return options.cpuOpUs;
   if (cost.metadataOnly())
     return 0.0;
-  if (cost.family == CostFamily::HostTransfer) // the call, and staging pageable memory
-    return options.opUs + cost.transfer.stagingMs * 1e3;
+  if (cost.family == CostFamily::HostTransfer) // the call, and staging its share of the bytes
+    return options.opUs + cost.transfer.stagingMs * op.batchShare * 1e3;
   // Inductor's generated code calls each of its kernels from Python, one launcher call per
   // kernel: about an eager op's price each on the H200's host (bench/truth/data/h200/
   // compiled.json: 34-53 us per launch compiled, 37-46 us eager). Under CUDA graphs
