@@ -228,6 +228,15 @@ Calibration calibrationFromJson(const json& doc, const std::string& path) {
     HostCalibration h;
     h.opUs = number(*host, "op_us", "host", path, true);
     h.launchUs = number(*host, "launch_us", "host", path, false);
+    if (const auto copies = host->find("host_to_device_gbs"); copies != host->end()) {
+      if (!copies->is_object())
+        fail(path, "host.host_to_device_gbs must be an object {\"pinned\", \"pageable\"}");
+      for (auto [key, rate] : {std::pair{"pinned", &h.pinnedToDeviceGBs},
+                               std::pair{"pageable", &h.pageableToDeviceGBs}})
+        if (const double gbs = number(*copies, key, "host.host_to_device_gbs", path, false);
+            gbs > 0)
+          *rate = gbs;
+    }
     if (h.opUs > 0)
       out.host = h;
   }

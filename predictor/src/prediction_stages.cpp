@@ -50,6 +50,14 @@ double measuredOpMs(const OpRecord& op) {
   return total;
 }
 
+// A copy rate to the GPU (HostCalibration's `rate`) the calibration measured, if any.
+std::optional<double> calibratedCopyRate(const CalibrationTable* calibration,
+                                         std::optional<double> HostCalibration::* rate) {
+  if (!calibration || !calibration->calibration().host)
+    return std::nullopt;
+  return (*calibration->calibration().host).*rate;
+}
+
 // The GPU time of one op on one GPU and how it was obtained. `measured`: the trace has
 // kernels from a known GPU; `onOrigin`: this GPU is that one; `calibration`: this GPU's.
 PredictionMethod timeOp(const OpRecord& op, const OpCost& cost, const DeviceSpec& gpu,
@@ -66,6 +74,14 @@ PredictionMethod timeOp(const OpRecord& op, const OpCost& cost, const DeviceSpec
   if (cost.fused) {
     timeMs = rooflineTime(cost, gpu, options.roofline).timeMs;
     return PredictionMethod::Roofline;
+  }
+  if (const std::optional<double> gbs =
+          calibratedCopyRate(calibration, &HostCalibration::pinnedToDeviceGBs);
+      cost.family == CostFamily::HostTransfer && gbs) {
+    // The DMA at the rate the GPU's own machine copied page-locked memory.
+    timeMs = std::max(cost.bytes / (*gbs * 1e9) * 1e3,
+                      cost.kernels * options.roofline.launchFloorUs * 1e-3);
+    return PredictionMethod::Calibrated;
   }
   if (calibration)
     if (const auto calibrated = calibration->find(op, cost)) {
@@ -300,23 +316,28 @@ const CalibrationTable* calibrationFor(const DeviceSpec& gpu, const PredictorOpt
 }
 
 HostTimelines playIterations(const Trace& trace, const std::vector<OpCost>& costs,
-                             const std::vector<DeviceSpec>& gpus, const HostOptions& host,
-                             double ncclSmShare, OpTimes& times) {
+                             const std::vector<DeviceSpec>& gpus, const PredictorOptions& options,
+                             OpTimes& times) {
+  const HostOptions& host = options.host;
   const size_t opCount = trace.ops.size();
   HostTimelines out;
   out.hostMs = issueMs(trace, costs, host);
   const std::vector<bool> waits = hostWaits(trace);
   std::vector<size_t> grouped; // ops whose issue and waits depend on the GPU
-  for (size_t i = 0; i < std::min(opCount, costs.size()); ++i)
+  std::vector<size_t> pageable;
+  for (size_t i = 0; i < std::min(opCount, costs.size()); ++i) {
     if (costs[i].grouped.groups > 0)
       grouped.push_back(i);
+    if (costs[i].family == CostFamily::HostTransfer && costs[i].transfer.pageable)
+      pageable.push_back(i);
+  }
   out.timelines.reserve(times.ops.size());
   for (size_t g = 0; g < times.ops.size(); ++g) {
     auto& ops = times.ops[g];
     std::vector<double> gpuMs(opCount);
     for (size_t i = 0; i < opCount; ++i)
       gpuMs[i] = ops[i].timeMs;
-    std::vector<double> hostMs;
+    std::vector<double> hostMs; // this GPU's, where it differs from out.hostMs
     std::vector<bool> gpuWaits;
     for (size_t i : grouped) {
       if (g >= gpus.size() || !groupedGemmLoops(costs[i], gpus[g]))
@@ -330,9 +351,24 @@ HostTimelines playIterations(const Trace& trace, const std::vector<OpCost>& cost
       hostMs[i] += (host.opUs + uncounted * host.extraLaunchUs) * 1e-3;
       gpuWaits[i] = true;
     }
-    const bool loops = !hostMs.empty();
-    out.timelines.push_back(simulateIteration(trace, costs, loops ? hostMs : out.hostMs, gpuMs,
-                                              loops ? gpuWaits : waits, ncclSmShare));
+    // A pageable copy takes as long as the GPU's own machine took to make one, staging
+    // included, rather than the staging this CPU timed.
+    const CalibrationTable* calibration =
+        g < gpus.size() ? calibrationFor(gpus[g], options) : nullptr;
+    if (const auto gbs = calibratedCopyRate(calibration, &HostCalibration::pageableToDeviceGBs);
+        gbs && !pageable.empty()) {
+      if (hostMs.empty()) {
+        hostMs = out.hostMs;
+        gpuWaits = waits;
+      }
+      for (size_t i : pageable)
+        hostMs[i] =
+            host.opUs * 1e-3 + costs[i].bytes * trace.ops[i].batchShare / (*gbs * 1e9) * 1e3;
+    }
+    const bool changed = !hostMs.empty();
+    out.timelines.push_back(simulateIteration(trace, costs, changed ? hostMs : out.hostMs, gpuMs,
+                                              changed ? gpuWaits : waits,
+                                              options.collectives.smShare));
     for (size_t i = 0; i < opCount; ++i) {
       ops[i].wallMs = out.timelines.back().ops[i].wallMs;
       ops[i].gpuIdleMs = out.timelines.back().ops[i].gpuIdleMs;

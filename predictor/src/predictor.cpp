@@ -31,8 +31,7 @@ Prediction Predictor::predict(const Trace& trace, const std::vector<DeviceSpec>&
   const MeasuredKernels kernels = useMeasuredKernels(trace, gpus, options_, costed.costs);
   const auto learned = askLearnedModel(trace, costed.costs, gpus, kernels, options_);
   OpTimes times = timeOps(trace, costed.costs, gpus, kernels, learned, options_);
-  const HostTimelines host =
-      playIterations(trace, costed.costs, gpus, options_.host, options_.collectives.smShare, times);
+  const HostTimelines host = playIterations(trace, costed.costs, gpus, options_, times);
   for (size_t i = 0; i < prediction.opInfo.size(); ++i)
     prediction.opInfo[i].hostMs = host.hostMs[i];
   prediction.ops = std::move(times.ops);

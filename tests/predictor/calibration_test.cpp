@@ -85,6 +85,8 @@ TEST(Calibration, ReadsAFileTheSuiteWroteWithItsFakeTimer) {
   ASSERT_TRUE(c.host.has_value());
   EXPECT_DOUBLE_EQ(c.host->opUs, 20.0); // the fake timer's host costs
   EXPECT_DOUBLE_EQ(c.host->launchUs, 5.0);
+  EXPECT_EQ(c.host->pinnedToDeviceGBs, 25.0);
+  EXPECT_EQ(c.host->pageableToDeviceGBs, 10.0);
   // F.linear(x [8192, 768], w [768, 768], b) forward: addmm(b, x, w^T). The fake timer's
   // time: 2 us + 1 ns per element of its tensors, 768 + 2 x 6,291,456 + 589,824.
   const CalibrationEntry* addmm = nullptr;
@@ -244,6 +246,33 @@ std::map<std::string, ArgValue> lstmArgs(int64_t batch) {
           {"dropout", 0.2},
           {"train", true},
           {"bias", true}};
+}
+
+TEST(Calibration, ACalibratedGpuCopiesToItAtItsOwnMachinesRates) {
+  // A pageable batch of 40 MB, staged in 4 ms on the CPU that traced it.
+  Trace trace;
+  OpRecord copy;
+  copy.name = "wavecast::host_to_device";
+  copy.args = {{"bytes", int64_t{40000000}},
+               {"pinned", false},
+               {"non_blocking", false},
+               {"staging_ms", 4.0}};
+  trace.ops = {copy};
+  const auto gpus = db().resolve({"H100", "A100"});
+  json file = h100Calibration();
+  file["host"]["host_to_device_gbs"] = {{"pinned", 50.0}, {"pageable", 20.0}};
+  PredictorOptions options;
+  options.calibrations[gpus[0].id] =
+      std::make_shared<const CalibrationTable>(calibrationFromJson(file, "h100"));
+  const Prediction with = Predictor(options).predict(trace, gpus);
+  // The H100's machine: its DMA at 50 GB/s, the whole pageable copy at 20 GB/s.
+  EXPECT_EQ(with.ops[0][0].method, PredictionMethod::Calibrated);
+  EXPECT_NEAR(with.ops[0][0].timeMs, 0.8, 1e-12);
+  EXPECT_NEAR(with.ops[0][0].wallMs, options.host.opUs * 1e-3 + 2.0, 1e-9);
+  // The A100: its PCIe 4.0 link's published rate, and this CPU's staging.
+  EXPECT_EQ(with.ops[1][0].method, PredictionMethod::Roofline);
+  EXPECT_NEAR(with.ops[1][0].timeMs, 40e6 / (gpus[1].hostLink.hostToDeviceGBs * 1e9) * 1e3, 1e-12);
+  EXPECT_NEAR(with.ops[1][0].wallMs, options.host.opUs * 1e-3 + 4.0, 1e-9);
 }
 
 TEST(Calibration, ARecurrentLayerTakesTheTimeOfItsCudnnOpAsMeasured) {

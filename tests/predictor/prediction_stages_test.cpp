@@ -74,7 +74,7 @@ TEST(PredictionStages, ShapeTracesUseNoKernelsAndRooflineTimesEveryOp) {
   }
   EXPECT_GT(times.ops[1][0].timeMs, times.ops[0][0].timeMs) << "the T4 has less bandwidth";
 
-  const HostTimelines host = playIterations(trace, costed.costs, gpus, HostOptions{}, 0.0, times);
+  const HostTimelines host = playIterations(trace, costed.costs, gpus, PredictorOptions{}, times);
   ASSERT_EQ(host.hostMs.size(), 2u);
   ASSERT_EQ(host.timelines.size(), 2u);
   for (size_t g = 0; g < 2; ++g)
@@ -102,7 +102,7 @@ TEST(PredictionStages, ABf16GroupedGemmLoopsAndWaitsOnlyWhereTheGpuHasNoGroupedK
   const auto learned = askLearnedModel(trace, costed.costs, gpus, kernels, {});
   OpTimes times = timeOps(trace, costed.costs, gpus, kernels, learned, {});
   const HostOptions host;
-  const HostTimelines played = playIterations(trace, costed.costs, gpus, host, 0.0, times);
+  const HostTimelines played = playIterations(trace, costed.costs, gpus, PredictorOptions{}, times);
   // The H100 runs one grouped kernel and issues the add while it runs.
   const IterationTimeline& h100 = played.timelines[0];
   EXPECT_NEAR(h100.hostMs, (2 * host.opUs) * 1e-3, 1e-9);

@@ -42,6 +42,11 @@ struct CalibrationEntry {
 struct HostCalibration {
   double opUs = 0;     // an op with autograd bookkeeping and one launch
   double launchUs = 0; // an in-place op: dispatch and launch only
+  // Copies to the GPU, 10^9 B/s: from page-locked memory (the DMA), and from pageable memory
+  // as `x.to("cuda")` makes it (the call to the stream's end: staging and DMA). Absent in a
+  // file from before calibrate measured them.
+  std::optional<double> pinnedToDeviceGBs;
+  std::optional<double> pageableToDeviceGBs;
 };
 
 struct Calibration {

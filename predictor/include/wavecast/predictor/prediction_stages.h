@@ -62,17 +62,18 @@ double collectiveMs(const CollectiveWork& work, const SystemSpec& system,
                     const CollectiveModel& model, int tracedRanksPerNode);
 
 // 6. The host model's two clocks (and NCCL's stream) per GPU: sets each op's wall and
-// GPU-idle time and each collective's hidden time; `ncclSmShare` of the SMs go to NCCL
-// while a collective runs. A GPU that runs a grouped GEMM as a loop of mm
-// (groupedGemmLoops) issues a kernel per group and waits for the GPU there.
+// GPU-idle time and each collective's hidden time; options.collectives.smShare of the SMs
+// go to NCCL while a collective runs. A GPU that runs a grouped GEMM as a loop of mm
+// (groupedGemmLoops) issues a kernel per group and waits for the GPU there; a calibrated
+// GPU's pageable copies take as long as its machine's did.
 struct HostTimelines {
   std::vector<double> hostMs;               // [op]: CPU time issuing it, by `host`, as
                                             // a GPU without such loops issues it
   std::vector<IterationTimeline> timelines; // [gpu]
 };
 HostTimelines playIterations(const Trace& trace, const std::vector<OpCost>& costs,
-                             const std::vector<DeviceSpec>& gpus, const HostOptions& host,
-                             double ncclSmShare, OpTimes& times);
+                             const std::vector<DeviceSpec>& gpus, const PredictorOptions& options,
+                             OpTimes& times);
 
 // 7. Per source line and per module path, unsorted; shares are set by summarize.
 void aggregate(const Trace& trace, const std::vector<OpCost>& costs, Prediction& prediction);

@@ -19,6 +19,7 @@ Backends:
 
 import datetime
 import subprocess
+import sys
 import time
 
 import torch
@@ -49,14 +50,58 @@ def _host_loop_us(fn, count=HOST_LOOP):
 
 
 def measure_host(device):
-    """Per-op CPU cost on this machine: {"op_us", "launch_us", "loop"}."""
+    """Per-op CPU cost on this machine: {"op_us", "launch_us", "loop"}, and on a GPU its
+    copies from host memory ("host_to_device_gbs", measure_host_to_device)."""
     x = torch.zeros(16, device=device, requires_grad=True)
     y = torch.zeros(16, device=device)
     op_us = _host_loop_us(lambda: x * 2)
     launch_us = _host_loop_us(lambda: y.add_(1))
+    host = {"op_us": round(op_us, 3), "launch_us": round(launch_us, 3), "loop": HOST_LOOP}
     if device != "meta":
         torch.cuda.synchronize()
-    return {"op_us": round(op_us, 3), "launch_us": round(launch_us, 3), "loop": HOST_LOOP}
+        try:
+            host["host_to_device_gbs"] = measure_host_to_device(device)
+        except RuntimeError as exc:  # page-locked memory refused: the file keeps the rest
+            print(f"copies to the GPU not measured: {exc}", file=sys.stderr, flush=True)
+    return host
+
+
+# A batch of images (ResNet's 64 at 224 x 224 is 38.5 MB): copies of this size run at the
+# link's rate, not its latency.
+HOST_COPY_BYTES = 64 << 20
+HOST_COPY_REPEATS = 5
+
+
+def measure_host_to_device(device):
+    """Copies of HOST_COPY_BYTES to the GPU, 10^9 B/s, the median of HOST_COPY_REPEATS:
+    "pinned" from page-locked memory (CUDA events around the DMA), "pageable" from pageable
+    memory as `x.to("cuda")` makes it (the CPU's clock from the call to the stream's end:
+    the driver's staging and the DMA)."""
+    target = torch.empty(HOST_COPY_BYTES, dtype=torch.uint8, device=device)
+    pinned = torch.ones(HOST_COPY_BYTES, dtype=torch.uint8).pin_memory()
+    pageable = torch.ones(HOST_COPY_BYTES, dtype=torch.uint8)
+    target.copy_(pinned)
+    target.copy_(pageable)
+    torch.cuda.synchronize()
+
+    def pinned_ms():
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        target.copy_(pinned, non_blocking=True)
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end)
+
+    def pageable_ms():
+        started = time.perf_counter()
+        target.copy_(pageable)  # non_blocking=False: returns after the stream synchronizes
+        return (time.perf_counter() - started) * 1e3
+
+    def gbs(measure):
+        times = sorted(measure() for _ in range(HOST_COPY_REPEATS))
+        return round(HOST_COPY_BYTES / (times[len(times) // 2] * 1e-3) / 1e9, 2)
+
+    return {"pinned": gbs(pinned_ms), "pageable": gbs(pageable_ms), "bytes": HOST_COPY_BYTES}
 
 
 def _nvidia_smi(query):
@@ -269,7 +314,8 @@ class FakeTimer:
         return gpu, {"driver": None, "torch": torch.__version__, "cuda": None, "cudnn": None}
 
     def host(self):
-        return {"op_us": 20.0, "launch_us": 5.0, "loop": 0}
+        return {"op_us": 20.0, "launch_us": 5.0, "loop": 0,
+                "host_to_device_gbs": {"pinned": 25.0, "pageable": 10.0, "bytes": 0}}
 
 
 def make_timer(name, fake_gpu=None):
