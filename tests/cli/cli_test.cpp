@@ -240,11 +240,16 @@ TEST(CliTest, GpusListsTheDatabase) {
     ids.insert(gpu.at("id").get<std::string>());
     EXPECT_GT(gpu.at("memory_bandwidth_gbs").get<double>(), 0) << gpu.at("id");
     EXPECT_GT(gpu.at("sm_count").get<int>(), 0) << gpu.at("id");
+    EXPECT_GT(gpu.at("host_to_device_gbs").get<double>(), 0) << gpu.at("id");
+    if (gpu.at("id") == "H100-SXM") {
+      EXPECT_EQ(gpu.at("host_link"), "PCIe 5.0 x16");
+    }
   }
   EXPECT_GE(ids.size(), 20u);
   const CliRun table = wavecast("gpus");
   EXPECT_EQ(table.status, 0);
   EXPECT_TRUE(contains(table.out, "T4")) << table.out;
+  EXPECT_TRUE(contains(table.out, "H2D")) << table.out;
 }
 
 TEST(CliTest, PredictPrintsPerLineTableForThreeGpus) {
