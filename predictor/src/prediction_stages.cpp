@@ -50,12 +50,10 @@ double measuredOpMs(const OpRecord& op) {
   return total;
 }
 
-// A copy rate to the GPU (HostCalibration's `rate`) the calibration measured, if any.
-std::optional<double> calibratedCopyRate(const CalibrationTable* calibration,
-                                         std::optional<double> HostCalibration::* rate) {
-  if (!calibration || !calibration->calibration().host)
-    return std::nullopt;
-  return (*calibration->calibration().host).*rate;
+// What the calibration measured of its machine's host, if anything.
+const HostCalibration* calibratedHost(const CalibrationTable* calibration) {
+  return calibration && calibration->calibration().host ? &*calibration->calibration().host
+                                                        : nullptr;
 }
 
 // The GPU time of one op on one GPU and how it was obtained. `measured`: the trace has
@@ -75,12 +73,10 @@ PredictionMethod timeOp(const OpRecord& op, const OpCost& cost, const DeviceSpec
     timeMs = rooflineTime(cost, gpu, options.roofline).timeMs;
     return PredictionMethod::Roofline;
   }
-  if (const std::optional<double> gbs =
-          calibratedCopyRate(calibration, &HostCalibration::pinnedToDeviceGBs);
-      cost.family == CostFamily::HostTransfer && gbs) {
+  if (const HostCalibration* host = calibratedHost(calibration);
+      cost.family == CostFamily::HostTransfer && host && host->pinnedToDeviceGBs) {
     // The DMA at the rate the GPU's own machine copied page-locked memory.
-    timeMs = std::max(cost.bytes / (*gbs * 1e9) * 1e3,
-                      cost.kernels * options.roofline.launchFloorUs * 1e-3);
+    timeMs = hostTransferMs(cost, *host->pinnedToDeviceGBs, options.roofline);
     return PredictionMethod::Calibrated;
   }
   if (calibration)
@@ -353,17 +349,19 @@ HostTimelines playIterations(const Trace& trace, const std::vector<OpCost>& cost
     }
     // A pageable copy takes as long as the GPU's own machine took to make one, staging
     // included, rather than the staging this CPU timed.
-    const CalibrationTable* calibration =
-        g < gpus.size() ? calibrationFor(gpus[g], options) : nullptr;
-    if (const auto gbs = calibratedCopyRate(calibration, &HostCalibration::pageableToDeviceGBs);
-        gbs && !pageable.empty()) {
+    const HostCalibration* calibrated =
+        calibratedHost(g < gpus.size() ? calibrationFor(gpus[g], options) : nullptr);
+    if (calibrated && calibrated->pageableToDeviceGBs && !pageable.empty()) {
       if (hostMs.empty()) {
         hostMs = out.hostMs;
         gpuWaits = waits;
       }
-      for (size_t i : pageable)
-        hostMs[i] =
-            host.opUs * 1e-3 + costs[i].bytes * trace.ops[i].batchShare / (*gbs * 1e9) * 1e3;
+      for (size_t i : pageable) {
+        const double share = trace.ops[i].batchShare;
+        const double measuredMs =
+            costs[i].bytes * share / (*calibrated->pageableToDeviceGBs * 1e9) * 1e3;
+        hostMs[i] += measuredMs - costs[i].transfer.stagingMs * share;
+      }
     }
     const bool changed = !hostMs.empty();
     out.timelines.push_back(simulateIteration(trace, costs, changed ? hostMs : out.hostMs, gpuMs,

@@ -253,6 +253,11 @@ bool layoutTransformsOn(const DeviceSpec& gpu) {
   return gpu.computeCapabilityMajor < 9;
 }
 
+double hostTransferMs(const OpCost& cost, double gbs, const RooflineOptions& options) {
+  const double dmaMs = gbs > 0 ? cost.bytes / (gbs * 1e9) * 1e3 : 0;
+  return std::max(dmaMs, cost.kernels * options.launchFloorUs * 1e-3);
+}
+
 RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
                           const RooflineOptions& options) {
   if (cost.attention.backend != AttentionBackend::None &&
@@ -263,9 +268,8 @@ RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
     return t;
   if (cost.family == CostFamily::HostTransfer) {
     // The copy engine's DMA at the host link's measured rate (docs/gpus.md, host_links).
-    const double rate = gpu.hostLink.hostToDeviceGBs * 1e9;
-    t.memoryMs = rate > 0 ? cost.bytes / rate * 1e3 : 0;
-    t.timeMs = std::max(t.memoryMs, cost.kernels * options.launchFloorUs * 1e-3);
+    t.timeMs = hostTransferMs(cost, gpu.hostLink.hostToDeviceGBs, options);
+    t.memoryMs = t.timeMs;
     return t;
   }
   const int sms = std::max(1, gpu.smCount);

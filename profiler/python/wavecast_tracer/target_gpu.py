@@ -59,17 +59,23 @@ class Streams:
         current = self.current()
         return current is not None and current.side
 
+    def enter(self, stream):
+        self._entered.append(stream)
+
+    def leave(self):
+        self._entered.pop()
+
     @contextlib.contextmanager
     def using(self, stream):
         """torch.cuda.stream(stream): None leaves the current stream as it is."""
         if stream is None:
             yield
             return
-        self._entered.append(stream)
+        self.enter(stream)
         try:
             yield
         finally:
-            self._entered.pop()
+            self.leave()
 
     def set(self, stream):
         self._set = stream
@@ -99,11 +105,11 @@ class _Stream:
         return _Event()
 
     def __enter__(self):
-        self._streams._entered.append(self)
+        self._streams.enter(self)
         return self
 
     def __exit__(self, *exc):
-        self._streams._entered.pop()
+        self._streams.leave()
         return False
 
 
