@@ -13,13 +13,15 @@ bool isHostBound(double gpuIdleMs, double wallMs, const HostOptions& options) {
 }
 
 // The copies of host tensors to the GPU that hold the CPU until they are done, and what
-// they add to the iteration on one GPU.
+// they add to the iteration on one GPU (not copies to the host: reading a result back has
+// no page-locked, non-blocking fix).
 advisory::HeldByCopies heldByCopies(const Trace& trace, const std::vector<OpCost>& costs,
                                     const IterationTimeline& timeline) {
   advisory::HeldByCopies copies;
   for (size_t i = 0; i < std::min({trace.ops.size(), costs.size(), timeline.ops.size()}); ++i) {
     const OpCost& cost = costs[i];
     if (cost.family != CostFamily::HostTransfer || cost.metadataOnly() ||
+        cost.transfer.direction != TransferDirection::ToDevice ||
         !(cost.transfer.pageable || cost.transfer.blocking))
       continue;
     copies.copyMs += timeline.ops[i].wallMs;

@@ -228,13 +228,17 @@ Calibration calibrationFromJson(const json& doc, const std::string& path) {
     HostCalibration h;
     h.opUs = number(*host, "op_us", "host", path, true);
     h.launchUs = number(*host, "launch_us", "host", path, false);
-    if (const auto copies = host->find("host_to_device_gbs"); copies != host->end()) {
+    for (auto [field, rates] : {std::pair{"host_to_device_gbs", &h.toDevice},
+                                std::pair{"device_to_host_gbs", &h.toHost}}) {
+      const auto copies = host->find(field);
+      if (copies == host->end())
+        continue;
+      const std::string where = std::string("host.") + field;
       if (!copies->is_object())
-        fail(path, "host.host_to_device_gbs must be an object {\"pinned\", \"pageable\"}");
-      for (auto [key, rate] : {std::pair{"pinned", &h.pinnedToDeviceGBs},
-                               std::pair{"pageable", &h.pageableToDeviceGBs}})
-        if (const double gbs = number(*copies, key, "host.host_to_device_gbs", path, false);
-            gbs > 0)
+        fail(path, where + " must be an object {\"pinned\", \"pageable\"}");
+      for (auto [key, rate] :
+           {std::pair{"pinned", &rates->pinned}, std::pair{"pageable", &rates->pageable}})
+        if (const double gbs = number(*copies, key, where, path, false); gbs > 0)
           *rate = gbs;
     }
     if (h.opUs > 0)

@@ -206,11 +206,16 @@ HostLinks readHostLinks(const json& doc, const std::string& path) {
   for (const auto& [id, entry] : it->items()) {
     const Context ctx{path, "host link " + id};
     if (!entry.is_object())
-      ctx.fail("", "must be an object {\"name\", \"host_to_device_gbs\", \"source\"}");
+      ctx.fail("", "must be an object {\"name\", \"host_to_device_gbs\", \"device_to_host_gbs\", "
+                   "\"source\"}");
     HostLink link;
     link.id = id;
     link.name = stringField(entry, "name", ctx);
     link.hostToDeviceGBs = numberField(entry, "host_to_device_gbs", ctx, 0.001);
+    // A link measured one way only: PCIe's two directions run at about one rate.
+    link.deviceToHostGBs = entry.contains("device_to_host_gbs")
+                               ? numberField(entry, "device_to_host_gbs", ctx, 0.001)
+                               : link.hostToDeviceGBs;
     if (entry.contains("source"))
       link.source = stringField(entry, "source", ctx);
     links[id] = std::move(link);

@@ -12,12 +12,13 @@ namespace {
 // Ops whose result the host reads (a GPU value copied to the CPU, or an output size that
 // depends on values): the CPU waits for every kernel issued before them. torchvision's
 // CUDA NMS copies its overlap mask to the host and picks the boxes there
-// (torchvision/csrc/ops/cuda/nms_kernel.cu).
-constexpr std::array<std::string_view, 10> kSynchronizingOps = {
+// (torchvision/csrc/ops/cuda/nms_kernel.cu). The script's own torch.cuda.synchronize()
+// is the tracer's kSynchronizeOp.
+constexpr std::array<std::string_view, 11> kSynchronizingOps = {
     "aten::_local_scalar_dense", "aten::item",     "aten::nonzero",
     "aten::masked_select",       "aten::_unique2", "aten::unique_consecutive",
     "aten::is_nonzero",          "aten::equal",    "aten::repeat_interleave",
-    "torchvision::nms"};
+    "torchvision::nms",          kSynchronizeOp};
 
 bool clearsGradients(const OpRecord& op) {
   return op.name == "aten::zero_" || op.name == "aten::fill_";
@@ -197,10 +198,17 @@ IterationTimeline simulateIteration(const Trace& trace, const std::vector<OpCost
       // page-locked memory it starts once issued. On a stream of the script's own it runs
       // beside the compute stream, which waits for it only where the script says (a
       // prefetcher's next batch: the next iteration).
+      //
+      // A copy to the host starts once its stream reaches it; into pageable memory the CPU
+      // stages the chunks as the DMA fills them and returns after the last.
       const HostTransferWork& transfer = costs[i].transfer;
       const double after = transfer.sideStream ? sideCopiesEnd : gpu;
-      const double finish =
-          std::max(std::max(after, transfer.pageable ? issuedFrom : cpu) + busy, cpu);
+      const bool toHost = transfer.direction == TransferDirection::ToHost;
+      const double start = toHost ? std::max(after, issuedFrom)
+                                  : std::max(after, transfer.pageable ? issuedFrom : cpu);
+      const double finish = toHost ? start + busy : std::max(start + busy, cpu);
+      if (toHost && transfer.pageable)
+        cpu = std::max(finish, start + hostMs[i]);
       if (transfer.sideStream) {
         sideCopiesEnd = finish;
         lastSideCopy = i;

@@ -116,13 +116,19 @@ std::optional<OpCost> collective(const OpRecord& op) {
   return cost;
 }
 
-// The tracer's record of a host tensor copied to the GPU (docs/trace-format.md); nullopt
-// for every other op.
+// The tracer's record of a copy between host memory and the GPU (docs/trace-format.md);
+// nullopt for every other op.
 std::optional<OpCost> hostTransfer(const OpRecord& op) {
-  if (op.name != "wavecast::host_to_device")
+  std::optional<TransferDirection> direction;
+  if (op.name == kHostToDeviceOp)
+    direction = TransferDirection::ToDevice;
+  else if (op.name == kDeviceToHostOp)
+    direction = TransferDirection::ToHost;
+  if (!direction)
     return std::nullopt;
   OpCost cost;
   cost.family = CostFamily::HostTransfer;
+  cost.transfer.direction = *direction;
   cost.bytes = static_cast<double>(std::max<int64_t>(0, op.intArg("bytes").value_or(0)));
   cost.transfer.pageable = !op.boolArg("pinned").value_or(false);
   cost.transfer.blocking = !op.boolArg("non_blocking").value_or(false);
@@ -144,6 +150,10 @@ OpCost estimateOpCost(const OpRecord& op) {
     cost = std::move(*comm);
   } else if (auto transfer = hostTransfer(op)) {
     cost = std::move(*transfer);
+  } else if (op.name == kSynchronizeOp) {
+    cost.family = CostFamily::Metadata;
+    cost.kernels = 0;
+    cost.note = CostNote::WaitsForGpu;
   } else if (metadataOps().count(stem) || metadataOps().count(base)) {
     cost.family = CostFamily::Metadata;
     cost.kernels = 0;

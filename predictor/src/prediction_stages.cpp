@@ -74,9 +74,10 @@ PredictionMethod timeOp(const OpRecord& op, const OpCost& cost, const DeviceSpec
     return PredictionMethod::Roofline;
   }
   if (const HostCalibration* host = calibratedHost(calibration);
-      cost.family == CostFamily::HostTransfer && host && host->pinnedToDeviceGBs) {
+      cost.family == CostFamily::HostTransfer && host &&
+      host->copies(cost.transfer.direction).pinned) {
     // The DMA at the rate the GPU's own machine copied page-locked memory.
-    timeMs = hostTransferMs(cost, *host->pinnedToDeviceGBs, options.roofline);
+    timeMs = hostTransferMs(cost, *host->copies(cost.transfer.direction).pinned, options.roofline);
     return PredictionMethod::Calibrated;
   }
   if (calibration)
@@ -351,17 +352,17 @@ HostTimelines playIterations(const Trace& trace, const std::vector<OpCost>& cost
     // included, rather than the staging this CPU timed.
     const HostCalibration* calibrated =
         calibratedHost(g < gpus.size() ? calibrationFor(gpus[g], options) : nullptr);
-    if (calibrated && calibrated->pageableToDeviceGBs && !pageable.empty()) {
+    for (size_t i : calibrated ? pageable : std::vector<size_t>{}) {
+      const auto gbs = calibrated->copies(costs[i].transfer.direction).pageable;
+      if (!gbs)
+        continue;
       if (hostMs.empty()) {
         hostMs = out.hostMs;
         gpuWaits = waits;
       }
-      for (size_t i : pageable) {
-        const double share = trace.ops[i].batchShare;
-        const double measuredMs =
-            costs[i].bytes * share / (*calibrated->pageableToDeviceGBs * 1e9) * 1e3;
-        hostMs[i] += measuredMs - costs[i].transfer.stagingMs * share;
-      }
+      const double share = trace.ops[i].batchShare;
+      const double measuredMs = costs[i].bytes * share / (*gbs * 1e9) * 1e3;
+      hostMs[i] += measuredMs - costs[i].transfer.stagingMs * share;
     }
     const bool changed = !hostMs.empty();
     out.timelines.push_back(simulateIteration(trace, costs, changed ? hostMs : out.hostMs, gpuMs,

@@ -268,7 +268,7 @@ RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
     return t;
   if (cost.family == CostFamily::HostTransfer) {
     // The copy engine's DMA at the host link's measured rate (docs/gpus.md, host_links).
-    t.timeMs = hostTransferMs(cost, gpu.hostLink.hostToDeviceGBs, options);
+    t.timeMs = hostTransferMs(cost, gpu.hostLink.gbs(cost.transfer.direction), options);
     t.memoryMs = t.timeMs;
     return t;
   }

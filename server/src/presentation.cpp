@@ -310,6 +310,8 @@ std::string costNoteText(CostNote note, const std::string& op, CostFamily family
     return "empty tensors (a zero-sized dimension): no work";
   case CostNote::DeviceToHostScalar:
     return "device-to-host copy of a scalar; synchronises the GPU";
+  case CostNote::WaitsForGpu:
+    return "waits for the GPU to finish the work queued before it; no kernel";
   case CostNote::ConvWithoutShapes:
     return "convolution without input/weight shapes: counted as a copy of its tensors";
   case CostNote::ConvBackwardWithoutShapes:

@@ -241,8 +241,10 @@ TEST(CliTest, GpusListsTheDatabase) {
     EXPECT_GT(gpu.at("memory_bandwidth_gbs").get<double>(), 0) << gpu.at("id");
     EXPECT_GT(gpu.at("sm_count").get<int>(), 0) << gpu.at("id");
     EXPECT_GT(gpu.at("host_to_device_gbs").get<double>(), 0) << gpu.at("id");
+    EXPECT_GT(gpu.at("device_to_host_gbs").get<double>(), 0) << gpu.at("id");
     if (gpu.at("id") == "H100-SXM") {
       EXPECT_EQ(gpu.at("host_link"), "PCIe 5.0 x16");
+      EXPECT_DOUBLE_EQ(gpu.at("device_to_host_gbs").get<double>(), 52.8);
     }
   }
   EXPECT_GE(ids.size(), 20u);

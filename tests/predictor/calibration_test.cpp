@@ -85,8 +85,10 @@ TEST(Calibration, ReadsAFileTheSuiteWroteWithItsFakeTimer) {
   ASSERT_TRUE(c.host.has_value());
   EXPECT_DOUBLE_EQ(c.host->opUs, 20.0); // the fake timer's host costs
   EXPECT_DOUBLE_EQ(c.host->launchUs, 5.0);
-  EXPECT_EQ(c.host->pinnedToDeviceGBs, 25.0);
-  EXPECT_EQ(c.host->pageableToDeviceGBs, 10.0);
+  EXPECT_EQ(c.host->toDevice.pinned, 25.0);
+  EXPECT_EQ(c.host->toDevice.pageable, 10.0);
+  EXPECT_EQ(c.host->toHost.pinned, 24.0);
+  EXPECT_EQ(c.host->toHost.pageable, 8.0);
   // F.linear(x [8192, 768], w [768, 768], b) forward: addmm(b, x, w^T). The fake timer's
   // time: 2 us + 1 ns per element of its tensors, 768 + 2 x 6,291,456 + 589,824.
   const CalibrationEntry* addmm = nullptr;

@@ -227,10 +227,12 @@ TEST(GpuDatabase, EachGpuCrossesItsHostLink) {
   const GpuDatabase db = shipped();
   EXPECT_EQ(db.find("H100-SXM")->hostLink.name, "PCIe 5.0 x16");
   EXPECT_DOUBLE_EQ(db.find("H200")->hostLink.hostToDeviceGBs, 57.1);
+  EXPECT_DOUBLE_EQ(db.find("H200")->hostLink.deviceToHostGBs, 52.8);
   EXPECT_EQ(db.find("A100-SXM4-80GB")->hostLink.id, "pcie4");
   EXPECT_EQ(db.find("T4")->hostLink.id, "pcie3");
   for (const auto& gpu : db.all()) {
     EXPECT_GT(gpu.hostLink.hostToDeviceGBs, 0) << gpu.id;
+    EXPECT_GT(gpu.hostLink.deviceToHostGBs, 0) << gpu.id;
     EXPECT_FALSE(gpu.hostLink.source.empty()) << gpu.id;
   }
   // A user's GPU that names none gets PCIe 4.0; one that names an unknown link is refused.
@@ -242,6 +244,11 @@ TEST(GpuDatabase, EachGpuCrossesItsHostLink) {
   GpuDatabase mine = shipped();
   mine.mergeFile(user.path());
   EXPECT_EQ(mine.find("MyCard")->hostLink.id, "pcie4");
+  // A user's link measured one way only is taken as that fast both ways.
+  TempFile oneWay("wavecast_gpus_", R"({"host_links": {"lab": {"name": "PCIe 4.0 x8",
+    "host_to_device_gbs": 12.5}}, "gpus": [{"id": "MyCard", "host_link": "lab"}]})");
+  mine.mergeFile(oneWay.path());
+  EXPECT_DOUBLE_EQ(mine.find("MyCard")->hostLink.deviceToHostGBs, 12.5);
   TempFile unknown("wavecast_gpus_", R"({"gpus": [{"id": "T4", "host_link": "pcie9"}]})");
   try {
     mine.mergeFile(unknown.path());

@@ -189,10 +189,14 @@ TEST(HostModel, ReadingAGpuValueWaitsForTheGpu) {
   EXPECT_NEAR(timeline.ops[2].gpuIdleMs, 0.010, 1e-12);
 }
 
-OpCost transfer(bool pageable, bool blocking, double stagingMs = 0) {
+OpCost transfer(bool pageable, bool blocking, double stagingMs = 0,
+                TransferDirection direction = TransferDirection::ToDevice) {
   OpCost cost;
   cost.family = CostFamily::HostTransfer;
-  cost.transfer = {pageable, blocking, stagingMs};
+  cost.transfer.direction = direction;
+  cost.transfer.pageable = pageable;
+  cost.transfer.blocking = blocking;
+  cost.transfer.stagingMs = stagingMs;
   return cost;
 }
 
@@ -235,6 +239,49 @@ TEST(HostModel, APinnedNonBlockingCopyLetsTheCpuRunOn) {
   const std::vector<OpCost> blocking{work(), transfer(false, true), work()};
   EXPECT_NEAR(play(trace, blocking, {1.0, 0.2, 0.001}).wallMs, 0.010 + 1.0 + 0.2 + 0.010 + 0.001,
               1e-12);
+}
+
+TEST(HostModel, ACopyToTheHostWaitsForTheGpuThenForItsStaging) {
+  // `.cpu()` of a result after a 1 ms kernel: issued at 10 us, its DMA (0.2 ms) starts when
+  // the kernel ends; the CPU stages the chunks as they arrive (0.5 ms in all) and returns
+  // after the last, at 1.010 + 0.510 (the call's 10 us, then the staging).
+  Trace trace;
+  trace.ops.push_back(op("aten::mm"));
+  trace.ops.push_back(op("wavecast::device_to_host"));
+  trace.ops.push_back(op("aten::add"));
+  const auto toHost = [](double stagingMs) {
+    return transfer(true, true, stagingMs, TransferDirection::ToHost);
+  };
+  const std::vector<OpCost> costs{work(), toHost(0.5), work()};
+  EXPECT_DOUBLE_EQ(hostOpUs(trace.ops[1], costs[1], host()), 10 + 500);
+  const auto timeline = play(trace, costs, {1.0, 0.2, 0.001});
+  EXPECT_NEAR(timeline.ops[1].wallMs, 0.510, 1e-12) << "the wait for the kernel is the copy's";
+  EXPECT_NEAR(timeline.wallMs, 0.010 + 1.0 + 0.510 + 0.010 + 0.001, 1e-12);
+  EXPECT_NEAR(timeline.gpuMs, 1.0 + 0.2 + 0.001, 1e-12);
+  // Staging quicker than the link: the DMA's end.
+  EXPECT_NEAR(play(trace, {work(), toHost(0.1), work()}, {1.0, 0.2, 0.001}).wallMs,
+              0.010 + 1.0 + 0.2 + 0.010 + 0.001, 1e-12);
+  // `.to("cpu", non_blocking=True)` lands in page-locked memory: the CPU runs on, and the
+  // next kernel follows the DMA in stream order.
+  const std::vector<OpCost> async{work(), transfer(false, false, 0, TransferDirection::ToHost),
+                                  work()};
+  EXPECT_NEAR(play(trace, async, {1.0, 0.2, 0.001}).wallMs, 0.010 + 1.0 + 0.2 + 0.001, 1e-12);
+}
+
+TEST(HostModel, TheScriptsSynchronizeWaitsForTheGpu) {
+  Trace trace;
+  trace.ops.push_back(op("aten::mm"));
+  trace.ops.push_back(op(std::string(kSynchronizeOp)));
+  trace.ops.push_back(op("aten::add"));
+  OpCost wait;
+  wait.family = CostFamily::Metadata;
+  wait.kernels = 0;
+  const std::vector<OpCost> costs{work(), wait, work()};
+  EXPECT_DOUBLE_EQ(hostOpUs(trace.ops[1], wait, host()), 0);
+  // The add is issued once the mm is done, not while it runs.
+  EXPECT_NEAR(play(trace, costs, {1.0, 0.0, 0.001}).wallMs, 0.010 + 1.0 + 0.010 + 0.001, 1e-12);
+  trace.ops[1].name = "wavecast::unknown";
+  EXPECT_NEAR(play(trace, costs, {1.0, 0.0, 0.001}).wallMs, 0.010 + 1.0 + 0.001, 1e-12);
 }
 
 TEST(HostModel, ACopyOnAStreamOfItsOwnRunsBesideTheCompute) {

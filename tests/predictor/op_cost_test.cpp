@@ -421,6 +421,28 @@ TEST(OpCost, ABatchCopiedToTheGpuCrossesTheHostLink) {
   EXPECT_FALSE(pinned.transfer.pageable);
   EXPECT_FALSE(pinned.transfer.blocking);
   EXPECT_DOUBLE_EQ(pinned.transfer.stagingMs, 0);
+  EXPECT_EQ(pinned.transfer.direction, TransferDirection::ToDevice);
+}
+
+TEST(OpCost, AResultReadBackCrossesTheHostLinkTheOtherWay) {
+  // logits.cpu(): 4096 x 10 floats into pageable memory, staged in 0.02 ms here.
+  const auto back =
+      estimateOpCost(op("wavecast::device_to_host", {tensor({4096, 10})}, {tensor({4096, 10})},
+                        {{"bytes", int64_t{163840}},
+                         {"pinned", false},
+                         {"non_blocking", false},
+                         {"staging_ms", 0.02}}));
+  EXPECT_EQ(back.family, CostFamily::HostTransfer);
+  EXPECT_EQ(back.transfer.direction, TransferDirection::ToHost);
+  EXPECT_DOUBLE_EQ(back.bytes, 163840);
+  EXPECT_TRUE(back.transfer.pageable);
+  EXPECT_TRUE(back.transfer.blocking);
+  EXPECT_DOUBLE_EQ(back.transfer.stagingMs, 0.02);
+  // torch.cuda.synchronize(): no kernel, a wait.
+  const auto wait = estimateOpCost(op("wavecast::synchronize", {}, {}, {}));
+  EXPECT_TRUE(wait.metadataOnly());
+  EXPECT_EQ(wait.note, CostNote::WaitsForGpu);
+  EXPECT_FALSE(wait.approximate);
 }
 
 } // namespace

@@ -307,6 +307,11 @@ TEST(Roofline, AHostTransferRunsAtItsGpusHostLinkRate) {
   EXPECT_NEAR(rooflineTime(copy, *db.find("H100-SXM"), options).timeMs, 38535168 / 57.1e9 * 1e3,
               1e-12);
   EXPECT_NEAR(rooflineTime(copy, *db.find("T4"), options).timeMs, 38535168 / 12.2e9 * 1e3, 1e-12);
+  // Back to the host at the link's rate that way (nvbandwidth's device to host: 52.8 GB/s).
+  copy.transfer.direction = TransferDirection::ToHost;
+  EXPECT_NEAR(rooflineTime(copy, *db.find("H100-SXM"), options).timeMs, 38535168 / 52.8e9 * 1e3,
+              1e-12);
+  copy.transfer.direction = TransferDirection::ToDevice;
   copy.bytes = 8;
   EXPECT_DOUBLE_EQ(rooflineTime(copy, *db.find("T4"), options).timeMs,
                    options.launchFloorUs * 1e-3);

@@ -85,7 +85,8 @@ class FakeSuiteTest(unittest.TestCase):
         self.assertEqual(doc["gpu"]["name"], "NVIDIA H100 80GB HBM3")
         self.assertEqual(doc["timer"], "fake")
         self.assertEqual(doc["host"], {"op_us": 20.0, "launch_us": 5.0, "loop": 0,
-                                       "host_to_device_gbs": {"pinned": 25.0, "pageable": 10.0, "bytes": 0}})
+                                       "host_to_device_gbs": {"pinned": 25.0, "pageable": 10.0, "bytes": 0},
+                                       "device_to_host_gbs": {"pinned": 24.0, "pageable": 8.0, "bytes": 0}})
         for key in ("torch", "cuda", "driver", "date", "entries", "skipped"):
             self.assertIn(key, doc)
         # F.linear forward is aten::addmm(bias, x, w^T): 16 + 64*32 + 32*16 in, 64*16 out.

@@ -29,8 +29,11 @@ HOST = "_wavecast_host"
 # the GPU's copy engine reads it directly, without staging.
 PINNED = "_wavecast_pinned"
 
-# The op a host tensor's copy to the GPU is recorded as (docs/trace-format.md).
+# The ops the copies between host memory and the GPU are recorded as, and the script's
+# waits for the GPU (docs/trace-format.md).
 HOST_TO_DEVICE_OP = "wavecast::host_to_device"
+DEVICE_TO_HOST_OP = "wavecast::device_to_host"
+SYNCHRONIZE_OP = "wavecast::synchronize"
 
 # Functions that create a tensor from sizes or data, on `device=` (the CPU when not given).
 _FACTORIES = frozenset(
@@ -95,6 +98,20 @@ def actual_device(t):
     """The device a tensor is on in the tracer (the CPU, or meta), not the one it reports."""
     with compat.no_torch_function():
         return t.device
+
+
+def _is_cpu(device):
+    if isinstance(device, torch.device):
+        return device.type == "cpu"
+    return isinstance(device, str) and device.split(":", 1)[0] == "cpu"
+
+
+def _names_host(args, kwargs):
+    """Whether .to(*args, **kwargs) targets host memory: the CPU by name, or a host tensor."""
+    for value in (*args, kwargs.get("device"), kwargs.get("other")):
+        if _is_cpu(value) or (isinstance(value, torch.Tensor) and is_host(value)):
+            return True
+    return False
 
 
 def _moves_to_gpu(args):
@@ -167,11 +184,17 @@ class Placement:
     copy it to the GPU); a 0-dim host tensor is allowed by torch.
     """
 
-    def __init__(self, ops=None, project_frames=None, copied_to_gpu=None):
+    def __init__(self, ops=None, project_frames=None, copied_to_gpu=None, copied_to_host=None,
+                 host_side=None):
         # True while the iteration runs: only its tensors can be host tensors.
         self.recording = False
-        # Called with each host tensor the script copies to the GPU, and its non_blocking.
+        # Called with each host tensor the script copies to the GPU, and its non_blocking;
+        # with each GPU tensor it copies to host memory, and its non_blocking.
         self._copied_to_gpu = copied_to_gpu or (lambda tensor, non_blocking: None)
+        self._copied_to_host = copied_to_host or (lambda tensor, non_blocking: None)
+        # A context for the tracer's own work on the host's side of such a copy: neither
+        # recorded as GPU ops nor counted as GPU memory.
+        self._host_side = host_side or contextlib.nullcontext
         # Set by the first host tensor: until then the ops need no checks.
         self.any_host = False
         # True while a DataLoader makes a batch from the script's tensors: its ops are not
@@ -225,6 +248,30 @@ class Placement:
         if func in _TO_TENSORS_DEVICE or (func in _DATA_FACTORIES and isinstance(data, torch.Tensor)):
             return data if isinstance(data, torch.Tensor) and is_host(data) else None
         return _HOST_DATA if func in _DATA_FACTORIES else None
+
+    def copy_to_host(self, func, args, kwargs):
+        """`x.cpu()`, `x.to("cpu")`, `x.to(<host tensor>)` of a GPU tensor: the copy over the
+        host link, whose result is a host tensor (a new one: the tracer's GPU tensor is on
+        the CPU already, and `.cpu()` would return it)."""
+        source = args[0]
+        with self._host_side():
+            out = func(*args, **kwargs)
+            if out is source:
+                out = source.clone()
+        if not self.recording or not isinstance(out, torch.Tensor):
+            return out
+        frames = self._project_frames()
+        setattr(out, HOST, frames[-1][:2] if frames else ("", 0))
+        self.any_host = True
+        self._copied_to_host(out, _non_blocking(args, kwargs))
+        return out
+
+    def read_back(self, func, args, kwargs):
+        """`x.tolist()` of a GPU tensor: one copy to host memory, read there (not an `.item()`
+        per element, as the tracer's tensors would run it)."""
+        self._copied_to_host(args[0], False)
+        with self._host_side():
+            return func(*args, **kwargs)
 
     def moved_by_cuda(self, t, args, kwargs):
         """`t.cuda(...)`: a host tensor is copied to the GPU."""
@@ -328,15 +375,16 @@ def _script_code(caller):
     return not caller.f_code.co_filename.startswith(compat.OWN_CODE_DIRS)
 
 
-class _FakeTensorsReportTheGpu:
-    """A fake tensor's `device` is a Python property that no torch function mode sees: once
-    installed (when the script first asks for CUDA: until then nothing is slowed), it
-    reports the GPU to the script as _CudaAsCpu does for the other queries."""
+class _FakeTensorsAsGpuTensors:
+    """A fake tensor's `device` is a Python property, and its `tolist()` a Python method,
+    that no torch function mode sees: once installed (when the script first asks for CUDA:
+    until then nothing is slowed), `device` reports the GPU to the script as _CudaAsCpu does
+    for the other queries, and `tolist()` of a GPU tensor is its copy to host memory."""
 
     def __init__(self, mode):
         self._mode = mode
         self._owner = None
-        self._original = None
+        self._originals = {}
 
     def install(self):
         try:
@@ -344,6 +392,7 @@ class _FakeTensorsReportTheGpu:
         except ImportError:  # torch 1.13
             return
         original = FakeTensor.__dict__.get("device")
+        original_tolist = FakeTensor.__dict__.get("tolist")
         if self._owner is not None or not isinstance(original, property):  # 1.13: meta tensors
             return
         mode = self._mode
@@ -355,12 +404,22 @@ class _FakeTensorsReportTheGpu:
                 return actual
             return REPORTED_GPU
 
-        self._owner, self._original = FakeTensor, original
+        def tolist(tensor):
+            if mode.reads_gpu_tensor(tensor, sys._getframe(1)):
+                return mode.placement.read_back(original_tolist, (tensor,), {})
+            return original_tolist(tensor)
+
+        self._owner = FakeTensor
+        self._originals = {"device": original}
         FakeTensor.device = property(device, original.fset)
+        if original_tolist is not None:
+            self._originals["tolist"] = original_tolist
+            FakeTensor.tolist = tolist
 
     def restore(self):
         if self._owner is not None:
-            self._owner.device = self._original
+            for name, original in self._originals.items():
+                setattr(self._owner, name, original)
             self._owner = None
 
 
@@ -382,7 +441,13 @@ class _CudaAsCpu(compat.TorchFunctionMode):
         self.cuda_asked = False
         # Torch calls under way through this mode: code below one is torch's, told the CPU.
         self.below = 0
-        self.fake_devices = _FakeTensorsReportTheGpu(self)
+        self.fake_devices = _FakeTensorsAsGpuTensors(self)
+
+    def reads_gpu_tensor(self, tensor, caller):
+        """Whether `caller`, the script (not torch's own Python), reads a GPU tensor of the
+        recorded iteration into host memory."""
+        return (self.cuda_asked and self.placement.recording and not self.below
+                and isinstance(tensor, torch.Tensor) and not is_host(tensor) and _script_code(caller))
 
     def on_mapped(self):
         if not self.cuda_asked:
@@ -406,6 +471,11 @@ class _CudaAsCpu(compat.TorchFunctionMode):
             self.on_mapped()
             self.placement.moved_by_cuda(args[0], args, kwargs)
             return args[0]
+        if func is torch.Tensor.tolist and self.reads_gpu_tensor(args[0], sys._getframe(1)):
+            return self.placement.read_back(func, args, kwargs)
+        if ((func is torch.Tensor.cpu or (func is torch.Tensor.to and _names_host(args[1:], kwargs)))
+                and self.reads_gpu_tensor(args[0], sys._getframe(1))):
+            return self.placement.copy_to_host(func, args, kwargs)
         to_gpu = False
         if _is_cuda(kwargs.get("device")):
             self.on_mapped()

@@ -12,7 +12,7 @@ from .collectives import symmetric_values
 from .compiled import compile_mode, what_if
 from .cuda_kernels import SHAPE_KERNELS
 from .dataflow import Dataflow
-from .devices import HOST, HOST_TO_DEVICE_OP, PINNED, Placement, staging_ms
+from .devices import DEVICE_TO_HOST_OP, HOST, HOST_TO_DEVICE_OP, PINNED, SYNCHRONIZE_OP, Placement, staging_ms
 from .distributed import local_tensor
 from .op_description import METADATA_OPS, describe_call, tensor_meta
 from .project import enters_user_code
@@ -59,11 +59,12 @@ class TraceState:
         # Which tensors would be on the CPU on a GPU (devices.Placement); its mixes are warned
         # about when the script uses CUDA, or when `assume_gpu` (the caller moves the model
         # and batch to a GPU, as the truth harness does for the samples).
-        self.placement = Placement(self.ops, self.project_frames, self.copied_to_gpu)
+        self.placement = Placement(self.ops, self.project_frames, self.copied_to_gpu, self.copied_to_host,
+                                   self.on_host_side)
         # True while the iteration is recorded (OpRecorder.recording).
         self.recording = False
         # The stream the script issues work on (target_gpu.Streams).
-        self.streams = Streams()
+        self.streams = Streams(self.synchronized)
         self.assume_gpu = False
         # A memory.MemoryTracker in shape and cpu mode: storages live and saved for backward.
         self.memory = None
@@ -112,6 +113,13 @@ class TraceState:
             yield
         finally:
             self.suppressed -= 1
+
+    @contextlib.contextmanager
+    def on_host_side(self):
+        """The tracer's work for the host's side of a copy from the GPU: not the GPU's ops,
+        not its memory."""
+        with self.suppressing(), self.untracked_memory():
+            yield
 
     # --- source locations -------------------------------------------------
     def project_frames(self):
@@ -369,6 +377,33 @@ class TraceState:
         self.fallback_hit = False  # set by the last op dispatched, not this one
         index = self.append_op(HOST_TO_DEVICE_OP, [meta], [], args)
         self.ops[index]["outputs"] = [meta]
+
+    def copied_to_host(self, t, non_blocking):
+        """A GPU tensor the iteration copies to host memory: the copy engine's transfer over
+        the host link once the stream reaches it, into pageable memory (staged by the CPU as
+        it arrives) or, with non_blocking, into page-locked memory PyTorch allocates for it.
+        docs/trace-format.md, "Copies between the host and the GPU"."""
+        if not self.recording or self.suppressed:
+            return
+        meta = tensor_meta(t)
+        nbytes = t.numel() * t.element_size()
+        pinned = bool(non_blocking)
+        args = {"bytes": nbytes, "pinned": pinned, "non_blocking": pinned}
+        staged = None if pinned else staging_ms(nbytes)
+        if staged is not None:
+            args["staging_ms"] = round(staged, 4)
+        if self.streams.on_side_stream():
+            args["side_stream"] = True
+        self.fallback_hit = False
+        index = self.append_op(DEVICE_TO_HOST_OP, [meta], [], args)
+        self.ops[index]["outputs"] = [meta]
+
+    def synchronized(self):
+        """The script waits for the GPU (torch.cuda.synchronize(), an event's or a stream's
+        synchronize()): an op of no work that the host model makes the CPU wait at."""
+        if self.recording and not self.suppressed:
+            self.fallback_hit = False
+            self.append_op(SYNCHRONIZE_OP, [], [], {})
 
     def append_replayed(self, op):
         """Appends an op record a replayed model call made complete (replay.py): its id,

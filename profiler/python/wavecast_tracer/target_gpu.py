@@ -19,16 +19,17 @@ DEFAULT = {"name": "NVIDIA H100 80GB HBM3", "memory_bytes": 80 * 1024 ** 3, "cap
 
 
 class _Event:
-    """torch.cuda.Event: timing a GPU that is not there gives 0 ms."""
+    """torch.cuda.Event: timing a GPU that is not there gives 0 ms; waiting for one is the
+    CPU waiting for the GPU."""
 
-    def __init__(self, *args, **kwargs):
-        pass
+    def __init__(self, streams):
+        self._streams = streams
 
     def record(self, stream=None):
         pass
 
     def synchronize(self):
-        pass
+        self._streams.synchronized()
 
     def wait(self, stream=None):
         pass
@@ -47,9 +48,12 @@ class Streams:
     copy to the GPU notes a stream of the script's own (timm's prefetcher copies the next
     batch on one, beside the compute)."""
 
-    def __init__(self):
+    def __init__(self, synchronized=None):
         self._entered = []  # streams made current by a `with`, innermost last
         self._set = None  # the stream set_stream made current
+        # Called where the script waits for the GPU: torch.cuda.synchronize(), a stream's or
+        # an event's synchronize().
+        self.synchronized = synchronized or (lambda: None)
 
     def current(self):
         """The stream made current, or None for the default stream."""
@@ -90,7 +94,7 @@ class _Stream:
         self.side = side
 
     def synchronize(self):
-        pass
+        self._streams.synchronized()
 
     def query(self):
         return True
@@ -102,7 +106,7 @@ class _Stream:
         pass
 
     def record_event(self, event=None):
-        return _Event()
+        return event if event is not None else _Event(self._streams)
 
     def __enter__(self):
         self._streams.enter(self)
@@ -134,6 +138,13 @@ def answering_as(device=None, streams=None):
         def __init__(self, *args, **kwargs):
             super().__init__(streams, side=True)
 
+    class Event(_Event):
+        def __init__(self, *args, **kwargs):
+            super().__init__(streams)
+
+    def synchronize(device=None):
+        streams.synchronized()
+
     def default_stream(device=None):
         return _Stream(streams, side=False)
 
@@ -161,8 +172,8 @@ def answering_as(device=None, streams=None):
         "get_rng_state_all": lambda: [torch.zeros(16, dtype=torch.uint8)],
         "set_rng_state": nothing(), "set_rng_state_all": nothing(), "initial_seed": zero(),
         "ipc_collect": nothing(), "init": nothing(), "is_initialized": lambda: True,
-        "Event": _Event, "Stream": Stream, "current_stream": current_stream, "default_stream": default_stream,
-        "stream": streams.using, "set_stream": streams.set,
+        "Event": Event, "Stream": Stream, "current_stream": current_stream, "default_stream": default_stream,
+        "stream": streams.using, "set_stream": streams.set, "synchronize": synchronize,
         "device": lambda device=None: contextlib.nullcontext(),
         # As torch answers: bf16 kernels from sm_80 on; before that, emulated (a T4 runs
         # bf16 autocast), unless the caller asks without emulation (transformers' bf16 check).
@@ -172,7 +183,7 @@ def answering_as(device=None, streams=None):
     # torch.accelerator's (torch >= 2.6) memory and stream questions, the same answers.
     accelerator = {name: answers[name] for name in (
         "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
-        "reset_peak_memory_stats", "current_stream")}
+        "reset_peak_memory_stats", "current_stream", "synchronize")}
     accelerator.update(get_memory_info=answers["mem_get_info"], memory_stats=lambda device=None: {},
                        reset_accumulated_memory_stats=nothing(), set_stream=streams.set)
     with contextlib.ExitStack() as stack:

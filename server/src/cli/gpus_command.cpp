@@ -25,6 +25,7 @@ nlohmann::json gpuToJson(const DeviceSpec& gpu) {
           {"bf16_tflops", gpu.bf16Tflops},
           {"host_link", gpu.hostLink.name},
           {"host_to_device_gbs", gpu.hostLink.hostToDeviceGBs},
+          {"device_to_host_gbs", gpu.hostLink.deviceToHostGBs},
           {"price_per_hour_usd", gpu.pricePerHourUsd},
           {"source", gpu.source}};
 }
@@ -45,7 +46,7 @@ int runGpus(const CommandLine& args, const InstallLayout& layout) {
   std::cout << padRight("id", 16) << padRight("name", 30) << padLeft("CC", 5) << padLeft("SMs", 5)
             << padLeft("memory", 9) << padLeft("GB/s", 7) << padLeft("FP32", 7)
             << padLeft("TF32", 7) << padLeft("FP16", 7) << padLeft("BF16", 7) << padLeft("H2D", 6)
-            << padLeft("$/h", 7) << "\n";
+            << padLeft("D2H", 6) << padLeft("$/h", 7) << "\n";
   for (const auto& gpu : database.all()) {
     std::cout << padRight(gpu.id, 16) << padRight(gpu.name, 30)
               << padLeft(gpu.computeCapability(), 5) << padLeft(std::to_string(gpu.smCount), 5)
@@ -54,11 +55,13 @@ int runGpus(const CommandLine& args, const InstallLayout& layout) {
               << padLeft(tflops(gpu.fp32Tflops), 7) << padLeft(tflops(gpu.tf32Tflops), 7)
               << padLeft(tflops(gpu.fp16Tflops), 7) << padLeft(tflops(gpu.bf16Tflops), 7)
               << padLeft(tflops(gpu.hostLink.hostToDeviceGBs), 6)
+              << padLeft(tflops(gpu.hostLink.deviceToHostGBs), 6)
               << padLeft(gpu.pricePerHourUsd > 0 ? formatFixed(gpu.pricePerHourUsd, 2) : "-", 7)
               << "\n";
   }
-  std::cout << "\nTFLOP/s are dense peaks; H2D is the GB/s of copies from page-locked host "
-               "memory over the GPU's host link; prices are editable (docs/gpus.md).\n";
+  std::cout
+      << "\nTFLOP/s are dense peaks; H2D and D2H are the GB/s of copies from and to "
+         "page-locked host memory over the GPU's host link; prices are editable (docs/gpus.md).\n";
   return 0;
 }
 

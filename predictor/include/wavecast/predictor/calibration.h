@@ -42,11 +42,19 @@ struct CalibrationEntry {
 struct HostCalibration {
   double opUs = 0;     // an op with autograd bookkeeping and one launch
   double launchUs = 0; // an in-place op: dispatch and launch only
-  // Copies to the GPU, 10^9 B/s: from page-locked memory (the DMA), and from pageable memory
-  // as `x.to("cuda")` makes it (the call to the stream's end: staging and DMA). Absent in a
-  // file from before calibrate measured them.
-  std::optional<double> pinnedToDeviceGBs;
-  std::optional<double> pageableToDeviceGBs;
+  // Copies over the host link, 10^9 B/s: page-locked memory's (the DMA), and pageable
+  // memory's as `x.to("cuda")` and `x.cpu()` make them (the call to its return: staging and
+  // DMA). Absent in a file from before calibrate measured them.
+  struct CopyRates {
+    std::optional<double> pinned;
+    std::optional<double> pageable;
+  };
+  CopyRates toDevice;
+  CopyRates toHost;
+
+  const CopyRates& copies(TransferDirection direction) const {
+    return direction == TransferDirection::ToDevice ? toDevice : toHost;
+  }
 };
 
 struct Calibration {

@@ -9,6 +9,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace wavecast {
 
@@ -107,11 +108,18 @@ struct GroupedGemmWork {
   bool groupedKernel = false; // a bf16 torch._grouped_mm: one kernel where the GPU has it
 };
 
-// A copy of a host tensor to the GPU: the copy engine moves `bytes` over the host link in
-// stream order. From pageable memory the CUDA driver first copies them into page-locked
-// staging buffers on the CPU, chunk by chunk as the DMA drains them, and holds the CPU
-// until the last chunk is staged.
+// The ops the tracer records for work no ATen op shows (docs/trace-format.md): copies over
+// the host link, and the script's torch.cuda.synchronize().
+inline constexpr std::string_view kHostToDeviceOp = "wavecast::host_to_device";
+inline constexpr std::string_view kDeviceToHostOp = "wavecast::device_to_host";
+inline constexpr std::string_view kSynchronizeOp = "wavecast::synchronize";
+
+// A copy between host memory and the GPU: the copy engine moves `bytes` over the host link
+// in stream order. Pageable memory goes through page-locked staging buffers that the CUDA
+// driver copies on the CPU chunk by chunk: before the DMA drains them to the GPU, after it
+// fills them from the GPU. It holds the CPU until the last chunk is staged.
 struct HostTransferWork {
+  TransferDirection direction = TransferDirection::ToDevice;
   bool pageable = false;
   bool blocking = false; // non_blocking=False: PyTorch synchronizes the stream after it
   double stagingMs = 0;  // the staging copies, timed on the CPU that traced (pageable only)

@@ -86,7 +86,7 @@ struct RooflineTime {
 RooflineTime rooflineTime(const OpCost& cost, const DeviceSpec& gpu,
                           const RooflineOptions& options);
 
-// A copy to the GPU (CostFamily::HostTransfer): its bytes at `gbs` (10^9 B/s; none at 0),
+// A copy over the host link (CostFamily::HostTransfer): its bytes at `gbs` (10^9 B/s; none at 0),
 // at least a launch.
 double hostTransferMs(const OpCost& cost, double gbs, const RooflineOptions& options);
 

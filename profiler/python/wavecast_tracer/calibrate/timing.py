@@ -51,7 +51,7 @@ def _host_loop_us(fn, count=HOST_LOOP):
 
 def measure_host(device):
     """Per-op CPU cost on this machine: {"op_us", "launch_us", "loop"}, and on a GPU its
-    copies from host memory ("host_to_device_gbs", measure_host_to_device)."""
+    copies over the host link ("host_to_device_gbs", "device_to_host_gbs": measure_copies)."""
     x = torch.zeros(16, device=device, requires_grad=True)
     y = torch.zeros(16, device=device)
     op_us = _host_loop_us(lambda: x * 2)
@@ -60,9 +60,9 @@ def measure_host(device):
     if device != "meta":
         torch.cuda.synchronize()
         try:
-            host["host_to_device_gbs"] = measure_host_to_device(device)
+            host.update(measure_copies(device))
         except RuntimeError as exc:  # page-locked memory refused: the file keeps the rest
-            print(f"copies to the GPU not measured: {exc}", file=sys.stderr, flush=True)
+            print(f"copies over the host link not measured: {exc}", file=sys.stderr, flush=True)
     return host
 
 
@@ -72,36 +72,41 @@ HOST_COPY_BYTES = 64 << 20
 HOST_COPY_REPEATS = 5
 
 
-def measure_host_to_device(device):
-    """Copies of HOST_COPY_BYTES to the GPU, 10^9 B/s, the median of HOST_COPY_REPEATS:
-    "pinned" from page-locked memory (CUDA events around the DMA), "pageable" from pageable
-    memory as `x.to("cuda")` makes it (the CPU's clock from the call to the stream's end:
-    the driver's staging and the DMA)."""
-    target = torch.empty(HOST_COPY_BYTES, dtype=torch.uint8, device=device)
+def measure_copies(device):
+    """Copies of HOST_COPY_BYTES over the host link, 10^9 B/s, the median of
+    HOST_COPY_REPEATS each way ("host_to_device_gbs", "device_to_host_gbs"): "pinned" to or
+    from page-locked memory (CUDA events around the DMA), "pageable" as `x.to("cuda")` and
+    `x.cpu()` make them (the CPU's clock from the call to its return: the driver's staging,
+    the DMA and the stream's synchronization)."""
+    gpu = torch.ones(HOST_COPY_BYTES, dtype=torch.uint8, device=device)
     pinned = torch.ones(HOST_COPY_BYTES, dtype=torch.uint8).pin_memory()
     pageable = torch.ones(HOST_COPY_BYTES, dtype=torch.uint8)
-    target.copy_(pinned)
-    target.copy_(pageable)
-    torch.cuda.synchronize()
 
-    def pinned_ms():
+    def pinned_ms(target, source):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        target.copy_(pinned, non_blocking=True)
+        target.copy_(source, non_blocking=True)
         end.record()
         end.synchronize()
         return start.elapsed_time(end)
 
-    def pageable_ms():
+    def pageable_ms(target, source):
+        torch.cuda.synchronize()
         started = time.perf_counter()
-        target.copy_(pageable)  # non_blocking=False: returns after the stream synchronizes
+        target.copy_(source)  # non_blocking=False: returns after the stream synchronizes
         return (time.perf_counter() - started) * 1e3
 
-    def gbs(measure):
-        times = sorted(measure() for _ in range(HOST_COPY_REPEATS))
+    def gbs(measure, target, source):
+        measure(target, source)  # the first copy maps the pages
+        times = sorted(measure(target, source) for _ in range(HOST_COPY_REPEATS))
         return round(HOST_COPY_BYTES / (times[len(times) // 2] * 1e-3) / 1e9, 2)
 
-    return {"pinned": gbs(pinned_ms), "pageable": gbs(pageable_ms), "bytes": HOST_COPY_BYTES}
+    return {
+        "host_to_device_gbs": {"pinned": gbs(pinned_ms, gpu, pinned),
+                               "pageable": gbs(pageable_ms, gpu, pageable), "bytes": HOST_COPY_BYTES},
+        "device_to_host_gbs": {"pinned": gbs(pinned_ms, pinned, gpu),
+                               "pageable": gbs(pageable_ms, pageable, gpu), "bytes": HOST_COPY_BYTES},
+    }
 
 
 def _nvidia_smi(query):
@@ -315,7 +320,8 @@ class FakeTimer:
 
     def host(self):
         return {"op_us": 20.0, "launch_us": 5.0, "loop": 0,
-                "host_to_device_gbs": {"pinned": 25.0, "pageable": 10.0, "bytes": 0}}
+                "host_to_device_gbs": {"pinned": 25.0, "pageable": 10.0, "bytes": 0},
+                "device_to_host_gbs": {"pinned": 24.0, "pageable": 8.0, "bytes": 0}}
 
 
 def make_timer(name, fake_gpu=None):

@@ -22,7 +22,13 @@ enum class CostFamily {
   Fft, // cuFFT's transforms (torch.fft)
   Metadata,
   Collective,  // an NCCL collective on the communication stream (collectives.h)
-  HostTransfer // a copy of host memory to the GPU over its host link (PCIe)
+  HostTransfer // a copy between host memory and the GPU over its host link (PCIe)
+};
+
+// Which way a CostFamily::HostTransfer copy crosses the host link.
+enum class TransferDirection {
+  ToDevice, // a host tensor copied to the GPU (`.to("cuda")`)
+  ToHost,   // a GPU tensor copied to host memory (`.cpu()`, `.tolist()`)
 };
 
 // "conv", "gemm", ... as the results JSON names them (docs/results-json.md, `family`).
@@ -98,6 +104,7 @@ enum class CostNote {
   OnHost,                    // runs on the CPU: no GPU kernel
   EmptyTensors,              // a zero-sized dimension: no work
   DeviceToHostScalar,        // .item(): synchronises the GPU
+  WaitsForGpu,               // torch.cuda.synchronize(): no kernel, the CPU waits
   ConvWithoutShapes,         // counted as a copy of its tensors
   ConvBackwardWithoutShapes, // no grad_output/input/weight shapes
   MatrixOperandsMissing,     // counted by its tensors' bytes only

@@ -1,6 +1,8 @@
 // What the predictor knows of one GPU: its spec sheet, per-SM limits and price.
 #pragma once
 
+#include "wavecast/predictor/cost_family.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -39,9 +41,14 @@ struct SmLimits {
 struct HostLink {
   std::string id;   // "pcie5"
   std::string name; // "PCIe 5.0 x16"
-  // A measured rate of copies from page-locked host memory to the GPU, 10^9 B/s.
+  // Measured rates of copies between page-locked host memory and the GPU, 10^9 B/s.
   double hostToDeviceGBs = 0;
+  double deviceToHostGBs = 0;
   std::string source;
+
+  double gbs(TransferDirection direction) const {
+    return direction == TransferDirection::ToDevice ? hostToDeviceGBs : deviceToHostGBs;
+  }
 };
 
 struct DeviceSpec {
