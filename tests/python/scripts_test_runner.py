@@ -26,7 +26,7 @@ class Samples(Dataset):
     def __getitem__(self, index):
         return torch.randn(32), index % 10
 """
-from wavecast_tracer.project import repository_root
+from wavecast_tracer.project import Project, repository_root
 from wavecast_tracer.tracer import run_trace
 
 
@@ -412,6 +412,18 @@ class ScriptRunnerTest(unittest.TestCase):
                 del os.environ["HOME"]
             else:
                 os.environ["HOME"] = saved
+
+    def test_a_compiled_extensions_relative_source_is_no_project_file(self):
+        # Cython records `pyarrow/error.pxi`; from the project's folder it would read as the
+        # project's own file and take the line of an error raised there.
+        project = Project(self.write("print()\n"))
+        cwd = os.getcwd()
+        os.chdir(project.folder)
+        try:
+            self.assertFalse(project.contains("pyarrow/error.pxi"))
+            self.assertTrue(project.contains(os.path.join(project.folder, "model.py")))
+        finally:
+            os.chdir(cwd)
 
     def test_metrics_read_values_as_a_gpu_run_reads_them(self):
         # pytorch/examples' ImageNet script formats a 0-d accuracy tensor (`{val:6.2f}`), and

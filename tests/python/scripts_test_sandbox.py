@@ -30,6 +30,7 @@ from wavecast_tracer.tracer import run_trace
 
 HAS_TRANSFORMERS = importlib.util.find_spec("transformers") is not None
 HAS_HUB = importlib.util.find_spec("huggingface_hub") is not None
+HAS_PYARROW = importlib.util.find_spec("pyarrow") is not None
 
 # Two optimizer steps of a small model, as a training script's loop would run them.
 TRAIN = """
@@ -246,6 +247,43 @@ class SandboxedFiles(ScriptCase):
         self.assertEqual(self.sandboxed(body), (True, True, ["a.txt"], ["new.txt", "old.txt"], 1,
                                                 ["out/new.txt", "out/old.txt"], ["new.txt", "old.txt"]))
 
+    def test_a_folder_the_script_made_is_one_to_stat_and_enter(self):
+        # datasets' file lock asks statvfs of its cache folder; a script may chdir into one.
+        def body():
+            os.makedirs("cache/datasets")
+            free = os.statvfs("cache/datasets").f_bsize > 0
+            limit = os.pathconf("cache/datasets", "PC_NAME_MAX") > 0
+            os.chdir("cache")
+            with open("note.txt", "w") as f:
+                f.write("here")
+            inside = os.path.exists(os.path.join(self.folder, "cache", "note.txt"))
+            os.chdir(self.folder)
+            os.chdir("out")  # the user's folder, entered as itself
+            with open("old.txt") as f:
+                old = f.read()
+            os.chdir(self.folder)
+            with open("cache/note.txt") as f:
+                return free, limit, inside, old, f.read()
+
+        self.assertEqual(self.sandboxed(body), (True, True, True, "old", "here"))
+
+    @unittest.skipUnless(HAS_PYARROW, "pyarrow is not installed in this Python environment")
+    def test_pyarrow_reads_the_file_the_script_wrote(self):
+        # A datasets `.map` writes its cache file through Python and memory-maps it in C++.
+        def body():
+            import pyarrow as pa
+
+            table = pa.table({"x": [1, 2, 3]})
+            with open("out/cache.arrow", "wb") as f, pa.ipc.new_stream(f, table.schema) as writer:
+                writer.write_table(table)
+            with pa.memory_map("out/cache.arrow") as mapped:
+                first = pa.ipc.open_stream(mapped).read_all()["x"].to_pylist()
+            with pa.input_stream("out/cache.arrow") as stream:
+                second = pa.ipc.open_stream(stream).read_all().num_rows
+            return first, second
+
+        self.assertEqual(self.sandboxed(body), ([1, 2, 3], 3))
+
     def test_update_and_append_start_from_the_users_file(self):
         def body():
             with open("data.txt", "r+") as f:
@@ -380,6 +418,18 @@ class RefusedCalls(ScriptCase):
 
     def test_subprocess(self):
         self.assert_blocked("import subprocess\nsubprocess.run(['true'])\n", "subprocess.run", "a subprocess")
+        self.assert_blocked("import os\nos.system('true')\n", "os.system", "a shell command")
+
+    def test_a_subprocess_the_script_does_without_fails_as_a_missing_program(self):
+        # torchtitan asks lspci for the GPU's peak; a script asks git for its commit.
+        trace = run_trace(self.write(textwrap.dedent("""
+            import subprocess
+            try:
+                commit = subprocess.check_output(["git", "rev-parse", "HEAD"], text=True)
+            except (FileNotFoundError, subprocess.CalledProcessError):
+                commit = "unknown"
+            """) + TRAIN))
+        self.assertEqual(trace["batch_size"], 4)
 
     def test_multiprocessing(self):
         self.assert_blocked("import multiprocessing\n"

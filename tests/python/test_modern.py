@@ -486,6 +486,13 @@ class Compile(unittest.TestCase):
         self.assertTrue(warnings[0]["file"].endswith("mlp.py"), warnings[0])
         self.assertEqual(warnings[0]["line"], 8)  # the torch.compile line
 
+    def test_code_compiled_but_never_run_in_the_iteration_is_not_warned_about(self):
+        # torchtitan compiles flex attention at import; a model on SDPA never calls it.
+        trace = trace_mlp("torch.optim.SGD(model.parameters(), lr=0.1)",
+                          model="unused = torch.compile(lambda t: t * 2)")
+        self.assertNotIn("torch_compile", [w["kind"] for w in trace["warnings"]])
+        self.assertFalse(any(op.get("compiled") for op in trace["ops"]))
+
     def test_compiled_ops_carry_the_mode_and_their_writers(self):
         trace = trace_mlp("torch.optim.SGD(model.parameters(), lr=0.1)", model="model = torch.compile(model)")
         ops = trace["ops"]

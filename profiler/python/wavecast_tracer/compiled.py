@@ -13,15 +13,11 @@ import functools
 
 import torch
 
-# What a compiled module carries: its torch.compile mode. The module hooks of the trace
-# running it (TraceState.enter_module) read it, so a model kept from an earlier trace stays
-# compiled in the next one.
+# What a compiled module carries: its torch.compile mode, and the (file, line) of the
+# torch.compile call. The module hooks of the trace running it (TraceState.enter_module)
+# read them, so a model kept from an earlier trace stays compiled in the next one.
 MODE_ATTRIBUTE = "_wavecast_compile_mode"
-
-
-# The entry module's attribute listing the (file, line) of each torch.compile its loading
-# ran, warned about by every trace of it (a kept module is not loaded again).
-COMPILED_AT_LOAD = "__wavecast_compiled_at_load__"
+SITE_ATTRIBUTE = "_wavecast_compile_site"
 
 
 # torch.compile's modes (torch._inductor.list_mode_options).
@@ -49,29 +45,38 @@ def compile_mode(module):
     return getattr(module, MODE_ATTRIBUTE, None)
 
 
-class CompiledRegions:
-    """Which compiled functions run now (modules are followed by the module hooks)."""
+def compile_site(module):
+    """The (file, line) of the torch.compile that compiled `module`, else None."""
+    return getattr(module, SITE_ATTRIBUTE, None)
 
-    def __init__(self, on_compile):
-        self.on_compile = on_compile
-        self.modes = []
+
+class CompiledRegions:
+    """Which compiled functions run now (modules are followed by the module hooks). `site()`
+    is the (file, line) of the script's line running now: a compiled target keeps its
+    torch.compile's, warned about when the target runs in the iteration, not where it is
+    compiled (a function a library compiles at import and the script never calls)."""
+
+    def __init__(self, site):
+        self._site = site
+        self._running = []  # (mode, site) of each compiled function running, innermost last
 
     def compile(self, model=None, **options):
-        self.on_compile()
         mode = _mode(options)
+        site = self._site()
         if model is None:  # @torch.compile(mode=...) used as a decorator factory
-            return lambda target: self._mark(target, mode)
-        return self._mark(model, mode)
+            return lambda target: self._mark(target, mode, site)
+        return self._mark(model, mode, site)
 
-    def _mark(self, target, mode):
+    def _mark(self, target, mode, site):
         if mode is None:
             return target
         if isinstance(target, torch.nn.Module):
             setattr(target, MODE_ATTRIBUTE, mode)
+            setattr(target, SITE_ATTRIBUTE, site)
             return target
-        return self._wrap(target, mode)
+        return self._wrap(target, mode, site)
 
-    def _wrap(self, fn, mode):
+    def _wrap(self, fn, mode, site):
         regions = self
 
         @functools.wraps(fn)
@@ -79,31 +84,31 @@ class CompiledRegions:
             # The regions of the trace running now: a function compiled in an earlier trace
             # of a kept module looks them up through torch.compile.
             current = getattr(torch.compile, "wavecast_regions", regions)
-            with current.region(mode):
+            with current.region(mode, site):
                 return fn(*args, **kwargs)
 
         return compiled
 
     @contextlib.contextmanager
-    def region(self, mode):
-        self.modes.append(mode)
+    def region(self, mode, site):
+        self._running.append((mode, site))
         try:
             yield
         finally:
-            self.modes.pop()
+            self._running.pop()
 
-    def mode(self):
-        """The compile mode of the innermost compiled function running, else None."""
-        return self.modes[-1] if self.modes else None
+    def innermost(self):
+        """(mode, site) of the innermost compiled function running, else None."""
+        return self._running[-1] if self._running else None
 
 
 @contextlib.contextmanager
-def eager_compile(on_compile):
-    """While active, torch.compile(...) and Module.compile() call on_compile(), mark what
-    they compile and change nothing else; yields the CompiledRegions."""
+def eager_compile(site):
+    """While active, torch.compile(...) and Module.compile() mark what they compile, with
+    the mode and `site()`, and change nothing else; yields the CompiledRegions."""
     original = getattr(torch, "compile", None)
     module_compile = getattr(torch.nn.Module, "compile", None)
-    regions = CompiledRegions(on_compile)
+    regions = CompiledRegions(site)
     if original is None:  # torch 1.13
         yield regions
         return

@@ -55,7 +55,9 @@ class Project:
         known = self._cache.get(filename)
         if known is not None:
             return known
-        path = os.path.abspath(filename) if filename and not filename.startswith("<") else ""
+        # Not a relative name: a compiled extension's source as Cython records it
+        # ("pyarrow/error.pxi") would read as one in the working directory.
+        path = os.path.normpath(filename) if filename and os.path.isabs(filename) else ""
         inside = (
             path.startswith(self._prefix)
             and not path.startswith(_NOT_USER_CODE)

@@ -9,7 +9,7 @@ import torch
 
 from . import compat, multi_tensor
 from .collectives import symmetric_values
-from .compiled import compile_mode, what_if
+from .compiled import compile_mode, compile_site, what_if
 from .cuda_kernels import SHAPE_KERNELS
 from .dataflow import Dataflow
 from .devices import DEVICE_TO_HOST_OP, HOST, HOST_TO_DEVICE_OP, PINNED, SYNCHRONIZE_OP, Placement, staging_ms
@@ -77,8 +77,10 @@ class TraceState:
         self.backward_listeners = []
         # compiled.CompiledRegions: the compiled functions running now (set by the tracer).
         self.compiled_functions = None
-        # (module stack depth, mode) of each compiled module running now.
+        # (module stack depth, mode, torch.compile's (file, line)) of each compiled module
+        # running now, and the torch.compile lines whose code the iteration ran.
         self._compiled_modules = []
+        self._compile_sites_warned = set()
         # A dataflow.Dataflow once a compiled op ran: every later op says who wrote its inputs.
         self.dataflow = None
         # The torch.compile mode the request runs the iteration's own module calls in.
@@ -155,11 +157,11 @@ class TraceState:
 
     def enter_module(self, module, _inputs):
         self.module_stack.append(self.module_names.get(id(module), type(module).__name__))
-        mode = compile_mode(module)
+        mode, site = compile_mode(module), compile_site(module)
         if mode is None and len(self.module_stack) == 1:
             mode = what_if(module, self.compile_requested)
         if mode is not None:
-            self._compiled_modules.append((len(self.module_stack), mode))
+            self._compiled_modules.append((len(self.module_stack), mode, site))
 
     def exit_module(self, _module, _inputs, _output):
         if self.module_stack:
@@ -180,12 +182,19 @@ class TraceState:
     def compile_mode(self):
         """The torch.compile mode of the code running now, else None. Backward ops take
         their forward op's (_credit_backward)."""
+        return self._compiled_now()[0]
+
+    def _compiled_now(self):
+        """(mode, (file, line) of its torch.compile or None) of the compiled code running
+        now, else (None, None)."""
         if self.phase == "backward":
-            return None
-        mode = self.compiled_functions.mode() if self.compiled_functions is not None else None
-        if mode is None and self._compiled_modules:
-            mode = self._compiled_modules[-1][1]
-        return mode
+            return None, None
+        function = self.compiled_functions.innermost() if self.compiled_functions is not None else None
+        if function is not None:
+            return function
+        if self._compiled_modules:
+            return self._compiled_modules[-1][1:]
+        return None, None
 
     # --- optimizer regions (via torch.autograd.profiler.record_function) --
     def record_function_factory(self):
@@ -334,9 +343,6 @@ class TraceState:
             self.cuda_mapped = True
             self.warnings.append(warning("cuda_traced_on_cpu"))
 
-    def on_compile(self):
-        self.warn_once(warning("torch_compile", *self.site()))
-
     def on_unmodelled_autocast(self, kind, **facts):
         self.warn_once(warning(kind, *self.site(), **facts))
 
@@ -423,7 +429,10 @@ class TraceState:
         `in_place`: the op modifies its output, an input (resolve_pending_outputs).
         `input_tensors`: the inputs' tensors, parallel to `inputs`, for the dataflow."""
         index = len(self.ops)
-        mode = self.compile_mode()
+        mode, compiled_at = self._compiled_now()
+        if compiled_at is not None and compiled_at not in self._compile_sites_warned:
+            self._compile_sites_warned.add(compiled_at)
+            self.warn_once(warning("torch_compile", *compiled_at))
         if mode is not None and self.dataflow is None:
             self.dataflow = Dataflow()
             if self.memory is not None:

@@ -23,6 +23,7 @@ trace ends, however it ends, and one a library kept a reference to acts as the o
 
 import builtins
 import contextlib
+import errno
 import functools
 import importlib
 import importlib.machinery
@@ -47,6 +48,11 @@ REQUESTED_WORKERS = "_wavecast_requested_workers"
 REQUESTED_PINNING = "_wavecast_requested_pinning"
 _HF_OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 _STUBBED_MODULES = ("wandb", "mlflow", "tensorboardX", "torch.utils.tensorboard")
+_PROCESS_HINT = ("Tracing runs the script in one process: make it do its training loop in this process, "
+                 "e.g. behind a command-line flag.")
+_SUBPROCESS_HINT = ("Tracing runs no other program: there, starting one fails with FileNotFoundError, as "
+                    "for a program that is not installed. Catch that around the call, or skip it behind a "
+                    "command-line flag.")
 _OFFLINE_HINT = (
     "Tracing never downloads: download the data or weights once by running the script "
     "yourself, then trace with them in the local cache (Hugging Face: HF_HUB_OFFLINE=1 "
@@ -70,6 +76,11 @@ class Sandbox:
         self.site = site
         self.on_stubbed = on_stubbed
         self.folder = None
+        self.files = None  # the ShadowFiles while active
+        # The error each subprocess the script started was refused with -> (file, line):
+        # the script may catch it, as a missing program's; a failure it causes is reported
+        # at that line.
+        self.refused_processes = {}
         # (file, line, host) of the first connection refused: a later failure is its doing.
         self.blocked_download = None
 
@@ -110,9 +121,29 @@ class Sandbox:
             "accelerate.accelerator": savers("Accelerator", ("save", "save_state", "save_model"), "Accelerator save"),
             "lightning.pytorch.trainer.trainer": self._patch_lightning_trainer,
             "pytorch_lightning.trainer.trainer": self._patch_lightning_trainer,
+            "pyarrow": self._patch_pyarrow_reads,
         })
         with finder.installed():
             yield
+
+    def _patch_pyarrow_reads(self, module, undo):
+        """pyarrow opens files in C++, past Python's functions: its readers of a path get
+        the copy the script wrote (a datasets cache file its `.map` just made)."""
+        def opening(original, mode_at):
+            """`original(path, ...)`, whose mode (if any) is argument `mode_at` or `mode=`."""
+            def open_(source, *args, **kwargs):
+                if not isinstance(source, (str, bytes, os.PathLike)):  # a buffer, a file object
+                    return original(source, *args, **kwargs)
+                mode = args[mode_at] if mode_at is not None and len(args) > mode_at else kwargs.get("mode", "r")
+                path = self.files.readable(source) if mode == "r" else self.files.writable(source)
+                return original(path, *args, **kwargs)
+
+            return open_
+
+        for name, mode_at in (("memory_map", 0), ("input_stream", None)):
+            if hasattr(module, name):
+                replace_while_active(undo.append, module, name, opening(getattr(module, name), mode_at),
+                                     self._is_active)
 
     def _patch_function(self, name, call):
         """A patch that stubs the module's function `name`."""
@@ -199,8 +230,6 @@ class Sandbox:
         import torch.multiprocessing
 
         sandbox = self
-        process_hint = ("Tracing runs the script in one process: make it do its training loop in "
-                        "this process, e.g. behind a command-line flag.")
 
         def exit_(status=None):
             file, line = sandbox.site()
@@ -210,15 +239,19 @@ class Sandbox:
             sandbox._refuse("the script asked for input (input()): tracing has no terminal",
                             "Give the answer as a command-line argument instead.")
 
-        def refuse_process(what, libraries_may=False):
+        def refuse_process(what):
             def refuse(*args, **kwargs):
-                if libraries_may and not sandbox._called_from_project():
-                    # A library probing the machine (accelerate runs nvidia-smi) copes with a
-                    # missing program; the script's own command is reported.
-                    raise FileNotFoundError(2, "no subprocesses while wavecast traces")
-                sandbox._refuse(f"the script started {what}, which tracing does not run", process_hint)
+                sandbox._refuse(f"the script started {what}, which tracing does not run", _PROCESS_HINT)
 
             return refuse
+
+        def refuse_subprocess(*args, **kwargs):
+            # As a missing program: a library probing the machine (accelerate runs
+            # nvidia-smi, torchtitan lspci) or a script asking git for its commit copes.
+            error = FileNotFoundError(errno.ENOENT, "no subprocesses while wavecast traces")
+            if sandbox._called_from_project():
+                sandbox.refused_processes[error] = sandbox.site()
+            raise error
 
         def spawn(fn, args=(), nprocs=1, join=True, daemon=False, start_method="spawn"):
             fn(0, *args)  # rank 0's part, in this process (docs/trace-format.md)
@@ -243,7 +276,7 @@ class Sandbox:
         real_getaddrinfo = socket.getaddrinfo
         return [
             (sys, "exit", exit_), (builtins, "input", input_), (socket, "getaddrinfo", getaddrinfo),
-            (subprocess.Popen, "__init__", refuse_process("a subprocess", libraries_may=True)),
+            (subprocess.Popen, "__init__", refuse_subprocess),
             (os, "system", refuse_process("a shell command")), (os, "popen", refuse_process("a shell command")),
             (multiprocessing.process.BaseProcess, "start", refuse_process("a process (multiprocessing)")),
             (multiprocessing.pool.Pool, "__init__", refuse_process("a process pool (multiprocessing)")),
@@ -257,8 +290,23 @@ class Sandbox:
                           hint="Check the script's arguments (`--` after the file on the command line, "
                                "wavecast.scriptArgs in the editor) and its output.")
 
-    def download_error(self, exc):
-        """The blocked_call error for a failure caused by going online, or None."""
+    def refusal_error(self, exc):
+        """The blocked_call error for a failure a refused call caused, or None: a subprocess
+        whose error the script let through (`exc` is it or caused by it), else going online
+        (the first connection refused: a later failure is its doing)."""
+        seen = set()
+        cause = exc
+        while cause is not None and id(cause) not in seen:
+            seen.add(id(cause))
+            site = self.refused_processes.get(cause) if isinstance(cause, FileNotFoundError) else None
+            if site is not None:
+                file, line = site
+                return TraceError("blocked_call", "the script started a subprocess, which tracing does not run",
+                                  file=file or self.project.entry_file, line=line, hint=_SUBPROCESS_HINT)
+            cause = cause.__cause__ or cause.__context__
+        return self._download_error(exc)
+
+    def _download_error(self, exc):
         if self.blocked_download is not None:
             file, line, host = self.blocked_download
             return TraceError("blocked_call", f"the script tried to download from {host}",
@@ -323,7 +371,8 @@ class Sandbox:
             stack.enter_context(variables_set(_HF_OFFLINE))
             self.folder = tempfile.mkdtemp(prefix="wavecast-script-")
             stack.callback(self._remove_folder)
-            replacements = [*ShadowFiles(self.folder).replacements(), *self._stubs(), *self._blocked_calls(),
+            self.files = ShadowFiles(self.folder)
+            replacements = [*self.files.replacements(), *self._stubs(), *self._blocked_calls(),
                             *self._in_process_data_loading()]
             for owner, name, value in replacements:
                 replace_while_active(stack.callback, owner, name, value, self._is_active)

@@ -24,7 +24,7 @@ import sys
 # The functions as the sandbox found them: its own work on its folder uses these.
 _open, _os_open, _stat, _lstat, _listdir, _scandir = builtins.open, os.open, os.stat, os.lstat, os.listdir, os.scandir
 _mkdir, _remove, _rmdir, _replace, _link, _symlink = os.mkdir, os.remove, os.rmdir, os.replace, os.link, os.symlink
-_readlink, _access = os.readlink, os.access
+_readlink, _access, _chdir = os.readlink, os.access, os.chdir
 _rmtree, _copy2, _copytree = shutil.rmtree, shutil.copy2, shutil.copytree
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 # Modules that keep the `open` they found when imported (`from builtins import open as
@@ -167,7 +167,8 @@ class ShadowFiles:
     def replacements(self):
         """(owner, attribute, replacement) for each function that reaches the file system."""
         reading = [(os, name, self._reading(getattr(os, name)))
-                   for name in ("stat", "lstat", "readlink", "listxattr", "getxattr") if hasattr(os, name)]
+                   for name in ("stat", "lstat", "readlink", "listxattr", "getxattr", "statvfs", "pathconf")
+                   if hasattr(os, name)]
         changing = [(os, name, self._changing(getattr(os, name)))
                     for name in ("utime", "chmod", "chown", "lchown", "truncate", "setxattr", "removexattr")
                     if hasattr(os, name)]
@@ -178,8 +179,23 @@ class ShadowFiles:
             (os, "scandir", self.scandir), (os, "mkdir", self.mkdir), (os, "remove", self.remove),
             (os, "unlink", self.remove), (os, "rmdir", self.rmdir), (os, "rename", self.rename),
             (os, "replace", self.rename), (os, "link", self.link), (os, "symlink", self.symlink),
-            (shutil, "rmtree", self.rmtree), *reading, *changing, *kept_open,
+            (shutil, "rmtree", self.rmtree), (os, "chdir", self.chdir), *reading, *changing, *kept_open,
         ]
+
+    def readable(self, path):
+        """The path that holds `path` as the script sees it, for code that reads files
+        without Python's functions (pyarrow's memory maps): its copy where the script wrote
+        one, else itself."""
+        if not self.changed or not isinstance(path, (str, bytes, os.PathLike)):
+            return path
+        full = self._full(path)
+        return path if self._inside(full) else self._seen(full, path)
+
+    def writable(self, path):
+        """The copy of `path` to change, for such code that writes it (starting as the file
+        the script sees)."""
+        full = self._full(path)
+        return path if self._inside(full) else self._writable(full, path, keep=True)
 
     def open(self, file, mode="r", *args, **kwargs):
         reads = not any(c in mode for c in "wax+")
@@ -222,6 +238,16 @@ class ShadowFiles:
             return real(self._seen(full, path), *args, **kwargs)
 
         return read
+
+    def chdir(self, path):
+        """Into the user's folder where it exists (its files read as themselves), else
+        into the copy of one the script made."""
+        if not self.changed or isinstance(path, int):
+            return _chdir(path)
+        full = self._full(path)
+        if self._inside(full) or (not self._gone(full) and _isdir(full)):
+            return _chdir(path)
+        return _chdir(self._seen(full, path))
 
     def access(self, path, mode, *, dir_fd=None, **kwargs):
         if not self.changed or isinstance(path, int) or self._inside(self._full(path, dir_fd)):

@@ -463,11 +463,11 @@ def provider_script_contained(project):
         with script_process_state(project, []), sandbox.active():
             yield notes
     except Blocked as blocked:
-        raise sandbox.download_error(None) or blocked.error from None
+        raise sandbox.refusal_error(None) or blocked.error from None
     except TraceError as error:
-        download = sandbox.download_error(error.__context__) if error.kind == "user_exception" else None
-        if download is not None:
-            raise _located(download, error) from None
+        refused = sandbox.refusal_error(error.__context__) if error.kind == "user_exception" else None
+        if refused is not None:
+            raise _located(refused, error) from None
         raise
 
 
@@ -573,15 +573,15 @@ def _run_main(project, sandbox, run):
     except _Finished:
         return
     except Blocked as blocked:
-        raise sandbox.download_error(None) or _located(blocked.error, blocked) from None
+        raise sandbox.refusal_error(None) or _located(blocked.error, blocked) from None
     except TraceError as error:
         if error.kind == "user_exception":
             if isinstance(error.__context__, SystemExit):  # `raise SystemExit`, the builtin exit()
                 raise sandbox.exit_error(f"SystemExit({error.__context__.code!r})", error.file,
                                          error.line) from None
-            download = sandbox.download_error(error.__context__)
-            if download is not None:
-                raise _located(download, error) from None
+            refused = sandbox.refusal_error(error.__context__)
+            if refused is not None:
+                raise _located(refused, error) from None
             if isinstance(error.__context__, KeyError) and error.__context__.args[:1] and \
                     error.__context__.args[0] in TORCHRUN_VARIABLES:
                 error.hint = ("The script reads the variables torchrun sets: trace it as one rank of its "

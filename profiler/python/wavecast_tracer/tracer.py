@@ -13,7 +13,7 @@ import torch
 from . import compat, distributed, measured
 from .attention import cuda_attention
 from .autocast import checked_autocast_regions, cuda_autocast, precision
-from .compiled import COMPILE_MODES, COMPILED_AT_LOAD, eager_compile
+from .compiled import COMPILE_MODES, eager_compile
 from .optimizers import cuda_multi_tensor_defaults, state_tensors, steady_state_steps
 from .devices import cuda_mapped_to_cpu
 from .errors import TraceError, TraceInterrupted, ValuesNeeded, out_of_memory_error, timeout_error
@@ -213,12 +213,9 @@ def _trace(project, batch_size, mode, progress, assume_gpu, rank, cache=None, de
     progress("loading script")
     source = _read(project.entry_file) if cache is not None else None
     # A function compiled as the script loads (`@torch.compile` on a module-level function)
-    # is marked too; its warning waits for the trace (compiled_at_load).
-    sites = []
-    with eager_compile(lambda: sites.append(project.site())):
+    # is marked too, with its decorator's line.
+    with eager_compile(project.site):
         module = load_entry_module(project)
-    if sites or not hasattr(module, COMPILED_AT_LOAD):
-        setattr(module, COMPILED_AT_LOAD, sites)
     if source is not None and _read(project.entry_file) != source:
         source = None
     providers = find_providers(module, project)
@@ -264,8 +261,6 @@ def _trace_providers(project, providers, batch_size, mode, progress, assume_gpu,
         )
 
     state = TraceState(project, progress)
-    for site in getattr(sys.modules.get(ENTRY_MODULE_NAME), COMPILED_AT_LOAD, ()):
-        state.warn_once(warning("torch_compile", *site))
     state.compile_what_if(compile_mode)
     built = None  # the model this trace may leave to the next (reuse.BuiltModel)
     state.assume_gpu = assume_gpu
@@ -427,7 +422,7 @@ def enter_tracing_contexts(stack, state, mode, rank, fake_mode, steady_state=Tru
     stack.enter_context(compat.replace_record_function(state.record_function_factory()))
     stack.enter_context(_backward_hooks(state))
     stack.enter_context(compat.default_precision())
-    state.compiled_functions = stack.enter_context(eager_compile(state.on_compile))
+    state.compiled_functions = stack.enter_context(eager_compile(state.site))
     if mode == "cuda":
         return None
     stack.enter_context(cuda_mapped_to_cpu(state.on_cuda_mapped, state.placement, rank.device_count))

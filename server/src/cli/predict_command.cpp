@@ -77,7 +77,11 @@ void printLineTable(const Prediction& prediction, const Trace& trace, std::ostre
       std::any_of(prediction.lines.begin(), prediction.lines.end(), [](const LineBreakdown& line) {
         return !line.perGpu.empty() && line.perGpu[0].commMs > 0;
       });
-  out << padLeft("share", 8) << (communicates ? "  communication (hidden)" : "") << "\n";
+  // With several GPUs a line's share differs by GPU: the column gives its largest.
+  const bool severalGpus = prediction.gpus.size() > 1;
+  const size_t shareWidth = severalGpus ? 11 : 8;
+  out << padLeft(severalGpus ? "max share" : "share", shareWidth)
+      << (communicates ? "  communication (hidden)" : "") << "\n";
   bool anyHostBound = false;
   for (const auto& line : prediction.lines) {
     const std::string loc = displayPath(line.loc.file, base) + ":" + std::to_string(line.loc.line);
@@ -89,7 +93,7 @@ void printLineTable(const Prediction& prediction, const Trace& trace, std::ostre
                                          : "- ",
                      gpuWidth);
     }
-    out << padLeft(formatShare(lineShare(line)), 8);
+    out << padLeft(formatShare(lineShare(line)), shareWidth);
     if (communicates && line.perGpu[0].commMs > 0)
       out << "  " << formatMs(line.perGpu[0].commMs) << " ("
           << formatMs(line.perGpu[0].commHiddenMs) << ")";
@@ -97,6 +101,8 @@ void printLineTable(const Prediction& prediction, const Trace& trace, std::ostre
   }
   if (anyHostBound)
     out << "* host-bound: the GPU waits for the CPU to issue this line's work most of the time\n";
+  if (severalGpus)
+    out << "max share: the line's largest share of an iteration on any of the GPUs\n";
 }
 
 void printSummary(const Prediction& prediction, bool methodPerGpu, std::ostream& out) {
