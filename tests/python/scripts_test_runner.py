@@ -413,6 +413,38 @@ class ScriptRunnerTest(unittest.TestCase):
             else:
                 os.environ["HOME"] = saved
 
+    def test_a_wrapper_forwarding_its_arguments_leaves_the_work_to_its_caller(self):
+        # torchtitan's tensor parallelism replaces a module's forward with a function that
+        # redistributes the inputs and calls the original with them; a timing decorator
+        # does the same. The Linear's work is the line that called the module.
+        path = self.write("""
+            import functools
+            import torch
+            import torch.nn as nn
+
+
+            def timed(fn):
+                @functools.wraps(fn)
+                def wrapper(*args, **kwargs):
+                    return fn(*args, **kwargs)
+                return wrapper
+
+
+            model = nn.Linear(32, 10).cuda()
+            model.forward = timed(model.forward)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(3):
+                out = model(torch.randn(16, 32, device="cuda"))  # the model's line
+                out.sum().backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """)
+        trace = run_trace(path)
+        with open(path) as f:
+            line = next(i for i, text in enumerate(f, 1) if "# the model's line" in text)
+        addmm = next(op for op in trace["ops"] if op["name"] == "aten::addmm")
+        self.assertEqual(addmm["loc"]["line"], line)
+
     def test_a_compiled_extensions_relative_source_is_no_project_file(self):
         # Cython records `pyarrow/error.pxi`; from the project's folder it would read as the
         # project's own file and take the line of an error raised there.

@@ -1,5 +1,7 @@
 """Which source files belong to the user's project."""
 
+import dis
+import inspect
 import os
 import sys
 import sysconfig
@@ -11,6 +13,18 @@ _ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
 # The tracer's functions that run the user's code: the frames that called them (the worker,
 # or a test in the same repository) are not the user's.
 _ENTRIES = frozenset({"load_entry_module", "_call_provider", "_call_user"})
+_VARARGS_AND_KEYWORDS = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
+_CALL_UNPACKING = dis.opmap.get("CALL_FUNCTION_EX")
+
+
+def forwards_its_arguments(frame):
+    """Whether `frame` is a wrapper handing its *args and **kwargs on at the call it is
+    making (`return fn(*args, **kwargs)`: a decorator's inner function, torchtitan's forward
+    that redistributes a module's inputs): the work below it is the wrapped callable's,
+    the line that called the wrapper's."""
+    code = frame.f_code
+    return (code.co_flags & _VARARGS_AND_KEYWORDS == _VARARGS_AND_KEYWORDS
+            and 0 <= frame.f_lasti < len(code.co_code) and code.co_code[frame.f_lasti] == _CALL_UNPACKING)
 
 
 def _interpreter_dirs():
@@ -67,13 +81,18 @@ class Project:
         return inside
 
     def site(self):
-        """(file, line) of the innermost project frame running now; ("", 0) outside."""
+        """(file, line) of the innermost project frame running now, past wrappers that
+        forward their arguments (forwards_its_arguments) where another is outside them;
+        ("", 0) outside."""
         frame = sys._getframe(1)
+        wrapper = None
         while frame is not None and not enters_user_code(frame.f_code):
             if self.contains(frame.f_code.co_filename):
-                return frame.f_code.co_filename, frame.f_lineno
+                if not forwards_its_arguments(frame):
+                    return frame.f_code.co_filename, frame.f_lineno
+                wrapper = wrapper or (frame.f_code.co_filename, frame.f_lineno)
             frame = frame.f_back
-        return "", 0
+        return wrapper or ("", 0)
 
 
 def enters_user_code(code):

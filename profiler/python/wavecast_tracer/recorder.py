@@ -15,7 +15,7 @@ from .dataflow import Dataflow
 from .devices import DEVICE_TO_HOST_OP, HOST, HOST_TO_DEVICE_OP, PINNED, SYNCHRONIZE_OP, Placement, staging_ms
 from .distributed import local_tensor
 from .op_description import METADATA_OPS, describe_call, tensor_meta
-from .project import enters_user_code
+from .project import enters_user_code, forwards_its_arguments
 from .target_gpu import Streams
 from .trace_warnings import location, warning
 from .values import Shadows, flatten_tensors
@@ -125,14 +125,19 @@ class TraceState:
 
     # --- source locations -------------------------------------------------
     def project_frames(self):
+        """The project's frames running now, outermost first, less wrappers that forward
+        their arguments (project.forwards_its_arguments) where any other is left."""
         frames = []
+        wrappers = []
         f = sys._getframe(1)
         contains = self.project.contains
         while f is not None and not enters_user_code(f.f_code):
             code = f.f_code
             if contains(code.co_filename):
-                frames.append((code.co_filename, f.f_lineno, code.co_name))
+                (wrappers if forwards_its_arguments(f) else frames).append((code.co_filename, f.f_lineno, code.co_name))
             f = f.f_back
+        if not frames:
+            frames = wrappers
         frames.reverse()
         return tuple(frames)
 
