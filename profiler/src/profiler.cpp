@@ -415,6 +415,8 @@ TraceResult Profiler::trace(const TraceRequest& request, const CancelToken& canc
     params["world_size"] = *request.worldSize;
   if (!request.scriptArgs.empty())
     params["script_args"] = request.scriptArgs;
+  if (!request.workingDirectory.empty())
+    params["working_directory"] = request.workingDirectory;
   if (request.compile)
     params["compile"] = toString(*request.compile);
   if (const auto& device = request.device) {

@@ -544,6 +544,36 @@ TEST(CliTest, PredictTakesACalibratedGpusMeasuredTimes) {
 // A script without providers runs as written: the words after "--" are its sys.argv[1:]
 // (here --batch-size is the script's, not wavecast's), and without them its argparse
 // exit is one clear error at the line that parsed.
+TEST(CliTest, AScriptRunsFromTheFolderWavecastWasStartedIn) {
+  // `python scripts/train.py` from a repository's top reads `data/width.txt` from there.
+  char dir[] = "/tmp/wavecast-cwd-XXXXXX";
+  ASSERT_TRUE(mkdtemp(dir));
+  const std::string top = dir;
+  ASSERT_EQ(mkdir((top + "/data").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((top + "/scripts").c_str(), 0755), 0);
+  std::ofstream(top + "/data/width.txt") << "24\n";
+  std::ofstream(top + "/scripts/train.py") << R"(import torch
+width = int(open("data/width.txt").read())
+model = torch.nn.Linear(width, width).cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(3):
+    model(torch.randn(2, width, device="cuda")).sum().backward()
+    optimizer.step()
+    optimizer.zero_grad()
+)";
+  const CliRun run = wavecast("trace scripts/train.py --compact", "cd " + top + " &&");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto trace = nlohmann::json::parse(run.out);
+  bool sawLinear = false;
+  for (const auto& op : trace.at("ops"))
+    if (op.at("name") == "aten::addmm") {
+      sawLinear = true;
+      EXPECT_EQ(op.at("outputs").at(0).at("shape"), nlohmann::json::array({2, 24}));
+    }
+  EXPECT_TRUE(sawLinear);
+  std::filesystem::remove_all(top);
+}
+
 TEST(CliTest, WordsAfterDoubleDashAreTheScriptsArguments) {
   const CliRun run = wavecast("trace " + fixture("argv_script.py") +
                               " --compact -- --width 96 --batch-size 5");

@@ -26,6 +26,7 @@ class Samples(Dataset):
     def __getitem__(self, index):
         return torch.randn(32), index % 10
 """
+from wavecast_tracer.errors import TraceError
 from wavecast_tracer.project import Project, repository_root
 from wavecast_tracer.tracer import run_trace
 
@@ -456,6 +457,24 @@ class ScriptRunnerTest(unittest.TestCase):
             self.assertTrue(project.contains(os.path.join(project.folder, "model.py")))
         finally:
             os.chdir(cwd)
+
+    def test_an_entry_inside_the_projects_package_is_told_how_python_finds_it(self):
+        # torchtitan/train.py imports `torchtitan`: found by `python -m torchtitan.train`
+        # from the repository's top, not by `python torchtitan/train.py`.
+        root = self.directory.name
+        open(os.path.join(root, "pyproject.toml"), "w").close()
+        os.makedirs(os.path.join(root, "titan"))
+        open(os.path.join(root, "titan", "__init__.py"), "w").close()
+        entry = os.path.join(root, "titan", "train.py")
+        with open(entry, "w") as f:
+            f.write("from titan.models import llama\n")
+        with self.assertRaises(TraceError) as raised:
+            run_trace(entry)
+        error = raised.exception
+        self.assertEqual((error.kind, error.line), ("import_error", 1))
+        self.assertIn("the project's own package", error.message)
+        self.assertIn(f"install -e {root}", error.hint)
+        self.assertIn(f"PYTHONPATH={root}", error.hint)
 
     def test_metrics_read_values_as_a_gpu_run_reads_them(self):
         # pytorch/examples' ImageNet script formats a 0-d accuracy tensor (`{val:6.2f}`), and

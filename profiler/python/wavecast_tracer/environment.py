@@ -60,13 +60,20 @@ def package_for_module(module):
     return _PACKAGE_OF_MODULE.get(module) or _PACKAGE_OF_MODULE.get(top) or top
 
 
-def missing_module(exc):
-    """(message, hint) when `exc` says a module is not installed; None for other import errors."""
+def missing_module(exc, project_root=None):
+    """(message, hint) when `exc` says a module is not installed; None for other import errors.
+    A package of the project itself (`project_root`/name/__init__.py) is not one to install
+    from PyPI: it is found from the project's top."""
     name = getattr(exc, "name", None)
     if not isinstance(exc, ModuleNotFoundError) or not name:
         return None
     package = package_for_module(name)
     top = name.split(".")[0]
+    if project_root and os.path.isfile(os.path.join(project_root, top, "__init__.py")):
+        return (f"No module named '{name}': the project's own package at {os.path.join(project_root, top)}, "
+                f"which `python FILE` does not find from the script's folder",
+                install_hint(f"-e {project_root}", "Install the project there") +
+                f" Or start wavecast with PYTHONPATH={project_root}, as `python -m` from there finds it.")
     # A submodule that the installed version of its package lacks.
     if top != name and name not in _PACKAGE_OF_MODULE and _installed(top):
         return (f"No module named '{name}' in {describe()}, whose {package} has no such module",

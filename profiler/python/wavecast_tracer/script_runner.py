@@ -397,10 +397,10 @@ def _samples_in(batch):
 
 
 @contextlib.contextmanager
-def script_process_state(project, argv):
-    """sys.argv and the working directory as `python file.py ARGS` run from the script's
-    folder has them (relative data paths read the user's files; writes go to the
-    sandbox). What the script changes of the process is its own process's, and the worker
+def script_process_state(project, argv, working_directory=None):
+    """sys.argv and the working directory as `python file.py ARGS` run from
+    `working_directory` (the script's folder when None) has them (relative data paths
+    read the user's files; writes go to the sandbox). What the script changes of the process is its own process's, and the worker
     traces again: __main__, sys.argv, the directory, the environment variables, the
     signal handlers (the worker's SIGUSR1 stops a trace that runs too long) and the root
     logger's handlers (a basicConfig's file handler) are put back after, and the
@@ -411,7 +411,7 @@ def script_process_state(project, argv):
     root = logging.getLogger()
     saved_logging = (list(root.handlers), root.level)
     sys.argv = [project.entry_file, *argv]
-    os.chdir(project.folder)
+    os.chdir(working_directory or project.folder)
     try:
         yield
     finally:
@@ -489,7 +489,8 @@ def _pinning_ignored():
     return attributes_set(torch.Tensor, {"pin_memory": lambda self, *args, **kwargs: devices.pinned(self)})
 
 
-def trace_script(project, mode, progress, assume_gpu, rank, script_args, device, compile_mode=None):
+def trace_script(project, mode, progress, assume_gpu, rank, script_args, device, compile_mode=None,
+                 working_directory=None):
     """The trace document of one iteration of the script run as written (tracer.run_trace)."""
     from . import tracer
 
@@ -501,6 +502,9 @@ def trace_script(project, mode, progress, assume_gpu, rank, script_args, device,
     if not all(isinstance(a, str) for a in script_args):
         raise TraceError("bad_request", "script arguments must be strings",
                          hint="Pass the script's arguments as a list of strings.")
+    if working_directory is not None and not os.path.isdir(working_directory):
+        raise TraceError("bad_request", f"the working directory {working_directory!r} is not a folder",
+                         hint="Run wavecast from the folder the script is run from, or give an existing one.")
     state = TraceState(project, progress)
     state.compile_what_if(compile_mode)
     state.assume_gpu = assume_gpu
@@ -519,7 +523,7 @@ def trace_script(project, mode, progress, assume_gpu, rank, script_args, device,
     sandbox = Sandbox(project, state.site, run.on_stubbed)
     try:
         with contextlib.ExitStack() as stack:
-            stack.enter_context(script_process_state(project, script_args))
+            stack.enter_context(script_process_state(project, script_args, working_directory))
             stack.enter_context(sandbox.active())
             autocast = tracer.enter_tracing_contexts(stack, state, mode, rank,
                                                      fake_mode or contextlib.nullcontext(), steady_state=False,

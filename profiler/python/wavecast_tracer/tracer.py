@@ -39,7 +39,8 @@ _OOM_MARKERS = ("can't allocate memory", "not enough memory", "DefaultCPUAllocat
 
 
 def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=False, wavecast_version=None,
-              world_size=None, script_args=None, device=None, cache=None, compile_mode=None):
+              world_size=None, script_args=None, device=None, cache=None, compile_mode=None,
+              working_directory=None):
     """Returns the trace document (docs/trace-format.md); raises TraceError.
 
     assume_gpu: the caller runs the script's model and batch on a GPU (as the truth
@@ -49,7 +50,8 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
     (distributed.py); None: distributed.DEFAULT_WORLD_SIZE (a script run as written: one
     process), and the torchrun environment only for a script that makes a process group.
     script_args: a script without provider functions runs as written (script_runner.py)
-    with these as its sys.argv[1:]; device: the GPU its torch.cuda queries answer for
+    with these as its sys.argv[1:], from working_directory (None: the script's folder) as
+    `python FILE` run there; device: the GPU its torch.cuda queries answer for
     (target_gpu.py); compile_mode: predict the script as if the modules its iteration calls
     were passed through torch.compile(mode=compile_mode) (compiled.what_if).
     cache: a reuse.TraceCache a long-lived worker keeps between traces: unchanged project
@@ -91,7 +93,7 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
             purge_project_modules(project)
             with one_rank() as rank:
                 return trace_script(project, mode, progress, assume_gpu, rank, script_args or [], device,
-                                    compile_mode)
+                                    compile_mode, working_directory)
         # Measured on a GPU, the script runs as the user would run it there.
         contained = provider_script_contained(project) if mode != "cuda" else contextlib.nullcontext([])
         with contained as stubbed_notes:

@@ -214,7 +214,8 @@ def _trace_response(request_id, params, run_trace, channel, interrupts):
     try:
         result = run_trace(file, params.get("batch_size"), params.get("mode", "shape"), progress,
                            world_size=params.get("world_size"), script_args=params.get("script_args"),
-                           device=params.get("device"), compile_mode=params.get("compile"))
+                           device=params.get("device"), compile_mode=params.get("compile"),
+                           working_directory=params.get("working_directory"))
         interrupts.tracing = False
         return {"id": request_id, "result": result}
     except TraceError as error:

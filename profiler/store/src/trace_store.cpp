@@ -59,6 +59,8 @@ std::string TraceStore::key(const TraceRequest& request, const std::string& pyth
       << (request.worldSize ? std::to_string(*request.worldSize) : "default");
   for (const auto& word : request.scriptArgs)
     key << "\narg " << word;
+  if (!request.workingDirectory.empty())
+    key << "\ncwd " << request.workingDirectory;
   if (request.compile)
     key << "\ncompile " << toString(*request.compile);
   if (const auto& device = request.device)

@@ -264,6 +264,7 @@ Trace ScriptTracer::trace(const std::string& path, std::optional<int64_t> batchS
   if (const auto seconds = args_.positiveInt("timeout"))
     request.timeout = std::chrono::seconds(*seconds);
   request.scriptArgs = args_.rest();
+  request.workingDirectory = fs::current_path().string(); // as `python FILE` run from here
   if (const auto ranks = args_.positiveInt("world-size"))
     request.worldSize = static_cast<int>(*ranks);
   if (const auto compile = args_.value("compile")) {

@@ -55,6 +55,7 @@ struct AnalysisRequest {
   std::string pythonEnv;
   TraceMode mode = TraceMode::Shape;     // Cuda: measured on this machine's GPU
   std::vector<std::string> scriptArgs{}; // sys.argv[1:] of a script run as written
+  std::string workingDirectory{};        // where it runs from; empty: the script's folder
   std::vector<LayoutTarget> layouts{};   // multi-GPU targets, predicted beside the GPUs
   std::optional<int> worldSize{};        // a torch.distributed script's launch (default 8)
   std::optional<CompileMode> compile{};  // traced as if compiled in this mode; else as written

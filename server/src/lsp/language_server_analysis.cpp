@@ -43,8 +43,12 @@ AnalysisRequest LanguageServer::analysisRequest(const std::string& path,
                                                 std::optional<int64_t> batchSize) const {
   const TraceMode mode =
       settings_.mode == protocol::AnalysisMode::Measured ? TraceMode::Cuda : TraceMode::Shape;
-  AnalysisRequest request{path, batchSize, targets_, settings_.pythonEnv, mode, {}, layouts_};
+  AnalysisRequest request{path, batchSize, targets_, settings_.pythonEnv, mode};
+  request.layouts = layouts_;
   request.scriptArgs = protocol::scriptArgsFor(settings_, path);
+  // As VS Code runs a file (its terminal and its debugger's default `cwd`): from the
+  // workspace folder.
+  request.workingDirectory = workspaceFolderOf(path);
   request.worldSize = settings_.worldSize;
   request.compile = settings_.compile;
   return request;

@@ -104,8 +104,15 @@ AnalysisOutcome ProfilingAnalyzer::analyze(const AnalysisRequest& request,
     progress_ = progress;
     profiler = profilerForLocked(request.pythonEnv);
   }
-  TraceRequest traceRequest{request.file,      request.batchSize,  request.mode, options_.timeout,
-                            request.worldSize, request.scriptArgs, std::nullopt, request.compile};
+  TraceRequest traceRequest;
+  traceRequest.file = request.file;
+  traceRequest.batchSize = request.batchSize;
+  traceRequest.mode = request.mode;
+  traceRequest.timeout = options_.timeout;
+  traceRequest.worldSize = request.worldSize;
+  traceRequest.scriptArgs = request.scriptArgs;
+  traceRequest.workingDirectory = request.workingDirectory;
+  traceRequest.compile = request.compile;
   if (!request.targets.empty())
     if (const DeviceSpec* first = database_.find(request.targets.front()))
       traceRequest.device = scriptDevice(*first);

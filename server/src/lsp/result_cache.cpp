@@ -14,6 +14,8 @@ std::string cacheKey(std::string_view entryText, const AnalysisRequest& request)
          request.pythonEnv + "|mode" + std::to_string(static_cast<int>(request.mode));
   for (const auto& word : request.scriptArgs)
     key += "|arg:" + word;
+  if (!request.workingDirectory.empty())
+    key += "|cwd:" + request.workingDirectory;
   if (request.worldSize)
     key += "|ranks" + std::to_string(*request.worldSize);
   if (request.compile)

@@ -50,8 +50,10 @@ struct TraceRequest {
   // Ranks of a torch.distributed script's launch, traced as rank 0; nullopt: the worker's
   // default (8). A script that makes no process group ignores it.
   std::optional<int> worldSize;
-  // A script without provider functions runs as written, with these as its sys.argv[1:].
+  // A script without provider functions runs as written, with these as its sys.argv[1:],
+  // from this working directory (as `python FILE` run there); empty: the script's folder.
   std::vector<std::string> scriptArgs;
+  std::string workingDirectory;
   // What its torch.cuda queries answer; nullopt: the worker's default (an H100).
   std::optional<ScriptDevice> device;
   // Trace it as if the modules its iteration calls were passed through torch.compile in
