@@ -195,3 +195,24 @@ class HostCopiesTest(unittest.TestCase):
         self.assertNotIn("host_tensor_with_gpu", [w["kind"] for w in trace["warnings"]])
         waits = [op for op in trace["ops"] if op["name"] == "wavecast::synchronize"]
         self.assertEqual([(op["loc"]["line"], op["inputs"]) for op in waits], [(line + 4, [])])
+
+    def test_a_batch_read_on_the_host_then_moved_is_a_gpu_tensor(self):
+        # torchtitan counts the valid labels on the CPU, then moves them: the shape-only copy
+        # of the batch made for the count is the GPU tensor's after the move, too.
+        path = self.write(REAL_SAMPLES + textwrap.dedent("""
+            import torch.nn as nn
+
+            loader = DataLoader(Samples(), batch_size=16)
+            model = nn.Linear(32, 10).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                valid = (y != -100).sum()
+                x, y = x.to("cuda"), y.to("cuda")
+                nn.functional.cross_entropy(model(x), y).backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """))
+        trace = run_trace(path)
+        self.assertNotIn("host_tensor_with_gpu", [w["kind"] for w in trace["warnings"]], trace["warnings"])
+        loss = next(op for op in trace["ops"] if op["name"] == "aten::nll_loss_forward")
+        self.assertIsNone(loss.get("device"))

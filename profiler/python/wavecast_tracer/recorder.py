@@ -523,9 +523,13 @@ class OpRecorder(compat.TorchDispatchMode):
         if isinstance(value, torch.Tensor) and not compat.is_fake(value):
             fake = self.fake_mode.from_tensor(value)
             self.shadows.remember(fake, value)
-            site = getattr(value, HOST, None)  # a host tensor stays one
+            # A host tensor stays one, and one moved to the GPU since its fake was made (the
+            # conversion is memoized: a batch read on the host, then moved) is a GPU one.
+            site = getattr(value, HOST, None)
             if site is not None:
                 setattr(fake, HOST, site)
+            elif getattr(fake, HOST, None) is not None:
+                delattr(fake, HOST)
             return fake
         if isinstance(value, (list, tuple)):
             return type(value)(self._to_fake(v) for v in value)
