@@ -284,6 +284,10 @@ Json toJson(const GpuInfo& gpu) {
             {"tf32", gpu.tf32Tflops},
             {"fp16", gpu.fp16Tflops},
             {"bf16", gpu.bf16Tflops}}},
+          {"host_link",
+           {{"name", gpu.hostLink},
+            {"host_to_device_gbs", gpu.hostToDeviceGBs},
+            {"device_to_host_gbs", gpu.deviceToHostGBs}}},
           {"price_per_hour_usd", gpu.pricePerHourUsd}};
 }
 

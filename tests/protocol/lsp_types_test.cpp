@@ -200,10 +200,13 @@ TEST(WavecastProtocol, ReadsTheProtocolVersionInEitherSpelling) {
 }
 
 TEST(WavecastProtocol, SendsGpusWithTheGpuFilesNames) {
-  GpuInfo gpu{"T4", "Tesla T4", "7.5", 40, 16, 320, 8.1, 0, 65, 0, 0.35};
+  GpuInfo gpu{"T4", "Tesla T4", "7.5",          40,   16,  320, 8.1, 0, 65,
+              0,    0.35,       "PCIe 3.0 x16", 12.2, 12.9};
   EXPECT_EQ(toJson(gpu), Json::parse(R"({"id":"T4","name":"Tesla T4","compute_capability":"7.5",
     "sms":40,"memory_gib":16.0,"memory_bandwidth_gbs":320.0,
-    "peak_tflops":{"fp32":8.1,"tf32":0.0,"fp16":65.0,"bf16":0.0},"price_per_hour_usd":0.35})"));
+    "peak_tflops":{"fp32":8.1,"tf32":0.0,"fp16":65.0,"bf16":0.0},
+    "host_link":{"name":"PCIe 3.0 x16","host_to_device_gbs":12.2,"device_to_host_gbs":12.9},
+    "price_per_hour_usd":0.35})"));
 }
 
 TEST(WavecastProtocol, DecodesCustomParams) {

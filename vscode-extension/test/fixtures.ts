@@ -61,6 +61,7 @@ export const GPU_LIST: ListGpusResult = {
       memory_gib: 80,
       memory_bandwidth_gbs: 3350,
       peak_tflops: { fp32: 66.9, tf32: 494.7, fp16: 989.4, bf16: 989.4 },
+      host_link: { name: 'PCIe 5.0 x16', host_to_device_gbs: 57.1, device_to_host_gbs: 52.8 },
       price_per_hour_usd: 2.99,
     },
     {
@@ -71,6 +72,7 @@ export const GPU_LIST: ListGpusResult = {
       memory_gib: 40,
       memory_bandwidth_gbs: 1555,
       peak_tflops: { fp32: 19.5, tf32: 156, fp16: 312, bf16: 312 },
+      host_link: { name: 'PCIe 4.0 x16', host_to_device_gbs: 25.1, device_to_host_gbs: 26.8 },
       price_per_hour_usd: 1.29,
     },
     {
@@ -81,6 +83,7 @@ export const GPU_LIST: ListGpusResult = {
       memory_gib: 16,
       memory_bandwidth_gbs: 320,
       peak_tflops: { fp32: 8.1, tf32: 0, fp16: 65, bf16: 0 },
+      host_link: { name: 'PCIe 3.0 x16', host_to_device_gbs: 12.2, device_to_host_gbs: 12.9 },
       price_per_hour_usd: 0.35,
     },
     {
@@ -91,6 +94,7 @@ export const GPU_LIST: ListGpusResult = {
       memory_gib: 64,
       memory_bandwidth_gbs: 1638.4,
       peak_tflops: { fp32: 22.6, tf32: 0, fp16: 181, bf16: 181 },
+      host_link: { name: 'PCIe 4.0 x16', host_to_device_gbs: 25.1, device_to_host_gbs: 26.8 },
       price_per_hour_usd: 0,
     },
   ],

@@ -208,10 +208,20 @@ Results resultsOf(const Entries& entries, const std::string& uri, ResultsParts p
 }
 
 GpuInfo gpuInfo(const DeviceSpec& spec) {
-  return {spec.id,         spec.name,           spec.computeCapability(),
-          spec.smCount,    spec.memoryGiB,      spec.memoryBandwidthGBs,
-          spec.fp32Tflops, spec.tf32Tflops,     spec.fp16Tflops,
-          spec.bf16Tflops, spec.pricePerHourUsd};
+  return {spec.id,
+          spec.name,
+          spec.computeCapability(),
+          spec.smCount,
+          spec.memoryGiB,
+          spec.memoryBandwidthGBs,
+          spec.fp32Tflops,
+          spec.tf32Tflops,
+          spec.fp16Tflops,
+          spec.bf16Tflops,
+          spec.pricePerHourUsd,
+          spec.hostLink.name,
+          spec.hostLink.hostToDeviceGBs,
+          spec.hostLink.deviceToHostGBs};
 }
 
 } // namespace wavecast::lsp

@@ -48,6 +48,8 @@ describe('wavecast serve over stdio', () => {
     assert.ok(h100.sms > 100);
     assert.ok(h100.memory_bandwidth_gbs > 1000);
     assert.ok(h100.peak_tflops.bf16 > h100.peak_tflops.fp32);
+    assert.equal(h100.host_link.name, 'PCIe 5.0 x16');
+    assert.ok(h100.host_link.host_to_device_gbs > 50 && h100.host_link.device_to_host_gbs > 50);
   });
 
   test('wavecast/setTargets resolves names and rejects unknown ones with suggestions', async () => {

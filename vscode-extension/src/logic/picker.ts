@@ -63,6 +63,7 @@ export function buildGpuPickItems(list: ListGpusResult, targets: readonly string
         ...architecture,
         `${Math.round(gpu.memory_bandwidth_gbs).toLocaleString('en-US')} GB/s`,
         `FP32 ${formatTflops(gpu.peak_tflops.fp32)}`,
+        `${gpu.host_link.name} ${Math.round(gpu.host_link.host_to_device_gbs)} GB/s to it`,
       ].join(' · '),
       picked: wanted.has(gpu.id.toLowerCase()) || wanted.has(gpu.name.toLowerCase()),
     };

@@ -11,11 +11,14 @@ test('each GPU becomes an item with memory, peak throughput and price', () => {
   );
   assert.equal(items[0].label, 'H100-SXM');
   assert.equal(items[0].description, '80 GiB · 989 TFLOP/s BF16 · $2.99/h');
-  assert.equal(items[0].detail, 'NVIDIA H100 80GB HBM3 · sm_90 · 132 SMs · 3,350 GB/s · FP32 66.9 TFLOP/s');
+  assert.equal(
+    items[0].detail,
+    'NVIDIA H100 80GB HBM3 · sm_90 · 132 SMs · 3,350 GB/s · FP32 66.9 TFLOP/s · PCIe 5.0 x16 57 GB/s to it',
+  );
   assert.equal(items[2].description, '16 GiB · 65.0 TFLOP/s FP16 · $0.35/h');
   // No CUDA compute capability (AMD) and no known price.
   assert.equal(items[3].description, '64 GiB · 181 TFLOP/s BF16 · no price');
-  assert.equal(items[3].detail, 'AMD Instinct MI210 · 104 CUs · 1,638 GB/s · FP32 22.6 TFLOP/s');
+  assert.equal(items[3].detail, 'AMD Instinct MI210 · 104 CUs · 1,638 GB/s · FP32 22.6 TFLOP/s · PCIe 4.0 x16 25 GB/s to it');
 });
 
 test('current targets are ticked, matched by id or name, case-insensitively', () => {

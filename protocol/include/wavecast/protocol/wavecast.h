@@ -109,6 +109,10 @@ struct GpuInfo {
   double fp16Tflops = 0;
   double bf16Tflops = 0;
   double pricePerHourUsd = 0;
+  // Its link to the host CPU: "PCIe 5.0 x16", and copies' measured rates each way (GB/s).
+  std::string hostLink;
+  double hostToDeviceGBs = 0;
+  double deviceToHostGBs = 0;
 };
 Json toJson(const GpuInfo& gpu);
 
