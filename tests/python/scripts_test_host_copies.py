@@ -216,3 +216,27 @@ class HostCopiesTest(unittest.TestCase):
         self.assertNotIn("host_tensor_with_gpu", [w["kind"] for w in trace["warnings"]], trace["warnings"])
         loss = next(op for op in trace["ops"] if op["name"] == "aten::nll_loss_forward")
         self.assertIsNone(loss.get("device"))
+
+    def test_a_host_tensor_moved_on_every_pass_is_copied_on_every_pass(self):
+        # Class weights made once on the CPU and moved in the loop: `.cuda()` returns a copy
+        # and the CPU tensor stays one, so the recorded pass copies it again.
+        path = self.write("""
+            import torch
+            import torch.nn as nn
+
+            weights = torch.ones(10)
+            model = nn.Linear(32, 10).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(3):
+                out = model(torch.randn(16, 32, device="cuda"))
+                labels = torch.randint(0, 10, (16,), device="cuda")
+                nn.functional.cross_entropy(out, labels, weight=weights.cuda()).backward()  # moved
+                optimizer.step()
+                optimizer.zero_grad()
+            """)
+        trace = run_trace(path)
+        with open(path) as f:
+            line = next(i for i, text in enumerate(f, 1) if "# moved" in text)
+        copies = [op for op in trace["ops"] if op["name"] == "wavecast::host_to_device"]
+        self.assertEqual([(op["loc"]["line"], op["args"]["bytes"]) for op in copies], [(line, 40)])
+        self.assertNotIn("host_tensor_with_gpu", [w["kind"] for w in trace["warnings"]])

@@ -231,11 +231,22 @@ class Placement:
         source = self._host_source(func, args) if to_gpu else None
         out = func(*args, **kwargs)
         if to_gpu and isinstance(out, torch.Tensor) and is_host(out):
-            delattr(out, HOST)
+            out = self._gpu_copy(out)
         if source is not None and isinstance(out, torch.Tensor):
             # torch.tensor(data, device=...) copies without non_blocking
             self._copied_to_gpu(out if source is _HOST_DATA else source, _non_blocking(args, kwargs))
         return out
+
+    def _gpu_copy(self, t):
+        """The GPU tensor a host tensor's copy to the GPU makes, as a new tensor: the host
+        one stays a host tensor (a CPU tensor the script moves on every pass is copied on
+        every pass). An unrecorded view of it in the tracer, where both are on the CPU: no
+        data is copied, no memory counted twice."""
+        with self._host_side():
+            copy = t.view_as(t)
+        if is_host(copy):
+            delattr(copy, HOST)
+        return copy
 
     @staticmethod
     def _host_source(func, args):
@@ -274,11 +285,12 @@ class Placement:
             return func(*args, **kwargs)
 
     def moved_by_cuda(self, t, args, kwargs):
-        """`t.cuda(...)`: a host tensor is copied to the GPU."""
-        if is_host(t):
-            delattr(t, HOST)
-            if self.recording:
-                self._copied_to_gpu(t, _non_blocking(args, kwargs))
+        """`t.cuda(...)`: a host tensor is copied to the GPU, the copy returned."""
+        if not is_host(t):
+            return t
+        if self.recording:
+            self._copied_to_gpu(t, _non_blocking(args, kwargs))
+        return self._gpu_copy(t)
 
     def loaded(self, tensors, made_here, pinned_memory):
         """A DataLoader's batch. `made_here`: made by the loader's own code, so host tensors
@@ -469,8 +481,7 @@ class _CudaAsCpu(compat.TorchFunctionMode):
                 self.below -= 1
         if func is torch.Tensor.cuda:
             self.on_mapped()
-            self.placement.moved_by_cuda(args[0], args, kwargs)
-            return args[0]
+            return self.placement.moved_by_cuda(args[0], args, kwargs)
         if func is torch.Tensor.tolist and self.reads_gpu_tensor(args[0], sys._getframe(1)):
             return self.placement.read_back(func, args, kwargs)
         if ((func is torch.Tensor.cpu or (func is torch.Tensor.to and _names_host(args[1:], kwargs)))
