@@ -293,6 +293,26 @@ class ScriptRunnerTest(unittest.TestCase):
         self.assertEqual((trace["batch_size"], trace["samples_per_iteration"]), (4, 4))
         self.assertFalse(torch.accelerator.is_available(), "put back after the trace")
 
+    def test_a_backward_pass_before_the_optimizer_is_made_is_no_iteration(self):
+        # llm.c runs one forward and backward to export its gradients, then makes its
+        # optimizer and trains: the iterations are bounded by the optimizer's steps.
+        path = self.write("""
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(32, 32).cuda()
+            model(torch.randn(4, 32, device="cuda")).sum().backward()
+            exported = [p.grad.cpu() for p in model.parameters()]
+            optimizer = torch.optim.AdamW(model.parameters(), lr=0.1)
+            for step in range(3):
+                optimizer.zero_grad()
+                model(torch.randn(4, 32, device="cuda")).sum().backward()
+                optimizer.step()
+            """)
+        names = [op["name"] for op in run_trace(path)["ops"]]
+        self.assertIn("aten::_foreach_lerp_", names)
+        self.assertNotIn("wavecast::device_to_host", names, "the export is not the iteration")
+
     def test_a_script_that_never_asks_for_cuda_is_told_so(self):
         cpu_only = self.write(TRAIN.replace(".cuda()", "").replace(', device="cuda"', ""))
         kinds = [w["kind"] for w in run_trace(cpu_only)["warnings"]]
@@ -445,6 +465,14 @@ class ScriptRunnerTest(unittest.TestCase):
             line = next(i for i, text in enumerate(f, 1) if "# the model's line" in text)
         addmm = next(op for op in trace["ops"] if op["name"] == "aten::addmm")
         self.assertEqual(addmm["loc"]["line"], line)
+
+    def test_a_script_importing_torchs_scripted_optimizers_traces(self):
+        # llm.c imports ZeroRedundancyOptimizer: torch.distributed.optim scripts functional
+        # optimizers when imported, compiling the foreach default the tracer answers.
+        path = self.write("from torch.distributed.optim import ZeroRedundancyOptimizer\n"
+                          + TRAIN.replace("torch.optim.SGD", "torch.optim.AdamW"))
+        trace = run_trace(path)
+        self.assertIn("aten::_foreach_lerp_", {op["name"] for op in trace["ops"]})
 
     def test_a_compiled_extensions_relative_source_is_no_project_file(self):
         # Cython records `pyarrow/error.pxi`; from the project's folder it would read as the

@@ -26,22 +26,36 @@ of building it again.
 import contextlib
 import importlib
 import sys
+from typing import List, Optional, Tuple
 
 import torch
 
 
-def _as_on_cuda(params, differentiable, use_fused=False):
-    if torch.jit.is_scripting() or differentiable:
+# Each answer has its torch function's signature, and under TorchScript its scripted answer:
+# torch.distributed.optim scripts functional optimizers that call them when it is imported
+# (the branch TorchScript does not compile calls the Python one).
+def _as_on_cuda(params: List[torch.Tensor], differentiable: bool, use_fused: bool = False) -> Tuple[bool, bool]:
+    if torch.jit.is_scripting():
+        return False, False
+    else:
+        return _as_on_cuda_in_python(params, differentiable, use_fused)
+
+
+def _as_on_cuda_in_python(params, differentiable, use_fused):
+    if differentiable:
         return False, False
     fused = bool(use_fused) and all(p is None or torch.is_floating_point(p) for p in params)
     return fused, not fused
 
 
-def _foreach_supported_as_on_cuda(tensors, device):
-    return not torch.jit.is_scripting() and all(t is None or isinstance(t, torch.Tensor) for t in tensors)
+def _foreach_supported_as_on_cuda(tensors: List[Optional[torch.Tensor]], device: torch.device) -> bool:
+    if torch.jit.is_scripting():
+        return False
+    else:
+        return all(t is None or isinstance(t, torch.Tensor) for t in tensors)
 
 
-def _foreach_devices_as_on_cuda():
+def _foreach_devices_as_on_cuda() -> List[str]:
     return ["cuda", "cpu"]  # the tracer's tensors are (fake) CPU ones
 
 

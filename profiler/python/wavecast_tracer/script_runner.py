@@ -120,6 +120,10 @@ class _Run:
         self.state = state
         self.recorder = recorder
         self.lead = None  # the optimizer whose steps bound iterations
+        # A backward pass ran with no optimizer made yet: a second one without an optimizer
+        # makes backward passes the bound (a one-off pass before training, such as llm.c's
+        # export of its gradients, comes before the optimizer is made).
+        self.backward_without_optimizer = False
         self.steps = 0
         self.roots = {}  # id -> module called outside any other module (the model, a loss)
         self.depth = 0
@@ -199,8 +203,11 @@ class _Run:
     def backward_done(self):
         """A script without an optimizer updates its parameters itself after each backward
         pass (pytorch/examples' word language model): its backward passes bound the loop's
-        passes as steps do."""
+        passes as steps do, from the second pass that finds no optimizer made."""
         if self.lead is None and not self.state.optimizers:
+            if not self.backward_without_optimizer:
+                self.backward_without_optimizer = True
+                return
             self.lead = _BACKWARD_PASSES
         if self.lead is _BACKWARD_PASSES:
             self._stepped()
@@ -306,7 +313,10 @@ class _Run:
                     with run.state.suppressing(), attributes_set(run.state.placement, {"loading": True}):
                         batch = original(iterator)
                 else:
-                    with _disable_current_modes():
+                    # Neither mode: the loader's own tensors are the CPU's, its ops not the
+                    # iteration's (a transform's `torch.as_tensor(mean, device=x.device)` is
+                    # no copy to the GPU), and its time is not the tracer's.
+                    with _disable_current_modes(), compat.no_torch_function():
                         batch = original(iterator)
             finally:
                 run.loading = False
