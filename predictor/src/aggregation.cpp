@@ -32,6 +32,16 @@ advisory::HeldByCopies heldByCopies(const Trace& trace, const std::vector<OpCost
   return copies;
 }
 
+// The mode of the iteration's compiled code, one with CUDA graphs first; nullopt when none
+// is compiled.
+std::optional<CompileMode> compiledMode(const Trace& trace) {
+  std::optional<CompileMode> mode;
+  for (const OpRecord& op : trace.ops)
+    if (op.compiled && (!mode || usesCudaGraphs(*op.compiled)))
+      mode = op.compiled;
+  return mode;
+}
+
 void finishSpan(LineTimes& times, double iterationMs, const HostOptions& options) {
   times.shareOfIteration = iterationMs > 0 ? times.totalMs() / iterationMs : 0;
   times.hostBound = isHostBound(times.gpuIdleMs, times.totalMs(), options);
@@ -171,8 +181,9 @@ void summarize(const Trace& trace, const std::vector<OpCost>& costs,
     for (auto& module : prediction.modules)
       finishSpan(module.perGpu[g], summary.iterationMs, options.host);
     if (summary.hostBound)
-      prediction.advisories.push_back({advisory::HostBound{summary.gpuId, summary.gpuIdleMs,
-                                                           summary.iterationMs, summary.gpuMs}});
+      prediction.advisories.push_back(
+          {advisory::HostBound{summary.gpuId, summary.gpuIdleMs, summary.iterationMs, summary.gpuMs,
+                               compiledMode(trace)}});
     if (timelines[g].loaderWaitMs > 0)
       prediction.advisories.push_back(
           {advisory::InputBound{summary.gpuId, timelines[g].loaderWaitMs, summary.iterationMs,

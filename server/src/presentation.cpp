@@ -13,9 +13,17 @@ namespace wavecast {
 namespace {
 
 const char* const kMissing = "\u2013";
-// What to do about a GPU that waits for the CPU (hover and advisory alike).
-const char* const kHostBoundAdvice =
-    "a larger batch, CUDA graphs or torch.compile (fewer, larger kernels) would use it better";
+// What to do about a GPU that waits for the CPU (hover and advisory alike), less what the
+// script already does: compiled, with or without CUDA graphs.
+std::string hostBoundAdvice(std::optional<CompileMode> compiled = std::nullopt) {
+  if (!compiled)
+    return "a larger batch, CUDA graphs or torch.compile (fewer, larger kernels) would use it "
+           "better";
+  if (!usesCudaGraphs(*compiled))
+    return "a larger batch or CUDA graphs (torch.compile's mode=\"reduce-overhead\": one launch "
+           "for its kernels) would use it better";
+  return "a larger batch would use it better";
+}
 
 // Values below `bound` (once rounded) show `decimals` decimals.
 struct Band {
@@ -178,7 +186,7 @@ std::string lineHover(const Prediction& prediction, const LineBreakdown& line) {
     md += "\n**Communication** (NCCL collectives): " + comm + ".\n";
   if (!hostBound.empty())
     md += "\n**Host-bound** on " + hostBound +
-          ": the GPU waits for the CPU to issue this line's work; " + kHostBoundAdvice + ".\n";
+          ": the GPU waits for the CPU to issue this line's work; " + hostBoundAdvice() + ".\n";
   md += "\n" + std::to_string(line.opCount) + (line.opCount == 1 ? " op" : " ops");
   for (size_t i = 0; i < line.opNames.size(); ++i)
     md += (i ? ", `" : ": `") + line.opNames[i] + "`";
@@ -430,7 +438,8 @@ struct AdvisorySentence {
   std::string operator()(const advisory::HostBound& facts) const {
     return facts.gpu + ": host-bound: the GPU waits for the CPU to issue work for " +
            formatMs(facts.gpuIdleMs) + " of the " + formatMs(facts.iterationMs) +
-           " of an iteration (its kernels take " + formatMs(facts.gpuMs) + "); " + kHostBoundAdvice;
+           " of an iteration (its kernels take " + formatMs(facts.gpuMs) + "); " +
+           hostBoundAdvice(facts.compiled);
   }
   std::string operator()(const advisory::InputBound& facts) const {
     return facts.gpu + ": input-bound: the loop waits " + formatMs(facts.waitMs) + " of the " +
@@ -603,6 +612,25 @@ std::string localTime(std::chrono::system_clock::time_point when) {
   return text;
 }
 
+namespace {
+
+// What a script that exited or stopped early last printed, which usually says why
+// (argparse's "error: the following arguments are required: ..."); "" for other errors.
+std::string lastWords(const ProfileError& error) {
+  if (error.kind != ProfileErrorKind::BlockedCall && error.kind != ProfileErrorKind::NoTrainingStep)
+    return "";
+  const std::string& text = error.output;
+  const size_t end = text.find_last_not_of(" \t\r\n");
+  if (end == std::string::npos)
+    return "";
+  const size_t newline = text.find_last_of('\n', end);
+  const size_t start =
+      text.find_first_not_of(" \t", newline == std::string::npos ? 0 : newline + 1);
+  return text.substr(start, end + 1 - start);
+}
+
+} // namespace
+
 std::string errorLine(const ProfileError& error) {
   std::string where;
   if (!error.file.empty())
@@ -610,6 +638,8 @@ std::string errorLine(const ProfileError& error) {
   std::string text = where + error.message;
   if (!error.hint.empty())
     text += " (" + error.hint + ")";
+  if (const std::string said = lastWords(error); !said.empty())
+    text += "; it printed: " + said;
   // Newlines and the indentation after them become one space.
   std::string out;
   bool space = false;
@@ -628,6 +658,8 @@ std::string errorLine(const ProfileError& error) {
 
 std::string errorMessage(const ProfileError& error) {
   std::string message = error.message;
+  if (const std::string said = lastWords(error); !said.empty())
+    message += "; it printed: " + said;
   if (!error.hint.empty())
     message += "\n" + error.hint;
   return message;

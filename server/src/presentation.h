@@ -51,13 +51,14 @@ std::string advisoryMessage(const Advisory& advisory);
 std::string traceWarningMessage(const TraceWarning& warning);
 // "FILE:LINE: " + the sentence, or the sentence alone for the whole script.
 std::string traceWarningLine(const TraceWarning& warning);
-// The message, then the hint on a line of its own, for an error diagnostic.
+// The message, then the hint on a line of its own, for an error diagnostic. A script that
+// exited or stopped early adds what it last printed.
 std::string errorMessage(const ProfileError& error);
 // "torch 2.11.0+cu130 (/home/me/venv)", "torch 1.13.1 (the system python3's packages)".
 std::string tracedWith(const std::string& torchVersion, const std::string& pythonEnv);
 // "2026-11-26 21:05" in this machine's time zone.
 std::string localTime(std::chrono::system_clock::time_point when);
-// "file:line: message (hint)" on one line, for a terminal.
+// "file:line: message (hint)" on one line, for a terminal; "; it printed: ..." as above.
 std::string errorLine(const ProfileError& error);
 
 // "batch size 12", or with gradient accumulated over batches "batch size 12, 60 samples per

@@ -152,6 +152,8 @@ struct AdvisoryFacts {
         .field("gpu_idle_ms", Milliseconds{facts.gpuIdleMs})
         .field("gpu_ms", Milliseconds{facts.gpuMs})
         .field("iteration_ms", Milliseconds{facts.iterationMs});
+    if (facts.compiled)
+      out.field("compiled", toString(*facts.compiled));
   }
   void operator()(const advisory::InputBound& facts) const {
     out.field("gpu", facts.gpu)

@@ -594,4 +594,11 @@ TEST(CliTest, WordsAfterDoubleDashAreTheScriptsArguments) {
   const CliRun missing = wavecast("predict " + fixture("argv_script.py") + " --gpu H100");
   expectOneLineError(missing, "argv_script.py:10");
   EXPECT_TRUE(contains(missing.err, "sys.exit(2)")) << missing.err;
+  // What argparse printed says why.
+  EXPECT_TRUE(contains(missing.err,
+                       "it printed: argv_script.py: error: the following arguments are "
+                       "required: --width"))
+      << missing.err;
+  const CliRun verbose = wavecast("predict " + fixture("argv_script.py") + " --gpu H100 --verbose");
+  EXPECT_TRUE(contains(verbose.err, "usage: argv_script.py")) << verbose.err;
 }

@@ -38,6 +38,28 @@ const std::map<std::string, std::function<std::string(double)>>& numberFormats()
   return formats;
 }
 
+TEST(Presentation, AScriptThatExitedSaysWhatItLastPrinted) {
+  ProfileError error;
+  error.kind = ProfileErrorKind::BlockedCall;
+  error.message = "the script exited (sys.exit(2)) before its second optimizer step";
+  error.hint = "Check the script's arguments.";
+  error.file = "train.py";
+  error.line = 10;
+  error.output =
+      "usage: train.py --width W\n  train.py: error: the following arguments are required: "
+      "--width\n\n";
+  EXPECT_EQ(errorLine(error),
+            "train.py:10: the script exited (sys.exit(2)) before its second optimizer "
+            "step (Check the script's arguments.); it printed: train.py: error: the "
+            "following arguments are required: --width");
+  EXPECT_EQ(errorMessage(error),
+            "the script exited (sys.exit(2)) before its second optimizer step; it "
+            "printed: train.py: error: the following arguments are required: "
+            "--width\nCheck the script's arguments.");
+  error.kind = ProfileErrorKind::UserException; // its last output need not be about it
+  EXPECT_EQ(errorMessage(error), error.message + "\n" + error.hint);
+}
+
 TEST(Presentation, EverySectionOfTheSharedCasesIsRunHere) {
   const Json cases = presentationCases();
   for (const auto& [section, examples] : cases.items())
@@ -146,6 +168,15 @@ TEST(Presentation, AdvisoriesReadAsSentencesWithTheirFigures) {
             "L4: host-bound: the GPU waits for the CPU to issue work for 8.50 ms of the 10.0 ms "
             "of an iteration (its kernels take 1.50 ms); a larger batch, CUDA graphs or "
             "torch.compile (fewer, larger kernels) would use it better");
+  // A compiled script is not told to compile; one under CUDA graphs, not to use them.
+  EXPECT_EQ(advisoryMessage({advisory::HostBound{"L4", 8.5, 10, 1.5, CompileMode::Default}}),
+            "L4: host-bound: the GPU waits for the CPU to issue work for 8.50 ms of the 10.0 ms "
+            "of an iteration (its kernels take 1.50 ms); a larger batch or CUDA graphs "
+            "(torch.compile's mode=\"reduce-overhead\": one launch for its kernels) would use it "
+            "better");
+  EXPECT_EQ(advisoryMessage({advisory::HostBound{"L4", 8.5, 10, 1.5, CompileMode::ReduceOverhead}}),
+            "L4: host-bound: the GPU waits for the CPU to issue work for 8.50 ms of the 10.0 ms "
+            "of an iteration (its kernels take 1.50 ms); a larger batch would use it better");
   EXPECT_EQ(advisoryMessage({advisory::InputBound{"H100-SXM", 2.83, 19.9, 19.9, 4}}),
             "H100-SXM: input-bound: the loop waits 2.83 ms of the 19.9 ms of an iteration for "
             "its 4 DataLoader workers, which take 19.9 ms to make its batches (as fast as this "

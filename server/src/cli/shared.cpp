@@ -278,8 +278,10 @@ Trace ScriptTracer::trace(const std::string& path, std::optional<int64_t> batchS
   auto result = profiler_->trace(request);
   progress_.clear();
   if (auto* error = std::get_if<ProfileError>(&result)) {
-    if (args_.has("verbose") && !error->traceback.empty())
-      std::cerr << error->traceback << (error->traceback.back() == '\n' ? "" : "\n");
+    if (args_.has("verbose"))
+      for (const std::string* text : {&error->output, &error->traceback})
+        if (!text->empty())
+          std::cerr << *text << (text->back() == '\n' ? "" : "\n");
     throw CommandError(errorLine(*error));
   }
   return std::get<Trace>(std::move(result));

@@ -246,6 +246,9 @@ struct HostBound {
   double gpuIdleMs = 0;
   double iterationMs = 0;
   double gpuMs = 0;
+  // The torch.compile mode the iteration's compiled code runs in: its advice is not to
+  // compile it.
+  std::optional<CompileMode> compiled{};
 };
 // On `gpu` the loop waits `waitMs` of each `iterationMs` for its DataLoader's `workers`
 // worker processes, which take `loaderMs` to make the iteration's batches (their time on
