@@ -107,11 +107,6 @@ int main(int argc, char** argv) {
     if (auto* error = std::get_if<wavecast::worker::PythonEnvironmentError>(&resolved))
       return failStartup(args.responseFd, error->message, error->hint);
     env = std::get<wavecast::worker::PythonEnvironment>(resolved);
-    if (!env.seesSystemPackages && !fs::exists(env.sitePackages / "torch"))
-      return failStartup(args.responseFd,
-                         "the Python environment " + env.root.string() + " has no torch",
-                         "Install it there (" + (env.root / "bin" / "pip").string() +
-                             " install torch) or choose another Python environment.");
   }
 
   // Python derives its prefix (stdlib, site-packages) from the program name,
@@ -147,6 +142,14 @@ int main(int argc, char** argv) {
       for (size_t i = py::len(added); i-- > 0;)
         path.insert(1, added[i]);
     }
+    // Looked up, not imported (that takes seconds): a venv's own torch, or one its .pth
+    // files or PYTHONPATH reach.
+    if (!env.root.empty() && !env.seesSystemPackages &&
+        py::module_::import("importlib.util").attr("find_spec")("torch").is_none())
+      return failStartup(args.responseFd,
+                         "the Python environment " + env.root.string() + " has no torch",
+                         "Install it there (" + (env.root / "bin" / "pip").string() +
+                             " install torch) or choose another Python environment.");
     sys.attr("dont_write_bytecode") = true; // never leave stale .pyc files in the user's project
     // Errors name the environment and its pip, which the embedded interpreter cannot tell.
     py::module_::import("wavecast_tracer.environment")

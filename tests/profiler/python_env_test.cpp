@@ -186,6 +186,13 @@ TEST(PythonEnvironment, TheWorkerTracesWithAVenvGivenAsItsPython) {
   EXPECT_NE(e.hint.find((dir.path() / "isolated" / "bin" / "pip").string() + " install torch"),
             std::string::npos)
       << e.hint;
+
+  // A venv that reaches another's torch through a .pth file has torch.
+  const fs::path layered = makeVenv(dir.path() / "layered", false);
+  std::ofstream(sitePackages(layered) / "system_torch.pth") << "/usr/lib/python3/dist-packages\n";
+  writeEntry(dir.path() / "plain.py", "");
+  Profiler throughPth(options(layered / "bin" / "python"));
+  expectTrace(throughPth.trace(request(dir.path() / "plain.py")));
 }
 
 TEST(PythonEnvironment, AModelImportingAMissingPackageNamesTheEnvironmentAndThePip) {
