@@ -375,6 +375,49 @@ class SandboxRestored(ScriptCase):
         self.assertFalse(hasattr(module, "patched"))
         self.assertEqual(self.state(), before)
 
+    def test_a_package_patched_on_import_still_reads_its_own_files(self):
+        # typeshed_client finds its bundled stubs through importlib.resources, which asks
+        # the package's loader.
+        package = os.path.join(self.folder, "wavecast_test_package")
+        os.makedirs(package)
+        open(os.path.join(package, "__init__.py"), "w").close()
+        with open(os.path.join(package, "data.txt"), "w") as f:
+            f.write("bundled")
+        patched = []
+        with mock.patch.dict(sys.modules), mock.patch.object(sys, "path", [self.folder, *sys.path]):
+            with PatchOnImport({"wavecast_test_package": lambda module, undo: patched.append(module)}).installed():
+                import importlib.resources
+                import wavecast_test_package
+
+                text = importlib.resources.files(wavecast_test_package).joinpath("data.txt").read_text()
+        self.assertEqual((text, patched), ("bundled", [wavecast_test_package]))
+
+    def test_typeshed_client_finds_its_search_path_without_a_subprocess(self):
+        # jsonargparse (LightningCLI) reads a model's arguments with typeshed_client, which
+        # asks a Python subprocess for sys.path unless given it.
+        package = os.path.join(self.folder, "typeshed_client")
+        os.makedirs(package)
+        with open(os.path.join(package, "__init__.py"), "w") as f:
+            f.write("from . import finder\nfrom .finder import get_search_context\n")
+        with open(os.path.join(package, "finder.py"), "w") as f:
+            f.write(textwrap.dedent("""
+                import subprocess, sys
+
+
+                def get_search_context(*, search_path=None, python_executable=None, allow_py_files=False):
+                    if search_path is None:
+                        subprocess.check_output([python_executable or sys.executable, "-c", "print()"])
+                    return search_path, allow_py_files
+                """))
+        sandbox = Sandbox(_Project(self.folder), lambda: (None, 0), lambda *args: None)
+        with mock.patch.dict(sys.modules), mock.patch.object(sys, "path", [self.folder, *sys.path]):
+            with sandbox.active():
+                import typeshed_client
+
+                search_path, allow = typeshed_client.get_search_context(allow_py_files=True)
+        self.assertEqual(allow, True)
+        self.assertIn(pathlib.Path(self.folder), search_path, "this process's sys.path")
+
     @unittest.skipUnless(HAS_HUB, "huggingface_hub is not installed in this Python environment")
     def test_hub_imported_during_a_trace_is_online_after(self):
         sandbox = Sandbox(_Project(self.folder), lambda: (None, 0), lambda *args: None)

@@ -5,7 +5,6 @@ import contextlib
 import functools
 import os
 import sys
-import types
 
 _MISSING = object()
 
@@ -64,6 +63,22 @@ def replace_while_active(record, owner, name, replacement, active):
     record(lambda: delattr(owner, name) if saved is _MISSING else setattr(owner, name, saved))
 
 
+class _PatchingLoader:
+    """A module's loader that calls `loaded(module)` once the module has run, and is the
+    loader in every other way (importlib.resources asks it for the package's files)."""
+
+    def __init__(self, loader, loaded):
+        self._loader = loader
+        self._loaded = loaded
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        self._loaded(module)
+
+
 class PatchOnImport:
     """Patches a module as soon as it is imported (or at once when it already is), and
     undoes every patch on leaving. `active()` says whether it is in force (for patches
@@ -77,6 +92,10 @@ class PatchOnImport:
 
     def active(self):
         return self._installed
+
+    def _loaded(self, name, module):
+        sys.modules[name] = module
+        self._apply(name)
 
     def _apply(self, name):
         module = sys.modules.get(name)
@@ -94,15 +113,7 @@ class PatchOnImport:
                 continue
             spec = getattr(other, "find_spec", lambda *a: None)(name, path, target)
             if spec is not None:
-                loader = spec.loader
-                exec_module = loader.exec_module
-
-                def patched_exec(module, exec_module=exec_module):
-                    exec_module(module)
-                    sys.modules[name] = module
-                    finder._apply(name)
-
-                spec.loader = types.SimpleNamespace(create_module=loader.create_module, exec_module=patched_exec)
+                spec.loader = _PatchingLoader(spec.loader, lambda module: finder._loaded(name, module))
                 return spec
         return None
 

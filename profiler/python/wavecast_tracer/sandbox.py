@@ -29,6 +29,7 @@ import importlib
 import importlib.machinery
 import inspect
 import os
+import pathlib
 import shutil
 import socket
 import subprocess
@@ -122,6 +123,7 @@ class Sandbox:
             "lightning.pytorch.trainer.trainer": self._patch_lightning_trainer,
             "pytorch_lightning.trainer.trainer": self._patch_lightning_trainer,
             "pyarrow": self._patch_pyarrow_reads,
+            "typeshed_client": self._patch_typeshed_search,
         })
         with finder.installed():
             yield
@@ -144,6 +146,22 @@ class Sandbox:
             if hasattr(module, name):
                 replace_while_active(undo.append, module, name, opening(getattr(module, name), mode_at),
                                      self._is_active)
+
+    def _patch_typeshed_search(self, module, undo):
+        """typeshed_client (jsonargparse's, which LightningCLI reads a model's arguments
+        with) asks a Python subprocess for its sys.path; refused, jsonargparse would find no
+        arguments at all. Answered from this process's."""
+        finder = module.finder
+        original = finder.get_search_context
+
+        def get_search_context(*, search_path=None, python_executable=None, **kwargs):
+            if search_path is None and python_executable is None:
+                search_path = [pathlib.Path(path) for path in sys.path if path]
+            return original(search_path=search_path, python_executable=python_executable, **kwargs)
+
+        for owner in (module, finder):
+            if getattr(owner, "get_search_context", None) is original:
+                replace_while_active(undo.append, owner, "get_search_context", get_search_context, self._is_active)
 
     def _patch_function(self, name, call):
         """A patch that stubs the module's function `name`."""
