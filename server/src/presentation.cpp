@@ -414,8 +414,9 @@ struct AdvisorySentence {
   }
   std::string operator()(const advisory::UntrainedGpus& facts) const {
     return joinedWith(facts.gpus, ", ") +
-           ": not among the GPUs whose measurements trained the learned models; predicted from "
-           "the spec sheet alone (docs/accuracy.md gives the error on a GPU left out of training)";
+           ": not among the GPUs whose measurements trained the learned models; the ops they "
+           "price there (those no calibration of the GPU measured) are predicted from its spec "
+           "sheet (docs/accuracy.md gives the error on a GPU left out of training)";
   }
   std::string operator()(const advisory::WaveScalingAssumption& facts) const {
     return "kernel " + facts.kernel + " cannot launch on " + facts.gpu + " as recorded (" +
