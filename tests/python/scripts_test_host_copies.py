@@ -2,28 +2,13 @@
 recorder.py): which tensors are host tensors, how each copy is recorded, and the script's
 own waits for the GPU."""
 
-import os
-import tempfile
 import textwrap
-import unittest
 
-from scripts_test_runner import REAL_SAMPLES
+from script_folder import REAL_SAMPLES, ScriptFolderCase
 from wavecast_tracer.tracer import run_trace
 
 
-class HostCopiesTest(unittest.TestCase):
-    def setUp(self):
-        self.directory = tempfile.TemporaryDirectory()
-
-    def tearDown(self):
-        self.directory.cleanup()
-
-    def write(self, text):
-        path = os.path.join(self.directory.name, "train.py")
-        with open(path, "w") as f:
-            f.write(textwrap.dedent(text))
-        return path
-
+class HostCopiesTest(ScriptFolderCase):
     def test_a_batch_copied_to_the_gpu_crosses_the_host_link(self):
         # Each host tensor the iteration copies over is an op at its line: from pageable
         # memory (staged on this CPU first, timed) or from a pinning loader's page-locked

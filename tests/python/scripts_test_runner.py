@@ -11,39 +11,14 @@ import unittest
 
 import torch
 
+from script_folder import REAL_SAMPLES, ScriptFolderCase
 from scripts_test_sandbox import TRAIN  # two optimizer steps of a small model
-
-# A dataset whose samples are made in __getitem__, as files are read: its batches are real.
-REAL_SAMPLES = """
-import torch
-from torch.utils.data import DataLoader, Dataset
-
-
-class Samples(Dataset):
-    def __len__(self):
-        return 256
-
-    def __getitem__(self, index):
-        return torch.randn(32), index % 10
-"""
 from wavecast_tracer.errors import TraceError
 from wavecast_tracer.project import Project, repository_root
 from wavecast_tracer.tracer import run_trace
 
 
-class ScriptRunnerTest(unittest.TestCase):
-    def setUp(self):
-        self.directory = tempfile.TemporaryDirectory()
-
-    def tearDown(self):
-        self.directory.cleanup()
-
-    def write(self, text):
-        path = os.path.join(self.directory.name, "train.py")
-        with open(path, "w") as f:
-            f.write(textwrap.dedent(text))
-        return path
-
+class ScriptRunnerTest(ScriptFolderCase):
     def test_a_gpu_before_ampere_has_no_bf16_kernels(self):
         path = self.write(textwrap.dedent("""
             import torch
