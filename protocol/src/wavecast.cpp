@@ -165,6 +165,20 @@ void mergeSettings(Settings& settings, const Json& object, std::string_view wher
                          ".scriptArgs must be an array of strings or an object of them by file");
     }
   }
+  if (object.contains("scriptWorkingDirectories")) {
+    const Json& folders = object["scriptWorkingDirectories"];
+    merged.scriptWorkingDirectories.clear();
+    if (folders.is_object()) {
+      for (const auto& [file, folder] : folders.items()) {
+        if (!folder.is_string() || folder.get<std::string>().empty())
+          throwInvalidParams(at + ".scriptWorkingDirectories[\"" + file +
+                             "\"] must be a folder's path");
+        merged.scriptWorkingDirectories[file] = folder.get<std::string>();
+      }
+    } else if (!folders.is_null()) {
+      throwInvalidParams(at + ".scriptWorkingDirectories must be an object of folders by file");
+    }
+  }
   if (auto lineDiagnostics = optionalBool(object, "lineDiagnostics", where))
     merged.lineDiagnostics = *lineDiagnostics;
   if (object.contains("lineCodeLens"))
@@ -241,6 +255,7 @@ Json toJson(const Settings& settings) {
           {"debounceMs", settings.debounceMs},
           {"mode", toString(settings.mode)},
           {"scriptArgs", settings.scriptArgs},
+          {"scriptWorkingDirectories", settings.scriptWorkingDirectories},
           {"worldSize", settings.worldSize ? Json(*settings.worldSize) : Json()},
           {"compile", settings.compile ? Json(toString(*settings.compile)) : Json()}};
 }

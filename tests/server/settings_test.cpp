@@ -133,6 +133,14 @@ TEST_F(ServerTest, ScriptArgsReachTheAnalysisOfAScriptRunAsWritten) {
            {{"wavecast", {{"scriptArgs", {{"", {"--lr", "0.1"}}, {path, {"--epochs", "1"}}}}}}}}});
   ASSERT_TRUE(waitStarted(started + 2));
   EXPECT_EQ(analyzer_.requests().back().scriptArgs, (std::vector<std::string>{"--epochs", "1"}));
+  // It runs from its workspace folder, as VS Code runs a file, unless a launch
+  // configuration's cwd names another.
+  EXPECT_EQ(analyzer_.requests().back().workingDirectory, fs::weakly_canonical(dir_).string());
+  analyzer_.release();
+  notify("workspace/didChangeConfiguration",
+         {{"settings", {{"wavecast", {{"scriptWorkingDirectories", {{path, "/srv/data"}}}}}}}});
+  ASSERT_TRUE(waitStarted(started + 3));
+  EXPECT_EQ(analyzer_.requests().back().workingDirectory, "/srv/data");
   analyzer_.release();
 
   // A module of helpers, even one that steps an optimizer, is not analysed.
@@ -140,7 +148,7 @@ TEST_F(ServerTest, ScriptArgsReachTheAnalysisOfAScriptRunAsWritten) {
   writeFile("utils.py", helpers);
   open("utils.py", helpers);
   save("utils.py");
-  EXPECT_FALSE(waitStarted(started + 3));
+  EXPECT_FALSE(waitStarted(started + 4));
 }
 
 // The worldSize setting is the launch a torch.distributed script is traced in; a change

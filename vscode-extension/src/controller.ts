@@ -16,7 +16,8 @@ import { initializeTimeoutMessage, withTimeout } from './logic/startup';
 import {
   daemonSettings,
   initializationOptions,
-  launchScriptArgs,
+  launchScripts,
+  type LaunchScripts,
   readSettings,
   RESTART_SETTINGS,
   SETTING_NAMES,
@@ -221,7 +222,7 @@ export class WavecastController implements vscode.Disposable {
       // Read when sent: the client's own configuration listener may run before this controller's.
       daemonSettings: () => {
         const current = readSettings(this.rawSettings()).settings;
-        return daemonSettings(current, this.workerEnvironment(current).path, this.launchArgs());
+        return daemonSettings(current, this.workerEnvironment(current).path, this.launchScripts());
       },
     });
     const api = new WavecastApi(client);
@@ -435,12 +436,14 @@ export class WavecastController implements vscode.Disposable {
     if (this.noteWorkerEnvironment() && this.lifecycle.phase === 'running') this.session?.client.sendSettings();
   }
 
-  /** The `args` of each workspace folder's launch configurations, by program. */
-  private launchArgs(): Record<string, string[]> {
-    const found: Record<string, string[]> = {};
+  /** The `args` and `cwd` of each workspace folder's launch configurations, by program. */
+  private launchScripts(): LaunchScripts {
+    const found: LaunchScripts = { args: {}, workingDirectories: {} };
     for (const folder of vscode.workspace.workspaceFolders ?? []) {
       const configurations = vscode.workspace.getConfiguration('launch', folder.uri).get('configurations');
-      Object.assign(found, launchScriptArgs(configurations, folder.uri.fsPath));
+      const scripts = launchScripts(configurations, folder.uri.fsPath);
+      Object.assign(found.args, scripts.args);
+      Object.assign(found.workingDirectories, scripts.workingDirectories);
     }
     return found;
   }

@@ -46,9 +46,11 @@ AnalysisRequest LanguageServer::analysisRequest(const std::string& path,
   AnalysisRequest request{path, batchSize, targets_, settings_.pythonEnv, mode};
   request.layouts = layouts_;
   request.scriptArgs = protocol::scriptArgsFor(settings_, path);
-  // As VS Code runs a file (its terminal and its debugger's default `cwd`): from the
-  // workspace folder.
-  request.workingDirectory = workspaceFolderOf(path);
+  // Its launch configuration's `cwd`, else as VS Code runs a file (its terminal and its
+  // debugger's default): from the workspace folder.
+  const auto own = settings_.scriptWorkingDirectories.find(path);
+  request.workingDirectory =
+      own != settings_.scriptWorkingDirectories.end() ? own->second : workspaceFolderOf(path);
   request.worldSize = settings_.worldSize;
   request.compile = settings_.compile;
   return request;

@@ -61,6 +61,7 @@ void LanguageServer::applySettings(ClientId client, const Json& object, std::str
   bool rerun = targets != targets_ || layouts != layouts_ ||
                merged.batchSize != settings_.batchSize || merged.pythonEnv != settings_.pythonEnv ||
                merged.mode != settings_.mode || merged.scriptArgs != settings_.scriptArgs ||
+               merged.scriptWorkingDirectories != settings_.scriptWorkingDirectories ||
                merged.worldSize != settings_.worldSize || merged.compile != settings_.compile;
   bool redisplay = merged.lineDiagnostics != settings_.lineDiagnostics;
   bool relens = merged.lineCodeLens != settings_.lineCodeLens;

@@ -262,15 +262,17 @@ export interface DaemonSettings {
   lineDiagnostics: boolean;
   /** Arguments of scripts run as written by absolute path; '' for every other script. */
   scriptArgs: Record<string, string[]>;
+  /** The folder a script run as written runs from, by its absolute path (launch `cwd`). */
+  scriptWorkingDirectories: Record<string, string>;
   worldSize: number | null;
   compile: CompileMode | null;
 }
 
-/** `launchArgs`: the `args` of launch configurations by their program (launchScriptArgs). */
+/** `launch`: what launch configurations say of their programs (launchScripts). */
 export function daemonSettings(
   settings: WavecastSettings,
   pythonEnv: string | null,
-  launchArgs: Record<string, string[]> = {},
+  launch: LaunchScripts = { args: {}, workingDirectories: {} },
 ): DaemonSettings {
   return {
     parallelTargets: settings.parallelTargets,
@@ -280,7 +282,8 @@ export function daemonSettings(
     debounceMs: settings.debounceMs,
     lineCodeLens: settings.lineCodeLens,
     lineDiagnostics: settings.lineDiagnostics,
-    scriptArgs: { '': settings.scriptArgs, ...launchArgs },
+    scriptArgs: { '': settings.scriptArgs, ...launch.args },
+    scriptWorkingDirectories: launch.workingDirectories,
     worldSize: settings.worldSize,
     compile: settings.compile,
   };
@@ -327,22 +330,30 @@ export function parallelTargetLabel(target: ParallelTargetSetting): string {
   return target.system ? `${label} on ${target.system}` : label;
 }
 
+/** What launch configurations say of the scripts they run, by the script's absolute path. */
+export interface LaunchScripts {
+  args: Record<string, string[]>;
+  workingDirectories: Record<string, string>;
+}
+
 /**
- * The `args` of the Python launch configurations of one workspace folder's
- * launch.json, by the absolute path of their `program` (`${workspaceFolder}`
- * resolved, a relative path taken from the folder); a configuration for
- * `${file}` or without a program or args is skipped.
+ * The `args` and `cwd` of the Python launch configurations of one workspace
+ * folder's launch.json, by the absolute path of their `program`
+ * (`${workspaceFolder}` resolved, a relative path taken from the folder); a
+ * configuration for `${file}` or without a program is skipped, and so are
+ * args that are not all strings and a cwd that is not one.
  */
-export function launchScriptArgs(configurations: unknown, workspaceFolder: string): Record<string, string[]> {
-  const found: Record<string, string[]> = {};
+export function launchScripts(configurations: unknown, workspaceFolder: string): LaunchScripts {
+  const found: LaunchScripts = { args: {}, workingDirectories: {} };
   if (!Array.isArray(configurations)) return found;
+  const resolve = (text: string) => path.resolve(workspaceFolder, text.split('${workspaceFolder}').join(workspaceFolder));
   for (const configuration of configurations) {
     if (typeof configuration !== 'object' || configuration === null) continue;
-    const { program, args } = configuration as { program?: unknown; args?: unknown };
-    if (typeof program !== 'string' || program.includes('${file}') || !Array.isArray(args)) continue;
-    if (!args.every((word) => typeof word === 'string')) continue;
-    const resolved = program.split('${workspaceFolder}').join(workspaceFolder);
-    found[path.resolve(workspaceFolder, resolved)] = args as string[];
+    const { program, args, cwd } = configuration as { program?: unknown; args?: unknown; cwd?: unknown };
+    if (typeof program !== 'string' || program.includes('${file}')) continue;
+    const script = resolve(program);
+    if (Array.isArray(args) && args.every((word) => typeof word === 'string')) found.args[script] = args as string[];
+    if (typeof cwd === 'string' && cwd.trim() !== '' && !cwd.includes('${file')) found.workingDirectories[script] = resolve(cwd);
   }
   return found;
 }

@@ -28,6 +28,7 @@ test('starts `wavecast serve` found on PATH with initialization options from the
     lineCodeLens: false,
     lineDiagnostics: false,
     scriptArgs: { '': [] },
+    scriptWorkingDirectories: {},
     worldSize: null,
     compile: null,
   });

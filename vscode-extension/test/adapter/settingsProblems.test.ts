@@ -34,6 +34,7 @@ test('a wrong value changed while running: one warning with Open Settings, logge
     lineCodeLens: false,
     lineDiagnostics: false,
     scriptArgs: { '': [] },
+    scriptWorkingDirectories: {},
     worldSize: null,
     compile: null,
   });

@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
 import {
   daemonSettings,
-  launchScriptArgs,
+  launchScripts,
   initializationOptions,
   parseBatchSize,
   parseRemoteAddress,
@@ -164,6 +164,7 @@ test('initialization options carry the protocol version and settings', () => {
     lineCodeLens: false,
     lineDiagnostics: false,
     scriptArgs: { '': [] },
+    scriptWorkingDirectories: {},
     worldSize: null,
     compile: null,
   });
@@ -182,6 +183,7 @@ test('the daemon gets only accepted values, the worker environment, and no targe
     lineCodeLens: true,
     lineDiagnostics: false,
     scriptArgs: { '': [] },
+    scriptWorkingDirectories: {},
     worldSize: null,
     compile: null,
   });
@@ -211,13 +213,14 @@ test('a settings problem is new once; fixed and back, it is new again', () => {
   assert.deepEqual(memory.unreported(['a']), ['a']);
 });
 
-test('script arguments: the setting for every script, a launch configuration\'s args for its program', () => {
+test('script arguments: the setting for every script, a launch configuration\'s args and cwd for its program', () => {
   const { settings, problems } = readSettings({ scriptArgs: ['--lr', '0.1'] });
   assert.deepEqual(problems, []);
-  const launch = launchScriptArgs(
+  const launch = launchScripts(
     [
-      { type: 'debugpy', program: '${workspaceFolder}/train.py', args: ['--batch-size', '64'] },
+      { type: 'debugpy', program: '${workspaceFolder}/train.py', args: ['--batch-size', '64'], cwd: '${workspaceFolder}/runs' },
       { type: 'debugpy', program: 'tools/finetune.py', args: ['--epochs', '1'] },
+      { type: 'debugpy', program: 'tools/eval.py', cwd: 'tools' },
       { type: 'debugpy', program: '${file}', args: ['--ignored'] },
       { type: 'node', program: 'app.js' },
     ],
@@ -227,6 +230,10 @@ test('script arguments: the setting for every script, a launch configuration\'s 
     '': ['--lr', '0.1'],
     '/work/project/train.py': ['--batch-size', '64'],
     '/work/project/tools/finetune.py': ['--epochs', '1'],
+  });
+  assert.deepEqual(daemonSettings(settings, null, launch).scriptWorkingDirectories, {
+    '/work/project/train.py': '/work/project/runs',
+    '/work/project/tools/eval.py': '/work/project/tools',
   });
   assert.match(readSettings({ scriptArgs: '--lr 0.1' }).problems[0], /wavecast.scriptArgs must be a list of strings/);
 });

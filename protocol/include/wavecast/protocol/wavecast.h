@@ -66,6 +66,9 @@ struct Settings {
   // The arguments of scripts run as written (no provider functions), by absolute path;
   // the key "" applies to every other script. JSON: an array (every script) or an object.
   std::map<std::string, std::vector<std::string>> scriptArgs;
+  // The folder each script run as written runs from, by its absolute path (a launch
+  // configuration's `cwd`); a script not named runs from its workspace folder.
+  std::map<std::string, std::string> scriptWorkingDirectories;
   // The ranks a torch.distributed script is traced as rank 0 of; nullopt: the worker's 8.
   std::optional<int> worldSize;
   // Trace scripts as if the modules their iteration calls were passed through torch.compile
@@ -78,7 +81,7 @@ std::vector<std::string> scriptArgsFor(const Settings& settings, const std::stri
 
 // Applies the keys present in `object` ("targets", "parallelTargets", "batchSize", "trigger",
 // "pythonEnv", "lineDiagnostics", "lineCodeLens", "debounceMs", "mode", "scriptArgs",
-// "worldSize", "compile"); unknown keys
+// "scriptWorkingDirectories", "worldSize", "compile"); unknown keys
 // are ignored. Throws InvalidParams naming a malformed key; `settings` is then unchanged.
 void mergeSettings(Settings& settings, const Json& object, std::string_view where);
 // The same, key by key, for settings an editor sends: every well-formed key applies
