@@ -225,3 +225,55 @@ class HostCopiesTest(ScriptFolderCase):
         copies = [op for op in trace["ops"] if op["name"] == "wavecast::host_to_device"]
         self.assertEqual([(op["loc"]["line"], op["args"]["bytes"]) for op in copies], [(line, 40)])
         self.assertNotIn("host_tensor_with_gpu", [w["kind"] for w in trace["warnings"]])
+
+    def test_a_batch_that_is_a_mapping_is_counted_and_copied(self):
+        # Hugging Face collators return a BatchEncoding, a UserDict rather than a dict, and
+        # the model takes it as keywords: `model(**batch)`.
+        path = self.write("""
+            from collections import UserDict
+
+            import torch
+            import torch.nn as nn
+            from torch.utils.data import DataLoader, Dataset
+
+
+            class Encoding(UserDict):
+                def to(self, device):
+                    return Encoding({key: value.to(device) for key, value in self.data.items()})
+
+
+            class Texts(Dataset):
+                def __len__(self):
+                    return 64
+
+                def __getitem__(self, index):
+                    return torch.randint(0, 100, (16,)), index % 2
+
+
+            def collate(items):
+                return Encoding({"input_ids": torch.stack([ids for ids, _ in items]),
+                                 "labels": torch.tensor([label for _, label in items])})
+
+
+            class Model(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.embedding = nn.Embedding(100, 32)
+                    self.head = nn.Linear(32, 2)
+
+                def forward(self, input_ids, labels):
+                    return nn.functional.cross_entropy(self.head(self.embedding(input_ids).mean(1)), labels)
+
+
+            model = Model().cuda()
+            optimizer = torch.optim.AdamW(model.parameters())
+            for batch in DataLoader(Texts(), batch_size=8, collate_fn=collate):
+                batch = batch.to("cuda")
+                model(**batch).backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """)
+        trace = run_trace(path)
+        self.assertEqual((trace["batch_size"], trace["samples_per_iteration"]), (8, 8))
+        copies = [op["args"]["bytes"] for op in trace["ops"] if op["name"] == "wavecast::host_to_device"]
+        self.assertEqual(copies, [8 * 16 * 8, 8 * 8])

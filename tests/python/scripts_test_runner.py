@@ -479,6 +479,18 @@ class ScriptRunnerTest(ScriptFolderCase):
         self.assertIn(f"install -e {root}", error.hint)
         self.assertIn(f"PYTHONPATH={root}", error.hint)
 
+    def test_a_name_the_installed_package_lacks_names_its_version(self):
+        # transformers 5 dropped names its older example scripts import: the package is
+        # there, in another version than the script was written for.
+        path = self.write("from torch.optim import NoSuchOptimizer\n")
+        with self.assertRaises(TraceError) as raised:
+            run_trace(path)
+        error = raised.exception
+        self.assertEqual((error.kind, error.line), ("import_error", 1))
+        self.assertIn(f"torch {torch.__version__.split('+')[0]}", error.message)
+        self.assertIn("has no such name", error.message)
+        self.assertIn("another version of torch", error.hint)
+
     def test_metrics_read_values_as_a_gpu_run_reads_them(self):
         # pytorch/examples' ImageNet script formats a 0-d accuracy tensor (`{val:6.2f}`), and
         # scripts compute metrics with NumPy: a fake tensor formats and converts as a real one

@@ -5,6 +5,7 @@ user's venv: wavecast-worker passes the venv's folder to `configure`.
 """
 
 import glob
+import importlib.metadata
 import importlib.util
 import os
 import re
@@ -79,6 +80,29 @@ def missing_module(exc, project_root=None):
         return (f"No module named '{name}' in {describe()}, whose {package} has no such module",
                 install_hint(f"--upgrade {package}", "Upgrade it there"))
     return (f"No module named '{name}' in {describe()}", install_hint(package))
+
+
+_CANNOT_IMPORT = re.compile(r"cannot import name '([^']+)' from '([^']+)'")
+
+
+def missing_name(exc):
+    """(message, hint) when `exc` is an import of a name the installed package lacks
+    (`from transformers.utils import send_example_telemetry`, removed in transformers 5):
+    the package is there, in another version than the script was written for; None for
+    other import errors."""
+    found = _CANNOT_IMPORT.search(str(exc)) if isinstance(exc, ImportError) else None
+    if found is None or isinstance(exc, ModuleNotFoundError):
+        return None
+    name, module = found.groups()
+    package = package_for_module(module)
+    try:
+        version = importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        version = None
+    installed = f"{package} {version}" if version else package
+    return (f"cannot import name '{name}' from '{module}': {installed} in {describe()} has no such name",
+            f"The script was written for another version of {package}: install the one it names "
+            f"(its requirements), or change the import. " + install_hint(f"'{package}==VERSION'", "Install it there"))
 
 
 def _installed(module):

@@ -129,7 +129,7 @@ def load_entry_module(project, name=ENTRY_MODULE_NAME, during="while loading the
             traceback=format_exception(exc),
         ) from None
     except ImportError as exc:
-        message, hint = environment.missing_module(exc, project.root) or (
+        message, hint = environment.missing_module(exc, project.root) or environment.missing_name(exc) or (
             one_line(exc),
             "Install the missing package in the Python environment wavecast uses, "
             "or select a virtual environment that has it.",

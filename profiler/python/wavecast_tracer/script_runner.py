@@ -29,6 +29,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Mapping
 
 import torch
 
@@ -393,11 +394,11 @@ def _samples_in(batch):
     dimension, or the length of a list of per-sample items (a detection collate's tuple of
     images, each [3, H, W], whose first dimension is not the batch's)."""
     field = batch
-    while isinstance(field, dict) and field:
+    while isinstance(field, Mapping) and field:  # a dict, a Hugging Face BatchEncoding
         field = next(iter(field.values()))
     if isinstance(field, (list, tuple)) and field:
         field = field[0]
-        while isinstance(field, dict) and field:
+        while isinstance(field, Mapping) and field:
             field = next(iter(field.values()))
         if isinstance(field, (list, tuple)):
             return len(field)

@@ -25,6 +25,7 @@ load-balancing loss aims for, so the tokens each expert gets (`torch.where(chose
 """
 
 import enum
+from collections.abc import Mapping
 
 import torch
 
@@ -47,7 +48,7 @@ class Zeros(enum.Enum):
 
 
 def flatten_tensors(value, into=None):
-    """The tensors in `value` (nested lists, tuples and dict values), in order, appended
+    """The tensors in `value` (nested lists, tuples and mappings' values), in order, appended
     to `into` (a new list by default)."""
     into = [] if into is None else into
     if isinstance(value, torch.Tensor):
@@ -55,7 +56,7 @@ def flatten_tensors(value, into=None):
     elif isinstance(value, (list, tuple)):
         for item in value:
             flatten_tensors(item, into)
-    elif isinstance(value, dict):
+    elif isinstance(value, (dict, Mapping)):  # a Hugging Face BatchEncoding is a UserDict
         for item in value.values():
             flatten_tensors(item, into)
     return into
