@@ -103,6 +103,8 @@ void printLineTable(const Prediction& prediction, const Trace& trace, std::ostre
     out << "* host-bound: the GPU waits for the CPU to issue this line's work most of the time\n";
   if (severalGpus)
     out << "max share: the line's largest share of an iteration on any of the GPUs\n";
+  out << "a line's time includes the backward of the ops it runs forward; fwd, bwd and optim "
+         "below split the iteration by phase\n";
 }
 
 void printSummary(const Prediction& prediction, bool methodPerGpu, std::ostream& out) {
