@@ -277,3 +277,33 @@ class HostCopiesTest(ScriptFolderCase):
         self.assertEqual((trace["batch_size"], trace["samples_per_iteration"]), (8, 8))
         copies = [op["args"]["bytes"] for op in trace["ops"] if op["name"] == "wavecast::host_to_device"]
         self.assertEqual(copies, [8 * 16 * 8, 8 * 8])
+
+    def test_a_loaders_own_tensors_made_on_its_samples_device_are_no_copies(self):
+        # torchvision's Normalize makes its mean with `torch.as_tensor(mean, device=x.device)`
+        # for every sample: on the CPU, where the loader runs; the batch's own copy is the one.
+        path = self.write("""
+            import torch
+            import torch.nn as nn
+            from torch.utils.data import DataLoader, Dataset
+
+
+            class Normalized(Dataset):
+                def __len__(self):
+                    return 64
+
+                def __getitem__(self, index):
+                    x = torch.rand(3, 8, 8)
+                    mean = torch.as_tensor([0.5, 0.5, 0.5], device=x.device)
+                    return (x - mean[:, None, None]).flatten(), index % 10
+
+
+            model = nn.Linear(192, 10).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in DataLoader(Normalized(), batch_size=16):
+                nn.functional.cross_entropy(model(x.cuda()), y.cuda()).backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """)
+        trace = run_trace(path)
+        copies = [op["args"]["bytes"] for op in trace["ops"] if op["name"] == "wavecast::host_to_device"]
+        self.assertEqual(copies, [16 * 192 * 4, 16 * 8])
