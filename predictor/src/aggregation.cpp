@@ -148,6 +148,7 @@ void summarize(const Trace& trace, const std::vector<OpCost>& costs,
   const auto& timelines = host.timelines;
   const size_t gpuCount = gpus.size();
   const TensorMemory tensors = tensorMemory(trace, costs, options);
+  const std::optional<CompileMode> compiled = compiledMode(trace);
   for (size_t g = 0; g < gpuCount; ++g) {
     GpuSummary summary;
     summary.gpuId = gpus[g].id;
@@ -181,9 +182,8 @@ void summarize(const Trace& trace, const std::vector<OpCost>& costs,
     for (auto& module : prediction.modules)
       finishSpan(module.perGpu[g], summary.iterationMs, options.host);
     if (summary.hostBound)
-      prediction.advisories.push_back(
-          {advisory::HostBound{summary.gpuId, summary.gpuIdleMs, summary.iterationMs, summary.gpuMs,
-                               compiledMode(trace)}});
+      prediction.advisories.push_back({advisory::HostBound{
+          summary.gpuId, summary.gpuIdleMs, summary.iterationMs, summary.gpuMs, compiled}});
     if (timelines[g].loaderWaitMs > 0)
       prediction.advisories.push_back(
           {advisory::InputBound{summary.gpuId, timelines[g].loaderWaitMs, summary.iterationMs,

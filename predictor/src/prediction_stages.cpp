@@ -352,8 +352,9 @@ HostTimelines playIterations(const Trace& trace, const std::vector<OpCost>& cost
     // included, rather than the staging this CPU timed.
     const HostCalibration* calibrated =
         calibratedHost(g < gpus.size() ? calibrationFor(gpus[g], options) : nullptr);
-    for (size_t i : calibrated ? pageable : std::vector<size_t>{}) {
-      const auto gbs = calibrated->copies(costs[i].transfer.direction).pageable;
+    for (size_t i : pageable) {
+      const auto gbs =
+          calibrated ? calibrated->copies(costs[i].transfer.direction).pageable : std::nullopt;
       if (!gbs)
         continue;
       if (hostMs.empty()) {

@@ -374,39 +374,29 @@ class TraceState:
         """A host tensor the iteration copies to the GPU: the copy engine's transfer over the
         host link, from page-locked memory or, staged on the CPU first, from pageable memory
         (the staging timed on this CPU). docs/trace-format.md, "Operation record"."""
-        if not self.recording or self.suppressed:
-            return
-        meta = tensor_meta(t)
-        nbytes = t.numel() * t.element_size()
-        pinned = bool(getattr(t, PINNED, False))
-        args = {"bytes": nbytes, "pinned": pinned, "non_blocking": bool(non_blocking)}
-        staged = None if pinned else staging_ms(nbytes)
-        if staged is not None:
-            args["staging_ms"] = round(staged, 4)
-        if self.streams.on_side_stream():
-            args["side_stream"] = True
-        self.fallback_hit = False  # set by the last op dispatched, not this one
-        index = self.append_op(HOST_TO_DEVICE_OP, [meta], [], args)
-        self.ops[index]["outputs"] = [meta]
+        self._copied(HOST_TO_DEVICE_OP, t, bool(getattr(t, PINNED, False)), bool(non_blocking))
 
     def copied_to_host(self, t, non_blocking):
         """A GPU tensor the iteration copies to host memory: the copy engine's transfer over
         the host link once the stream reaches it, into pageable memory (staged by the CPU as
         it arrives) or, with non_blocking, into page-locked memory PyTorch allocates for it.
         docs/trace-format.md, "Copies between the host and the GPU"."""
+        self._copied(DEVICE_TO_HOST_OP, t, bool(non_blocking), bool(non_blocking))
+
+    def _copied(self, name, t, pinned, non_blocking):
+        """The op of a copy of `t` over the host link (HOST_TO_DEVICE_OP, DEVICE_TO_HOST_OP)."""
         if not self.recording or self.suppressed:
             return
         meta = tensor_meta(t)
         nbytes = t.numel() * t.element_size()
-        pinned = bool(non_blocking)
-        args = {"bytes": nbytes, "pinned": pinned, "non_blocking": pinned}
+        args = {"bytes": nbytes, "pinned": pinned, "non_blocking": non_blocking}
         staged = None if pinned else staging_ms(nbytes)
         if staged is not None:
             args["staging_ms"] = round(staged, 4)
         if self.streams.on_side_stream():
             args["side_stream"] = True
-        self.fallback_hit = False
-        index = self.append_op(DEVICE_TO_HOST_OP, [meta], [], args)
+        self.fallback_hit = False  # set by the last op dispatched, not this one
+        index = self.append_op(name, [meta], [], args)
         self.ops[index]["outputs"] = [meta]
 
     def synchronized(self):

@@ -60,6 +60,15 @@ _OFFLINE_HINT = (
     "finds cached files; torchvision datasets: download=False with the files in `root`).")
 
 
+def _causes(exc):
+    """`exc` and the exceptions it was raised from or while handling, innermost last."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
 class Blocked(ScriptControl):
     """A call the sandbox refuses; carries the error to report at the script's line."""
 
@@ -312,32 +321,22 @@ class Sandbox:
         """The blocked_call error for a failure a refused call caused, or None: a subprocess
         whose error the script let through (`exc` is it or caused by it), else going online
         (the first connection refused: a later failure is its doing)."""
-        seen = set()
-        cause = exc
-        while cause is not None and id(cause) not in seen:
-            seen.add(id(cause))
+        for cause in _causes(exc):
             site = self.refused_processes.get(cause) if isinstance(cause, FileNotFoundError) else None
             if site is not None:
                 file, line = site
                 return TraceError("blocked_call", "the script started a subprocess, which tracing does not run",
                                   file=file or self.project.entry_file, line=line, hint=_SUBPROCESS_HINT)
-            cause = cause.__cause__ or cause.__context__
-        return self._download_error(exc)
-
-    def _download_error(self, exc):
         if self.blocked_download is not None:
             file, line, host = self.blocked_download
             return TraceError("blocked_call", f"the script tried to download from {host}",
                               file=file or self.project.entry_file, line=line, hint=_OFFLINE_HINT)
-        seen = set()
-        while exc is not None and id(exc) not in seen:
-            seen.add(id(exc))
-            text = str(exc).lower()
-            if type(exc).__name__ in ("OfflineModeIsEnabled", "LocalEntryNotFoundError") or \
+        for cause in _causes(exc):
+            text = str(cause).lower()
+            if type(cause).__name__ in ("OfflineModeIsEnabled", "LocalEntryNotFoundError") or \
                     "offline mode" in text or "couldn't connect to" in text:
                 return TraceError("blocked_call", "the script tried to download from the Hugging Face hub",
                                   hint=_OFFLINE_HINT)
-            exc = exc.__cause__ or exc.__context__
         return None
 
     # --- data loading ---------------------------------------------------------------
