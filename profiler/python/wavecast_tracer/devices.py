@@ -48,6 +48,8 @@ _FACTORIES = frozenset(
 )
 # Calls that put their result on the device of a tensor argument.
 _TO_TENSORS_DEVICE = frozenset({torch.Tensor.to, torch.Tensor.type_as})
+# Tensor methods that make a tensor on their tensor's device by a factory that is not given it.
+_NEW_ON_ITS_DEVICE = frozenset({torch.Tensor.__deepcopy__, torch.Tensor.new})
 # Factories that copy the data they are given (a list, a NumPy array, a tensor): on a GPU
 # device, from host memory.
 _DATA_FACTORIES = frozenset({torch.tensor, torch.as_tensor})
@@ -204,6 +206,10 @@ class Placement:
         self._project_frames = project_frames or (lambda: ())
         # (file, line) of an op that mixed host and GPU tensors -> (file, line) the host one was created at.
         self.mixed = {}
+        # Makes the tracer's GPU tensor of a real tensor copied to the GPU: in shape mode a
+        # fake one (set by recorder.OpRecorder), as every tensor on the GPU is there; None in
+        # cpu mode, where tensors stay real.
+        self.gpu_tensor_of = None
 
     # --- torch function level (devices._CudaAsCpu) ---------------------------
     def call(self, func, args, kwargs, to_gpu):
@@ -215,8 +221,15 @@ class Placement:
         `x.device` cannot tell; a device given as a string ("cpu") or none at all means
         the CPU.
         """
+        if func in _NEW_ON_ITS_DEVICE and not to_gpu and self._real(args[0]):
+            # Made by a factory the dispatcher sees without the host tensor, so shape mode
+            # would make it shape-only (copy.deepcopy then sets its real storage on it):
+            # of host data, host data.
+            with compat.real_execution():
+                return func(*args, **kwargs)
         if not self.recording:
-            return func(*args, **kwargs)
+            out = func(*args, **kwargs)
+            return self._gpu_copy(out) if to_gpu and self._real(out) else out
         if not to_gpu:
             if isinstance(kwargs.get("device"), torch.device):
                 to_gpu = True
@@ -230,7 +243,7 @@ class Placement:
             return out
         source = self._host_source(func, args) if to_gpu else None
         out = func(*args, **kwargs)
-        if to_gpu and isinstance(out, torch.Tensor) and is_host(out):
+        if to_gpu and isinstance(out, torch.Tensor) and (is_host(out) or self._real(out)):
             out = self._gpu_copy(out)
         if source is not None and isinstance(out, torch.Tensor):
             # torch.tensor(data, device=...) copies without non_blocking
@@ -243,10 +256,16 @@ class Placement:
         every pass). An unrecorded view of it in the tracer, where both are on the CPU: no
         data is copied, no memory counted twice."""
         with self._host_side():
+            if self._real(t):
+                t = self.gpu_tensor_of(t)
             copy = t.view_as(t)
         if is_host(copy):
             delattr(copy, HOST)
         return copy
+
+    def _real(self, t):
+        """Whether `t` is a real tensor that shape mode makes a fake one on the GPU."""
+        return self.gpu_tensor_of is not None and isinstance(t, torch.Tensor) and not compat.is_fake(t)
 
     @staticmethod
     def _host_source(func, args):
@@ -287,7 +306,7 @@ class Placement:
     def moved_by_cuda(self, t, args, kwargs):
         """`t.cuda(...)`: a host tensor is copied to the GPU, the copy returned."""
         if not is_host(t):
-            return t
+            return self._gpu_copy(t) if self._real(t) else t
         if self.recording:
             self._copied_to_gpu(t, _non_blocking(args, kwargs))
         return self._gpu_copy(t)

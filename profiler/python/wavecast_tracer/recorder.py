@@ -478,6 +478,12 @@ _DEVICE_QUERY = torch.ops.prim.device.default
 _LOCAL_SCALAR_DENSE = torch.ops.aten._local_scalar_dense.default
 
 
+# The most bytes the ops on host data (OpRecorder._on_host_data) make for real in one trace:
+# past it they are shape-only, so a checkpoint's weights converted on the host (a model's
+# gigabytes) do not take this machine's memory; a dataset's tensors fit well within it.
+_HOST_DATA_BYTES = 2 << 30
+
+
 def _has_real_tensor(values):
     for value in values:
         if isinstance(value, torch.Tensor):
@@ -500,6 +506,10 @@ class OpRecorder(compat.TorchDispatchMode):
         self.recording = True
         # True while a tensor subclass's op runs with this mode entered again.
         self._in_subclass = False
+        # Bytes the ops on host data have made for real in this trace.
+        self._host_data_bytes = 0
+        if fake_mode is not None:
+            state.placement.gpu_tensor_of = self._to_fake
 
     @property
     def recording(self):
@@ -541,13 +551,12 @@ class OpRecorder(compat.TorchDispatchMode):
         # Real tensors reach shape-only tracing from module-level constants and
         # from torch internals that wrap Python scalars; 1.13's FakeTensorMode
         # refuses them, so they are converted here.
-        if (
-            self.fake_mode is not None
-            and func not in _LIFT_OPS
-            and (_has_real_tensor(args) or _has_real_tensor(kwargs.values()))
-        ):
-            args = self._to_fake(args)
-            kwargs = {k: self._to_fake(v) for k, v in kwargs.items()}
+        on_host_data = False
+        if self.fake_mode is not None and (_has_real_tensor(args) or _has_real_tensor(kwargs.values())):
+            on_host_data = self._on_host_data(func, args, kwargs)
+            if not on_host_data and func not in _LIFT_OPS:
+                args = self._to_fake(args)
+                kwargs = {k: self._to_fake(v) for k, v in kwargs.items()}
         if state._pending_outputs and not compat.is_view_op(func):
             # Not on a view op: after an in-place op on a view (EfficientNet's in-place dropout
             # on a flattened tensor) autograd replays the view through the dispatcher while it
@@ -556,7 +565,9 @@ class OpRecorder(compat.TorchDispatchMode):
         state.fallback_hit = False
         name = compat.op_name(func)
         recorded = self.recording and state.records(name)
-        if recorded and self.timer is not None:
+        if on_host_data:
+            out = self._run_on_host_data(func, args, kwargs)
+        elif recorded and self.timer is not None:
             out = self.timer.run(func, args, kwargs, len(state.ops))
         elif self.shadows is not None:
             out = self._run_shape_only(func, args, kwargs)
@@ -575,6 +586,28 @@ class OpRecorder(compat.TorchDispatchMode):
         if (state.placement.any_host and self.recording and state.phase != "backward"
                 and (not state.suppressed or state.placement.loading)):
             state.placement.follow(args, kwargs, flatten_tensors(out), state.ops[-1] if recorded else None)
+        return out
+
+    def _on_host_data(self, func, args, kwargs):
+        """Whether an op runs for real in shape mode: every tensor it is given is a real CPU
+        tensor (the script's data: made from bytes, NumPy or Python lists, a DataLoader's
+        batch, and what was computed from those), as the script runs it on the host of a GPU
+        machine; `torch.tensor(data)` and `torch.from_numpy` stay real (their lift). Its
+        values then exist for the script to read (a dataset's `int(self.targets[i])`).
+        Tensors copied to the GPU are shape-only (Placement.gpu_tensor_of), and so is all
+        the work on them."""
+        if func.namespace != "aten" or self._host_data_bytes >= _HOST_DATA_BYTES:
+            return False
+        tensors = flatten_tensors((args, list(kwargs.values())))
+        return all(not compat.is_fake(t) and t.device.type == "cpu" for t in tensors)
+
+    def _run_on_host_data(self, func, args, kwargs):
+        with compat.no_torch_function():
+            inputs = {compat.storage_identity(t) for t in flatten_tensors((args, list(kwargs.values())))}
+            with compat.real_execution():
+                out = func(*args, **kwargs)
+            made = {compat.storage_identity(t) for t in flatten_tensors(out)} - inputs
+        self._host_data_bytes += sum(storage[1] for storage in made if storage is not None)
         return out
 
     def _report_invented(self, values):

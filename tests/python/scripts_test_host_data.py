@@ -1,0 +1,110 @@
+"""The script's own data on the host (recorder.OpRecorder._on_host_data): tensors read from
+bytes or NumPy, and what is computed from them alone, are real in shape mode, as on the host
+of a GPU machine; their copies to the GPU are shape-only."""
+
+import textwrap
+from unittest import mock
+
+from script_folder import ScriptFolderCase
+from wavecast_tracer import recorder
+from wavecast_tracer.tracer import run_trace
+
+# MNIST's files as torchvision reads them: the bytes through torch.frombuffer, viewed and
+# converted with torch, and each sample's label read with int() in __getitem__.
+DIGITS = """
+import numpy as np
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, Dataset
+
+rng = np.random.default_rng(0)
+labels = rng.integers(0, 10, 512, dtype=np.uint8)
+with open("labels.bin", "wb") as f:
+    f.write(labels.tobytes())
+with open("images.bin", "wb") as f:
+    f.write(rng.integers(0, 255, 512 * 784, dtype=np.uint8).tobytes())
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return torch.frombuffer(bytearray(f.read()), dtype=torch.uint8)
+
+
+class Digits(Dataset):
+    def __init__(self):
+        self.data = read("images.bin").view(-1, 28, 28)
+        self.targets = read("labels.bin").long()
+
+    def __len__(self):
+        return len(self.targets)
+
+    def __getitem__(self, index):
+        image, target = self.data[index], int(self.targets[index])
+        return torch.from_numpy(image.numpy().astype(np.float32) / 255).unsqueeze(0), target
+
+
+digits = Digits()
+assert int(digits.targets.sum()) == int(labels.sum()), "the labels' values are the file's"
+model = nn.Sequential(nn.Conv2d(1, 8, 3), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 26 * 26, 10)).cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in DataLoader(digits, batch_size=64, shuffle=True):
+    x, y = x.cuda(), y.cuda()
+    loss = nn.functional.cross_entropy(model(x), y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+class HostDataTest(ScriptFolderCase):
+    def test_a_dataset_read_from_bytes_keeps_its_values(self):
+        trace = run_trace(self.write(DIGITS))
+        self.assertEqual(trace["mode"], "shape")
+        self.assertNotIn("traced_in_cpu_mode", [w["kind"] for w in trace["warnings"]])
+        self.assertEqual(trace["batch_size"], 64)
+        self.assertEqual(sum(op["name"] == "aten::convolution" for op in trace["ops"]), 1)
+
+    def test_past_the_budget_host_data_is_shape_only(self):
+        # A checkpoint's weights converted on the host would take this machine's memory:
+        # past the budget the ops on host data are shape-only, and values read from them
+        # need cpu mode.
+        with mock.patch.object(recorder, "_HOST_DATA_BYTES", 0):
+            trace = run_trace(self.write(DIGITS))
+        self.assertEqual(trace["mode"], "cpu")
+        self.assertIn("traced_in_cpu_mode", [w["kind"] for w in trace["warnings"]])
+
+    def test_host_data_copied_to_the_gpu_is_shape_only(self):
+        # Before the iteration (a table the model keeps) and in it (the batch): the copy is
+        # a fake tensor, the host tensor stays real, and ops on the copy are the GPU's.
+        path = self.write(textwrap.dedent("""
+            import numpy as np
+            import torch
+            import torch.nn as nn
+            from torch._subclasses.fake_tensor import is_fake
+
+            table = torch.from_numpy(np.ones((8, 32), dtype=np.float32))
+            on_gpu = table.cuda()
+            assert is_fake(on_gpu) and not is_fake(table)
+            assert is_fake(table.to("cuda")) and is_fake(torch.as_tensor(table, device="cuda"))
+            model = nn.Linear(32, 10).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(3):
+                x = torch.from_numpy(np.ones((8, 32), dtype=np.float32))
+                doubled = x * 2  # host work
+                assert not is_fake(doubled) and float(doubled.sum()) == 512.0
+                x = doubled.to("cuda")
+                assert is_fake(x)
+                loss = model(x + on_gpu).square().mean()  # on the GPU
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """))
+        trace = run_trace(path)
+        self.assertEqual(trace["mode"], "shape")
+        with open(path) as f:
+            lines = {marker: n for n, text in enumerate(f, 1) for marker in ("# host work", "# on the GPU")
+                     if marker in text}
+        devices = {(op["loc"]["line"], op["name"]): op.get("device", "gpu") for op in trace["ops"]
+                   if op["phase"] == "forward"}
+        self.assertEqual(devices[(lines["# host work"], "aten::mul")], "cpu")
+        self.assertEqual(devices[(lines["# on the GPU"], "aten::add")], "gpu")
