@@ -107,12 +107,12 @@ std::vector<double> issueMs(const Trace& trace, const std::vector<OpCost>& costs
     double us = hostOpUs(op, costs[i], options);
     // A call's fixed price falls on its first op: each backward pass, and each run of
     // optimizer ops that does more than clear gradients (zero_grad(set_to_none=False)
-    // is no step).
+    // is no step) or work on them before the step (clipping is no step either).
     if (op.phase == Phase::Backward && previous != Phase::Backward)
       us += options.backwardCallUs;
     if (op.phase != Phase::Optimizer) {
       stepPaid = false;
-    } else if (!stepPaid && !clearsGradients(op)) {
+    } else if (!stepPaid && !clearsGradients(op) && !op.gradientWork) {
       us += options.optimizerStepUs;
       stepPaid = true;
     }

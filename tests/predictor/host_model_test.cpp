@@ -327,6 +327,23 @@ TEST(HostModel, BackwardCallsAndOptimizerStepsPayTheirEntry) {
   EXPECT_NEAR(timeline.hostMs, 0.080 + 0.300, 1e-12);
 }
 
+TEST(HostModel, WorkOnGradientsBeforeTheStepIsNoStepCall) {
+  // Clipping after backward: the optimizer's work, but the step's entry is paid by the
+  // step's own first op.
+  Trace trace;
+  trace.ops.push_back(op("aten::mul", Phase::Backward));
+  for (const char* name : {"aten::_foreach_norm", "aten::_foreach_mul_"}) {
+    trace.ops.push_back(op(name, Phase::Optimizer));
+    trace.ops.back().gradientWork = true;
+  }
+  trace.ops.push_back(op("aten::_foreach_add_", Phase::Optimizer));
+  const std::vector<OpCost> costs(trace.ops.size(), work());
+  const auto issue = issueMs(trace, costs, host());
+  EXPECT_NEAR(issue[1], 0.010, 1e-12);
+  EXPECT_NEAR(issue[2], 0.010, 1e-12);
+  EXPECT_NEAR(issue[3], 0.110, 1e-12) << "the step's entry";
+}
+
 } // namespace
 } // namespace wavecast
 

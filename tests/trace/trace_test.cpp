@@ -26,6 +26,7 @@ json sampleDoc() {
                  {"file": "/p/train.py", "line": 14, "function": "forward"}],
        "module": "conv1", "fallback": false, "future_field": {"x": 1}},
       {"id": 1, "name": "aten::convolution_backward", "phase": "backward", "forward_id": 0,
+       "gradient_work": true,
        "loc": {"file": "/p/train.py", "line": 14}, "fallback": true,
        "measured": {"time_ms": 0.25},
        "kernels": [{"name": "k", "grid": [10, 1, 1], "block": [256, 1, 1],
@@ -70,6 +71,8 @@ TEST(TraceTest, ReadsEveryField) {
   EXPECT_EQ(back.phase, Phase::Backward);
   EXPECT_EQ(back.forwardId, 0);
   EXPECT_TRUE(back.fallback);
+  EXPECT_TRUE(back.gradientWork);
+  EXPECT_FALSE(conv.gradientWork) << "absent: not work on the gradients";
   EXPECT_DOUBLE_EQ(*back.measuredMs, 0.25);
   ASSERT_EQ(back.kernels.size(), 3u);
   EXPECT_EQ(back.kernels[0].registersPerThread, 64);

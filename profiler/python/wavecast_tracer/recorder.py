@@ -18,10 +18,17 @@ from .op_description import METADATA_OPS, describe_call, tensor_meta
 from .project import enters_user_code, forwards_its_arguments
 from .target_gpu import Streams
 from .trace_warnings import location, warning
-from .values import Shadows, flatten_tensors
+from .values import Shadows, flatten_tensors, written_tensors
 
 # Dispatches after which an output without grad_fn is taken to need no gradient.
 _GRAD_FN_CHECKS = 16
+
+# Set on the parameters' gradients once a backward pass made them, and on what ops compute
+# from them outside backward, until the step: that work (clipping, a GradScaler's unscale
+# and its check) is the optimizer's, though it runs before the step. The value is the
+# TraceState's gradient epoch, so marks from an earlier step (a GradScaler's scale, written
+# by its update) mark nothing in the next forward.
+GRADIENT = "_wavecast_gradient"
 
 
 class TraceState:
@@ -38,6 +45,12 @@ class TraceState:
         self.fallback_hit = False
         self.warnings = []
         self.optimizers = []
+        # Bumped by each backward pass and each optimizer step (GRADIENT); the gradients are
+        # live from a backward pass to the step.
+        self._gradient_epoch = 0
+        self._gradients_live = False
+        # The first op recorded since the gradients were made.
+        self._gradients_since = 0
         # Forward outputs whose autograd node is set only after dispatch returns.
         self._pending_outputs = []
         # id(autograd node) -> (node, forward op index); the node is held so ids stay unique.
@@ -222,7 +235,7 @@ class TraceState:
     def enter_region(self, name):
         if name.startswith("Optimizer."):
             frames = self.project_frames()
-            self._regions.append((self.phase, frames))
+            self._regions.append((self.phase, frames, name.startswith("Optimizer.step")))
             self.phase = "optimizer"
             if name.startswith("Optimizer.step"):
                 self.progress("tracing optimizer")
@@ -233,6 +246,9 @@ class TraceState:
         region = self._regions.pop() if self._regions else None
         if region is not None:
             self.phase = region[0]
+            if region[2]:  # a step: the gradients are spent
+                self._gradient_epoch += 1
+                self._gradients_live = False
 
     # --- backward attribution ---------------------------------------------
     def resolve_pending_outputs(self):
@@ -326,8 +342,34 @@ class TraceState:
         del self.module_stack[self._modules_at_backward:]
         self._leave_compiled_modules()
         self.phase = "forward"
+        self._mark_gradients()
         for listener in self.backward_listeners:
             listener()
+
+    def _mark_gradients(self):
+        self._gradient_epoch += 1
+        self._gradients_since = len(self.ops)
+        for optimizer in self.optimizers:
+            for group in optimizer.param_groups:
+                for parameter in group["params"]:
+                    gradient = parameter.grad
+                    if gradient is not None:
+                        setattr(gradient, GRADIENT, self._gradient_epoch)
+                        setattr(local_tensor(gradient), GRADIENT, self._gradient_epoch)  # a DTensor's shard
+                        self._gradients_live = True
+
+    def works_on_gradients(self, func, args, kwargs, out):
+        """Whether an op outside backward and the optimizer's step takes a gradient, or what
+        was computed from one; its outputs and the tensors it writes are then marked too.
+        Such work is the step's (docs/trace-format.md, "phase")."""
+        if not self._gradients_live or self.phase != "forward":
+            return False
+        epoch = self._gradient_epoch
+        if not any(getattr(t, GRADIENT, None) == epoch for t in flatten_tensors((args, list(kwargs.values())))):
+            return False
+        for t in flatten_tensors(out) + written_tensors(func, args, kwargs):
+            setattr(t, GRADIENT, epoch)
+        return True
 
     def _credit_backward(self, op, forward_index):
         if forward_index is None:
@@ -413,16 +455,26 @@ class TraceState:
             self.fallback_ops.append(op["name"])
         self.ops.append(op)
 
-    def record(self, func, name, args, kwargs, out):
+    def record(self, func, name, args, kwargs, out, on_gradients=False):
         tensors = []
         inputs, op_args = describe_call(func, name, args, kwargs, tensors)
-        self.append_op(name, inputs, flatten_tensors(out), op_args, in_place=compat.writes_an_input(func),
-                       input_tensors=tensors)
+        index = self.append_op(name, inputs, flatten_tensors(out), op_args, in_place=compat.writes_an_input(func),
+                               input_tensors=tensors, phase="optimizer" if on_gradients else None)
+        if on_gradients:
+            # The call that works on the gradients (unscale_, clip_grad_norm_) is the step's
+            # work as a whole: the ops it ran first on its own state (the inverse scale) too.
+            loc = self.ops[index]["loc"]
+            for op in self.ops[self._gradients_since:index + 1]:
+                if op["loc"] == loc and (op["phase"] == "forward" or op is self.ops[index]):
+                    op["phase"] = "optimizer"
+                    op["gradient_work"] = True
+                    op.pop("forward_id", None)
 
-    def append_op(self, name, inputs, out_tensors, op_args, in_place=False, input_tensors=None):
+    def append_op(self, name, inputs, out_tensors, op_args, in_place=False, input_tensors=None, phase=None):
         """Appends one op record; `inputs` are tensor metadata (or None), returns its index.
         `in_place`: the op modifies its output, an input (resolve_pending_outputs).
-        `input_tensors`: the inputs' tensors, parallel to `inputs`, for the dataflow."""
+        `input_tensors`: the inputs' tensors, parallel to `inputs`, for the dataflow.
+        `phase`: the op's, where it is not the phase running now (work on gradients)."""
         index = len(self.ops)
         mode, compiled_at = self._compiled_now()
         if compiled_at is not None and compiled_at not in self._compile_sites_warned:
@@ -439,7 +491,7 @@ class TraceState:
         op = {
             "id": index,
             "name": name,
-            "phase": self.phase,
+            "phase": phase or self.phase,
             "inputs": inputs,
             "outputs": [tensor_meta(t) for t in out_tensors],
             "args": op_args,
@@ -456,9 +508,9 @@ class TraceState:
             self._unattributed.append(index)
         else:
             frames = self.project_frames()
-            if self.phase == "optimizer":
-                site = self._regions[-1][1] if self._regions and self._regions[-1] else frames
-                op["loc"] = self.loc_json(site)
+            if op["phase"] == "optimizer":
+                in_step = self.phase == "optimizer" and self._regions and self._regions[-1]
+                op["loc"] = self.loc_json(self._regions[-1][1] if in_step else frames)
             else:
                 op["loc"] = self.loc_json(frames)
                 op["forward_id"] = index
@@ -575,8 +627,9 @@ class OpRecorder(compat.TorchDispatchMode):
             out = func(*args, **kwargs)
         if self.recording and state.memory is not None:
             state.memory.allocated(flatten_tensors(out), len(state.ops), state.phase)
+        on_gradients = state.works_on_gradients(func, args, kwargs, out)
         if recorded:
-            state.record(func, name, args, kwargs, out)
+            state.record(func, name, args, kwargs, out, on_gradients)
         if collectives is not None:
             if self.shadows is not None:
                 for result, value in symmetric_values(name, func, args, kwargs, out, self.shadows.real):

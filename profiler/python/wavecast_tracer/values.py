@@ -250,7 +250,7 @@ class Shadows:
             from_shapes = func.overloadpacket in _VALUES_FROM_SHAPES and all(_shadowable(t) for t in fakes)
             result = self._real_call(func, args, kwargs, Zeros.ALL if from_shapes else Zeros.NONE, fakes=fakes)
         if result is None:
-            for t in _written(func, args, kwargs):  # an in-place op the shadows cannot follow
+            for t in written_tensors(func, args, kwargs):  # an in-place op the shadows cannot follow
                 self.forget(t)
                 if t._base is not None:  # a write through a view changes what it views
                     self.forget(t._base)
@@ -311,7 +311,7 @@ def _in_float64(func, args, kwargs, out_dtypes):
     return cast[0] if isinstance(result, torch.Tensor) else type(result)(cast)
 
 
-def _written(func, args, kwargs):
+def written_tensors(func, args, kwargs):
     """The tensors an op writes into (`x.index_put_(indices, v)` writes x, not the
     indices), by its schema's alias annotations."""
     written = []

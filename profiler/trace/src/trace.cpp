@@ -199,6 +199,7 @@ OpRecord opRecordFromJson(const json& j, const std::string& where) {
   if (const auto live = j.find("live_bytes"); live != j.end() && live->is_number_integer())
     op.liveBytes = live->get<int64_t>();
   op.onHost = j.value("device", std::string()) == "cpu";
+  op.gradientWork = j.value("gradient_work", false);
   if (const auto compiled = j.find("compiled"); compiled != j.end()) {
     const auto mode =
         compiled->is_string() ? compileModeFromString(compiled->get<std::string>()) : std::nullopt;
@@ -243,6 +244,8 @@ json opToJson(const OpRecord& op) {
     j["live_bytes"] = *op.liveBytes;
   if (op.onHost)
     j["device"] = "cpu";
+  if (op.gradientWork)
+    j["gradient_work"] = true;
   if (op.compiled)
     j["compiled"] = toString(*op.compiled);
   return j;

@@ -162,6 +162,9 @@ struct OpRecord {
   // Runs on the host even on a GPU machine (Adam's step counters, tensors the
   // script builds on the CPU): no GPU kernel.
   bool onHost = false;
+  // Work on the gradients before the optimizer's step (clipping, a GradScaler's unscale):
+  // phase Optimizer, though no part of the step call.
+  bool gradientWork = false;
   // Ran inside a torch.compile region (forward, or the backward of a compiled forward).
   std::optional<CompileMode> compiled;
   // The part of the traced batch the op runs on: a pipeline microbatch's copy of a traced
