@@ -240,7 +240,7 @@ class FakeSuiteTest(unittest.TestCase):
         # outputs' gradients. The entries must be the trace's ops, or no prediction finds them.
         from wavecast_tracer import rnn
         from wavecast_tracer.project import Project
-        from wavecast_tracer.recorder import TraceState
+        from wavecast_tracer.trace_state import TraceState
 
         torch.manual_seed(0)
         layers = [(torch.nn.LSTM(5, 7, num_layers=2, dropout=0.2, proj_size=3), [6, 2, 5]),

@@ -1,4 +1,4 @@
-"""Which phase an op is in (recorder.TraceState): the work on the gradients between the
+"""Which phase an op is in (trace_state.TraceState): the work on the gradients between the
 backward pass that made them and the step (clipping, a GradScaler's unscale) is the
 optimizer's, while the next micro-batch's forward and what follows the step are not."""
 

@@ -11,7 +11,7 @@ import torch
 
 from wavecast_tracer import rnn
 from wavecast_tracer.project import Project
-from wavecast_tracer.recorder import TraceState
+from wavecast_tracer.trace_state import TraceState
 from wavecast_tracer.rnn import fuse_recurrent_layers
 from wavecast_tracer.tracer import run_trace
 

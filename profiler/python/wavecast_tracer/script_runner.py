@@ -38,7 +38,8 @@ from .distributed import TORCHRUN_VARIABLES
 from .errors import ScriptControl, TraceError, TraceInterrupted, error_at
 from .loader import PROVIDER_NAMES, load_entry_module, find_providers
 from .memory import MemoryTracker
-from .recorder import OpRecorder, TraceState
+from .recorder import OpRecorder
+from .trace_state import TraceState
 from .rnn import CUDNN_MODES, fuse_recurrent_layers
 from .patching import PatchOnImport, attributes_set, replace_while_active
 from .sandbox import REQUESTED_PINNING, REQUESTED_WORKERS, Blocked, Sandbox

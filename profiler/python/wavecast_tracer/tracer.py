@@ -22,7 +22,8 @@ from .loader import (ENTRY_MODULE_NAME, PROVIDER_NAMES, find_providers, load_ent
 from .memory import MemoryTracker
 from .norms import cuda_rms_norm
 from .project import Project
-from .recorder import OpRecorder, TraceState
+from .recorder import OpRecorder
+from .trace_state import TraceState
 from .replay import ModelCalls, ReplayMismatch
 from . import reuse
 from .trace_warnings import location, warning
