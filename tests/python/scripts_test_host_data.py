@@ -75,7 +75,8 @@ class HostDataTest(ScriptFolderCase):
 
     def test_host_data_copied_to_the_gpu_is_shape_only(self):
         # Before the iteration (a table the model keeps) and in it (the batch): the copy is
-        # a fake tensor, the host tensor stays real, and ops on the copy are the GPU's.
+        # the GPU's, so what is computed from it is shape-only, while the host tensor stays
+        # host data.
         path = self.write(textwrap.dedent("""
             import numpy as np
             import torch
@@ -84,8 +85,8 @@ class HostDataTest(ScriptFolderCase):
 
             table = torch.from_numpy(np.ones((8, 32), dtype=np.float32))
             on_gpu = table.cuda()
-            assert is_fake(on_gpu) and not is_fake(table)
-            assert is_fake(table.to("cuda")) and is_fake(torch.as_tensor(table, device="cuda"))
+            assert on_gpu is not table and is_fake(on_gpu * 2) and not is_fake(table * 2)
+            assert is_fake(table.to("cuda") * 2) and is_fake(torch.as_tensor(table, device="cuda") * 2)
             model = nn.Linear(32, 10).cuda()
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
             for step in range(3):
@@ -93,7 +94,7 @@ class HostDataTest(ScriptFolderCase):
                 doubled = x * 2  # host work
                 assert not is_fake(doubled) and float(doubled.sum()) == 512.0
                 x = doubled.to("cuda")
-                assert is_fake(x)
+                assert is_fake(x + 1)
                 loss = model(x + on_gpu).square().mean()  # on the GPU
                 loss.backward()
                 optimizer.step()
@@ -108,3 +109,43 @@ class HostDataTest(ScriptFolderCase):
                    if op["phase"] == "forward"}
         self.assertEqual(devices[(lines["# host work"], "aten::mul")], "cpu")
         self.assertEqual(devices[(lines["# on the GPU"], "aten::add")], "gpu")
+
+    def test_a_loaded_weight_given_a_shape_only_value_keeps_its_new_shape(self):
+        # transformers' resize_token_embeddings: a checkpoint's weight (real, on the host)
+        # gets the `.data` of a new, larger embedding (shape-only); the head tied to it
+        # follows.
+        path = self.write("""
+            import numpy as np
+            import torch
+            import torch.nn as nn
+
+            class LanguageModel(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.embed = nn.Embedding(100, 16)
+                    self.head = nn.Linear(16, 100, bias=False)
+
+                def forward(self, ids):
+                    return self.head(self.embed(ids))
+
+            model = LanguageModel()
+            model.embed.weight = nn.Parameter(torch.from_numpy(np.ones((100, 16), dtype=np.float32)))
+            model.head.weight = model.embed.weight
+            resized = nn.Embedding(120, 16)
+            resized.weight.data[:100] = model.embed.weight.data
+            model.embed.weight.data = resized.weight.data
+            assert model.head.weight is model.embed.weight and model.embed.weight.shape == (120, 16)
+            model = model.cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(3):
+                ids = torch.randint(0, 120, (4, 8), device="cuda")
+                loss = nn.functional.cross_entropy(model(ids).flatten(0, 1), ids.flatten())
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """)
+        trace = run_trace(path)
+        self.assertEqual(trace["mode"], "shape")
+        [embedding] = [op for op in trace["ops"] if op["name"] == "aten::embedding"]
+        self.assertEqual(embedding["inputs"][0]["shape"], [120, 16])
+        self.assertEqual(trace["memory"]["parameters_bytes"], 120 * 16 * 4, "tied: counted once")

@@ -59,66 +59,6 @@ class ScriptRunnerTest(ScriptFolderCase):
         self.assertEqual(trace["batch_size"], 32)
         self.assertEqual(sum(op["name"] == "aten::addmm" for op in trace["ops"]), 1)
 
-    def test_the_batch_size_is_the_batchs_not_a_transforms(self):
-        # torchvision's transforms are modules that run on each image, inside the DataLoader.
-        path = self.write("""
-            import torch
-            import torch.nn as nn
-            from torch.utils.data import DataLoader, Dataset
-
-            class Scale(nn.Module):
-                def forward(self, image):
-                    return image * 2
-
-            class Images(Dataset):
-                def __init__(self):
-                    self.transform = Scale()
-                def __len__(self):
-                    return 64
-                def __getitem__(self, index):
-                    return self.transform(torch.randn(3, 8, 8)), index % 10
-
-            model = nn.Sequential(nn.Flatten(), nn.Linear(3 * 8 * 8, 10)).cuda()
-            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-            for images, labels in DataLoader(Images(), batch_size=16, num_workers=2):
-                loss = nn.functional.cross_entropy(model(images.cuda()), labels.cuda())
-                loss.backward()
-                optimizer.step()
-                optimizer.zero_grad()
-            """)
-        trace = run_trace(path)
-        self.assertEqual(trace["batch_size"], 16)
-        modules = {op.get("module") for op in trace["ops"] if op["phase"] == "forward"}
-        self.assertNotIn("transform", " ".join(m for m in modules if m))
-
-    def test_a_batch_of_per_sample_images_counts_its_images(self):
-        # A detection collate, tuple(zip(*samples)): a tuple of 4 images of [3, 8, 8] each,
-        # whose first dimension (3) is no batch's.
-        path = self.write("""
-            import torch
-            import torch.nn as nn
-            from torch.utils.data import DataLoader, Dataset
-
-            class Images(Dataset):
-                def __len__(self):
-                    return 16
-                def __getitem__(self, index):
-                    return torch.randn(3, 8, 8), {"labels": torch.tensor([index % 10])}
-
-            model = nn.Sequential(nn.Flatten(), nn.Linear(3 * 8 * 8, 10)).cuda()
-            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-            loader = DataLoader(Images(), batch_size=4, collate_fn=lambda samples: tuple(zip(*samples)))
-            for images, targets in loader:
-                labels = torch.cat([t["labels"] for t in targets]).cuda()
-                loss = nn.functional.cross_entropy(model(torch.stack(images).cuda()), labels)
-                loss.backward()
-                optimizer.step()
-                optimizer.zero_grad()
-            """)
-        trace = run_trace(path)
-        self.assertEqual(trace["batch_size"], 4)
-        self.assertEqual(trace["samples_per_iteration"], 4)
-
     def test_gradient_accumulation_trains_on_every_batch_of_the_step(self):
         # Four batches of 16 per optimizer step, from a DataLoader or made by the loop: the
         # batch size is one batch's, the samples per iteration all four's.
@@ -300,26 +240,6 @@ class ScriptRunnerTest(ScriptFolderCase):
         kinds = [w["kind"] for w in run_trace(by_index)["warnings"]]
         self.assertIn("cuda_traced_on_cpu", kinds)
         self.assertNotIn("cpu_only_script", kinds)
-
-    def test_a_sequence_first_transformer_counts_its_sequences(self):
-        # nn.TransformerEncoder's default layout: 12 positions of 3 sequences; and a model
-        # fed batch first, whose batch is its first dimension.
-        for batch_first, shape in ((False, "12, 3, 16"), (True, "3, 12, 16")):
-            with self.subTest(batch_first=batch_first):
-                path = self.write(f"""
-                    import torch
-                    import torch.nn as nn
-
-                    layer = nn.TransformerEncoderLayer(16, 2, 32, batch_first={batch_first})
-                    model = nn.TransformerEncoder(layer, 2).cuda()
-                    optimizer = torch.optim.Adam(model.parameters())
-                    for step in range(3):
-                        model(torch.randn({shape}, device="cuda")).sum().backward()
-                        optimizer.step()
-                        optimizer.zero_grad()
-                    """)
-                trace = run_trace(path)
-                self.assertEqual((trace["batch_size"], trace["samples_per_iteration"]), (3, 3))
 
     @unittest.skipIf(importlib.util.find_spec("accelerate") is None,
                      "accelerate is not installed in this Python environment (scripts/python-env/test.lock installs it)")

@@ -25,6 +25,13 @@ from .trace_warnings import location, warning
 # such tensors only): the (file, line) it was created at.
 HOST = "_wavecast_host"
 
+# Set in shape mode on a real tensor the script copied to the GPU (a module's loaded weights,
+# a table it moves): the copy stays real, as its source is, but is taken for a GPU tensor, so
+# what ops compute from it is shape-only (recorder.OpRecorder._on_host_data). A parameter
+# given such a copy's `.data` (Module.to) is marked too: it stays the same object, and tied
+# weights stay tied.
+ON_GPU = "_wavecast_on_gpu"
+
 # Set on a host tensor in page-locked memory (`pin_memory()`, a DataLoader's pin_memory=True):
 # the GPU's copy engine reads it directly, without staging.
 PINNED = "_wavecast_pinned"
@@ -50,6 +57,9 @@ _FACTORIES = frozenset(
 _TO_TENSORS_DEVICE = frozenset({torch.Tensor.to, torch.Tensor.type_as})
 # Tensor methods that make a tensor on their tensor's device by a factory that is not given it.
 _NEW_ON_ITS_DEVICE = frozenset({torch.Tensor.__deepcopy__, torch.Tensor.new})
+# `x.data = value` and `x.data` (method-wrappers: equal, not identical, on each access).
+_SET_DATA = torch.Tensor.data.__set__
+_GET_DATA = torch.Tensor.data.__get__
 # Factories that copy the data they are given (a list, a NumPy array, a tensor): on a GPU
 # device, from host memory.
 _DATA_FACTORIES = frozenset({torch.tensor, torch.as_tensor})
@@ -206,10 +216,9 @@ class Placement:
         self._project_frames = project_frames or (lambda: ())
         # (file, line) of an op that mixed host and GPU tensors -> (file, line) the host one was created at.
         self.mixed = {}
-        # Makes the tracer's GPU tensor of a real tensor copied to the GPU: in shape mode a
-        # fake one (set by recorder.OpRecorder), as every tensor on the GPU is there; None in
-        # cpu mode, where tensors stay real.
-        self.gpu_tensor_of = None
+        # True in shape mode (set by recorder.OpRecorder): real tensors are the host's data,
+        # and their copies to the GPU are marked ON_GPU.
+        self.shape_only = False
 
     # --- torch function level (devices._CudaAsCpu) ---------------------------
     def call(self, func, args, kwargs, to_gpu):
@@ -221,12 +230,30 @@ class Placement:
         `x.device` cannot tell; a device given as a string ("cpu") or none at all means
         the CPU.
         """
-        if func in _NEW_ON_ITS_DEVICE and not to_gpu and self._real(args[0]):
-            # Made by a factory the dispatcher sees without the host tensor, so shape mode
-            # would make it shape-only (copy.deepcopy then sets its real storage on it):
-            # of host data, host data.
+        if func == _GET_DATA and getattr(args[0], ON_GPU, False):
+            out = func(*args, **kwargs)  # an alias of a GPU copy is one (Parameter's deepcopy clones it)
+            setattr(out, ON_GPU, True)
+            return out
+        if func == _SET_DATA and self._real(args[0]):
+            value = args[1]
+            if compat.is_fake(value):
+                # A real tensor given a shape-only value (transformers' resize_token_embeddings
+                # sets a loaded weight's `.data` to a new embedding's) stays real, of that
+                # shape: allocated, not computed, as the value was never known.
+                with compat.real_execution():
+                    args = (args[0], torch.empty_strided(value.shape, value.stride(), dtype=value.dtype))
+            elif getattr(value, ON_GPU, False):
+                setattr(args[0], ON_GPU, True)
+        elif (func in _NEW_ON_ITS_DEVICE and not to_gpu and self.shape_only
+              and not compat.is_fake(args[0])):
+            # Made by a factory the dispatcher sees without the real tensor, so shape mode
+            # would make it shape-only (copy.deepcopy then sets its real storage on it): of
+            # a real tensor, a real one, on the GPU where its source is.
             with compat.real_execution():
-                return func(*args, **kwargs)
+                out = func(*args, **kwargs)
+            if getattr(args[0], ON_GPU, False):
+                setattr(out, ON_GPU, True)
+            return out
         if not self.recording:
             out = func(*args, **kwargs)
             return self._gpu_copy(out) if to_gpu and self._real(out) else out
@@ -256,16 +283,18 @@ class Placement:
         every pass). An unrecorded view of it in the tracer, where both are on the CPU: no
         data is copied, no memory counted twice."""
         with self._host_side():
-            if self._real(t):
-                t = self.gpu_tensor_of(t)
             copy = t.view_as(t)
         if is_host(copy):
             delattr(copy, HOST)
+        if self._real(copy):
+            setattr(copy, ON_GPU, True)
         return copy
 
     def _real(self, t):
-        """Whether `t` is a real tensor that shape mode makes a fake one on the GPU."""
-        return self.gpu_tensor_of is not None and isinstance(t, torch.Tensor) and not compat.is_fake(t)
+        """Whether `t` is a real tensor of shape mode's host data: not a fake one, nor a copy
+        on the GPU (ON_GPU)."""
+        return (self.shape_only and isinstance(t, torch.Tensor) and not compat.is_fake(t)
+                and not getattr(t, ON_GPU, False))
 
     @staticmethod
     def _host_source(func, args):

@@ -5,7 +5,7 @@ import torch
 from . import compat, multi_tensor
 from .collectives import symmetric_values
 from .cuda_kernels import SHAPE_KERNELS
-from .devices import HOST
+from .devices import HOST, ON_GPU
 from .trace_warnings import location, warning
 from .values import Shadows, flatten_tensors
 
@@ -48,7 +48,7 @@ class OpRecorder(compat.TorchDispatchMode):
         # Bytes the ops on host data have made for real in this trace.
         self._host_data_bytes = 0
         if fake_mode is not None:
-            state.placement.gpu_tensor_of = self._to_fake
+            state.placement.shape_only = True
 
     @property
     def recording(self):
@@ -134,12 +134,13 @@ class OpRecorder(compat.TorchDispatchMode):
         batch, and what was computed from those), as the script runs it on the host of a GPU
         machine; `torch.tensor(data)` and `torch.from_numpy` stay real (their lift). Its
         values then exist for the script to read (a dataset's `int(self.targets[i])`).
-        Tensors copied to the GPU are shape-only (Placement.gpu_tensor_of), and so is all
-        the work on them."""
+        Tensors copied to the GPU are not host data (devices.ON_GPU): the work on them is
+        shape-only."""
         if func.namespace != "aten" or self._host_data_bytes >= _HOST_DATA_BYTES:
             return False
         tensors = flatten_tensors((args, list(kwargs.values())))
-        return all(not compat.is_fake(t) and t.device.type == "cpu" for t in tensors)
+        return all(not compat.is_fake(t) and t.device.type == "cpu" and not getattr(t, ON_GPU, False)
+                   for t in tensors)
 
     def _run_on_host_data(self, func, args, kwargs):
         with compat.no_torch_function():

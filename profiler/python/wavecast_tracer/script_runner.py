@@ -132,6 +132,8 @@ class _Run:
         self.window = contextlib.ExitStack()  # what the recorded iteration runs under
         self.recording = False
         self.batch_size = None
+        # The model call whose batch is not yet known (module_entered).
+        self._samples_of = None
         # Samples the recorded iteration trains on, by the DataLoader batches it took and by
         # the batches its first module called outside any other (the model) ran on: more
         # than one batch when it accumulates gradients before the optimizer steps.
@@ -161,19 +163,28 @@ class _Run:
         if self.depth == 0:
             self.roots.setdefault(id(module), module)
             if self.recording:
-                first = next((t for t in inputs if isinstance(t, torch.Tensor) and t.dim() > 0), None)
-                if self.batch_size is None:
-                    self.batch_size = int(first.shape[0]) if first is not None else None
                 if self.model is None:
                     self.model = id(module)
-                if id(module) == self.model and first is not None:
+                self._samples_of = id(module)
+        if self._samples_of is not None:
+            # The batch is the first tensor the model takes, or, when the model takes its
+            # tensors by keyword (`model(input_ids=x, labels=y)`), the first one a module
+            # inside it takes (the embedding's ids).
+            first = next((t for t in inputs if isinstance(t, torch.Tensor) and t.dim() > 0), None)
+            if first is not None:
+                if self.batch_size is None:
+                    self.batch_size = int(first.shape[0])
+                if self._samples_of == self.model:
                     self.model_samples += int(first.shape[0])
+                self._samples_of = None
         self.depth += 1
 
     def module_left(self, module, inputs, output):
         if self.loading:
             return
         self.depth = max(0, self.depth - 1)
+        if self.depth == 0:
+            self._samples_of = None
 
     # --- steps ----------------------------------------------------------------------------
     def step_starting(self, optimizer, args, kwargs):
