@@ -80,5 +80,46 @@ class GradientWork(unittest.TestCase):
         self.assertEqual(set(self.phases[self.line("update")]), {"forward"})
 
 
+MANUAL = """
+import torch
+import torch.nn as nn
+
+
+def wavecast_model():
+    return nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10)).cuda()
+
+
+def wavecast_input(batch_size=16):
+    return (torch.randn(batch_size, 32, device="cuda"),)
+
+
+def wavecast_iteration(model):
+    def iteration(x):
+        loss = model(x).square().mean()  # forward
+        model.zero_grad()
+        loss.backward()
+        with torch.no_grad():
+            for parameter in model.parameters():
+                parameter -= 0.01 * parameter.grad  # update
+        model(x).sum()  # forward again
+
+    return iteration
+"""
+
+
+class UpdateByHand(unittest.TestCase):
+    def test_an_update_without_an_optimizer_is_its_work_and_the_next_forward_is_not(self):
+        # No optimizer holds the parameters: their gradients are the ones backward made. The
+        # parameters the update wrote are what the next forward takes.
+        with script_file(MANUAL) as path:
+            trace = run_trace(path, batch_size=16)
+        lines = MANUAL.split("\n")
+        phases = collections.defaultdict(set)
+        for op in trace["ops"]:
+            phases[lines[op["loc"]["line"] - 1].rsplit("# ", 1)[-1]].add(op["phase"])
+        self.assertEqual(phases["update"], {"optimizer"})
+        self.assertEqual(phases["forward again"], {"forward"})
+
+
 if __name__ == "__main__":
     unittest.main()

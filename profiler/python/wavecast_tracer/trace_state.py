@@ -6,6 +6,8 @@ import functools
 import sys
 import weakref
 
+import torch
+
 from . import compat
 from .compiled import compile_mode, compile_site, what_if
 from .dataflow import Dataflow
@@ -48,6 +50,8 @@ class TraceState:
         self._gradients_live = False
         # The first op recorded since the gradients were made.
         self._gradients_since = 0
+        # The parameters the backward pass under way accumulates gradients into.
+        self._leaves = []
         # Forward outputs whose autograd node is set only after dispatch returns.
         self._pending_outputs = []
         # id(autograd node) -> (node, forward op index); the node is held so ids stay unique.
@@ -308,6 +312,9 @@ class TraceState:
             if id(node) in seen:
                 continue
             seen.add(id(node))
+            leaf = getattr(node, "variable", None)  # an AccumulateGrad node's leaf
+            if isinstance(leaf, torch.nn.Parameter):  # not an input's (an adversarial step's)
+                self._leaves.append(leaf)
             known = self._node_records.get(id(node))
             index = known[1] if known else inherited
             if not known:
@@ -344,16 +351,19 @@ class TraceState:
             listener()
 
     def _mark_gradients(self):
+        """The gradients of the parameters backward reached, and of the optimizers' (a
+        script that updates its parameters by hand has none)."""
         self._gradient_epoch += 1
         self._gradients_since = len(self.ops)
-        for optimizer in self.optimizers:
-            for group in optimizer.param_groups:
-                for parameter in group["params"]:
-                    gradient = parameter.grad
-                    if gradient is not None:
-                        setattr(gradient, GRADIENT, self._gradient_epoch)
-                        setattr(local_tensor(gradient), GRADIENT, self._gradient_epoch)  # a DTensor's shard
-                        self._gradients_live = True
+        parameters = self._leaves + [p for optimizer in self.optimizers for group in optimizer.param_groups
+                                     for p in group["params"]]
+        self._leaves = []
+        for parameter in parameters:
+            gradient = parameter.grad
+            if gradient is not None:
+                setattr(gradient, GRADIENT, self._gradient_epoch)
+                setattr(local_tensor(gradient), GRADIENT, self._gradient_epoch)  # a DTensor's shard
+                self._gradients_live = True
 
     def works_on_gradients(self, func, args, kwargs, out):
         """Whether an op outside backward and the optimizer's step takes a gradient, or what
@@ -365,7 +375,10 @@ class TraceState:
         if not any(getattr(t, GRADIENT, None) == epoch for t in flatten_tensors((args, list(kwargs.values())))):
             return False
         for t in flatten_tensors(out) + written_tensors(func, args, kwargs):
-            setattr(t, GRADIENT, epoch)
+            # A parameter updated from its gradient by hand (SAM's ascent step, SGD written
+            # out) is still what the next forward takes.
+            if not isinstance(t, torch.nn.Parameter):
+                setattr(t, GRADIENT, epoch)
         return True
 
     def _credit_backward(self, op, forward_index):
