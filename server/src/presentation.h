@@ -10,7 +10,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace wavecast {
 
@@ -21,6 +23,12 @@ std::string formatShare(double share); // 0.3464 -> "35%"
 std::string formatBytes(double bytes); // "5.1 GiB"
 std::string formatUsd(double usd);     // "$0.012"
 std::string formatCount(double count); // "3,200"
+
+// `parts` with `separator` between them.
+std::string joinedWith(const std::vector<std::string>& parts, const char* separator);
+// What to do about a GPU that waits for the CPU (hover and advisory alike), less what the
+// script already does: compiled, with or without CUDA graphs.
+std::string hostBoundAdvice(std::optional<CompileMode> compiled = std::nullopt);
 
 // The line's largest share of the iteration over the target GPUs.
 double lineShare(const LineBreakdown& line);
