@@ -1,5 +1,5 @@
-"""Copies between host memory and the GPU in a script run as written (devices.py,
-recorder.py): which tensors are host tensors, how each copy is recorded, and the script's
+"""Copies between host memory and the GPU in a script run as written (placement.py,
+trace_state.py): which tensors are host tensors, how each copy is recorded, and the script's
 own waits for the GPU."""
 
 import textwrap

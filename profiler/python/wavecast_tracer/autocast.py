@@ -24,7 +24,7 @@ import functools
 import torch
 
 from . import compat
-from .devices import is_host
+from .placement import is_host
 
 _F = torch.nn.functional
 _ABSENT = object()

@@ -12,7 +12,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from . import compat, reuse
-from .devices import is_host
+from .placement import is_host
 
 # Ops whose result depends on tensor values (FakeTensorMode's fallbacks aside).
 _VALUE_READS = frozenset({"aten::_local_scalar_dense", "aten::item", "aten::equal", "aten::is_nonzero"})

@@ -5,7 +5,7 @@ import torch
 from . import compat, multi_tensor
 from .collectives import symmetric_values
 from .cuda_kernels import SHAPE_KERNELS
-from .devices import HOST, ON_GPU
+from .placement import HOST, ON_GPU
 from .trace_warnings import location, warning
 from .values import Shadows, flatten_tensors
 
@@ -134,7 +134,7 @@ class OpRecorder(compat.TorchDispatchMode):
         batch, and what was computed from those), as the script runs it on the host of a GPU
         machine; `torch.tensor(data)` and `torch.from_numpy` stay real (their lift). Its
         values then exist for the script to read (a dataset's `int(self.targets[i])`).
-        Tensors copied to the GPU are not host data (devices.ON_GPU): the work on them is
+        Tensors copied to the GPU are not host data (placement.ON_GPU): the work on them is
         shape-only."""
         if func.namespace != "aten" or self._host_data_bytes >= _HOST_DATA_BYTES:
             return False

@@ -17,7 +17,7 @@ from torch.utils import _pytree as pytree
 from . import compat, reuse
 from .call_records import PRIMITIVES, Capture, TensorLayout, looks
 from .compiled import compile_mode
-from .devices import is_host
+from .placement import is_host
 
 _GLOBAL_HOOKS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
                  "_global_backward_pre_hooks", "_global_module_registration_hooks")

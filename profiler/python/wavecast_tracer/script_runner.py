@@ -33,7 +33,7 @@ from collections.abc import Mapping
 
 import torch
 
-from . import compat, devices
+from . import compat, placement
 from .distributed import TORCHRUN_VARIABLES
 from .errors import ScriptControl, TraceError, TraceInterrupted, error_at
 from .loader import PROVIDER_NAMES, load_entry_module, find_providers
@@ -508,8 +508,8 @@ def _real_tensors_to_transformers():
 
 
 def _pinning_ignored():
-    """`tensor.pin_memory()` needs a GPU: devices.pinned answers it."""
-    return attributes_set(torch.Tensor, {"pin_memory": lambda self, *args, **kwargs: devices.pinned(self)})
+    """`tensor.pin_memory()` needs a GPU: placement.pinned answers it."""
+    return attributes_set(torch.Tensor, {"pin_memory": lambda self, *args, **kwargs: placement.pinned(self)})
 
 
 def trace_script(project, mode, progress, assume_gpu, rank, script_args, device, compile_mode=None,

@@ -11,7 +11,7 @@ import torch
 from . import compat
 from .compiled import compile_mode, compile_site, what_if
 from .dataflow import Dataflow
-from .devices import DEVICE_TO_HOST_OP, HOST_TO_DEVICE_OP, PINNED, SYNCHRONIZE_OP, Placement, staging_ms
+from .placement import DEVICE_TO_HOST_OP, HOST_TO_DEVICE_OP, PINNED, SYNCHRONIZE_OP, Placement, staging_ms
 from .distributed import local_tensor
 from .op_description import METADATA_OPS, describe_call, tensor_meta
 from .project import enters_user_code, forwards_its_arguments
@@ -70,7 +70,7 @@ class TraceState:
         # > 0 while a fused op (e.g. a whole LSTM) runs its parts, which are not recorded.
         self.suppressed = 0
         self.cuda_mapped = False
-        # Which tensors would be on the CPU on a GPU (devices.Placement); its mixes are warned
+        # Which tensors would be on the CPU on a GPU (placement.Placement); its mixes are warned
         # about when the script uses CUDA, or when `assume_gpu` (the caller moves the model
         # and batch to a GPU, as the truth harness does for the samples).
         self.placement = Placement(self.ops, self.project_frames, self.copied_to_gpu, self.copied_to_host,
