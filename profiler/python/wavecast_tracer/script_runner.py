@@ -24,25 +24,23 @@ import ast
 import contextlib
 import enum
 import importlib
-import logging
 import os
-import signal
-import sys
 import time
 from collections.abc import Mapping
 
 import torch
 
 from . import compat, placement
+from .containment import located, script_process_state, stubbed_note
 from .distributed import TORCHRUN_VARIABLES
 from .errors import ScriptControl, TraceError, TraceInterrupted, error_at
 from .loader import PROVIDER_NAMES, load_entry_module, find_providers
 from .memory import MemoryTracker
-from .recorder import OpRecorder
-from .trace_state import TraceState
-from .rnn import CUDNN_MODES, fuse_recurrent_layers
 from .patching import PatchOnImport, attributes_set, replace_while_active
+from .recorder import OpRecorder
+from .rnn import CUDNN_MODES, fuse_recurrent_layers
 from .sandbox import REQUESTED_PINNING, REQUESTED_WORKERS, Blocked, Sandbox
+from .trace_state import TraceState
 from .trace_warnings import warning
 from .values import Shadows, Zeros, flatten_tensors
 
@@ -111,10 +109,6 @@ class _ScriptShadows(Shadows):
         return super().fallback(func, args, kwargs, fake_mode, Zeros.ALL if reads_values else zeros)
 
 
-def _stubbed_note(call, file, line):
-    return warning("call_stubbed", file, line, call=call)
-
-
 class _Run:
     """One script run: its step count, recording window and notes."""
 
@@ -154,7 +148,7 @@ class _Run:
 
     # --- notes ------------------------------------------------------------------------
     def on_stubbed(self, call, file, line):
-        self.state.warn_once(_stubbed_note(call, file, line))
+        self.state.warn_once(stubbed_note(call, file, line))
 
     # --- module roots ------------------------------------------------------------------
     def module_entered(self, module, inputs):
@@ -419,81 +413,6 @@ def _samples_in(batch):
     return None
 
 
-@contextlib.contextmanager
-def script_process_state(project, argv, working_directory=None):
-    """sys.argv and the working directory as `python file.py ARGS` run from
-    `working_directory` (the script's folder when None) has them (relative data paths
-    read the user's files; writes go to the sandbox). What the script changes of the process is its own process's, and the worker
-    traces again: __main__, sys.argv, the directory, the environment variables, the
-    signal handlers (the worker's SIGUSR1 stops a trace that runs too long) and the root
-    logger's handlers (a basicConfig's file handler) are put back after, and the
-    process-wide state of libraries the script set up is cleared (_library_state_cleared)."""
-    saved_argv, saved_main, saved_cwd = sys.argv, sys.modules.get("__main__"), os.getcwd()
-    saved_environ = dict(os.environ)
-    saved_signals = {number: signal.getsignal(number) for number in _SIGNALS}
-    root = logging.getLogger()
-    saved_logging = (list(root.handlers), root.level)
-    sys.argv = [project.entry_file, *argv]
-    os.chdir(working_directory or project.folder)
-    try:
-        yield
-    finally:
-        for number, handler in saved_signals.items():
-            if signal.getsignal(number) is not handler and handler is not None:
-                signal.signal(number, handler)
-        for handler in root.handlers:
-            if handler not in saved_logging[0]:
-                handler.close()
-        root.handlers[:], root.level = saved_logging
-        if os.environ != saved_environ:
-            os.environ.clear()
-            os.environ.update(saved_environ)
-        os.chdir(saved_cwd)
-        sys.argv = saved_argv
-        if saved_main is not None:
-            sys.modules["__main__"] = saved_main
-        _library_state_cleared()
-
-
-def _library_state_cleared():
-    """Accelerate keeps one state per process: once a script made an Accelerator, another
-    with other settings (the next trace's, or this one after an edit) is refused."""
-    state = sys.modules.get("accelerate.state")
-    if state is not None:
-        state.AcceleratorState._reset_state(reset_partial_state=True)
-        state.GradientState._reset_state()
-
-
-_SIGNALS = (signal.SIGUSR1, signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGHUP)
-
-
-@contextlib.contextmanager
-def provider_script_contained(project):
-    """A provider script's own code (its top level and its providers) runs as `python
-    file.py` would, from its folder, in the sandbox of a script run as written: its writes,
-    checkpoints and loggers leave the user's files as they were, and a download, sys.exit,
-    input() or a subprocess stops the trace with its blocked_call error. Yields the list
-    of the stubbed calls' `call_stubbed` notes, for the trace's warnings."""
-    notes = []
-
-    def on_stubbed(call, file, line):
-        note = _stubbed_note(call, file, line)
-        if note not in notes:
-            notes.append(note)
-
-    sandbox = Sandbox(project, project.site, on_stubbed)
-    try:
-        with script_process_state(project, []), sandbox.active():
-            yield notes
-    except Blocked as blocked:
-        raise sandbox.refusal_error(None) or blocked.error from None
-    except TraceError as error:
-        refused = sandbox.refusal_error(error.__context__) if error.kind == "user_exception" else None
-        if refused is not None:
-            raise _located(refused, error) from None
-        raise
-
-
 def _real_tensors_to_transformers():
     """transformers takes a fake tensor for a graph being compiled (`is_tracing`) and skips
     its value checks: a Trainer's model (no cache) then builds an explicit attention mask
@@ -600,7 +519,7 @@ def _run_main(project, sandbox, run):
     except _Finished:
         return
     except Blocked as blocked:
-        raise sandbox.refusal_error(None) or _located(blocked.error, blocked) from None
+        raise sandbox.refusal_error(None) or located(blocked.error, blocked) from None
     except TraceError as error:
         if error.kind == "user_exception":
             if isinstance(error.__context__, SystemExit):  # `raise SystemExit`, the builtin exit()
@@ -608,7 +527,7 @@ def _run_main(project, sandbox, run):
                                          error.line) from None
             refused = sandbox.refusal_error(error.__context__)
             if refused is not None:
-                raise _located(refused, error) from None
+                raise located(refused, error) from None
             if isinstance(error.__context__, KeyError) and error.__context__.args[:1] and \
                     error.__context__.args[0] in TORCHRUN_VARIABLES:
                 error.hint = ("The script reads the variables torchrun sets: trace it as one rank of its "
@@ -641,15 +560,6 @@ def _main_module(project, run):
         if run.complete:
             raise _Finished() from None
         raise
-
-
-def _located(error, source):
-    """`error` at the line of `source` (a TraceError or an exception) when it has none."""
-    if error.line:
-        return error
-    if isinstance(source, TraceError):
-        error.file, error.line = source.file, source.line
-    return error
 
 
 def _no_step_in_time(exc, project, run):

@@ -30,7 +30,8 @@ from .trace_warnings import location, warning
 from .values import flatten_tensors
 from .versions import VALIDATED_TORCH, release
 from .rnn import fuse_recurrent_layers
-from .script_runner import provider_script_contained, runs_as_written, trace_script
+from .containment import provider_script_contained
+from .script_runner import runs_as_written, trace_script
 from .target_gpu import answering_as
 
 TRACE_FORMAT_VERSION = 2
