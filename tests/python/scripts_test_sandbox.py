@@ -478,6 +478,15 @@ class RefusedCalls(ScriptCase):
         self.assert_blocked("import multiprocessing\n"
                             "multiprocessing.Process(target=print).start()\n", ".start()", "multiprocessing")
 
+    def test_hogwild_shares_its_model_then_its_processes_are_refused(self):
+        # pytorch/examples' mnist_hogwild: model.share_memory() on the tracer's shape-only
+        # tensors is a no-op (as for CUDA memory), and the processes it starts get the message.
+        self.assert_blocked("import torch.multiprocessing as mp\n"
+                            "import torch.nn as nn\n"
+                            "model = nn.Linear(4, 2)\n"
+                            "model.share_memory()\n"
+                            "mp.Process(target=print, args=(model,)).start()\n", ".start()", "multiprocessing")
+
     def test_download(self):
         error = self.assert_blocked("import urllib.request\n"
                                     "urllib.request.urlopen('https://example.com/data.csv')\n",

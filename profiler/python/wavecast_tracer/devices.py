@@ -180,6 +180,10 @@ class _CudaAsCpu(compat.TorchFunctionMode):
         if func is torch.Tensor.cuda:
             self.on_mapped()
             return self.placement.moved_by_cuda(args[0], args, kwargs)
+        if func is torch.Tensor.share_memory_ and compat.is_fake(args[0]):
+            # A shape-only tensor has no memory to share (Hogwild's model.share_memory(), a
+            # no-op for CUDA memory too).
+            return args[0]
         if func is torch.Tensor.tolist and self.reads_gpu_tensor(args[0], sys._getframe(1)):
             return self.placement.read_back(func, args, kwargs)
         if ((func is torch.Tensor.cpu or (func is torch.Tensor.to and _names_host(args[1:], kwargs)))
