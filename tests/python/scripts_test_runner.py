@@ -59,6 +59,35 @@ class ScriptRunnerTest(ScriptFolderCase):
         self.assertEqual(trace["batch_size"], 32)
         self.assertEqual(sum(op["name"] == "aten::addmm" for op in trace["ops"]), 1)
 
+    def test_a_loop_that_stops_on_a_value_it_reads_is_traced_in_cpu_mode(self):
+        # pytorch/examples' regression: it trains until `loss.item()` is small, which shape
+        # mode would read as 0, ending the loop after one backward pass. The value changed
+        # what the script did: it is traced again in cpu mode, where the loss is real.
+        path = self.write("""
+            import itertools
+            import torch
+            import torch.nn.functional as F
+
+            fc = torch.nn.Linear(4, 1)
+            for batch in itertools.count(1):
+                x = torch.randn(32, 4)
+                output = F.smooth_l1_loss(fc(x), x.sum(1, keepdim=True))
+                loss = output.item()  # the stop test's value
+                fc.zero_grad()
+                output.backward()
+                for param in fc.parameters():
+                    param.data.add_(-0.1 * param.grad)
+                if loss < 1e-3 or batch == 50:
+                    break
+            """)
+        trace = run_trace(path)
+        self.assertEqual(trace["mode"], "cpu")
+        [note] = [w for w in trace["warnings"] if w["kind"] == "traced_in_cpu_mode"]
+        with open(path) as f:
+            line = next(n for n, text in enumerate(f, 1) if "# the stop test's value" in text)
+        self.assertEqual((note["line"], note["call"]), (line, "aten::_local_scalar_dense"))
+        self.assertEqual(trace["batch_size"], 32)
+
     def test_gradient_accumulation_trains_on_every_batch_of_the_step(self):
         # Four batches of 16 per optimizer step, from a DataLoader or made by the loop: the
         # batch size is one batch's, the samples per iteration all four's.

@@ -99,6 +99,9 @@ class ValuesNeeded(TraceError):
         )
         schema = getattr(getattr(exc, "func", None), "_schema", None)
         self.op = schema.name if schema is not None else ""  # "aten::nonzero"
+        # Whether the trace only suspects the values mattered (read_at): then cpu mode's own
+        # failure is the one to report.
+        self.made_up = False
         # The code that asked for the values, when a library under the user's line did
         # (torchvision's box coder, not the `model(images)` that called it).
         self.origin = None
@@ -107,6 +110,17 @@ class ValuesNeeded(TraceError):
                 if (frame.filename, frame.lineno) != (self.file, self.line):
                     self.origin = (frame.filename, frame.lineno or 0)
                 break
+
+    @classmethod
+    def read_at(cls, file, line, op, message):
+        """Values the script read at (file, line), which the trace made up (zeros), may
+        have changed what it did (`message`): no exception says so."""
+        needed = cls.__new__(cls)
+        TraceError.__init__(needed, "unsupported_operation", message, file=file, line=line, hint=cls.HINT)
+        needed.op = op
+        needed.origin = None
+        needed.made_up = True
+        return needed
 
 
 def timeout_error(exc, project):

@@ -33,7 +33,7 @@ import torch
 from . import compat, placement
 from .containment import located, script_process_state, stubbed_note
 from .distributed import TORCHRUN_VARIABLES
-from .errors import ScriptControl, TraceError, TraceInterrupted, error_at
+from .errors import ScriptControl, TraceError, TraceInterrupted, ValuesNeeded, error_at
 from .loader import PROVIDER_NAMES, load_entry_module, find_providers
 from .memory import MemoryTracker
 from .patching import PatchOnImport, attributes_set, replace_while_active
@@ -102,11 +102,26 @@ class _ScriptShadows(Shadows):
     zero (no overflow, no NaN), as a float's already does (an `.all()` reads as true, as in
     every trace: Shadows.follow). An op whose output's shape depends on such values (a mask
     of the losses: hard-example mining) gets no zeros, which would give it another shape: the
-    script is traced in cpu mode instead (tracer.run_trace)."""
+    script is traced in cpu mode instead (tracer.run_trace), and so is a script that ends
+    before its second step after reading such a value (`made_up`): the value may have
+    ended its loop (`if loss.item() < 1e-3: break`)."""
+
+    def __init__(self, site):
+        super().__init__(site=site)
+        # (file, line, op) where the script first read a value the trace made up; None: none.
+        self.made_up = None
 
     def fallback(self, func, args, kwargs, fake_mode, zeros=Zeros.FLOATS):
         reads_values = not any("Tensor" in str(r.type) for r in func._schema.returns)
+        if reads_values and self.made_up is None and any(
+                self.real(t) is None for t in flatten_tensors((args, list(kwargs.values())))):
+            self.made_up = (*self._site(), compat.op_name(func))
         return super().fallback(func, args, kwargs, fake_mode, Zeros.ALL if reads_values else zeros)
+
+    def read(self, fake):
+        if self.made_up is None and self.real(fake) is None:
+            self.made_up = (*self._site(), "")
+        return super().read(fake)
 
 
 class _Run:
@@ -536,6 +551,10 @@ def _run_main(project, sandbox, run):
         raise
     if run.complete:
         return
+    made_up = getattr(run.recorder.shadows, "made_up", None)
+    if made_up is not None:
+        raise ValuesNeeded.read_at(*made_up, "the script ended before its second step after reading a value "
+                                   "shape-only tracing does not compute")
     # The script ended before its second step: a file that is no training script at all
     # gets the provider errors it always had.
     if run.steps == 0:

@@ -155,6 +155,8 @@ def _traced_with_values(needed, attempt, cache, captured, progress):
     try:
         document = attempt("cpu")
     except TraceError as failed:
+        if needed.made_up:
+            raise
         where = f" at {os.path.basename(failed.file)}:{failed.line}" if failed.file and failed.line else ""
         needed.hint += f" Tracing in cpu mode was tried instead, and failed{where}: {failed.message}."
         raise needed from None
