@@ -407,5 +407,54 @@ class AgainstTorchsOwnCudaAutocast(unittest.TestCase):
                 self.assertGreater(sum(torchs.values()), 60)
 
 
+SCRIPTED = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc(F.layer_norm(x, (16,)))
+
+
+def wavecast_model():
+    return torch.jit.script(Net()).cuda()
+
+
+def wavecast_input(batch_size=8):
+    return (torch.randn(batch_size, 16, device="cuda"),)
+
+
+def wavecast_iteration(model):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def iteration(x):
+        model(x).sum().backward()
+        optimizer.step()
+
+    return iteration
+"""
+
+
+class TorchScript(unittest.TestCase):
+    def test_a_scripted_model_compiles_torchs_functions_not_the_tracers_wrappers(self):
+        # The autocast emulation wraps F.linear (a builtin) and F.layer_norm (Python):
+        # torch.jit.script resolves them as without the tracer, so the model compiles.
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "scripted.py")
+            with open(path, "w") as f:
+                f.write(SCRIPTED)
+            trace = run_trace(path, batch_size=8)
+        forward = [op["name"] for op in trace["ops"] if op["phase"] == "forward"]
+        self.assertIn("aten::native_layer_norm", forward)
+        self.assertIn("aten::addmm", forward)
+        self.assertIn("aten::mm", [op["name"] for op in trace["ops"] if op["phase"] == "backward"])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -293,12 +293,15 @@ def cuda_autocast():
     wrappers += [(owner, name, functools.partial(autocast.wrap_composite, composite=composite))
                  for owner, composites in _COMPOSITES.items() for name, composite in composites.items()]
     saved = []
+    replaced = []
     for owner, name, wrap in wrappers:
         original = getattr(owner, name, None)
         if original is None:
             continue
         saved.append((owner, name, owner.__dict__.get(name, _ABSENT)))
-        setattr(owner, name, wrap(original))
+        wrapped = wrap(original)
+        setattr(owner, name, wrapped)
+        replaced.append((wrapped, original))
     clear = torch.clear_autocast_cache
 
     def clear_autocast_cache():  # autocast.__exit__ of the outermost region
@@ -310,7 +313,8 @@ def cuda_autocast():
 
     torch.clear_autocast_cache = clear_autocast_cache
     try:
-        yield autocast
+        with compat.scripted_as_originals(replaced):
+            yield autocast
     finally:
         torch.clear_autocast_cache = clear
         for owner, name, original in reversed(saved):

@@ -401,3 +401,38 @@ def saveable(tensor):
         with real_execution():
             return tensor.clone()
     return tensor
+
+
+
+@contextlib.contextmanager
+def scripted_as_originals(replaced):
+    """While active, TorchScript takes each (replacement, original) of `replaced` (the
+    tracer's wrappers of torch functions: autocast's F.linear, F.layer_norm) for the
+    original, as a script that `torch.jit.script`s its model has it compiled on a GPU, not
+    our wrappers' Python: a builtin op by TorchScript's table of builtins (keyed by id, so a
+    dead wrapper's is removed after), a Python function by compiling it, not the wrapper."""
+    from torch.jit import _builtins, _recursive
+
+    table = _builtins._get_builtin_table()
+    registered = []
+    originals = {}
+    for replacement, original in replaced:
+        op = _builtins._find_builtin(original)
+        if op is not None:
+            table[id(replacement)] = op
+            registered.append(id(replacement))
+        else:
+            originals[id(replacement)] = (replacement, original)
+    try_compile_fn = _recursive.try_compile_fn
+
+    def compiled_as_original(fn, loc):
+        entry = originals.get(id(fn))
+        return try_compile_fn(entry[1] if entry is not None and entry[0] is fn else fn, loc)
+
+    _recursive.try_compile_fn = compiled_as_original
+    try:
+        yield
+    finally:
+        _recursive.try_compile_fn = try_compile_fn
+        for key in registered:
+            table.pop(key, None)
