@@ -455,6 +455,22 @@ class TorchScript(unittest.TestCase):
         self.assertIn("aten::addmm", forward)
         self.assertIn("aten::mm", [op["name"] for op in trace["ops"] if op["phase"] == "backward"])
 
+    def test_a_failure_quoting_the_tracers_code_is_the_tracers(self):
+        # TorchScript compiling one of the tracer's functions (as it did autocast's wrappers)
+        # quotes its source: the hint says whose fault it is, not "fix your script".
+        source = SCRIPTED.replace("return torch.jit.script(Net()).cuda()",
+                                  "from wavecast_tracer import values\n"
+                                  "    torch.jit.script(values.flatten_tensors)\n"
+                                  "    return Net().cuda()")
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "scripted.py")
+            with open(path, "w") as f:
+                f.write(source)
+            with self.assertRaises(TraceError) as raised:
+                run_trace(path, batch_size=8)
+        self.assertEqual(raised.exception.kind, "user_exception")
+        self.assertIn("wavecast's own code", raised.exception.hint)
+
 
 if __name__ == "__main__":
     unittest.main()

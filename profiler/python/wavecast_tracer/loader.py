@@ -142,16 +142,20 @@ def load_entry_module(project, name=ENTRY_MODULE_NAME, during="while loading the
     return module
 
 
+# The tracer's own package: an error whose message quotes its code (TorchScript compiling
+# one of its stand-ins) is the tracer's, not the script's.
+_TRACER_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
 def user_exception(exc, project, during):
     if compat.is_value_dependent_error(exc):
         return ValuesNeeded(exc, project, compat.OWN_CODE_DIRS)
-    return error_at(
-        "user_exception",
-        f"{one_line(exc)} ({during})",
-        exc,
-        project,
-        getattr(exc, "hint", "Fix the exception raised in your script at the line shown."),
-    )
+    if _TRACER_DIR in str(exc):
+        hint = ("The message quotes wavecast's own code: the script met one of the tracer's stand-ins for "
+                "torch, a fault of wavecast's, not of the script. Please report it with this message.")
+    else:
+        hint = getattr(exc, "hint", "Fix the exception raised in your script at the line shown.")
+    return error_at("user_exception", f"{one_line(exc)} ({during})", exc, project, hint)
 
 
 def find_providers(module, project):
