@@ -114,6 +114,35 @@ class ScriptRunnerTest(ScriptFolderCase):
                 self.assertEqual(trace["batch_size"], 16)
                 self.assertEqual(trace["samples_per_iteration"], 64)
 
+    def test_a_batch_slowed_by_the_machine_is_timed_at_the_loaders_quickest(self):
+        # The recorded iteration's batch takes 300 ms more than the warm-up's (as a busy
+        # machine can make it): the loading is the least a batch of the loader took.
+        path = self.write("""
+            import time
+            import torch
+            import torch.nn as nn
+            from torch.utils.data import DataLoader, Dataset
+
+            class Samples(Dataset):
+                def __len__(self):
+                    return 64
+
+                def __getitem__(self, index):
+                    if index == 16:  # in the second batch, the recorded iteration's
+                        time.sleep(0.3)
+                    return torch.randn(32), index % 10
+
+            model = nn.Linear(32, 10).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in DataLoader(Samples(), batch_size=16):
+                loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """)
+        [loading] = [op for op in run_trace(path)["ops"] if op["name"] == "wavecast::data_loading"]
+        self.assertLess(loading["args"]["host_ms"], 150)
+
     def test_data_loading_records_the_workers_the_script_asked_for(self):
         # Loaded in this process while tracing; each batch's op keeps its loader and the
         # workers that make its batches on a GPU machine (the predictor overlaps them).
