@@ -1,4 +1,4 @@
-"""The script's own data on the host (recorder.OpRecorder._on_host_data): tensors read from
+"""The script's own data on the host (recorder.OpRecorder._host_data_inputs): tensors read from
 bytes or NumPy, and what is computed from them alone, are real in shape mode, as on the host
 of a GPU machine; their copies to the GPU are shape-only."""
 

@@ -12,6 +12,8 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.overrides import TorchFunctionMode  # noqa: F401 - re-exported (1.13 and 2.x)
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: F401 - re-exported
 
+from .patching import attributes_set
+
 # Where torch's own Python and the tracer's live: a frame in either is neither the script's
 # code nor a library's it calls.
 OWN_CODE_DIRS = (os.path.dirname(torch.__file__) + os.sep, os.path.dirname(os.path.abspath(__file__)) + os.sep)
@@ -429,10 +431,9 @@ def scripted_as_originals(replaced):
         entry = originals.get(id(fn))
         return try_compile_fn(entry[1] if entry is not None and entry[0] is fn else fn, loc)
 
-    _recursive.try_compile_fn = compiled_as_original
     try:
-        yield
+        with attributes_set(_recursive, {"try_compile_fn": compiled_as_original}):
+            yield
     finally:
-        _recursive.try_compile_fn = try_compile_fn
         for key in registered:
             table.pop(key, None)

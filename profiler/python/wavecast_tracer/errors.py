@@ -87,40 +87,38 @@ class ValuesNeeded(TraceError):
             "masks) only; avoid value-dependent operations (.item(), nonzero, boolean masks) "
             "on computed float tensors in the iteration.")
 
-    def __init__(self, exc, project, own_code_dirs):
-        file, line = deepest_project_frame(exc, project)
-        super().__init__(
-            "unsupported_operation",
-            f"{one_line(exc)}: its result depends on tensor values, which shape-only tracing does not compute",
-            file=file or project.entry_file,
-            line=line,
-            hint=self.HINT,
-            traceback=format_exception(exc),
-        )
-        schema = getattr(getattr(exc, "func", None), "_schema", None)
-        self.op = schema.name if schema is not None else ""  # "aten::nonzero"
-        # Whether the trace only suspects the values mattered (read_at): then cpu mode's own
-        # failure is the one to report.
-        self.made_up = False
+    def __init__(self, message, file, line, op="", origin=None, made_up=False, traceback=""):
+        super().__init__("unsupported_operation", message, file=file, line=line, hint=self.HINT,
+                         traceback=traceback)
+        self.op = op  # "aten::nonzero"
         # The code that asked for the values, when a library under the user's line did
         # (torchvision's box coder, not the `model(images)` that called it).
-        self.origin = None
+        self.origin = origin
+        # Whether the trace only suspects the values mattered (read_at): then cpu mode's own
+        # failure is the one to report.
+        self.made_up = made_up
+
+    @classmethod
+    def raised(cls, exc, project, own_code_dirs):
+        """Shape-only tracing raised `exc` for want of values."""
+        file, line = deepest_project_frame(exc, project)
+        file = file or project.entry_file
+        schema = getattr(getattr(exc, "func", None), "_schema", None)
+        origin = None
         for frame in reversed(_traceback.extract_tb(exc.__traceback__)):
             if not frame.filename.startswith(own_code_dirs):
-                if (frame.filename, frame.lineno) != (self.file, self.line):
-                    self.origin = (frame.filename, frame.lineno or 0)
+                if (frame.filename, frame.lineno) != (file, line):
+                    origin = (frame.filename, frame.lineno or 0)
                 break
+        return cls(f"{one_line(exc)}: its result depends on tensor values, which shape-only tracing does not compute",
+                   file, line, op=schema.name if schema is not None else "", origin=origin,
+                   traceback=format_exception(exc))
 
     @classmethod
     def read_at(cls, file, line, op, message):
         """Values the script read at (file, line), which the trace made up (zeros), may
         have changed what it did (`message`): no exception says so."""
-        needed = cls.__new__(cls)
-        TraceError.__init__(needed, "unsupported_operation", message, file=file, line=line, hint=cls.HINT)
-        needed.op = op
-        needed.origin = None
-        needed.made_up = True
-        return needed
+        return cls(message, file, line, op=op, made_up=True)
 
 
 def timeout_error(exc, project):

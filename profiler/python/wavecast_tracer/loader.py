@@ -149,7 +149,7 @@ _TRACER_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 def user_exception(exc, project, during):
     if compat.is_value_dependent_error(exc):
-        return ValuesNeeded(exc, project, compat.OWN_CODE_DIRS)
+        return ValuesNeeded.raised(exc, project, compat.OWN_CODE_DIRS)
     if _TRACER_DIR in str(exc):
         hint = ("The message quotes wavecast's own code: the script met one of the tracer's stand-ins for "
                 "torch, a fault of wavecast's, not of the script. Please report it with this message.")

@@ -17,7 +17,7 @@ HOST = "_wavecast_host"
 
 # Set in shape mode on a real tensor the script copied to the GPU (a module's loaded weights,
 # a table it moves): the copy stays real, as its source is, but is taken for a GPU tensor, so
-# what ops compute from it is shape-only (recorder.OpRecorder._on_host_data). A parameter
+# what ops compute from it is shape-only (recorder.OpRecorder._host_data_inputs). A parameter
 # given such a copy's `.data` (Module.to) is marked too: it stays the same object, and tied
 # weights stay tied.
 ON_GPU = "_wavecast_on_gpu"
@@ -55,6 +55,13 @@ _GET_DATA = torch.Tensor.data.__get__
 _DATA_FACTORIES = frozenset({torch.tensor, torch.as_tensor})
 # What such a factory copies when its data is no tensor: the result's bytes.
 _HOST_DATA = object()
+
+
+def _placed_as(t, source):
+    """`t`, marked as a GPU copy (ON_GPU) where `source` is one."""
+    if getattr(source, ON_GPU, False):
+        setattr(t, ON_GPU, True)
+    return t
 
 
 def is_host(t):
@@ -165,10 +172,9 @@ class Placement:
         `x.device` cannot tell; a device given as a string ("cpu") or none at all means
         the CPU.
         """
-        if func == _GET_DATA and getattr(args[0], ON_GPU, False):
-            out = func(*args, **kwargs)  # an alias of a GPU copy is one (Parameter's deepcopy clones it)
-            setattr(out, ON_GPU, True)
-            return out
+        if func == _GET_DATA:
+            # An alias of a GPU copy is one (Parameter's deepcopy clones it).
+            return _placed_as(func(*args, **kwargs), args[0])
         if func == _SET_DATA and self._real(args[0]):
             value = args[1]
             if compat.is_fake(value):
@@ -177,18 +183,15 @@ class Placement:
                 # shape: allocated, not computed, as the value was never known.
                 with compat.real_execution():
                     args = (args[0], torch.empty_strided(value.shape, value.stride(), dtype=value.dtype))
-            elif getattr(value, ON_GPU, False):
-                setattr(args[0], ON_GPU, True)
+            else:
+                _placed_as(args[0], value)
         elif (func in _NEW_ON_ITS_DEVICE and not to_gpu and self.shape_only
               and not compat.is_fake(args[0])):
             # Made by a factory the dispatcher sees without the real tensor, so shape mode
             # would make it shape-only (copy.deepcopy then sets its real storage on it): of
             # a real tensor, a real one, on the GPU where its source is.
             with compat.real_execution():
-                out = func(*args, **kwargs)
-            if getattr(args[0], ON_GPU, False):
-                setattr(out, ON_GPU, True)
-            return out
+                return _placed_as(func(*args, **kwargs), args[0])
         if not self.recording:
             out = func(*args, **kwargs)
             return self._gpu_copy(out) if to_gpu and self._real(out) else out

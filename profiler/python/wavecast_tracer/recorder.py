@@ -17,7 +17,7 @@ _DEVICE_QUERY = torch.ops.prim.device.default
 _LOCAL_SCALAR_DENSE = torch.ops.aten._local_scalar_dense.default
 
 
-# The most bytes the ops on host data (OpRecorder._on_host_data) make for real in one trace:
+# The most bytes the ops on host data (OpRecorder._host_data_inputs) make for real in one trace:
 # past it they are shape-only, so a checkpoint's weights converted on the host (a model's
 # gigabytes) do not take this machine's memory; a dataset's tensors fit well within it.
 _HOST_DATA_BYTES = 2 << 30
@@ -90,10 +90,10 @@ class OpRecorder(compat.TorchDispatchMode):
         # Real tensors reach shape-only tracing from module-level constants and
         # from torch internals that wrap Python scalars; 1.13's FakeTensorMode
         # refuses them, so they are converted here.
-        on_host_data = False
+        host_inputs = None
         if self.fake_mode is not None and (_has_real_tensor(args) or _has_real_tensor(kwargs.values())):
-            on_host_data = self._on_host_data(func, args, kwargs)
-            if not on_host_data and func not in _LIFT_OPS:
+            host_inputs = self._host_data_inputs(func, args, kwargs)
+            if host_inputs is None and func not in _LIFT_OPS:
                 args = self._to_fake(args)
                 kwargs = {k: self._to_fake(v) for k, v in kwargs.items()}
         if state._pending_outputs and not compat.is_view_op(func):
@@ -104,8 +104,8 @@ class OpRecorder(compat.TorchDispatchMode):
         state.fallback_hit = False
         name = compat.op_name(func)
         recorded = self.recording and state.records(name)
-        if on_host_data:
-            out = self._run_on_host_data(func, args, kwargs)
+        if host_inputs is not None:
+            out = self._run_on_host_data(func, args, kwargs, host_inputs)
         elif recorded and self.timer is not None:
             out = self.timer.run(func, args, kwargs, len(state.ops))
         elif self.shadows is not None:
@@ -128,8 +128,9 @@ class OpRecorder(compat.TorchDispatchMode):
             state.placement.follow(args, kwargs, flatten_tensors(out), state.ops[-1] if recorded else None)
         return out
 
-    def _on_host_data(self, func, args, kwargs):
-        """Whether an op runs for real in shape mode: every tensor it is given is a real CPU
+    def _host_data_inputs(self, func, args, kwargs):
+        """The tensors of an op that runs for real in shape mode, else None: every tensor it
+        is given is a real CPU
         tensor (the script's data: made from bytes, NumPy or Python lists, a DataLoader's
         batch, and what was computed from those), as the script runs it on the host of a GPU
         machine; `torch.tensor(data)` and `torch.from_numpy` stay real (their lift). Its
@@ -137,14 +138,16 @@ class OpRecorder(compat.TorchDispatchMode):
         Tensors copied to the GPU are not host data (placement.ON_GPU): the work on them is
         shape-only."""
         if func.namespace != "aten" or self._host_data_bytes >= _HOST_DATA_BYTES:
-            return False
+            return None
         tensors = flatten_tensors((args, list(kwargs.values())))
-        return all(not compat.is_fake(t) and t.device.type == "cpu" and not getattr(t, ON_GPU, False)
-                   for t in tensors)
+        if all(not compat.is_fake(t) and t.device.type == "cpu" and not getattr(t, ON_GPU, False) for t in tensors):
+            return tensors
+        return None
 
-    def _run_on_host_data(self, func, args, kwargs):
+    def _run_on_host_data(self, func, args, kwargs, tensors):
+        """Runs it for real, counting the bytes of the storages it made (_HOST_DATA_BYTES)."""
         with compat.no_torch_function():
-            inputs = {compat.storage_identity(t) for t in flatten_tensors((args, list(kwargs.values())))}
+            inputs = {compat.storage_identity(t) for t in tensors}
             with compat.real_execution():
                 out = func(*args, **kwargs)
             made = {compat.storage_identity(t) for t in flatten_tensors(out)} - inputs

@@ -472,13 +472,17 @@ class TraceState:
                                input_tensors=tensors, phase="optimizer" if on_gradients else None)
         if on_gradients:
             # The call that works on the gradients (unscale_, clip_grad_norm_) is the step's
-            # work as a whole: the ops it ran first on its own state (the inverse scale) too.
+            # work as a whole: the ops it ran just before on its own state (the inverse scale)
+            # too, back to an op of another line or phase (one credited so already) or made
+            # before the gradients.
             loc = self.ops[index]["loc"]
-            for op in self.ops[self._gradients_since:index + 1]:
-                if op["loc"] == loc and (op["phase"] == "forward" or op is self.ops[index]):
-                    op["phase"] = "optimizer"
-                    op["gradient_work"] = True
-                    op.pop("forward_id", None)
+            self.ops[index]["gradient_work"] = True
+            for op in reversed(self.ops[self._gradients_since:index]):
+                if op["loc"] != loc or op["phase"] != "forward":
+                    break
+                op["phase"] = "optimizer"
+                op["gradient_work"] = True
+                op.pop("forward_id", None)
 
     def append_op(self, name, inputs, out_tensors, op_args, in_place=False, input_tensors=None, phase=None):
         """Appends one op record; `inputs` are tensor metadata (or None), returns its index.
