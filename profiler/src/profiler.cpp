@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <poll.h>
+#include <string_view>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -80,6 +81,48 @@ uint64_t defaultMemoryLimit() {
   return static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize) / 4 * 3;
 }
 
+// A worker's scratch folder: <temp>/wavecast-worker-<this process's pid>-XXXXXX, removed
+// when the worker ends. The folders of a process that no longer runs (its whole process
+// group killed at once, as an editor that quits may do) are removed as a new one is made.
+constexpr std::string_view kScratchPrefix = "wavecast-worker-";
+
+void removeScratchOfEndedProcesses(const std::filesystem::path& temp) {
+  std::error_code error;
+  std::vector<std::filesystem::path> ended;
+  for (std::filesystem::directory_iterator it(temp, error), end; !error && it != end;
+       it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(kScratchPrefix, 0) != 0)
+      continue;
+    const std::string rest = name.substr(kScratchPrefix.size());
+    const size_t dash = rest.find('-');
+    if (dash == 0 || dash == std::string::npos || rest.find_first_not_of("0123456789") != dash ||
+        dash > 9)
+      continue;
+    const pid_t owner = static_cast<pid_t>(std::stol(rest.substr(0, dash)));
+    // EPERM: another user's process, alive.
+    if (owner != ::getpid() && ::kill(owner, 0) != 0 && errno == ESRCH)
+      ended.push_back(it->path());
+  }
+  for (const auto& folder : ended) {
+    std::error_code ignored;
+    std::filesystem::remove_all(folder, ignored);
+  }
+}
+
+std::filesystem::path makeScratchFolder() {
+  std::error_code error;
+  const std::filesystem::path temp = std::filesystem::temp_directory_path(error);
+  if (error)
+    return {};
+  removeScratchOfEndedProcesses(temp);
+  std::string pattern =
+      (temp / (std::string(kScratchPrefix) + std::to_string(::getpid()) + "-XXXXXX")).string();
+  if (::mkdtemp(pattern.data()) == nullptr)
+    return {};
+  return pattern;
+}
+
 void closeFd(int& fd) {
   if (fd >= 0)
     ::close(fd);
@@ -94,7 +137,10 @@ public:
   enum class ReadStatus { Line, Eof, Timeout, Cancelled };
 
   Worker(const ProfilerOptions& options, uint64_t memoryLimit) { spawn(options, memoryLimit); }
-  ~Worker() { kill(SIGKILL); }
+  ~Worker() {
+    kill(SIGKILL);
+    removeScratch();
+  }
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
@@ -184,6 +230,7 @@ public:
     closeFd(requestFd_);
     closeFd(responseFd_);
     drainCrashReport(true);
+    removeScratch();
     return status_;
   }
 
@@ -218,6 +265,13 @@ private:
     if (options.warmUp) {
       argStrings.push_back("--warm-up");
       argStrings.push_back("yes");
+    }
+    // The script's sandbox folders go in here, which this process removes however the
+    // worker ends: a worker killed mid-trace cannot remove its own.
+    scratch_ = makeScratchFolder();
+    if (!scratch_.empty()) {
+      argStrings.push_back("--scratch");
+      argStrings.push_back(scratch_.string());
     }
     std::vector<char*> argv;
     for (auto& s : argStrings)
@@ -263,6 +317,13 @@ private:
     ::fcntl(crashFd_, F_SETFL, O_NONBLOCK);
   }
 
+  void removeScratch() {
+    std::error_code ignored;
+    if (!scratch_.empty())
+      std::filesystem::remove_all(scratch_, ignored);
+    scratch_.clear();
+  }
+
   void drainCrashReport(bool final) {
     if (crashFd_ < 0)
       return;
@@ -288,6 +349,7 @@ private:
   int crashFd_ = -1;
   std::string buffer_;
   std::string crashReport_;
+  std::filesystem::path scratch_;
 };
 
 Profiler::Profiler(ProfilerOptions options) : options_(std::move(options)) {}

@@ -23,11 +23,12 @@ struct WorkerArgs {
   std::string pythonEnv;
   bool showTorchLogs = false;
   bool warmUp = false;
+  std::string scratch;
 };
 
 const char* kUsage = "usage: wavecast-worker --request-fd N --response-fd N --crash-fd N "
                      "--python-path DIR [--python-env VENV|VENV/bin/python] "
-                     "[--torch-logs hidden|shown] [--warm-up yes|no]\n"
+                     "[--torch-logs hidden|shown] [--warm-up yes|no] [--scratch DIR]\n"
                      "Started by wavecast; not meant to be run by hand.\n";
 
 bool parseArgs(int argc, char** argv, WorkerArgs& args) {
@@ -48,6 +49,8 @@ bool parseArgs(int argc, char** argv, WorkerArgs& args) {
       args.showTorchLogs = value == "shown";
     else if (key == "--warm-up" && (value == "yes" || value == "no"))
       args.warmUp = value == "yes";
+    else if (key == "--scratch")
+      args.scratch = value;
     else
       return false;
   }
@@ -157,10 +160,12 @@ int main(int argc, char** argv) {
                                             : py::object(py::str(env.root.string())));
     py::module_ worker = py::module_::import("wavecast_tracer.worker");
     return worker
-        .attr("serve")(args.requestFd, args.responseFd, args.crashFd,
-                       py::arg("show_torch_logs") = args.showTorchLogs,
-                       py::arg("warm_up") = args.warmUp,
-                       py::arg("wavecast_version") = WAVECAST_VERSION)
+        .attr("serve")(
+            args.requestFd, args.responseFd, args.crashFd,
+            py::arg("show_torch_logs") = args.showTorchLogs, py::arg("warm_up") = args.warmUp,
+            py::arg("scratch") =
+                args.scratch.empty() ? py::object(py::none()) : py::object(py::str(args.scratch)),
+            py::arg("wavecast_version") = WAVECAST_VERSION)
         .cast<int>();
   } catch (const py::error_already_set& error) {
     return failStartup(args.responseFd,

@@ -171,7 +171,9 @@ int runServe(const CommandLine& args, const InstallLayout& layout) {
     if (level <= logLevel)
       std::cerr << "wavecast serve: " << line << "\n";
   };
-  asio::signal_set signals(io, SIGINT, SIGTERM);
+  // SIGHUP too: an editor that quits hangs its language servers up (Emacs does), and
+  // the daemon must still stop its worker and remove the worker's folder.
+  asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
   signals.async_wait([&](const boost::system::error_code&, int) { io.stop(); });
   std::signal(SIGPIPE, SIG_IGN);
 

@@ -8,6 +8,7 @@ export WAVECAST_BIN=$2
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/wavecast-e2e-XXXXXX")
+# Not exec: the trap removes the copy when the editor exits.
 trap 'rm -rf "$work"' EXIT
 cp "$root/samples/small_cnn.py" "$work/small_cnn.py"
 export WAVECAST_SAMPLE=$work/small_cnn.py
@@ -16,17 +17,17 @@ export HOME=$work # no user configuration of the editors
 case "$kind" in
 nvim)
   command -v nvim >/dev/null || { echo "nvim not installed (apt neovim)"; exit 77; }
-  exec nvim --headless --clean -c "luafile $here/nvim/hover_lens_diagnostics.lua"
+  nvim --headless --clean -c "luafile $here/nvim/hover_lens_diagnostics.lua"
   ;;
 emacs)
   command -v emacs >/dev/null || { echo "emacs not installed (apt emacs-nox elpa-eglot)"; exit 77; }
-  exec emacs --batch -l "$here/emacs/hover_diagnostics.el" # site-start puts Debian's eglot on the load path
+  emacs --batch -l "$here/emacs/hover_diagnostics.el" # site-start puts Debian's eglot on the load path
   ;;
 node)
   [ -d "$here/node/node_modules/vscode-languageserver-protocol" ] ||
     { echo "run 'npm ci' in tests/e2e/node first"; exit 77; }
   cd "$here/node"
-  exec node --test --test-concurrency=1 serve.test.mjs trace_store.test.mjs parallel.test.mjs compile.test.mjs
+  node --test --test-concurrency=1 serve.test.mjs trace_store.test.mjs parallel.test.mjs compile.test.mjs
   ;;
 *)
   echo "usage: run_editor_test.sh nvim|emacs|node WAVECAST_BIN" >&2

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <thread>
 
 namespace wavecast {
@@ -144,6 +145,54 @@ TEST(Profiler, SegfaultIsAWorkerCrashWithItsLine) {
   EXPECT_EQ(e.line, 16);
   EXPECT_EQ(profiler.workerPid(), 0);
   expectNextTraceWorks(profiler);
+}
+
+// The script's sandbox folder is in the worker's scratch folder, which the profiler
+// removes however the worker ends: one that crashed mid-trace cannot remove its own.
+TEST(Profiler, WorkerFoldersGoHoweverTheWorkerEnds) {
+  const fs::path temp = fs::temp_directory_path() / "wavecast-profiler-test-scratch";
+  fs::remove_all(temp);
+  fs::create_directory(temp);
+  const char* before = std::getenv("TMPDIR");
+  const std::string saved = before ? before : "";
+  ::setenv("TMPDIR", temp.c_str(), 1);
+  {
+    Profiler profiler(options());
+    const ProfileError e = expectError(profiler.trace(request(fixture("segfault.py"))));
+    EXPECT_EQ(e.kind, ProfileErrorKind::WorkerCrashed);
+    EXPECT_TRUE(fs::is_empty(temp)) << fs::begin(fs::recursive_directory_iterator(temp))->path();
+    expectNextTraceWorks(profiler);
+    // The live worker's scratch folder, its sandbox removed after the trace.
+    ASSERT_EQ(std::distance(fs::directory_iterator(temp), fs::directory_iterator()), 1);
+    EXPECT_EQ(fs::directory_iterator(temp)->path().filename().string().rfind("wavecast-worker-", 0),
+              0u);
+    EXPECT_TRUE(fs::is_empty(*fs::directory_iterator(temp)));
+  }
+  EXPECT_TRUE(fs::is_empty(temp));
+
+  // A process killed with its worker (an editor that kills the daemon's process group)
+  // removes nothing: its folders go when the next worker starts, a live process's stay.
+  const pid_t ended = ::fork();
+  if (ended == 0)
+    ::_exit(0);
+  ::waitpid(ended, nullptr, 0);
+  const fs::path left = temp / ("wavecast-worker-" + std::to_string(ended) + "-abcdef");
+  const fs::path alive = temp / "wavecast-worker-1-abcdef";
+  fs::create_directories(left / "wavecast-script-abcdef");
+  fs::create_directory(alive);
+  {
+    Profiler profiler(options());
+    ASSERT_FALSE(profiler.start().has_value());
+    EXPECT_FALSE(fs::exists(left));
+    EXPECT_TRUE(fs::exists(alive));
+  }
+  fs::remove_all(alive);
+  EXPECT_TRUE(fs::is_empty(temp));
+  if (before)
+    ::setenv("TMPDIR", saved.c_str(), 1);
+  else
+    ::unsetenv("TMPDIR");
+  fs::remove_all(temp);
 }
 
 TEST(Profiler, ExitInUserCodeIsAWorkerCrash) {

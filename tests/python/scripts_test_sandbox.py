@@ -79,7 +79,7 @@ class _Project:
 
 class ScriptCase(unittest.TestCase):
     def setUp(self):
-        self.folder = tempfile.mkdtemp(prefix="wavecast-script-test-")
+        self.folder = self.enterContext(tempfile.TemporaryDirectory(prefix="wavecast-script-test-"))
 
     def write(self, source, name="train.py"):
         path = os.path.join(self.folder, name)

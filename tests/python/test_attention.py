@@ -61,7 +61,7 @@ def ops_named(trace, fragment):
 @unittest.skipUnless(HAS_SDPA, "torch 1.13 has no scaled_dot_product_attention")
 class ScaledDotProductAttention(unittest.TestCase):
     def setUp(self):
-        self.directory = tempfile.mkdtemp()
+        self.directory = self.enterContext(tempfile.TemporaryDirectory())
 
     def test_bf16_without_mask_is_flash(self):
         trace = trace_sdpa(self.directory, causal=True, dropout=0.1)
@@ -159,7 +159,7 @@ def trace_modules(directory, mha_kwargs="", inference=False):
 @unittest.skipUnless(HAS_SDPA, "torch 1.13 has no scaled_dot_product_attention")
 class AttentionModules(unittest.TestCase):
     def setUp(self):
-        self.directory = tempfile.mkdtemp()
+        self.directory = self.enterContext(tempfile.TemporaryDirectory())
 
     def attention_ops(self, trace, module):
         return [op["name"] for op in trace["ops"]

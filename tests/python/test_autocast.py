@@ -106,7 +106,7 @@ def wavecast_iteration(model):
 
 class CudaAutocast(unittest.TestCase):
     def setUp(self):
-        self.directory = tempfile.mkdtemp()
+        self.directory = self.enterContext(tempfile.TemporaryDirectory())
 
     def test_bf16_region_casts_as_cuda(self):
         path = write(self.directory, "bf16.py", 'torch.autocast("cuda", dtype=torch.bfloat16)')
@@ -382,7 +382,7 @@ class AgainstTorchsOwnCudaAutocast(unittest.TestCase):
 
         for dtype in (torch.bfloat16, torch.float16):
             with self.subTest(dtype=dtype):
-                directory = tempfile.mkdtemp()
+                directory = self.enterContext(tempfile.TemporaryDirectory())
                 path = os.path.join(directory, "mixed.py")
                 with open(path, "w", encoding="utf-8") as f:
                     f.write(MIXED.replace("{dtype}", str(dtype)[6:]))

@@ -1,6 +1,5 @@
 """Traces each sample at a small batch and checks op counts and line attribution."""
 
-import collections
 import importlib.util
 import os
 import tempfile

@@ -75,7 +75,7 @@ class Repeatability(unittest.TestCase):
         self.assertAlmostEqual(summary["fp32_peak_bytes"][0], 10.0)
 
     def test_markdown_and_the_files_it_refuses(self):
-        folder = tempfile.mkdtemp()
+        folder = self.enterContext(tempfile.TemporaryDirectory())
         paths = []
         for name, doc in (("first", self.first), ("second", self.second),
                           ("h200", truth("NVIDIA H200", self.second["samples"]))):

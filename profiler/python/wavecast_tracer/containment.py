@@ -66,7 +66,7 @@ _SIGNALS = (signal.SIGUSR1, signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signa
 
 
 @contextlib.contextmanager
-def provider_script_contained(project):
+def provider_script_contained(project, scratch=None):
     """A provider script's own code (its top level and its providers) runs as `python
     file.py` would, from its folder, in the sandbox of a script run as written: its writes,
     checkpoints and loggers leave the user's files as they were, and a download, sys.exit,
@@ -79,7 +79,7 @@ def provider_script_contained(project):
         if note not in notes:
             notes.append(note)
 
-    sandbox = Sandbox(project, project.site, on_stubbed)
+    sandbox = Sandbox(project, project.site, on_stubbed, scratch)
     try:
         with script_process_state(project, []), sandbox.active():
             yield notes

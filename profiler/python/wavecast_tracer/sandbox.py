@@ -79,12 +79,14 @@ class Blocked(ScriptControl):
 
 class Sandbox:
     """One script run's containment. `site()` is (file, line) of the script line running
-    now; `on_stubbed(call, file, line)` is told of each stubbed call."""
+    now; `on_stubbed(call, file, line)` is told of each stubbed call. The folder the
+    script's writes go to is made in `scratch` (None: the system's temporary folder)."""
 
-    def __init__(self, project, site, on_stubbed):
+    def __init__(self, project, site, on_stubbed, scratch=None):
         self.project = project
         self.site = site
         self.on_stubbed = on_stubbed
+        self.scratch = scratch
         self.folder = None
         self.files = None  # the ShadowFiles while active
         # The error each subprocess the script started was refused with -> (file, line):
@@ -386,7 +388,10 @@ class Sandbox:
             # Entered first so that it leaves after the variables are set back.
             stack.enter_context(_hub_offline())
             stack.enter_context(variables_set(_HF_OFFLINE))
-            self.folder = tempfile.mkdtemp(prefix="wavecast-script-")
+            if self.scratch is not None:
+                # Made again if something removed it meanwhile (a cleaner of /tmp).
+                os.makedirs(self.scratch, exist_ok=True)
+            self.folder = tempfile.mkdtemp(prefix="wavecast-script-", dir=self.scratch)
             stack.callback(self._remove_folder)
             self.files = ShadowFiles(self.folder)
             replacements = [*self.files.replacements(), *self._stubs(), *self._blocked_calls(),

@@ -456,7 +456,7 @@ def _pinning_ignored():
 
 
 def trace_script(project, mode, progress, assume_gpu, rank, script_args, device, compile_mode=None,
-                 working_directory=None):
+                 working_directory=None, scratch=None):
     """The trace document of one iteration of the script run as written (tracer.run_trace)."""
     from . import tracer
 
@@ -486,7 +486,7 @@ def trace_script(project, mode, progress, assume_gpu, rank, script_args, device,
     # Which tensors stay on the CPU is followed from the start: Adam's step counters are
     # made in the warm-up iteration, and stay host tensors in the recorded one.
     state.placement.recording = True
-    sandbox = Sandbox(project, state.site, run.on_stubbed)
+    sandbox = Sandbox(project, state.site, run.on_stubbed, scratch)
     try:
         with contextlib.ExitStack() as stack:
             stack.enter_context(script_process_state(project, script_args, working_directory))

@@ -42,7 +42,7 @@ _OOM_MARKERS = ("can't allocate memory", "not enough memory", "DefaultCPUAllocat
 
 def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=False, wavecast_version=None,
               world_size=None, script_args=None, device=None, cache=None, compile_mode=None,
-              working_directory=None):
+              working_directory=None, scratch=None):
     """Returns the trace document (docs/trace-format.md); raises TraceError.
 
     assume_gpu: the caller runs the script's model and batch on a GPU (as the truth
@@ -58,6 +58,8 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
     were passed through torch.compile(mode=compile_mode) (compiled.what_if).
     cache: a reuse.TraceCache a long-lived worker keeps between traces: unchanged project
     modules stay imported and an unchanged model is not built again; None: everything fresh.
+    scratch: the folder the sandbox makes its own folder in (None: the system's temporary
+    folder); a worker's parent gives it one, and removes it however the worker ends.
     """
     progress = progress or (lambda message: None)
     if mode not in MODES:
@@ -95,9 +97,9 @@ def run_trace(file, batch_size=None, mode="shape", progress=None, assume_gpu=Fal
             purge_project_modules(project)
             with one_rank() as rank:
                 return trace_script(project, mode, progress, assume_gpu, rank, script_args or [], device,
-                                    compile_mode, working_directory)
+                                    compile_mode, working_directory, scratch)
         # Measured on a GPU, the script runs as the user would run it there.
-        contained = provider_script_contained(project) if mode != "cuda" else contextlib.nullcontext([])
+        contained = provider_script_contained(project, scratch) if mode != "cuda" else contextlib.nullcontext([])
         with contained as stubbed_notes:
             try:
                 with one_rank() as rank:

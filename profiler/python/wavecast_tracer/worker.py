@@ -61,7 +61,8 @@ class _Interrupts:
             raise TraceInterrupted()
 
 
-def serve(request_fd, response_fd, crash_fd, show_torch_logs=False, wavecast_version=None, warm_up=False):
+def serve(request_fd, response_fd, crash_fd, show_torch_logs=False, wavecast_version=None, warm_up=False,
+          scratch=None):
     # A fatal signal (segfault in an extension) dumps the Python stack to the
     # crash pipe; the parent reads it to name the project line.
     crash_file = os.fdopen(crash_fd, "w")
@@ -96,6 +97,7 @@ def serve(request_fd, response_fd, crash_fd, show_torch_logs=False, wavecast_ver
         return _not_ready(channel, f"cannot load wavecast's tracer with torch {torch.__version__}: "
                                    f"{one_line(exc)}",
                           "Check that the Python environment's torch is complete.", exc)
+    run_trace = functools.partial(run_trace, scratch=scratch)
     interrupts = _Interrupts()
     # Unchanged project modules and model, kept from one trace to the next (reuse.py).
     cache = TraceCache()

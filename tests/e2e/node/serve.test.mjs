@@ -197,17 +197,21 @@ describe('bad input on stdio', () => {
 
 describe('wavecast serve --listen', () => {
   let child;
+  let dir;
   let tokenFile;
 
   before(async () => {
-    const dir = fs.mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'wavecast-token-'));
+    dir = fs.mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'wavecast-token-'));
     tokenFile = path.join(dir, 'token');
     child = spawnDaemon(['--listen', '127.0.0.1:0', '--token-file', tokenFile]);
     // The whole announcement, port and all: stderr may arrive in pieces.
     for (let i = 0; i < 3000 && !/listening on \S+:\d+;/.test(child.stderrText); i++)
       await new Promise((r) => setTimeout(r, 10));
   });
-  after(() => child?.kill());
+  after(() => {
+    child?.kill();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
 
   const connect = (port) =>
     new Promise((resolve, reject) => {
