@@ -2,8 +2,11 @@
 bytes or NumPy, and what is computed from them alone, are real in shape mode, as on the host
 of a GPU machine; their copies to the GPU are shape-only."""
 
+import os
 import textwrap
 from unittest import mock
+
+import torch
 
 from script_folder import ScriptFolderCase
 from wavecast_tracer import recorder
@@ -149,3 +152,55 @@ class HostDataTest(ScriptFolderCase):
         [embedding] = [op for op in trace["ops"] if op["name"] == "aten::embedding"]
         self.assertEqual(embedding["inputs"][0]["shape"], [120, 16])
         self.assertEqual(trace["memory"]["parameters_bytes"], 120 * 16 * 4, "tied: counted once")
+
+    def test_a_run_resumed_from_a_checkpoint_traces_in_shape_mode(self):
+        # A checkpoint on the host is read as without a tracer: the script reads its values
+        # (Adam's step counts, in its bias correction; BatchNorm's num_batches_tracked).
+        model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.BatchNorm1d(8))
+        optimizer = torch.optim.Adam(model.parameters())
+        model(torch.randn(4, 8)).sum().backward()
+        optimizer.step()
+        checkpoint = os.path.join(self.directory.name, "checkpoint.pt")
+        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": 3}, checkpoint)
+        trace = run_trace(self.write("""
+            import torch
+            import torch.nn as nn
+
+            model = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8)).cuda()
+            optimizer = torch.optim.Adam(model.parameters())
+            state = torch.load("checkpoint.pt", map_location="cpu")
+            model.load_state_dict(state["model"])
+            optimizer.load_state_dict(state["optimizer"])
+            for epoch in range(state["epoch"] + 1, 10):
+                loss = model(torch.randn(64, 8, device="cuda")).square().mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            """))
+        self.assertEqual(trace["mode"], "shape")
+        self.assertNotIn("traced_in_cpu_mode", [w["kind"] for w in trace["warnings"]])
+        self.assertEqual(trace["batch_size"], 64)
+        self.assertEqual(sum(op["name"] == "aten::addmm" for op in trace["ops"] if op["phase"] == "forward"), 1)
+
+    def test_a_checkpoint_saved_on_the_gpu_loads_shape_only_where_it_was_saved(self):
+        # Restored to the GPU: shape-only, its values unknown (a 0-dim integer's too).
+        model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.BatchNorm1d(8))
+        with mock.patch("torch.serialization.location_tag", lambda storage: "cuda:0"):
+            torch.save(model.state_dict(), os.path.join(self.directory.name, "checkpoint.pt"))
+        trace = run_trace(self.write("""
+            import torch
+            import torch.nn as nn
+            from torch._subclasses.fake_tensor import is_fake
+
+            model = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8)).cuda()
+            state = torch.load("checkpoint.pt")
+            assert is_fake(state["0.weight"]) and is_fake(state["1.num_batches_tracked"])
+            model.load_state_dict(state)
+            optimizer = torch.optim.Adam(model.parameters())
+            for epoch in range(10):
+                loss = model(torch.randn(64, 8, device="cuda")).square().mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            """))
+        self.assertEqual(trace["mode"], "shape")

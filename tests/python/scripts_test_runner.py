@@ -88,6 +88,34 @@ class ScriptRunnerTest(ScriptFolderCase):
         self.assertEqual((note["line"], note["call"]), (line, "aten::_local_scalar_dense"))
         self.assertEqual(trace["batch_size"], 32)
 
+    def test_a_failure_after_reading_a_made_up_value_is_traced_in_cpu_mode(self):
+        # The value read may be the failure's cause (here a loss of exactly 0 is refused):
+        # cpu mode, where it is real, traces; a script that fails there too gets that error.
+        script = """
+            import torch
+
+            model = torch.nn.Linear(4, 1).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(5):
+                loss = model(torch.randn(32, 4, device="cuda")).square().mean()
+                if loss.item() == 0.0:  # the value read
+                    raise ValueError("a loss of exactly 0")
+                loss.backward()
+                optimizer.step(){broken}
+                optimizer.zero_grad()
+            """
+        path = self.write(script.format(broken=""))
+        trace = run_trace(path)
+        self.assertEqual(trace["mode"], "cpu")
+        [note] = [w for w in trace["warnings"] if w["kind"] == "traced_in_cpu_mode"]
+        with open(path) as f:
+            line = next(n for n, text in enumerate(f, 1) if "# the value read" in text)
+        self.assertEqual(note["line"], line)
+        path = self.write(script.format(broken="\n                1 / 0"))
+        with self.assertRaises(TraceError) as caught:
+            run_trace(path)
+        self.assertIn("ZeroDivisionError", caught.exception.message)
+
     def test_gradient_accumulation_trains_on_every_batch_of_the_step(self):
         # Four batches of 16 per optimizer step, from a DataLoader or made by the loop: the
         # batch size is one batch's, the samples per iteration all four's.

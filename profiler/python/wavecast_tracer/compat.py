@@ -194,6 +194,29 @@ def real_execution():
     return no_dispatch()
 
 
+@contextlib.contextmanager
+def without_modes():
+    """Runs torch as without a tracer: no dispatch mode, not even one that could be
+    detected (torch.load asks whether a fake mode is active, and then reads no data), and
+    no torch function mode (which would take torch's own device arguments for the GPU's)."""
+    from torch.utils import _python_dispatch
+    from torch.utils._mode_utils import no_dispatch
+
+    with contextlib.ExitStack() as stack:
+        disable = getattr(_python_dispatch, "_disable_current_modes", None)  # torch >= 2.0
+        if disable is not None:
+            stack.enter_context(disable())
+        stack.enter_context(no_dispatch())
+        states = getattr(torch._C, "_TorchFunctionState", None)  # torch >= 2.4
+        if states is not None:
+            before = torch._C._get_torch_function_state()
+            torch._C._set_torch_function_state(states.ALL_DISABLED)
+            stack.callback(torch._C._set_torch_function_state, before)
+        else:
+            stack.enter_context(torch._C.DisableTorchFunction())
+        yield
+
+
 def is_value_dependent_error(exc):
     """FakeTensorMode could not compute an op's output without tensor values: it said so, or
     an op without a meta kernel read a fake tensor's data (`_pad_packed_sequence` reads its

@@ -309,6 +309,18 @@ class Placement:
 
         return view
 
+    def loaded_on_host(self, value):
+        """The tensors in `value` (a checkpoint torch.load read, in its dicts and lists)
+        are host tensors, made at the script's line."""
+        if isinstance(value, torch.Tensor):
+            self._created_on_host(value, len(self._ops))
+        elif isinstance(value, dict):
+            for item in value.values():
+                self.loaded_on_host(item)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                self.loaded_on_host(item)
+
     def _created_on_host(self, t, first_op):
         frames = self._project_frames()
         setattr(t, HOST, frames[-1][:2] if frames else ("", 0))

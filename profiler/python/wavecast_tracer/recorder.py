@@ -1,8 +1,13 @@
 """Records every ATen operation of one training iteration (a TorchDispatchMode)."""
 
+import contextlib
+import io
+import os
+
 import torch
 
 from . import compat, multi_tensor
+from .patching import attributes_set
 from .collectives import symmetric_values
 from .cuda_kernels import SHAPE_KERNELS
 from .placement import HOST, ON_GPU
@@ -21,6 +26,30 @@ _LOCAL_SCALAR_DENSE = torch.ops.aten._local_scalar_dense.default
 # past it they are shape-only, so a checkpoint's weights converted on the host (a model's
 # gigabytes) do not take this machine's memory; a dataset's tensors fit well within it.
 _HOST_DATA_BYTES = 2 << 30
+
+
+def _checkpoint_bytes(f):
+    """The bytes torch.load would read from `f` (a path or an open file), else None."""
+    try:
+        if isinstance(f, (str, bytes, os.PathLike)):
+            return os.path.getsize(f)
+        if isinstance(f, io.BytesIO):
+            return len(f.getbuffer()) - f.tell()
+        return os.fstat(f.fileno()).st_size - f.tell()
+    except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
+        return None
+
+
+def _maps_to_host(map_location):
+    """Whether torch.load's `map_location` puts every tensor on the host (None: where each
+    was saved, which the load tells)."""
+    if map_location is None:
+        return True
+    if isinstance(map_location, (str, torch.device)):
+        return torch.device(map_location).type == "cpu"
+    if isinstance(map_location, dict):
+        return all(torch.device(device).type == "cpu" for device in map_location.values())
+    return False
 
 
 def _has_real_tensor(values):
@@ -143,6 +172,43 @@ class OpRecorder(compat.TorchDispatchMode):
         if all(not compat.is_fake(t) and t.device.type == "cpu" and not getattr(t, ON_GPU, False) for t in tensors):
             return tensors
         return None
+
+    @contextlib.contextmanager
+    def checkpoints_read_for_real(self):
+        """torch.load of a checkpoint on the host, within the host data's budget, reads it as
+        without a tracer: its tensors are real CPU tensors, whose values the script may read
+        (a resumed Adam's step counts, BatchNorm's num_batches_tracked). Under the fake mode
+        torch.load reads no data. A checkpoint restored to the GPU (saved there, or mapped
+        there) or past the budget is loaded as before, shape-only."""
+        original = torch.load
+
+        def load(f, *args, **kwargs):
+            size = _checkpoint_bytes(f)
+            map_location = kwargs.get("map_location", args[0] if args else None)
+            if (size is None or self._host_data_bytes + size > _HOST_DATA_BYTES
+                    or not _maps_to_host(map_location)):
+                return original(f, *args, **kwargs)
+            saved_at = []
+
+            def on_host(storage, location):
+                saved_at.append(location)
+                return storage
+
+            start = f.tell() if hasattr(f, "tell") else None
+            arguments = (f, on_host, *args[1:]) if args else (f,)
+            options = dict(kwargs, map_location=on_host) if not args else kwargs
+            with compat.without_modes():
+                loaded = original(*arguments, **options)
+            if map_location is None and any(not location.startswith("cpu") for location in saved_at):
+                if start is not None:
+                    f.seek(start)
+                return original(f, *args, **kwargs)
+            self._host_data_bytes += size
+            self.state.placement.loaded_on_host(loaded)
+            return loaded
+
+        with attributes_set(torch, {"load": load}), attributes_set(torch.serialization, {"load": load}):
+            yield
 
     def _run_on_host_data(self, func, args, kwargs, tensors):
         """Runs it for real, counting the bytes of the storages it made (_HOST_DATA_BYTES)."""

@@ -497,6 +497,7 @@ def trace_script(project, mode, progress, assume_gpu, rank, script_args, device,
             stack.enter_context(_pinning_ignored())
             if shape_only:
                 stack.enter_context(compat.readable_fake_values(recorder.shadows.read))
+                stack.enter_context(recorder.checkpoints_read_for_real())
             stack.enter_context(_real_tensors_to_transformers())
             stack.enter_context(recorder)
             stack.enter_context(run.real_data_loading())
@@ -557,6 +558,13 @@ def _run_main(project, sandbox, run):
                 error.hint = ("The script reads the variables torchrun sets: trace it as one rank of its "
                               "launch, with the launch's GPU count (--world-size N; wavecast.worldSize in "
                               "the editor).")
+            else:
+                made_up = getattr(run.recorder.shadows, "made_up", None)
+                if made_up is not None:
+                    # The value read may be the cause (a resumed Adam's step count, loaded
+                    # without its value, read as 0 and divided by).
+                    raise ValuesNeeded.read_at(*made_up, f"the script failed ({error.message}) after "
+                                               "reading a value shape-only tracing does not compute") from None
         raise
     if run.complete:
         return

@@ -288,6 +288,7 @@ def _trace_providers(project, providers, batch_size, mode, progress, assume_gpu,
             recorder.recording = False
             if shape_only:
                 stack.enter_context(compat.readable_fake_values(recorder.shadows.read))
+                stack.enter_context(recorder.checkpoints_read_for_real())
             with recorder if shape_only else contextlib.nullcontext():
                 if reused is not None:
                     progress("reusing the model")

@@ -221,6 +221,9 @@ class Shadows:
             return real
         if isinstance(value, (list, tuple)):
             return type(value)(self._to_real(v, zeros) for v in value)
+        if torch.is_storage(value) and value.device.type == "meta":
+            # torch.load under fake tensors reads no data: a loaded tensor's values are unknown.
+            raise LookupError
         return value
 
     def _real_call(self, func, args, kwargs, zeros, fakes=None):
