@@ -201,6 +201,12 @@ std::string traceWarningMessage(const TraceWarning& warning) {
                       " workers share it and load beside the loop, which waits here only for "
                       "what they take beyond the rest of the iteration"
                 : std::string("it is predicted as host time on this line"));
+  case TraceWarningKind::PartialBatch:
+    return "the recorded step trained on its DataLoader's last, partial batch, short of the " +
+           std::to_string(warning.count) +
+           " samples its other batches hold: the figures are for that batch. Give the script at "
+           "least two full batches of data (more samples, or a smaller batch size) to predict "
+           "a full one";
   case TraceWarningKind::EvenRouting:
     return "the shapes or values here depend on indices picked from computed values" +
            (warning.origin ? " (at " + location(*warning.origin) + ")" : std::string()) +

@@ -113,3 +113,33 @@ class BatchSizeTest(ScriptFolderCase):
             """)
         trace = run_trace(path)
         self.assertEqual((trace["batch_size"], trace["samples_per_iteration"]), (6, 6))
+
+    def test_a_recorded_step_on_the_loaders_last_partial_batch_says_so(self):
+        # 40 samples in batches of 32: the second step trains on the last 8, for one epoch,
+        # or for every epoch; 64 samples give two full batches, and no note.
+        for samples, epochs, expected in ((40, 1, 8), (40, 3, 8), (64, 1, 32)):
+            with self.subTest(samples=samples, epochs=epochs):
+                path = self.write(f"""
+                    import torch
+                    import torch.nn as nn
+                    from torch.utils.data import DataLoader, TensorDataset
+
+                    data = TensorDataset(torch.randn({samples}, 32), torch.randint(0, 10, ({samples},)))
+                    model = nn.Linear(32, 10).cuda()
+                    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                    for epoch in range({epochs}):
+                        for x, y in DataLoader(data, batch_size=32):  # the loop
+                            loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+                            loss.backward()
+                            optimizer.step()
+                            optimizer.zero_grad()
+                    """)
+                trace = run_trace(path)
+                self.assertEqual(trace["batch_size"], expected)
+                notes = [w for w in trace["warnings"] if w["kind"] == "partial_batch"]
+                if expected == 32:
+                    self.assertEqual(notes, [])
+                    continue
+                with open(path) as f:
+                    line = next(n for n, text in enumerate(f, 1) if "# the loop" in text)
+                self.assertEqual([(n["line"], n["count"]) for n in notes], [(line, 32)])

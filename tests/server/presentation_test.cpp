@@ -257,6 +257,18 @@ TEST(Presentation, AScriptRunAsWrittenSaysWhatWasStubbedAndWhereHostTimeWasMeasu
       << traceWarningLine(loading);
 }
 
+TEST(Presentation, APartialBatchSaysTheFiguresAreItsAndHowToPredictAFullOne) {
+  TraceWarning partial;
+  partial.kind = TraceWarningKind::PartialBatch;
+  partial.loc = {"/w/train.py", 40, ""};
+  partial.count = 32;
+  EXPECT_EQ(traceWarningLine(partial),
+            "/w/train.py:40: the recorded step trained on its DataLoader's last, partial batch, "
+            "short of the 32 samples its other batches hold: the figures are for that batch. Give "
+            "the script at least two full batches of data (more samples, or a smaller batch "
+            "size) to predict a full one");
+}
+
 TEST(Presentation, EvenRoutingSaysWhatItAssumesAndWhenItDoesNotMatter) {
   TraceWarning routing;
   routing.kind = TraceWarningKind::EvenRouting;

@@ -364,6 +364,10 @@ class _Run:
                 if run.batch_size is None:
                     run.batch_size = size
                 run.loader_samples += size or 0
+                full = getattr(getattr(iterator, "_index_sampler", None), "batch_size", None)
+                if isinstance(full, int) and size is not None and size < full:
+                    # The loader's last batch: the data ran out in the recorded step.
+                    run.state.warn_once(warning("partial_batch", *run.state.site(), count=full))
             return batch
 
         cls.__next__ = next_

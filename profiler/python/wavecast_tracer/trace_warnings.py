@@ -20,6 +20,7 @@ SEVERITY = {
     "cpu_only_script": "warning",  # a script run as written never asked for CUDA: it trains on the CPU
     "host_time_measured": "info",  # a script run as written: `ms` of data loading, on this CPU; `count`: its workers
     "traced_in_cpu_mode": "info",  # shape mode met an op needing values (`call`, `origin`): traced in cpu mode
+    "partial_batch": "warning",  # a script run as written: the recorded step took a batch short of its loader's `count`
     "even_routing": "info",  # shapes from indices picked among `count` choices, spread evenly; `origin`: the pick
 }
 

@@ -208,6 +208,8 @@ enum class TraceWarningKind {
   CallStubbed,              // a script run as written: `call` (torch.save, a logger) did nothing
   HostTimeMeasured,         // a script run as written: `ms` of data loading, timed on this CPU
   CpuOnlyScript,            // a script run as written never asked for CUDA: it trains on the CPU
+  PartialBatch,    // a script run as written: the recorded step's batch is short of the loader's
+                   // `count`
   EvenRouting,     // shapes from indices picked among `count` choices, taken as spread evenly
   TracedInCpuMode, // shape mode met `call` needing tensor values (asked at `origin`): cpu mode
   Sentence,        // a version-1 trace's warning: only its `text`
