@@ -502,11 +502,27 @@ class RefusedCalls(ScriptCase):
 
 
 class Steps(ScriptCase):
-    def test_a_script_that_ends_after_one_step_says_so(self):
+    def test_a_script_that_ends_after_one_step_says_so_at_the_step(self):
         path = self.write(TRAIN.replace("range(3)", "range(1)"))
         error = self.error(path)
         self.assertEqual(error.kind, "no_training_step")
         self.assertIn("after 1 optimizer step", error.message)
+        self.assertEqual((error.file, error.line), (path, self.line(path, "optimizer.step()")))
+
+    def test_a_script_that_only_evaluates_says_it_never_trained(self):
+        # An evaluation run (torchvision's train.py --test-only): the model runs, nothing trains.
+        path = self.write("""
+            import torch
+            model = torch.nn.Linear(8, 8).cuda().eval()
+            with torch.inference_mode():
+                for batch in range(3):
+                    model(torch.randn(4, 8, device="cuda"))
+            """)
+        error = self.error(path)
+        self.assertEqual(error.kind, "no_training_step")
+        self.assertIn("ran its model but never trained it", error.message)
+        self.assertIn("--test-only", error.hint)
+        self.assertEqual((error.file, error.line), (path, self.line(path, "model(torch.randn")))
 
     def test_time_out_before_the_second_step_names_the_line(self):
         path = self.write(TRAIN.replace("    optimizer.zero_grad()\n",

@@ -138,7 +138,9 @@ class _Run:
         # export of its gradients, comes before the optimizer is made).
         self.backward_without_optimizer = False
         self.steps = 0
+        self.last_step_at = None  # (file, line) of the script line that made the last step
         self.roots = {}  # id -> module called outside any other module (the model, a loss)
+        self.first_call_at = None  # (file, line) of the first such call
         self.depth = 0
         self.window = contextlib.ExitStack()  # what the recorded iteration runs under
         self.recording = False
@@ -173,6 +175,8 @@ class _Run:
             return
         if self.depth == 0:
             self.roots.setdefault(id(module), module)
+            if self.first_call_at is None:
+                self.first_call_at = self.state.site()
             if self.recording:
                 if self.model is None:
                     self.model = id(module)
@@ -238,6 +242,7 @@ class _Run:
 
     def _stepped(self):
         self.steps += 1
+        self.last_step_at = self.state.site()
         if self.recording:
             self.complete = True
             if self.from_fetch:
@@ -577,15 +582,25 @@ def _run_main(project, sandbox, run):
         raise ValuesNeeded.read_at(*made_up, "the script ended before its second step after reading a value "
                                    "shape-only tracing does not compute")
     # The script ended before its second step: a file that is no training script at all
-    # gets the provider errors it always had.
+    # gets the provider errors it always had, one that only ran its model (an evaluation)
+    # says so where it first did.
     if run.steps == 0:
-        find_providers(module, project)
+        if run.first_call_at is None:
+            find_providers(module, project)
+        raise TraceError(
+            "no_training_step",
+            "the script ran its model but never trained it: no backward pass or optimizer step ran "
+            "with the arguments given", file=run.first_call_at[0], line=run.first_call_at[1],
+            hint="wavecast predicts training iterations: give the arguments that make the script train "
+                 "(not an evaluation-only run, such as --test-only or --eval), or define wavecast_model, "
+                 "wavecast_input and wavecast_iteration.")
     unit = ("backward pass", "backward passes") if run.lead is _BACKWARD_PASSES else ("optimizer step", "optimizer steps")
+    file, line = run.last_step_at
     raise TraceError(
         "no_training_step",
         f"the script ended after {run.steps} {unit[run.steps != 1]}; "
         f"tracing needs {max(_RECORDED_STEP, run.steps + 1)} (the first warms up)",
-        file=project.entry_file, line=1,
+        file=file, line=line,
         hint="Make the script train for at least two steps with the arguments given (e.g. more "
              "than one batch), or define wavecast_model, wavecast_input and wavecast_iteration.")
 
