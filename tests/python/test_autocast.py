@@ -1,5 +1,6 @@
 """CUDA autocast and the precision settings, traced without a GPU."""
 
+import importlib.util
 import math
 import os
 import tempfile
@@ -474,3 +475,55 @@ class TorchScript(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+# A detector's two-stage head under AMP (torchvision's references/detection --amp):
+# float16 features and float32 boxes meet in roi_align and nms.
+DETECTION_HEAD = """
+import torch
+import torchvision
+
+
+def wavecast_model():
+    return torch.nn.Conv2d(3, 8, 3, padding=1).cuda()
+
+
+def wavecast_input(batch_size=2):
+    rois = torch.tensor([[0, 1.0, 1.0, 20.0, 20.0], [1, 4.0, 4.0, 30.0, 30.0]], device="cuda")
+    return torch.rand(batch_size, 3, 32, 32, device="cuda"), rois
+
+
+def wavecast_iteration(model):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cuda")
+
+    def iteration(images, rois):
+        with torch.autocast("cuda"):
+            features = model(images)
+            pooled = torchvision.ops.roi_align(features, rois, output_size=7)
+            keep = torchvision.ops.nms(rois[:, 1:].half(), pooled.float().mean((1, 2, 3)), 0.5)
+            loss = pooled.float().mean() + pooled[keep].float().sum() * 0
+        optimizer.zero_grad()
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+
+    return iteration
+"""
+
+
+@unittest.skipUnless(importlib.util.find_spec("torchvision") and HAS_AMP_GRAD_SCALER,
+                     "needs torchvision, and torch 2.x's GradScaler (torch.amp.GradScaler)")
+class TorchvisionOps(unittest.TestCase):
+    def test_roi_align_and_nms_run_in_float32_as_torchvisions_autocast_kernels_do(self):
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "detection_head.py")
+            with open(path, "w") as f:
+                f.write(DETECTION_HEAD)
+            trace = run_trace(path, batch_size=2)
+        [roi_align] = forward_ops(trace, "torchvision::roi_align")
+        self.assertEqual(dtypes(roi_align)[:2], ["float32", "float32"])
+        self.assertEqual(forward_ops(trace, "torchvision::nms")[0]["inputs"][0]["dtype"], "float32")
+        # The features come back in the input's dtype, float16, as the kernel returns them.
+        after = [op for op in forward_ops(trace, "aten::_to_copy") if op["id"] > roi_align["id"]]
+        self.assertEqual((dtypes(after[0])[0], after[0]["outputs"][0]["dtype"]), ("float32", "float16"))

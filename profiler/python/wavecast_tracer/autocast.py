@@ -16,6 +16,8 @@ softmax and log_softmax run as SoftMax.cpp does on CUDA: a float16 input goes
 to the kernel with half_to_float instead of being cast first. binary_cross_entropy
 on a GPU tensor raises, as CUDA autocast's banned kernel does: a script that fails
 on the GPU fails here too, with torch's message, rather than being predicted.
+torchvision's ops (nms, roi_align, ...) run as its own AutocastCUDA kernels run them,
+in float32, their features returned in the input's dtype (_TorchvisionAutocast).
 """
 
 import contextlib
@@ -83,6 +85,13 @@ BANNED_MESSAGE = (
 # The error's `hint` (loader.user_exception shows it).
 BANNED_HINT = ("A GPU raises this too: under CUDA autocast, drop the sigmoid before the loss and use "
                "nn.BCEWithLogitsLoss (or F.binary_cross_entropy_with_logits), which autocast runs in float32.")
+
+
+# torchvision's own ops (called through torch.ops.torchvision) under CUDA autocast, as its
+# AutocastCUDA kernels run them (torchvision/csrc/ops/autocast/): in float32, and -> True:
+# the features they return (the first output) cast back to their input's dtype.
+_TORCHVISION_FP32 = {"nms": False, "roi_align": True, "roi_pool": True, "ps_roi_align": True,
+                     "ps_roi_pool": True, "deform_conv2d": True}
 
 
 # What torch 2.x's CUDA autocast accepts; it disables a region asked for another dtype.
@@ -169,6 +178,38 @@ class CudaAutocast:
         through the patched entry points, as a C++ composite's go through the
         dispatcher's autocast."""
         return self._entry(original, lambda _dtype, args, kwargs: composite(original, *args, **kwargs))
+
+
+class _TorchvisionAutocast(compat.TorchFunctionMode):
+    """torchvision's ops under CUDA autocast: they have no Python entry point of their own to
+    patch (torchvision calls torch.ops.torchvision.*), so this mode sees their calls."""
+
+    def __init__(self, autocast):
+        super().__init__()
+        self.autocast = autocast
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(getattr(func, "overloadpacket", func), "_qualified_op_name", "")
+        back_to_input = _TORCHVISION_FP32.get(name.replace("torchvision::", "", 1)) \
+            if name.startswith("torchvision::") else None
+        dtype = self.autocast.dtype() if back_to_input is not None else None
+        if dtype is None:
+            return func(*args, **kwargs)
+        self.autocast.note(dtype)
+        first = args[0] if args else None
+        args = self.autocast.cast_all(args, torch.float32)
+        kwargs = {k: self.autocast.cast_all(v, torch.float32) for k, v in kwargs.items()}
+        self.autocast.inside = True
+        try:
+            out = func(*args, **kwargs)
+        finally:
+            self.autocast.inside = False
+        if not back_to_input or not _eligible(first):
+            return out
+        if isinstance(out, tuple):  # roi_pool, ps_roi_*: (features, argmax or channel map)
+            return (out[0].to(first.dtype), *out[1:])
+        return out.to(first.dtype)
 
 
 def _lower(dtype, _args, _kwargs):
@@ -313,7 +354,7 @@ def cuda_autocast():
 
     torch.clear_autocast_cache = clear_autocast_cache
     try:
-        with compat.scripted_as_originals(replaced):
+        with compat.scripted_as_originals(replaced), _TorchvisionAutocast(autocast):
             yield autocast
     finally:
         torch.clear_autocast_cache = clear
