@@ -2,17 +2,20 @@
 the target GPU, where the batch size comes from, and what the run leaves of the process."""
 
 import importlib.util
+import itertools
 import logging
 import os
 import signal
 import tempfile
 import textwrap
 import unittest
+from unittest import mock
 
 import torch
 
 from script_folder import REAL_SAMPLES, ScriptFolderCase
 from scripts_test_sandbox import TRAIN  # two optimizer steps of a small model
+from wavecast_tracer import script_runner
 from wavecast_tracer.errors import TraceError
 from wavecast_tracer.project import Project, repository_root
 from wavecast_tracer.tracer import run_trace
@@ -170,6 +173,38 @@ class ScriptRunnerTest(ScriptFolderCase):
             """)
         [loading] = [op for op in run_trace(path)["ops"] if op["name"] == "wavecast::data_loading"]
         self.assertLess(loading["args"]["host_ms"], 150)
+
+    def test_a_batch_is_timed_without_the_time_it_waited_for_a_cpu(self):
+        # Each batch takes 300 ms, of which the kernel says 250 were spent waiting for a CPU
+        # other processes held: the batch's work is the other 50.
+        path = self.write("""
+            import time
+            import torch
+            import torch.nn as nn
+            from torch.utils.data import DataLoader, Dataset
+
+            class Samples(Dataset):
+                def __len__(self):
+                    return 64
+
+                def __getitem__(self, index):
+                    if index % 16 == 0:
+                        time.sleep(0.3)
+                    return torch.randn(32), index % 10
+
+            model = nn.Linear(32, 10).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in DataLoader(Samples(), batch_size=16):
+                loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """)
+        waits = itertools.count(0, 250_000_000)  # read before and after each batch
+        with mock.patch.object(script_runner, "_waited_for_a_cpu_ns", lambda: next(waits)):
+            [loading] = [op for op in run_trace(path)["ops"] if op["name"] == "wavecast::data_loading"]
+        self.assertGreater(loading["args"]["host_ms"], 40)
+        self.assertLess(loading["args"]["host_ms"], 200)
 
     def test_data_loading_records_the_workers_the_script_asked_for(self):
         # Loaded in this process while tracing; each batch's op keeps its loader and the

@@ -330,7 +330,7 @@ class _Run:
 
         def next_(iterator):
             run.batch_wanted(iterator)
-            started = time.perf_counter()
+            started, waited = time.perf_counter(), _waited_for_a_cpu_ns()
             shape_only = getattr(iterator, _SHAPE_ONLY, False)
             run.loading = True
             try:
@@ -355,12 +355,13 @@ class _Run:
                 shape_only = True
             run.state.placement.loaded(tensors, not shape_only, getattr(iterator, REQUESTED_PINNING, False))
             # Such batches time the tracer, not the loading: only real batches are host work,
-            # at the least time a batch of this loader took in this trace (its warm-up fetches
-            # too): another process on this CPU only adds to a batch's time, and the first
-            # batch pays what the loader does once, so a save does not move the prediction by
-            # the machine's noise.
+            # timed without the time this thread waited for a CPU other processes held, at
+            # the least a batch of this loader took in this trace (its warm-up fetches too):
+            # the first batch pays what the loader does once, so a save does not move the
+            # prediction by the machine's noise.
             if not shape_only:
-                fastest = min((time.perf_counter() - started) * 1e3, getattr(iterator, _FASTEST_BATCH_MS, math.inf))
+                took = (time.perf_counter() - started) * 1e3 - (_waited_for_a_cpu_ns() - waited) / 1e6
+                fastest = min(max(took, 0.0), getattr(iterator, _FASTEST_BATCH_MS, math.inf))
                 setattr(iterator, _FASTEST_BATCH_MS, fastest)
                 if run.recording:
                     run._host_work(fastest, iterator)
@@ -603,6 +604,16 @@ def _run_main(project, sandbox, run):
         file=file, line=line,
         hint="Make the script train for at least two steps with the arguments given (e.g. more "
              "than one batch), or define wavecast_model, wavecast_input and wavecast_iteration.")
+
+
+def _waited_for_a_cpu_ns():
+    """How long this thread has waited, runnable, for a CPU (Linux's schedstat: busy with
+    other processes, the CPU was not its to use); 0 where the kernel does not say."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _main_module(project, run):
