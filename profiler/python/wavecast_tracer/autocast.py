@@ -17,7 +17,7 @@ to the kernel with half_to_float instead of being cast first. binary_cross_entro
 on a GPU tensor raises, as CUDA autocast's banned kernel does: a script that fails
 on the GPU fails here too, with torch's message, rather than being predicted.
 torchvision's ops (nms, roi_align, ...) run as its own AutocastCUDA kernels run them,
-in float32, their features returned in the input's dtype (_TorchvisionAutocast).
+in float32, their features returned in the input's dtype (TorchvisionAutocast).
 """
 
 import contextlib
@@ -180,20 +180,22 @@ class CudaAutocast:
         return self._entry(original, lambda _dtype, args, kwargs: composite(original, *args, **kwargs))
 
 
-class _TorchvisionAutocast(compat.TorchFunctionMode):
+class TorchvisionAutocast(compat.TorchFunctionMode):
     """torchvision's ops under CUDA autocast: they have no Python entry point of their own to
-    patch (torchvision calls torch.ops.torchvision.*), so this mode sees their calls."""
+    patch (torchvision calls torch.ops.torchvision.*), so this mode sees their calls, once
+    `autocast` (cuda_autocast's) is set. Entered below the mode that maps CUDA to the CPU,
+    which reads its caller's frame to tell the script's calls from torch's."""
 
-    def __init__(self, autocast):
+    def __init__(self):
         super().__init__()
-        self.autocast = autocast
+        self.autocast = None
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = getattr(getattr(func, "overloadpacket", func), "_qualified_op_name", "")
         back_to_input = _TORCHVISION_FP32.get(name.replace("torchvision::", "", 1)) \
             if name.startswith("torchvision::") else None
-        dtype = self.autocast.dtype() if back_to_input is not None else None
+        dtype = self.autocast.dtype() if back_to_input is not None and self.autocast is not None else None
         if dtype is None:
             return func(*args, **kwargs)
         self.autocast.note(dtype)
@@ -354,7 +356,7 @@ def cuda_autocast():
 
     torch.clear_autocast_cache = clear_autocast_cache
     try:
-        with compat.scripted_as_originals(replaced), _TorchvisionAutocast(autocast):
+        with compat.scripted_as_originals(replaced):
             yield autocast
     finally:
         torch.clear_autocast_cache = clear

@@ -12,7 +12,7 @@ import torch
 
 from . import compat, distributed, measured
 from .attention import cuda_attention
-from .autocast import checked_autocast_regions, cuda_autocast, precision
+from .autocast import TorchvisionAutocast, checked_autocast_regions, cuda_autocast, precision
 from .compiled import COMPILE_MODES, eager_compile
 from .optimizers import cuda_multi_tensor_defaults, state_tensors, steady_state_steps
 from .devices import cuda_mapped_to_cpu
@@ -434,12 +434,14 @@ def enter_tracing_contexts(stack, state, mode, rank, fake_mode, steady_state=Tru
     state.compiled_functions = stack.enter_context(eager_compile(state.site))
     if mode == "cuda":
         return None
+    torchvision_ops = stack.enter_context(TorchvisionAutocast())
     stack.enter_context(cuda_mapped_to_cpu(state.on_cuda_mapped, state.placement, rank.device_count))
     stack.enter_context(compat.fused_dropout())
     stack.enter_context(cuda_multi_tensor_defaults())
     if steady_state:
         stack.enter_context(steady_state_steps(state))
     autocast = stack.enter_context(cuda_autocast())  # after cuda_attention: wraps it
+    torchvision_ops.autocast = autocast
     stack.enter_context(checked_autocast_regions(state.on_unmodelled_autocast))
     # Last: the target GPU's answers (bf16 from sm_80 on) replace the stand-ins for any GPU.
     stack.enter_context(answering_as(device, state.streams))
