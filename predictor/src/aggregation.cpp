@@ -1,4 +1,5 @@
 #include "memory_estimate.h"
+#include "wavecast/predictor/host_model.h"
 #include "wavecast/predictor/prediction_stages.h"
 
 #include <algorithm>
@@ -55,7 +56,8 @@ struct LineKey {
   }
 };
 
-void addTime(LineTimes& times, Phase phase, const OpPrediction& op, const OpCost& cost) {
+void addTime(LineTimes& times, const OpRecord& record, const OpPrediction& op, const OpCost& cost) {
+  const Phase phase = record.phase;
   if (op.family == CostFamily::Collective) {
     times.commMs += op.timeMs;
     times.commHiddenMs += op.commHiddenMs;
@@ -73,6 +75,10 @@ void addTime(LineTimes& times, Phase phase, const OpPrediction& op, const OpCost
   }
   times.gpuIdleMs += op.gpuIdleMs;
   const double ms = op.wallMs;
+  if (loadsBatch(record)) { // before the forward pass, no part of it
+    times.inputMs += ms;
+    return;
+  }
   switch (phase) {
   case Phase::Forward:
     times.forwardMs += ms;
@@ -131,8 +137,8 @@ void aggregate(const Trace& trace, const std::vector<OpCost>& costs, Prediction&
       ++module.opCount;
     for (size_t g = 0; g < gpuCount; ++g) {
       const OpPrediction& p = prediction.ops[g][i];
-      addTime(line.perGpu[g], op.phase, p, costs[i]);
-      addTime(module.perGpu[g], op.phase, p, costs[i]);
+      addTime(line.perGpu[g], op, p, costs[i]);
+      addTime(module.perGpu[g], op, p, costs[i]);
     }
   }
   // A line with no forward op (the optimizer.step() line) lists its other ops.
@@ -155,19 +161,22 @@ void summarize(const Trace& trace, const std::vector<OpCost>& costs,
     summary.gpuName = gpus[g].name;
     summary.methods = methods[g];
     for (const auto& line : prediction.lines) {
+      summary.inputMs += line.perGpu[g].inputMs;
       summary.forwardMs += line.perGpu[g].forwardMs;
       summary.backwardMs += line.perGpu[g].backwardMs;
       summary.optimizerMs += line.perGpu[g].optimizerMs;
     }
-    summary.iterationMs = summary.forwardMs + summary.backwardMs + summary.optimizerMs;
+    summary.iterationMs =
+        summary.inputMs + summary.forwardMs + summary.backwardMs + summary.optimizerMs;
     summary.gpuMs = timelines[g].gpuMs;
     summary.hostMs = timelines[g].hostMs;
     summary.gpuIdleMs = timelines[g].gpuIdleMs;
     summary.commMs = timelines[g].commMs;
     summary.commHiddenMs = timelines[g].commHiddenMs;
-    // The GPU idling while the loop waits for DataLoader workers is no issuing cost.
-    summary.hostBound = isHostBound(summary.gpuIdleMs - timelines[g].loaderWaitMs,
-                                    summary.iterationMs, options.host);
+    // The GPU idling while the loop waits for its batches is no issuing cost: host-bound
+    // or not is the rest of the iteration's.
+    summary.hostBound = isHostBound(summary.gpuIdleMs - summary.inputMs,
+                                    summary.iterationMs - summary.inputMs, options.host);
     summary.pricePerHourUsd = gpus[g].pricePerHourUsd;
     if (summary.iterationMs > 0 && trace.samples() > 0) {
       summary.samplesPerSecond = trace.samples() / (summary.iterationMs * 1e-3);
@@ -188,6 +197,9 @@ void summarize(const Trace& trace, const std::vector<OpCost>& costs,
       prediction.advisories.push_back(
           {advisory::InputBound{summary.gpuId, timelines[g].loaderWaitMs, summary.iterationMs,
                                 timelines[g].loaderMs, timelines[g].loaderWorkers}});
+    else if (summary.inputMs > options.host.inputBoundShare * summary.iterationMs)
+      prediction.advisories.push_back({advisory::InputBound{
+          summary.gpuId, summary.inputMs, summary.iterationMs, summary.inputMs, 0}});
     if (auto copies = heldByCopies(trace, costs, timelines[g]);
         copies.copyMs > options.host.heldCopiesShare * summary.iterationMs) {
       copies.gpu = summary.gpuId;

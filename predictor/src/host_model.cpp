@@ -30,6 +30,14 @@ int loaderWorkers(const OpRecord& op) {
   return op.onHost ? static_cast<int>(op.intArg("workers").value_or(0)) : 0;
 }
 
+} // namespace
+
+bool loadsBatch(const OpRecord& op) {
+  return op.onHost && op.floatArg("host_ms").has_value();
+}
+
+namespace {
+
 struct LoaderSupply {
   size_t firstFetch = 0;
   double ms = 0;

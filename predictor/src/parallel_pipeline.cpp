@@ -459,7 +459,7 @@ ParallelOutcome predictParallel(const Trace& trace, const ModelStructure& model,
     StageSummary stage;
     stage.firstBlock = blockFirst[s];
     stage.lastBlock = s + 1 < stages ? blockFirst[s + 1] : static_cast<int>(model.blocks.size());
-    stage.forwardMs = g.forwardMs / config.microbatches;
+    stage.forwardMs = (g.inputMs + g.forwardMs) / config.microbatches; // its batch, then forward
     stage.backwardMs = g.backwardMs / config.microbatches;
     stage.optimizerMs = g.optimizerMs;
     stage.microbatchesInFlight = config.schedule == PipelineSchedule::GPipe

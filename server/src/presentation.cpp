@@ -164,14 +164,21 @@ std::string lineHover(const Prediction& prediction, const LineBreakdown& line) {
   std::string md = "**wavecast** \u2014 predicted time of this line per training iteration "
                    "(batch " +
                    std::to_string(prediction.batchSize) + ")\n\n";
-  md += "| GPU | forward | backward | optimizer | total | GPU busy | share |\n";
-  md += "|---|---:|---:|---:|---:|---:|---:|\n";
+  // The loop's line: the time it waits for its DataLoader's batch, before the forward pass.
+  const bool waitsForBatches = std::any_of(line.perGpu.begin(), line.perGpu.end(),
+                                           [](const LineTimes& t) { return t.inputMs > 0; });
+  md += std::string("| GPU |") + (waitsForBatches ? " waiting for the batch |" : "") +
+        " forward | backward | optimizer | total | GPU busy | share |\n";
+  md +=
+      std::string("|---|") + (waitsForBatches ? "---:|" : "") + "---:|---:|---:|---:|---:|---:|\n";
   std::string hostBound;
   for (size_t i = 0; i < line.perGpu.size() && i < prediction.gpus.size(); ++i) {
     const LineTimes& t = line.perGpu[i];
-    md += "| " + prediction.gpus[i] + " | " + formatMs(t.forwardMs) + " | " +
-          formatMs(t.backwardMs) + " | " + formatMs(t.optimizerMs) + " | " + formatMs(t.totalMs()) +
-          " | " + formatMs(t.gpuMs) + " | " + formatShare(t.shareOfIteration) + " |\n";
+    md += "| " + prediction.gpus[i] + " | " +
+          (waitsForBatches ? formatMs(t.inputMs) + " | " : std::string()) + formatMs(t.forwardMs) +
+          " | " + formatMs(t.backwardMs) + " | " + formatMs(t.optimizerMs) + " | " +
+          formatMs(t.totalMs()) + " | " + formatMs(t.gpuMs) + " | " +
+          formatShare(t.shareOfIteration) + " |\n";
     if (t.hostBound)
       hostBound += (hostBound.empty() ? "" : ", ") + prediction.gpus[i] + " (GPU idle " +
                    formatMs(t.gpuIdleMs) + " of " + formatMs(t.totalMs()) + ")";

@@ -79,6 +79,11 @@ struct AdvisorySentence {
            hostBoundAdvice(facts.compiled);
   }
   std::string operator()(const advisory::InputBound& facts) const {
+    if (facts.workers == 0)
+      return facts.gpu + ": input-bound: the loop makes its batches itself, " +
+             formatMs(facts.waitMs) + " of the " + formatMs(facts.iterationMs) +
+             " of an iteration (as fast as this CPU made them), while the GPU waits; DataLoader "
+             "workers (num_workers) would make them beside the loop";
     return facts.gpu + ": input-bound: the loop waits " + formatMs(facts.waitMs) + " of the " +
            formatMs(facts.iterationMs) + " of an iteration for its " +
            std::to_string(facts.workers) + " DataLoader worker" +

@@ -23,6 +23,41 @@ using testing::op;
 using testing::smallTrace;
 using testing::tensor;
 
+// A script run as written that makes its batches in the loop's process: the wait is the
+// iteration's input, on the loop's line, in no phase of the model's; whether the rest is
+// host-bound is judged without it.
+TEST(Predictor, TheLoopsWaitForItsBatchIsInputNotForward) {
+  const auto gpus = db().resolve({"H100"});
+  const Prediction plain = Predictor().predict(smallTrace(), gpus);
+  Trace trace = smallTrace();
+  OpRecord loading;
+  loading.id = 100;
+  loading.name = "wavecast::data_loading";
+  loading.phase = Phase::Forward;
+  loading.onHost = true;
+  loading.loc = {"/w/train.py", 5, ""};
+  loading.args = {{"host_ms", 40.0}, {"loader", int64_t{0}}};
+  trace.ops.insert(trace.ops.begin(), loading);
+  const Prediction p = Predictor().predict(trace, gpus);
+  const GpuSummary& s = p.summaries[0];
+  EXPECT_NEAR(s.inputMs, 40.0, 1e-9);
+  EXPECT_NEAR(s.forwardMs, plain.summaries[0].forwardMs, 1e-9);
+  EXPECT_NEAR(s.iterationMs, 40.0 + plain.summaries[0].iterationMs, 1e-9);
+  EXPECT_NEAR(s.iterationMs, s.inputMs + s.forwardMs + s.backwardMs + s.optimizerMs, 1e-12);
+  EXPECT_EQ(s.hostBound, plain.summaries[0].hostBound);
+  const auto loop = std::find_if(p.lines.begin(), p.lines.end(), [](const LineBreakdown& line) {
+    return line.loc.file == "/w/train.py";
+  });
+  ASSERT_NE(loop, p.lines.end());
+  EXPECT_NEAR(loop->perGpu[0].inputMs, 40.0, 1e-9);
+  EXPECT_DOUBLE_EQ(loop->perGpu[0].forwardMs, 0);
+  const auto input = std::find_if(p.advisories.begin(), p.advisories.end(),
+                                  [](const Advisory& a) { return a.as<advisory::InputBound>(); });
+  ASSERT_NE(input, p.advisories.end());
+  EXPECT_EQ(input->as<advisory::InputBound>()->workers, 0);
+  EXPECT_NEAR(input->as<advisory::InputBound>()->waitMs, 40.0, 1e-9);
+}
+
 TEST(Predictor, AggregatesPerLinePhaseAndGpu) {
   const auto gpus = db().resolve({"T4,H100"});
   const Prediction p = Predictor().predict(smallTrace(), gpus);

@@ -182,6 +182,10 @@ TEST(Presentation, AdvisoriesReadAsSentencesWithTheirFigures) {
             "its 4 DataLoader workers, which take 19.9 ms to make its batches (as fast as this "
             "CPU made them); more workers, lighter transforms or preprocessed data would feed "
             "the GPU faster");
+  EXPECT_EQ(advisoryMessage({advisory::InputBound{"H100-SXM", 95.1, 107, 95.1, 0}}),
+            "H100-SXM: input-bound: the loop makes its batches itself, 95.1 ms of the 107 ms of "
+            "an iteration (as fast as this CPU made them), while the GPU waits; DataLoader "
+            "workers (num_workers) would make them beside the loop");
   EXPECT_NE(advisoryMessage({advisory::InputBound{"L4", 1, 10, 11, 1}})
                 .find("its 1 DataLoader worker, which takes 11.0 ms"),
             std::string::npos);

@@ -104,7 +104,12 @@ void printLineTable(const Prediction& prediction, const Trace& trace, std::ostre
   if (severalGpus)
     out << "max share: the line's largest share of an iteration on any of the GPUs\n";
   out << "a line's time includes the backward of the ops it runs forward; fwd, bwd and optim "
-         "below split the iteration by phase\n";
+         "below split the iteration by phase"
+      << (std::any_of(prediction.summaries.begin(), prediction.summaries.end(),
+                      [](const GpuSummary& s) { return s.inputMs > 0; })
+              ? ", after input: the loop waiting for its batches"
+              : "")
+      << "\n";
 }
 
 void printSummary(const Prediction& prediction, bool methodPerGpu, std::ostream& out) {
@@ -118,16 +123,21 @@ void printSummary(const Prediction& prediction, bool methodPerGpu, std::ostream&
   size_t idWidth = 6;
   for (const auto& summary : prediction.summaries)
     idWidth = std::max(idWidth, summary.gpuId.size() + 2);
+  // A script run as written waits for its DataLoader: that is no phase of the model's.
+  const bool input =
+      std::any_of(order.begin(), order.end(), [](const GpuSummary* s) { return s->inputMs > 0; });
   out << padRight("GPU", idWidth) << padLeft("iteration", 12) << padLeft("GPU busy", 10)
-      << padLeft("fwd", 10) << padLeft("bwd", 10) << padLeft("optim", 10)
-      << padLeft("samples/s", 12) << padLeft("$/1k samples", 14) << padLeft("memory", 24) << "\n";
+      << (input ? padLeft("input", 10) : std::string()) << padLeft("fwd", 10) << padLeft("bwd", 10)
+      << padLeft("optim", 10) << padLeft("samples/s", 12) << padLeft("$/1k samples", 14)
+      << padLeft("memory", 24) << "\n";
   for (const auto* s : order) {
     const std::string memory = formatBytes(static_cast<double>(s->memory.peakBytes())) + " / " +
                                formatBytes(static_cast<double>(s->memoryCapacityBytes));
     out << padRight(s->gpuId, idWidth) << padLeft(formatMs(s->iterationMs), 12)
-        << padLeft(formatMs(s->gpuMs), 10) << padLeft(formatMs(s->forwardMs), 10)
-        << padLeft(formatMs(s->backwardMs), 10) << padLeft(formatMs(s->optimizerMs), 10)
-        << padLeft(formatCount(s->samplesPerSecond), 12)
+        << padLeft(formatMs(s->gpuMs), 10)
+        << (input ? padLeft(formatMs(s->inputMs), 10) : std::string())
+        << padLeft(formatMs(s->forwardMs), 10) << padLeft(formatMs(s->backwardMs), 10)
+        << padLeft(formatMs(s->optimizerMs), 10) << padLeft(formatCount(s->samplesPerSecond), 12)
         << padLeft(s->pricePerHourUsd > 0 ? formatUsd(s->costPer1kSamplesUsd) : "n/a", 14)
         << padLeft(memory, 24) << (s->fitsInMemory ? "" : "  OUT OF MEMORY")
         << (s->hostBound ? "  host-bound" : "")

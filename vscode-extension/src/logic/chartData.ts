@@ -337,6 +337,7 @@ export function buildChartModel(results: Results): ChartModel {
   const phaseSegments = (s: GpuSummary, scale: number): BarSegment[] =>
     (
       [
+        ['input', 'waiting for batches', s.input_ms],
         ['forward', 'forward', s.forward_ms],
         ['backward', 'backward', s.backward_ms],
         ['optimizer', 'optimizer', s.optimizer_ms],

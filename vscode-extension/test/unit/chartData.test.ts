@@ -44,6 +44,20 @@ test('three bar charts with one bar per GPU, scaled to the largest value', () =>
   assert.equal(cost.note, null);
 });
 
+test('a script that waits for its batches shows the wait before the forward pass', () => {
+  const results = loadResults();
+  const summary = results.prediction!.summaries[0];
+  summary.input_ms = 100;
+  summary.iteration_ms += 100;
+  const bar = buildChartModel(results).charts[0].bars.find((b) => b.gpu === summary.gpu)!;
+  assert.deepEqual(
+    bar.segments.map((s) => [s.kind, s.label.split(' ')[0]]),
+    [['input', 'waiting'], ['forward', 'forward'], ['backward', 'backward'], ['optimizer', 'optimizer']],
+  );
+  const sum = bar.segments.reduce((total, s) => total + s.fraction, 0);
+  assert.ok(Math.abs(sum - bar.fraction) < 1e-3);
+});
+
 test('a GPU without a price (cost 0) gets an empty cost bar and a note', () => {
   const results = loadResults();
   results.prediction!.summaries[2].cost_per_1k_samples_usd = 0;

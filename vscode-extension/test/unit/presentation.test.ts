@@ -52,7 +52,7 @@ for (const [name, format] of Object.entries(numberFormats)) {
 
 test('a line’s share is its largest over the GPUs', () => {
   assert.equal(lineShare({ per_gpu: [] }), 0);
-  const times = (share: number) => ({ gpu: 'x', forward_ms: 0, backward_ms: 0, optimizer_ms: 0, total_ms: 0, share, gpu_ms: 0, gpu_idle_ms: 0, host_bound: false });
+  const times = (share: number) => ({ gpu: 'x', input_ms: 0, forward_ms: 0, backward_ms: 0, optimizer_ms: 0, total_ms: 0, share, gpu_ms: 0, gpu_idle_ms: 0, host_bound: false });
   assert.equal(lineShare({ per_gpu: [times(0.12), times(0.35), times(0.2)] }), 0.35);
 });
 

@@ -32,6 +32,9 @@ struct HostOptions {
   double optimizerStepUs = 875.0;
   // Share of a span's wall time the GPU must sit idle for it to count as host-bound.
   double hostBoundIdleShare = 0.5;
+  // Share of an iteration the loop's own batch loading (no DataLoader workers) must take
+  // for the results to suggest workers.
+  double inputBoundShare = 0.1;
   // Share of an iteration that copies holding the CPU (pageable or blocking copies of host
   // tensors to the GPU) must take for the results to say how to avoid it.
   double heldCopiesShare = 0.02;
@@ -45,6 +48,10 @@ double hostOpUs(const OpRecord& op, const OpCost& cost, const HostOptions& optio
 // backward call or an optimizer step on the op that starts it. The same on every GPU.
 std::vector<double> issueMs(const Trace& trace, const std::vector<OpCost>& costs,
                             const HostOptions& options);
+
+// A DataLoader's batch taken by the loop (a script run as written: `host_ms` timed on the
+// tracing CPU, or made by the script's workers).
+bool loadsBatch(const OpRecord& op);
 
 // Ops that make the CPU wait for the GPU (a GPU value read on the host).
 bool synchronizesHost(const OpRecord& op);

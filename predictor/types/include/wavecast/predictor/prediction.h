@@ -84,6 +84,7 @@ struct CommunicationPart {
 };
 
 struct LineTimes {
+  double inputMs = 0; // the loop waiting for its batch: a DataLoader's work not hidden
   double forwardMs = 0;
   double backwardMs = 0;
   double optimizerMs = 0;
@@ -94,7 +95,7 @@ struct LineTimes {
   double commHiddenMs = 0;     // the part of commMs hidden behind compute or the host
   std::vector<CommunicationPart> communication{}; // commMs by kind and phase, first-seen order
   bool hostBound = false; // the GPU idles for most of this span (HostOptions::hostBoundIdleShare)
-  double totalMs() const { return forwardMs + backwardMs + optimizerMs; }
+  double totalMs() const { return inputMs + forwardMs + backwardMs + optimizerMs; }
 };
 
 // What the trace says of an op, once per op (not per GPU).
@@ -179,7 +180,8 @@ struct GpuSummary {
   std::string gpuId;
   std::string gpuName;
   GpuMethods methods;     // how this GPU's times were obtained
-  double iterationMs = 0; // wall time: forward + backward + optimizer
+  double iterationMs = 0; // wall time: input + forward + backward + optimizer
+  double inputMs = 0;     // the loop waiting for its batches (LineTimes::inputMs)
   double forwardMs = 0;   // wall time per phase
   double backwardMs = 0;
   double optimizerMs = 0;
@@ -255,6 +257,7 @@ struct HostBound {
 // the CPU that traced the script, over their number).
 struct InputBound {
   std::string gpu;
+  // workers 0: the loop makes its batches itself, `waitMs` (= loaderMs) of each iteration
   double waitMs = 0;
   double iterationMs = 0;
   double loaderMs = 0;
