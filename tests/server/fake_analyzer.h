@@ -34,12 +34,25 @@ inline AnalysisOutput sampleOutput(const std::string& file, int64_t batchSize = 
   LineBreakdown conv;
   conv.loc = {file, 3, "forward"};
   // On the H100 the line's kernels take 0.3 of its 1.5 ms: the GPU waits for the CPU.
-  conv.perGpu = {{0.5, 1.0, 0, 0.15, 0.3, 1.2, true}, {4.0, 8.0, 0, 0.15, 12.0, 0, false}};
+  const auto times = [](double forwardMs, double backwardMs, double optimizerMs, double share,
+                        double gpuMs, double gpuIdleMs, bool hostBound) {
+    LineTimes t;
+    t.forwardMs = forwardMs;
+    t.backwardMs = backwardMs;
+    t.optimizerMs = optimizerMs;
+    t.shareOfIteration = share;
+    t.gpuMs = gpuMs;
+    t.gpuIdleMs = gpuIdleMs;
+    t.hostBound = hostBound;
+    return t;
+  };
+  conv.perGpu = {times(0.5, 1.0, 0, 0.15, 0.3, 1.2, true),
+                 times(4.0, 8.0, 0, 0.15, 12.0, 0, false)};
   conv.opNames = {"aten::convolution", "aten::relu"};
   conv.opCount = 3;
   LineBreakdown step = conv;
   step.loc.line = 5;
-  step.perGpu = {{0, 0, 0.2, 0.02, 0.2}, {0, 0, 1.6, 0.02, 1.6}};
+  step.perGpu = {times(0, 0, 0.2, 0.02, 0.2, 0, false), times(0, 0, 1.6, 0.02, 1.6, 0, false)};
   step.opNames = {"aten::add_"};
   step.opCount = 1;
   p.lines = {conv, step};

@@ -84,10 +84,11 @@ struct CommunicationPart {
 };
 
 struct LineTimes {
-  double inputMs = 0; // the loop waiting for its batch: a DataLoader's work not hidden
   double forwardMs = 0;
   double backwardMs = 0;
   double optimizerMs = 0;
+  double inputMs =
+      0; // the loop waiting for its batch (before forward): a DataLoader's work not hidden
   double shareOfIteration = 0; // 0..1
   double gpuMs = 0;            // kernel time of the same ops
   double gpuIdleMs = 0;        // the GPU waiting for the CPU to launch them
