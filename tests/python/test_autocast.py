@@ -6,10 +6,12 @@ import os
 import tempfile
 import textwrap
 import unittest
+from unittest import mock
 
 import torch
 
 from source_lines import line_of
+from wavecast_tracer import recorder
 from wavecast_tracer.errors import TraceError
 from wavecast_tracer.tracer import run_trace
 
@@ -134,6 +136,20 @@ class CudaAutocast(unittest.TestCase):
         # The optimizer updates the float32 parameters.
         self.assertEqual({i["dtype"] for op in trace["ops"] if op["phase"] == "optimizer" for i in op["inputs"]
                           if i}, {"float32"})
+
+    @unittest.skipUnless(HAS_AMP_GRAD_SCALER, "torch 1.13's CPU has no float16 relu: cpu mode cannot run float16")
+    def test_cpu_mode_computes_float16_matrix_work_in_float32_keeping_its_dtypes(self):
+        # The CPU has no fast float16 matrix kernels (a ResNet-18 at batch 8 traced 5x slower):
+        # cpu mode runs them in float32 and rounds the results, the ops keep float16.
+        path = write(self.directory, "fp16.py", 'torch.autocast("cuda", dtype=torch.float16)')
+        with mock.patch.object(recorder, "_computed_in_float32", wraps=recorder._computed_in_float32) as widened:
+            trace = run_trace(path, batch_size=16, mode="cpu")
+        self.assertEqual(trace["mode"], "cpu")
+        self.assertEqual([dtypes(op) for op in forward_ops(trace, "aten::addmm")], [["float16"] * 3] * 3)
+        self.assertEqual({op["outputs"][0]["dtype"] for op in trace["ops"] if op["name"] in ("aten::addmm", "aten::mm")},
+                         {"float16"})
+        matrix_ops = sum(op["name"] in ("aten::addmm", "aten::mm") for op in trace["ops"])
+        self.assertEqual(widened.call_count, matrix_ops)
 
     def test_cudnn_rnn_runs_in_float16_under_either_16_bit_dtype(self):
         # AutocastRNN.cpp: the weights are copied into a float16 buffer and the input and

@@ -22,6 +22,43 @@ _DEVICE_QUERY = torch.ops.prim.device.default
 _LOCAL_SCALAR_DENSE = torch.ops.aten._local_scalar_dense.default
 
 
+# Matrix work the CPU runs in float16 tens to hundreds of times slower than in float32 (it
+# has no float16 kernels for it): cpu mode computes it in float32 and rounds the results to
+# float16, as a GPU's tensor cores accumulate in float32; the op keeps its float16 dtypes.
+_SLOW_IN_FLOAT16_ON_CPU = frozenset(
+    getattr(torch.ops.aten, name) for name in ("convolution", "convolution_backward", "mm", "addmm", "bmm",
+                                      "baddbmm", "addbmm", "_convolution"))
+
+
+def _computed_in_float32(func, args, kwargs):
+    """Runs `func`, whose floating inputs are all float16 CPU tensors, in float32; its floating
+    outputs back in float16."""
+
+    def widened(value):
+        if isinstance(value, torch.Tensor) and value.dtype == torch.float16:
+            return value.float()
+        if isinstance(value, (list, tuple)):
+            return type(value)(widened(v) for v in value)
+        return value
+
+    def narrowed(value):
+        if isinstance(value, torch.Tensor) and value.dtype == torch.float32:
+            return value.half()
+        if isinstance(value, (list, tuple)):
+            return type(value)(narrowed(v) for v in value)
+        return value
+
+    return narrowed(func(*widened(args), **{k: widened(v) for k, v in kwargs.items()}))
+
+
+def _half_on_cpu(func, args, kwargs):
+    """Whether `func` is matrix work on float16 CPU tensors only (_SLOW_IN_FLOAT16_ON_CPU)."""
+    if func.overloadpacket not in _SLOW_IN_FLOAT16_ON_CPU or func._schema.is_mutable:
+        return False
+    floats = [t for t in flatten_tensors((args, list(kwargs.values()))) if t.is_floating_point()]
+    return bool(floats) and all(t.dtype == torch.float16 and t.device.type == "cpu" for t in floats)
+
+
 # The most bytes the ops on host data (OpRecorder._host_data_inputs) make for real in one trace:
 # past it they are shape-only, so a checkpoint's weights converted on the host (a model's
 # gigabytes) do not take this machine's memory; a dataset's tensors fit well within it.
@@ -139,6 +176,8 @@ class OpRecorder(compat.TorchDispatchMode):
             out = self.timer.run(func, args, kwargs, len(state.ops))
         elif self.shadows is not None:
             out = self._run_shape_only(func, args, kwargs)
+        elif _half_on_cpu(func, args, kwargs):
+            out = _computed_in_float32(func, args, kwargs)
         else:
             out = func(*args, **kwargs)
         if self.recording and state.memory is not None:
