@@ -209,6 +209,18 @@ class CudaAutocast(unittest.TestCase):
         self.assertTrue(any(op["phase"] == "optimizer" for op in trace["ops"]))
         self.assertEqual(trace["precision"]["autocast"], "float16")
 
+    @unittest.skipUnless(HAS_AMP_GRAD_SCALER, "torch 1.13's CPU has no float16 relu: cpu mode cannot run float16")
+    def test_grad_scaler_steps_in_cpu_mode_even_when_its_scale_overflows(self):
+        # The scaled gradients overflow float16 (as a run's first steps do): a GPU would skip
+        # this step, but the iteration traced is the steady state, which steps.
+        path = write(self.directory, "overflow.py", 'torch.autocast("cuda", dtype=torch.float16)',
+                     setup='scaler = torch.amp.GradScaler("cuda")',
+                     step="scaler.scale(loss * 1e6).backward(); scaler.step(optimizer); scaler.update()")
+        trace = run_trace(path, batch_size=16, mode="cpu")
+        self.assertIn("aten::_foreach_add_", [op["name"] for op in trace["ops"] if op["phase"] == "optimizer"],
+                      "SGD's update")
+        self.assertIn("aten::_local_scalar_dense", [op["name"] for op in trace["ops"]], "found_inf is read")
+
     def test_precision_settings_are_the_scripts_and_do_not_leak(self):
         path = write(self.directory, "tf32.py", "torch.autocast('cuda', enabled=False)",
                      setup='torch.set_float32_matmul_precision("high"); torch.backends.cudnn.allow_tf32 = False')

@@ -2,6 +2,7 @@
 
 import contextlib
 import functools
+import importlib
 import os
 import warnings
 
@@ -320,6 +321,31 @@ def deepcopyable_fake_tensors():
             del cls.__deepcopy__
         else:
             cls.__deepcopy__ = original
+
+
+@contextlib.contextmanager
+def grad_scalers_stepping():
+    """A GradScaler skips the optimizer's step while its scaled gradients overflow, as the
+    first steps do until its scale comes down; a run soon steps every time, and that is the
+    iteration traced. Its check of found_inf stays (the reads a GPU makes); the step runs
+    whatever they say, in cpu mode as in shape mode, where they read as 0."""
+    owners = []
+    for module in ("torch.amp.grad_scaler", "torch.cuda.amp.grad_scaler"):
+        try:
+            owner = importlib.import_module(module).GradScaler
+        except (ImportError, AttributeError):
+            continue
+        if "_maybe_opt_step" in owner.__dict__:
+            owners.append(owner)
+
+    def maybe_opt_step(self, optimizer, optimizer_state, *args, **kwargs):
+        sum(v.item() for v in optimizer_state["found_inf_per_device"].values())
+        return optimizer.step(*args, **kwargs)
+
+    with contextlib.ExitStack() as stack:
+        for owner in owners:
+            stack.enter_context(attributes_set(owner, {"_maybe_opt_step": maybe_opt_step}))
+        yield
 
 
 @contextlib.contextmanager

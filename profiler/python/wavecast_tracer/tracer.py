@@ -438,6 +438,7 @@ def enter_tracing_contexts(stack, state, mode, rank, fake_mode, steady_state=Tru
     stack.enter_context(cuda_mapped_to_cpu(state.on_cuda_mapped, state.placement, rank.device_count))
     stack.enter_context(compat.fused_dropout())
     stack.enter_context(cuda_multi_tensor_defaults())
+    stack.enter_context(compat.grad_scalers_stepping())
     if steady_state:
         stack.enter_context(steady_state_steps(state))
     autocast = stack.enter_context(cuda_autocast())  # after cuda_attention: wraps it
