@@ -7,9 +7,9 @@ import os
 import torch
 
 from . import compat, multi_tensor
-from .patching import attributes_set
 from .collectives import symmetric_values
 from .cuda_kernels import SHAPE_KERNELS
+from .patching import attributes_set
 from .placement import HOST, ON_GPU
 from .trace_warnings import location, warning
 from .values import Shadows, flatten_tensors
@@ -26,8 +26,8 @@ _LOCAL_SCALAR_DENSE = torch.ops.aten._local_scalar_dense.default
 # has no float16 kernels for it): cpu mode computes it in float32 and rounds the results to
 # float16, as a GPU's tensor cores accumulate in float32; the op keeps its float16 dtypes.
 _SLOW_IN_FLOAT16_ON_CPU = frozenset(
-    getattr(torch.ops.aten, name) for name in ("convolution", "convolution_backward", "mm", "addmm", "bmm",
-                                      "baddbmm", "addbmm", "_convolution"))
+    getattr(torch.ops.aten, name)
+    for name in ("convolution", "_convolution", "convolution_backward", "mm", "addmm", "bmm", "baddbmm", "addbmm"))
 
 
 def _computed_in_float32(func, args, kwargs):

@@ -571,8 +571,8 @@ def _run_main(project, sandbox, run):
             else:
                 made_up = getattr(run.recorder.shadows, "made_up", None)
                 if made_up is not None:
-                    # The value read may be the cause (a resumed Adam's step count, loaded
-                    # without its value, read as 0 and divided by).
+                    # The value read may be the cause (the step count of an Adam resumed
+                    # from a checkpoint restored to the GPU, read as 0 and divided by).
                     raise ValuesNeeded.read_at(*made_up, f"the script failed ({error.message}) after "
                                                "reading a value shape-only tracing does not compute") from None
         raise
