@@ -212,10 +212,12 @@ class CudaAutocast(unittest.TestCase):
     @unittest.skipUnless(HAS_AMP_GRAD_SCALER, "torch 1.13's CPU has no float16 relu: cpu mode cannot run float16")
     def test_grad_scaler_steps_in_cpu_mode_even_when_its_scale_overflows(self):
         # The scaled gradients overflow float16 (as a run's first steps do): a GPU would skip
-        # this step, but the iteration traced is the steady state, which steps.
+        # this step, but the iteration traced is the steady state, which steps; the weights
+        # stay finite, as the skipped step leaves them.
         path = write(self.directory, "overflow.py", 'torch.autocast("cuda", dtype=torch.float16)',
                      setup='scaler = torch.amp.GradScaler("cuda")',
-                     step="scaler.scale(loss * 1e6).backward(); scaler.step(optimizer); scaler.update()")
+                     step="scaler.scale(loss * 1e6).backward(); scaler.step(optimizer); scaler.update(); "
+                          "assert all(bool(p.isfinite().all()) for p in model.parameters())")
         trace = run_trace(path, batch_size=16, mode="cpu")
         self.assertIn("aten::_foreach_add_", [op["name"] for op in trace["ops"] if op["phase"] == "optimizer"],
                       "SGD's update")

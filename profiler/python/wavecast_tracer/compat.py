@@ -339,7 +339,14 @@ def grad_scalers_stepping():
             owners.append(owner)
 
     def maybe_opt_step(self, optimizer, optimizer_state, *args, **kwargs):
-        sum(v.item() for v in optimizer_state["found_inf_per_device"].values())
+        if sum(v.item() for v in optimizer_state["found_inf_per_device"].values()):
+            # Gradients cpu mode computed that overflowed: zeroed unseen, so the step leaves
+            # the weights finite, as the step a GPU would skip does.
+            with without_modes():
+                for group in optimizer.param_groups:
+                    for parameter in group["params"]:
+                        if parameter.grad is not None:
+                            parameter.grad.zero_()
         return optimizer.step(*args, **kwargs)
 
     with contextlib.ExitStack() as stack:
