@@ -20,6 +20,31 @@ from wavecast_tracer.errors import TraceError
 from wavecast_tracer.project import Project, repository_root
 from wavecast_tracer.tracer import run_trace
 
+# Batches of 16 whose sample `index` sleeps 300 ms where `sleeps` holds.
+SLEEPING_SAMPLES = """
+import time
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, Dataset
+
+class Samples(Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, index):
+        if {sleeps}:
+            time.sleep(0.3)
+        return torch.randn(32), index % 10
+
+model = nn.Linear(32, 10).cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in DataLoader(Samples(), batch_size=16):
+    loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+"""
+
 
 class ScriptRunnerTest(ScriptFolderCase):
     def test_a_gpu_before_ampere_has_no_bf16_kernels(self):
@@ -148,58 +173,14 @@ class ScriptRunnerTest(ScriptFolderCase):
     def test_a_batch_slowed_by_the_machine_is_timed_at_the_loaders_quickest(self):
         # The recorded iteration's batch takes 300 ms more than the warm-up's (as a busy
         # machine can make it): the loading is the least a batch of the loader took.
-        path = self.write("""
-            import time
-            import torch
-            import torch.nn as nn
-            from torch.utils.data import DataLoader, Dataset
-
-            class Samples(Dataset):
-                def __len__(self):
-                    return 64
-
-                def __getitem__(self, index):
-                    if index == 16:  # in the second batch, the recorded iteration's
-                        time.sleep(0.3)
-                    return torch.randn(32), index % 10
-
-            model = nn.Linear(32, 10).cuda()
-            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-            for x, y in DataLoader(Samples(), batch_size=16):
-                loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda())
-                loss.backward()
-                optimizer.step()
-                optimizer.zero_grad()
-            """)
+        path = self.write(SLEEPING_SAMPLES.format(sleeps="index == 16"))  # the recorded batch's first
         [loading] = [op for op in run_trace(path)["ops"] if op["name"] == "wavecast::data_loading"]
         self.assertLess(loading["args"]["host_ms"], 150)
 
     def test_a_batch_is_timed_without_the_time_it_waited_for_a_cpu(self):
         # Each batch takes 300 ms, of which the kernel says 250 were spent waiting for a CPU
         # other processes held: the batch's work is the other 50.
-        path = self.write("""
-            import time
-            import torch
-            import torch.nn as nn
-            from torch.utils.data import DataLoader, Dataset
-
-            class Samples(Dataset):
-                def __len__(self):
-                    return 64
-
-                def __getitem__(self, index):
-                    if index % 16 == 0:
-                        time.sleep(0.3)
-                    return torch.randn(32), index % 10
-
-            model = nn.Linear(32, 10).cuda()
-            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-            for x, y in DataLoader(Samples(), batch_size=16):
-                loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda())
-                loss.backward()
-                optimizer.step()
-                optimizer.zero_grad()
-            """)
+        path = self.write(SLEEPING_SAMPLES.format(sleeps="index % 16 == 0"))  # every batch's first
         waits = itertools.count(0, 250_000_000)  # read before and after each batch
         with mock.patch.object(script_runner, "_waited_for_a_cpu_ns", lambda: next(waits)):
             [loading] = [op for op in run_trace(path)["ops"] if op["name"] == "wavecast::data_loading"]
