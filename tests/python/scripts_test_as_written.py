@@ -11,7 +11,7 @@ import tempfile
 import unittest
 
 from source_lines import line_of
-from wavecast_tracer.script_runner import HOST_WORK_OP
+from wavecast_tracer.batches import HOST_WORK_OP
 from wavecast_tracer.tracer import run_trace
 
 SCRIPTS = os.path.abspath(os.path.join(os.environ.get(

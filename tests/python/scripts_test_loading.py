@@ -1,4 +1,4 @@
-"""How a script run as written loads its batches (script_runner._Run.real_data_loading): in
+"""How a script run as written loads its batches (batches.BatchLoading): in
 the tracer's process, timed on this CPU, with the DataLoader workers the script asked for
 recorded for the predictor."""
 
@@ -9,7 +9,7 @@ import unittest
 from unittest import mock
 
 from script_folder import REAL_SAMPLES, ScriptFolderCase
-from wavecast_tracer import script_runner
+from wavecast_tracer import batches
 from wavecast_tracer.tracer import run_trace
 
 # Batches of 16 whose sample `index` sleeps 300 ms where `sleeps` holds.
@@ -51,7 +51,7 @@ class LoadingTest(ScriptFolderCase):
         # other processes held: the batch's work is the other 50.
         path = self.write(SLEEPING_SAMPLES.format(sleeps="index % 16 == 0"))  # every batch's first
         waits = itertools.count(0, 250_000_000)  # read before and after each batch
-        with mock.patch.object(script_runner, "_waited_for_a_cpu_ns", lambda: next(waits)):
+        with mock.patch.object(batches, "waited_for_a_cpu_ns", lambda: next(waits)):
             [loading] = [op for op in run_trace(path)["ops"] if op["name"] == "wavecast::data_loading"]
         self.assertGreater(loading["args"]["host_ms"], 40)
         self.assertLess(loading["args"]["host_ms"], 200)

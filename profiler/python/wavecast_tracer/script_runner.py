@@ -15,23 +15,19 @@ loop draws batches from a DataLoader, else from step to step: _Boundary), and th
 script is unwound (a private exception): no epochs run. Its ops are credited to the script's lines
 as a provider iteration's are. The time the DataLoader takes to produce the recorded
 iteration's batch is measured on this CPU and recorded as host work on the line that
-asked for it (an op `wavecast::data_loading` with `args.host_ms`, the loader's number in
-`args.loader` and the workers the script gave it in `args.workers`, and a
-`host_time_measured` note there).
+asked for it (batches.py).
 """
 
 import ast
 import contextlib
 import enum
 import importlib
-import math
 import os
-import time
-from collections.abc import Mapping
 
 import torch
 
 from . import compat, placement
+from .batches import BatchLoading
 from .containment import located, script_process_state, stubbed_note
 from .distributed import TORCHRUN_VARIABLES
 from .errors import ScriptControl, TraceError, TraceInterrupted, ValuesNeeded, error_at
@@ -40,18 +36,15 @@ from .memory import MemoryTracker
 from .patching import PatchOnImport, attributes_set, replace_while_active
 from .recorder import OpRecorder
 from .rnn import CUDNN_MODES, fuse_recurrent_layers
-from .sandbox import REQUESTED_PINNING, REQUESTED_WORKERS, Blocked, Sandbox
+from .sandbox import Blocked, Sandbox
 from .trace_state import TraceState
 from .trace_warnings import warning
 from .values import Shadows, Zeros, flatten_tensors
 
-HOST_WORK_OP = "wavecast::data_loading"
 _PROVIDER_NAMES = frozenset(name for names in PROVIDER_NAMES.values() for name in names)
 _RECORDED_STEP = 2  # the first step ends the warm-up iteration
 _BACKWARD_PASSES = "backward passes"  # what bounds iterations without an optimizer
 _RECURRENT_OPS = frozenset(f"aten::{kind}" for kind in CUDNN_MODES)
-_SHAPE_ONLY = "_wavecast_shape_only"  # set on a DataLoader iterator whose batches are fake
-_FASTEST_BATCH_MS = "_wavecast_fastest_batch_ms"  # set on a DataLoader iterator: its quickest batch
 
 
 def runs_as_written(path):
@@ -153,8 +146,7 @@ class _Run:
         self.loader_samples = 0
         self.model_samples = 0
         self.model = None
-        self.host_ms = {}  # (file, line, the loader's workers) -> measured host milliseconds
-        self.loaders = {}  # id of a DataLoader iterator -> its number in the trace
+        self.batches = BatchLoading(self)
         # True while a DataLoader makes a batch: its transforms (torchvision's are modules)
         # are neither the model nor what the batch size is read from.
         self.loading = False
@@ -316,71 +308,17 @@ class _Run:
             self.state.backward_listeners.remove(self.backward_done)
             self._end_window()
 
-    # --- data loading -----------------------------------------------------------------------
-    @contextlib.contextmanager
-    def real_data_loading(self):
-        """DataLoader batches are made for real, outside the trace's modes; in the recorded
-        iteration the time it takes is host work on the line that asked for the batch."""
-        from torch.utils.data import dataloader
-        from torch.utils._python_dispatch import _disable_current_modes
-
-        cls = dataloader._BaseDataLoaderIter
-        original = cls.__next__
-        run = self
-
-        def next_(iterator):
-            run.batch_wanted(iterator)
-            started, waited = time.perf_counter(), _waited_for_a_cpu_ns()
-            shape_only = getattr(iterator, _SHAPE_ONLY, False)
-            run.loading = True
-            try:
-                if shape_only:
-                    # A dataset of tensors the script made with torch: loaded under the trace's
-                    # modes, unrecorded, so the real values of its ids and labels are followed
-                    # (a model's value checks on them then take the path the real data takes),
-                    # and which are host tensors.
-                    with run.state.suppressing(), attributes_set(run.state.placement, {"loading": True}):
-                        batch = original(iterator)
-                else:
-                    # Neither mode: the loader's own tensors are the CPU's, its ops not the
-                    # iteration's (a transform's `torch.as_tensor(mean, device=x.device)` is
-                    # no copy to the GPU), and its time is not the tracer's.
-                    with _disable_current_modes(), compat.no_torch_function():
-                        batch = original(iterator)
-            finally:
-                run.loading = False
-            tensors = flatten_tensors(batch)
-            if not shape_only and any(compat.is_fake(t) for t in tensors):
-                setattr(iterator, _SHAPE_ONLY, True)
-                shape_only = True
-            run.state.placement.loaded(tensors, not shape_only, getattr(iterator, REQUESTED_PINNING, False))
-            # Such batches time the tracer, not the loading: only real batches are host work,
-            # timed without the time this thread waited for a CPU other processes held, at
-            # the least a batch of this loader took in this trace (its warm-up fetches too):
-            # the first batch pays what the loader does once, so a save does not move the
-            # prediction by the machine's noise.
-            if not shape_only:
-                took = (time.perf_counter() - started) * 1e3 - (_waited_for_a_cpu_ns() - waited) / 1e6
-                fastest = min(max(took, 0.0), getattr(iterator, _FASTEST_BATCH_MS, math.inf))
-                setattr(iterator, _FASTEST_BATCH_MS, fastest)
-                if run.recording:
-                    run._host_work(fastest, iterator)
-            if run.recording:
-                size = _samples_in(batch)
-                if run.batch_size is None:
-                    run.batch_size = size
-                run.loader_samples += size or 0
-                full = getattr(getattr(iterator, "_index_sampler", None), "batch_size", None)
-                if isinstance(full, int) and size is not None and size < full:
-                    # The loader's last batch: the data ran out in the recorded step.
-                    run.state.warn_once(warning("partial_batch", *run.state.site(), count=full))
-            return batch
-
-        cls.__next__ = next_
-        try:
-            yield
-        finally:
-            cls.__next__ = original
+    def batch_taken(self, size, full):
+        """A DataLoader batch of `size` samples (None: unknown) the script took, from a loader
+        of batches of `full` (None: unknown)."""
+        if not self.recording:
+            return
+        if self.batch_size is None:
+            self.batch_size = size
+        self.loader_samples += size or 0
+        if full is not None and size is not None and size < full:
+            # The loader's last batch: the data ran out in the recorded step.
+            self.state.warn_once(warning("partial_batch", *self.state.site(), count=full))
 
     def read_sequence_first_batch(self, ops):
         """A model called on sequence-first batches (time, batch, ...), as nn.LSTM and
@@ -405,47 +343,6 @@ class _Run:
         if self.batch_size == steps and batch != steps:
             self.model_samples = self.model_samples // steps * batch
             self.batch_size = batch
-
-    def _host_work(self, ms, iterator):
-        """A batch made in `ms` on this CPU, in this process; the script's DataLoader workers
-        (REQUESTED_WORKERS) make such batches beside its loop."""
-        state = self.state
-        frames = state.project_frames()
-        loc = state.loc_json(frames)
-        args = {"host_ms": round(ms, 3), "loader": self.loaders.setdefault(id(iterator), len(self.loaders))}
-        workers = getattr(iterator, REQUESTED_WORKERS, 0)
-        if workers:
-            args["workers"] = workers
-        state.ops.append({
-            "id": len(state.ops), "name": HOST_WORK_OP, "phase": state.phase, "inputs": [], "outputs": [],
-            "args": args, "loc": loc, "stack": state.stack_json(frames), "module": "",
-            "fallback": False, "device": "cpu",
-        })
-        key = (loc["file"], loc["line"], workers)
-        self.host_ms[key] = self.host_ms.get(key, 0.0) + ms
-
-    def host_warnings(self):
-        return [warning("host_time_measured", file, line, ms=round(ms, 3), **({"count": workers} if workers else {}))
-                for (file, line, workers), ms in self.host_ms.items()]
-
-
-def _samples_in(batch):
-    """The samples of a DataLoader batch, from its first field: a collated tensor's first
-    dimension, or the length of a list of per-sample items (a detection collate's tuple of
-    images, each [3, H, W], whose first dimension is not the batch's)."""
-    field = batch
-    while isinstance(field, Mapping) and field:  # a dict, a Hugging Face BatchEncoding
-        field = next(iter(field.values()))
-    if isinstance(field, (list, tuple)) and field:
-        field = field[0]
-        while isinstance(field, Mapping) and field:
-            field = next(iter(field.values()))
-        if isinstance(field, (list, tuple)):
-            return len(field)
-    if isinstance(field, torch.Tensor) and field.dim() > 0:
-        return int(field.shape[0])
-    return None
-
 
 def _real_tensors_to_transformers():
     """transformers takes a fake tensor for a graph being compiled (`is_tracing`) and skips
@@ -510,7 +407,7 @@ def trace_script(project, mode, progress, assume_gpu, rank, script_args, device,
                 stack.enter_context(recorder.checkpoints_read_for_real())
             stack.enter_context(_real_tensors_to_transformers())
             stack.enter_context(recorder)
-            stack.enter_context(run.real_data_loading())
+            stack.enter_context(run.batches.real())
             stack.enter_context(run.hooks())
             progress("running the script")
             _run_main(project, sandbox, run)
@@ -540,7 +437,7 @@ def trace_script(project, mode, progress, assume_gpu, rank, script_args, device,
         "fallback_ops": state.fallback_ops,
         "memory": memory,
         "precision": precision,
-        "warnings": tracer._torch_warnings() + state.warnings + run.host_warnings() + rank.warnings,
+        "warnings": tracer._torch_warnings() + state.warnings + run.batches.warnings() + rank.warnings,
     }
     layout = rank.document()
     if layout is not None:
@@ -604,16 +501,6 @@ def _run_main(project, sandbox, run):
         file=file, line=line,
         hint="Make the script train for at least two steps with the arguments given (e.g. more "
              "than one batch), or define wavecast_model, wavecast_input and wavecast_iteration.")
-
-
-def _waited_for_a_cpu_ns():
-    """How long this thread has waited, runnable, for a CPU (Linux's schedstat: busy with
-    other processes, the CPU was not its to use); 0 where the kernel does not say."""
-    try:
-        with open("/proc/thread-self/schedstat") as f:
-            return int(f.read().split()[1])
-    except (OSError, ValueError, IndexError):
-        return 0
 
 
 def _main_module(project, run):
