@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <ctime>
 #include <iterator>
+#include <map>
 #include <variant>
 
 namespace wavecast {
@@ -139,6 +140,41 @@ double lineShare(const LineBreakdown& line) {
   for (const LineTimes& times : line.perGpu)
     share = std::max(share, times.shareOfIteration);
   return share;
+}
+
+std::vector<ModuleGroup> modulesOverRepeats(const Prediction& prediction) {
+  // A path component that is a number is a repeated block's index.
+  const auto pattern = [](const std::string& module) {
+    std::string out;
+    size_t start = 0;
+    while (start <= module.size()) {
+      const size_t dot = std::min(module.find('.', start), module.size());
+      const std::string part = module.substr(start, dot - start);
+      const bool index = !part.empty() && part.find_first_not_of("0123456789") == std::string::npos;
+      out += (start > 0 ? "." : "") + (index ? std::string("*") : part);
+      start = dot + 1;
+    }
+    return out;
+  };
+  const size_t gpus = prediction.gpus.size();
+  std::vector<ModuleGroup> groups;
+  std::map<std::string, size_t> index;
+  for (const auto& module : prediction.modules) {
+    const std::string key = pattern(module.module);
+    auto [it, added] = index.emplace(key, groups.size());
+    if (added)
+      groups.push_back({key, 0, std::vector<double>(gpus, 0.0), std::vector<double>(gpus, 0.0)});
+    ModuleGroup& group = groups[it->second];
+    ++group.modules;
+    for (size_t g = 0; g < gpus && g < module.perGpu.size(); ++g) {
+      group.totalMs[g] += module.perGpu[g].totalMs();
+      group.share[g] += module.perGpu[g].shareOfIteration;
+    }
+  }
+  std::stable_sort(groups.begin(), groups.end(), [](const ModuleGroup& a, const ModuleGroup& b) {
+    return !a.totalMs.empty() && !b.totalMs.empty() && a.totalMs[0] > b.totalMs[0];
+  });
+  return groups;
 }
 
 std::string lineLabel(const Prediction& prediction, const LineBreakdown& line) {

@@ -32,6 +32,17 @@ std::string hostBoundAdvice(std::optional<CompileMode> compiled = std::nullopt);
 
 // The line's largest share of the iteration over the target GPUs.
 double lineShare(const LineBreakdown& line);
+// Modules with their repeated blocks summed: "encoder.layer.*.attention" holds every
+// encoder.layer.N.attention (`modules` of them); "" the ops outside any module (the loss,
+// the optimizer, the loop's own). Largest first on the first GPU.
+struct ModuleGroup {
+  std::string pattern;
+  int modules = 0;
+  std::vector<double> totalMs; // per GPU
+  std::vector<double> share;   // of each GPU's iteration
+};
+std::vector<ModuleGroup> modulesOverRepeats(const Prediction& prediction);
+
 // "H100-SXM 1.50 ms · T4 12.0 ms (15%)": per-GPU line totals and the line's share.
 std::string lineLabel(const Prediction& prediction, const LineBreakdown& line);
 // Markdown: the per-GPU table, the host-bound GPUs, the line's ops and the method.

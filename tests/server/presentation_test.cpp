@@ -261,6 +261,33 @@ TEST(Presentation, AScriptRunAsWrittenSaysWhatWasStubbedAndWhereHostTimeWasMeasu
       << traceWarningLine(loading);
 }
 
+TEST(Presentation, ModulesSumTheirRepeatedBlocksLargestFirst) {
+  Prediction prediction;
+  prediction.gpus = {"H100-SXM", "T4"};
+  const auto module = [](const std::string& name, double h100, double t4) {
+    ModuleBreakdown m;
+    m.module = name;
+    m.perGpu.resize(2);
+    m.perGpu[0].forwardMs = h100;
+    m.perGpu[0].shareOfIteration = h100 / 10;
+    m.perGpu[1].backwardMs = t4;
+    m.perGpu[1].shareOfIteration = t4 / 40;
+    return m;
+  };
+  prediction.modules = {module("", 3, 4), module("bert.encoder.layer.0.attention", 1, 5),
+                        module("bert.encoder.layer.11.attention", 1, 5),
+                        module("bert.embeddings", 0.5, 1), module("layers.3", 0.25, 1)};
+  const std::vector<ModuleGroup> groups = modulesOverRepeats(prediction);
+  ASSERT_EQ(groups.size(), 4u);
+  EXPECT_EQ(groups[0].pattern, "");
+  EXPECT_EQ(groups[1].pattern, "bert.encoder.layer.*.attention");
+  EXPECT_EQ(groups[1].modules, 2);
+  EXPECT_EQ(groups[1].totalMs, (std::vector<double>{2, 10}));
+  EXPECT_EQ(groups[1].share, (std::vector<double>{0.2, 0.25}));
+  EXPECT_EQ(groups[2].pattern, "bert.embeddings");
+  EXPECT_EQ(groups[3].pattern, "layers.*");
+}
+
 TEST(Presentation, APartialBatchSaysTheFiguresAreItsAndHowToPredictAFullOne) {
   TraceWarning partial;
   partial.kind = TraceWarningKind::PartialBatch;

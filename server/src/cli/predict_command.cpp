@@ -56,6 +56,41 @@ std::string displayPath(const std::string& file, const fs::path& base) {
   return relative.string();
 }
 
+// A script whose iteration runs almost all under one line (a Hugging Face Trainer's
+// `trainer.train()`, a library's fit loop) gets its modules, repeated blocks summed: what
+// the line table cannot tell.
+void printModulesOfOneLine(const Prediction& prediction, const fs::path& base, size_t nameWidth,
+                           size_t gpuWidth, std::ostream& out) {
+  constexpr double kOneLineShare = 0.8;
+  constexpr size_t kShown = 10;
+  const auto top = std::max_element(
+      prediction.lines.begin(), prediction.lines.end(),
+      [](const LineBreakdown& a, const LineBreakdown& b) { return lineShare(a) < lineShare(b); });
+  const std::vector<ModuleGroup> groups = modulesOverRepeats(prediction);
+  if (top == prediction.lines.end() || lineShare(*top) < kOneLineShare || groups.size() < 2)
+    return;
+  out << "\nby module, under " << displayPath(top->loc.file, base) << ":" << top->loc.line << " ("
+      << formatShare(lineShare(*top)) << " of the iteration; * sums a repeated block's copies):\n"
+      << padRight("module", nameWidth);
+  for (const auto& gpu : prediction.gpus)
+    out << padLeft(gpu, gpuWidth);
+  out << padLeft("share", 8) << "\n";
+  for (size_t i = 0; i < groups.size() && i < kShown; ++i) {
+    const ModuleGroup& group = groups[i];
+    const std::string name =
+        (group.pattern.empty() ? std::string("(outside any module: loss, optimizer, loop)")
+                               : group.pattern) +
+        (group.modules > 1 ? " (" + std::to_string(group.modules) + ")" : std::string());
+    out << padRight(name, nameWidth);
+    for (const double ms : group.totalMs)
+      out << padLeft(formatMs(ms), gpuWidth);
+    out << padLeft(formatShare(*std::max_element(group.share.begin(), group.share.end())), 8)
+        << "\n";
+  }
+  if (groups.size() > kShown)
+    out << "(" << groups.size() - kShown << " more in the JSON's modules)\n";
+}
+
 void printLineTable(const Prediction& prediction, const Trace& trace, std::ostream& out) {
   SourceCache sources;
   const fs::path base = fs::path(trace.entryFile).parent_path();
@@ -110,6 +145,7 @@ void printLineTable(const Prediction& prediction, const Trace& trace, std::ostre
               ? ", after input: the loop waiting for its batches"
               : "")
       << "\n";
+  printModulesOfOneLine(prediction, base, codeWidth + locWidth + 2, gpuWidth, out);
 }
 
 void printSummary(const Prediction& prediction, bool methodPerGpu, std::ostream& out) {
