@@ -84,8 +84,9 @@ void printModulesOfOneLine(const Prediction& prediction, const fs::path& base, s
     out << padRight(name, nameWidth);
     for (const double ms : group.totalMs)
       out << padLeft(formatMs(ms), gpuWidth);
-    out << padLeft(formatShare(*std::max_element(group.share.begin(), group.share.end())), 8)
-        << "\n";
+    const double share =
+        group.share.empty() ? 0.0 : *std::max_element(group.share.begin(), group.share.end());
+    out << padLeft(formatShare(share), 8) << "\n";
   }
   if (groups.size() > kShown)
     out << "(" << groups.size() - kShown << " more in the JSON's modules)\n";
