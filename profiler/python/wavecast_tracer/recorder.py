@@ -33,22 +33,18 @@ _SLOW_IN_FLOAT16_ON_CPU = frozenset(
 def _computed_in_float32(func, args, kwargs):
     """Runs `func`, whose floating inputs are all float16 CPU tensors, in float32; its floating
     outputs back in float16."""
+    widened = _recast(args, torch.float16, torch.float32)
+    out = func(*widened, **{k: _recast(v, torch.float16, torch.float32) for k, v in kwargs.items()})
+    return _recast(out, torch.float32, torch.float16)
 
-    def widened(value):
-        if isinstance(value, torch.Tensor) and value.dtype == torch.float16:
-            return value.float()
-        if isinstance(value, (list, tuple)):
-            return type(value)(widened(v) for v in value)
-        return value
 
-    def narrowed(value):
-        if isinstance(value, torch.Tensor) and value.dtype == torch.float32:
-            return value.half()
-        if isinstance(value, (list, tuple)):
-            return type(value)(narrowed(v) for v in value)
-        return value
-
-    return narrowed(func(*widened(args), **{k: widened(v) for k, v in kwargs.items()}))
+def _recast(value, source, target):
+    """`value` (a tensor, or lists and tuples of them) with its `source` tensors as `target`."""
+    if isinstance(value, torch.Tensor) and value.dtype == source:
+        return value.to(target)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_recast(v, source, target) for v in value)
+    return value
 
 
 def _half_on_cpu(func, args, kwargs):
