@@ -56,8 +56,10 @@ struct LineKey {
   }
 };
 
-void addTime(LineTimes& times, const OpRecord& record, const OpPrediction& op, const OpCost& cost) {
-  const Phase phase = record.phase;
+// `input`: the op is the loop taking a batch (loadsBatch), before the forward pass and no
+// part of it.
+void addTime(LineTimes& times, Phase phase, bool input, const OpPrediction& op,
+             const OpCost& cost) {
   if (op.family == CostFamily::Collective) {
     times.commMs += op.timeMs;
     times.commHiddenMs += op.commHiddenMs;
@@ -75,7 +77,7 @@ void addTime(LineTimes& times, const OpRecord& record, const OpPrediction& op, c
   }
   times.gpuIdleMs += op.gpuIdleMs;
   const double ms = op.wallMs;
-  if (loadsBatch(record)) { // before the forward pass, no part of it
+  if (input) {
     times.inputMs += ms;
     return;
   }
@@ -135,10 +137,11 @@ void aggregate(const Trace& trace, const std::vector<OpCost>& costs, Prediction&
     ModuleBreakdown& module = prediction.modules[moduleIt->second];
     if (work)
       ++module.opCount;
+    const bool input = loadsBatch(op);
     for (size_t g = 0; g < gpuCount; ++g) {
       const OpPrediction& p = prediction.ops[g][i];
-      addTime(line.perGpu[g], op, p, costs[i]);
-      addTime(module.perGpu[g], op, p, costs[i]);
+      addTime(line.perGpu[g], op.phase, input, p, costs[i]);
+      addTime(module.perGpu[g], op.phase, input, p, costs[i]);
     }
   }
   // A line with no forward op (the optimizer.step() line) lists its other ops.

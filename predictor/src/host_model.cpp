@@ -69,8 +69,8 @@ LoaderSupply slowestLoader(const Trace& trace, size_t count) {
 double hostOpUs(const OpRecord& op, const OpCost& cost, const HostOptions& options) {
   if (loaderWorkers(op) > 0) // taking a batch from a worker: simulateIteration waits for them
     return 0.0;
-  if (const auto ms = op.floatArg("host_ms"); op.onHost && ms) // timed on this CPU: a batch
-    return *ms * op.batchShare * 1e3; // a pipeline microbatch's copy makes its share of it
+  if (loadsBatch(op)) // timed on this CPU: a microbatch's copy makes its share of it
+    return *op.floatArg("host_ms") * op.batchShare * 1e3;
   if (op.onHost)                      // Adam's step counters, .item() of a CPU tensor: one op
     return options.cpuOpUs;
   if (cost.metadataOnly())

@@ -80,8 +80,9 @@ class BatchLoading:
                 setattr(iterator, _FASTEST_BATCH_MS, fastest)
                 if run.recording:
                     loading._host_work(fastest, iterator)
-            full = getattr(getattr(iterator, "_index_sampler", None), "batch_size", None)
-            run.batch_taken(samples_in(batch), full if isinstance(full, int) else None)
+            if run.recording:
+                full = getattr(getattr(iterator, "_index_sampler", None), "batch_size", None)
+                run.batch_taken(samples_in(batch), full if isinstance(full, int) else None)
             return batch
 
         cls.__next__ = next_

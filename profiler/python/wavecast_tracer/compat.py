@@ -200,13 +200,11 @@ def without_modes():
     """Runs torch as without a tracer: no dispatch mode, not even one that could be
     detected (torch.load asks whether a fake mode is active, and then reads no data), and
     no torch function mode (which would take torch's own device arguments for the GPU's)."""
-    from torch.utils import _python_dispatch
     from torch.utils._mode_utils import no_dispatch
 
     with contextlib.ExitStack() as stack:
-        disable = getattr(_python_dispatch, "_disable_current_modes", None)  # torch >= 2.0
-        if disable is not None:
-            stack.enter_context(disable())
+        if _disable_dispatch_modes is not None:  # torch >= 2.0
+            stack.enter_context(_disable_dispatch_modes())
         stack.enter_context(no_dispatch())
         states = getattr(torch._C, "_TorchFunctionState", None)  # torch >= 2.4
         if states is not None:

@@ -257,8 +257,7 @@ class Placement:
                 out = source.clone()
         if not self.recording or not isinstance(out, torch.Tensor):
             return out
-        frames = self._project_frames()
-        setattr(out, HOST, frames[-1][:2] if frames else ("", 0))
+        setattr(out, HOST, self._site())
         self.any_host = True
         self._copied_to_host(out, _non_blocking(args, kwargs))
         return out
@@ -286,8 +285,7 @@ class Placement:
         if not self.recording:
             return
         if made_here:
-            frames = self._project_frames()
-            site = frames[-1][:2] if frames else ("", 0)
+            site = self._site()
             for t in tensors:
                 if not is_host(t):
                     setattr(t, HOST, site)
@@ -309,21 +307,20 @@ class Placement:
 
         return view
 
-    def loaded_on_host(self, value):
-        """The tensors in `value` (a checkpoint torch.load read, in its dicts and lists)
-        are host tensors, made at the script's line."""
-        if isinstance(value, torch.Tensor):
-            self._created_on_host(value, len(self._ops))
-        elif isinstance(value, dict):
-            for item in value.values():
-                self.loaded_on_host(item)
-        elif isinstance(value, (list, tuple)):
-            for item in value:
-                self.loaded_on_host(item)
+    def loaded_on_host(self, tensors):
+        """`tensors` (a checkpoint torch.load read) are host tensors, made at the script's line."""
+        site = self._site()
+        for t in tensors:
+            setattr(t, HOST, site)
+            self.any_host = True
+
+    def _site(self):
+        """(file, line) of the script line running now."""
+        frames = self._project_frames()
+        return frames[-1][:2] if frames else ("", 0)
 
     def _created_on_host(self, t, first_op):
-        frames = self._project_frames()
-        setattr(t, HOST, frames[-1][:2] if frames else ("", 0))
+        setattr(t, HOST, self._site())
         self.any_host = True
         for op in self._ops[first_op:]:  # what the factory ran (aten::arange, fill_, ...)
             op["device"] = "cpu"

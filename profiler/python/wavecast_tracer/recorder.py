@@ -239,7 +239,7 @@ class OpRecorder(compat.TorchDispatchMode):
                     f.seek(start)
                 return original(f, *args, **kwargs)
             self._host_data_bytes += size
-            self.state.placement.loaded_on_host(loaded)
+            self.state.placement.loaded_on_host(flatten_tensors(loaded))
             return loaded
 
         with attributes_set(torch, {"load": load}), attributes_set(torch.serialization, {"load": load}):

@@ -309,10 +309,8 @@ class _Run:
             self._end_window()
 
     def batch_taken(self, size, full):
-        """A DataLoader batch of `size` samples (None: unknown) the script took, from a loader
-        of batches of `full` (None: unknown)."""
-        if not self.recording:
-            return
+        """A DataLoader batch of `size` samples (None: unknown) the recorded iteration took,
+        from a loader of batches of `full` (None: unknown)."""
         if self.batch_size is None:
             self.batch_size = size
         self.loader_samples += size or 0

@@ -66,8 +66,10 @@ void printModulesOfOneLine(const Prediction& prediction, const fs::path& base, s
   const auto top = std::max_element(
       prediction.lines.begin(), prediction.lines.end(),
       [](const LineBreakdown& a, const LineBreakdown& b) { return lineShare(a) < lineShare(b); });
+  if (top == prediction.lines.end() || lineShare(*top) < kOneLineShare)
+    return;
   const std::vector<ModuleGroup> groups = modulesOverRepeats(prediction);
-  if (top == prediction.lines.end() || lineShare(*top) < kOneLineShare || groups.size() < 2)
+  if (groups.size() < 2)
     return;
   out << "\nby module, under " << displayPath(top->loc.file, base) << ":" << top->loc.line << " ("
       << formatShare(lineShare(*top)) << " of the iteration; * sums a repeated block's copies):\n"
