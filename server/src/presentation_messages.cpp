@@ -212,6 +212,13 @@ std::string traceWarningMessage(const TraceWarning& warning) {
            " samples its other batches hold: the figures are for that batch. Give the script at "
            "least two full batches of data (more samples, or a smaller batch size) to predict "
            "a full one";
+  case TraceWarningKind::UnrepeatedWork:
+    return std::string("this line worked on tensors before the recorded iteration and not in "
+                       "it") +
+           (warning.count > 1 ? " (the busiest of " + std::to_string(warning.count) + " such lines)"
+                              : std::string()) +
+           ": work the loop does on some steps only (an evaluation, a checkpoint, a logged "
+           "value) or once before training is not in the iteration time";
   case TraceWarningKind::EvenRouting:
     return "the shapes or values here depend on indices picked from computed values" +
            (warning.origin ? " (at " + location(*warning.origin) + ")" : std::string()) +

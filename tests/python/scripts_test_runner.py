@@ -169,7 +169,7 @@ class ScriptRunnerTest(ScriptFolderCase):
         self.assertIn("aten::mul_", names[names.index("aten::_foreach_add_"):], "after the step")
         self.assertEqual(trace["batch_size"], 16)
 
-    def test_a_loop_over_batches_drawn_beforehand_is_recorded_from_step_to_step(self):
+    def test_a_loop_over_batches_drawn_beforehand_is_recorded_from_model_call_to_model_call(self):
         # The DataLoader is emptied before the first step: no fetch marks a pass.
         path = self.write(REAL_SAMPLES + textwrap.dedent("""
             import torch.nn as nn
@@ -184,9 +184,11 @@ class ScriptRunnerTest(ScriptFolderCase):
             """))
         names = [op["name"] for op in run_trace(path)["ops"]]
         self.assertEqual(names.count("aten::addmm"), 1, names)
-        self.assertEqual(names[-1], "aten::_foreach_add_", "ends at a step")
+        self.assertIn("aten::_foreach_add_", names)
+        # It ends where the next pass calls the model: that pass's batch is copied over.
+        self.assertEqual(names[-1], "wavecast::host_to_device", names)
 
-    def test_a_loop_without_a_dataloader_is_recorded_from_step_to_step(self):
+    def test_a_loop_without_a_dataloader_is_recorded_from_model_call_to_model_call(self):
         path = self.write("""
             import torch
             import torch.nn as nn
@@ -197,13 +199,65 @@ class ScriptRunnerTest(ScriptFolderCase):
                 x = torch.randn(16, 32, device="cuda")
                 model(x).sum().backward()
                 optimizer.step()
-                if i == 0:
-                    torch.cdist(x, x)  # after the first step: in the recorded span
+                if i % 100 == 0:
+                    torch.cdist(x, x)  # after the first step only: out of the recorded pass
+                optimizer.zero_grad()
+            """)
+        trace = run_trace(path)
+        names = [op["name"] for op in trace["ops"]]
+        self.assertFalse([name for name in names if "cdist" in name], names)
+        self.assertEqual(names.count("aten::addmm"), 1, names)
+        self.assertIn("aten::_foreach_add_", names)
+        self.assertEqual(names[-1], "aten::randn", "ends at the next pass's model call, its batch made")
+        self.assertIn({"kind": "unrepeated_work", "severity": "info", "file": path, "line": 12, "count": 1},
+                      trace["warnings"])
+
+    def test_a_loop_calling_no_module_is_recorded_from_step_to_step(self):
+        path = self.write("""
+            import torch
+
+            w = torch.zeros(32, 10, device="cuda", requires_grad=True)
+            optimizer = torch.optim.SGD([w], lr=0.1)
+            for i in range(5):
+                x = torch.randn(16, 32, device="cuda")
+                (x @ w).sum().backward()
+                optimizer.step()
                 optimizer.zero_grad()
             """)
         names = [op["name"] for op in run_trace(path)["ops"]]
-        self.assertTrue([name for name in names if "cdist" in name], names)
+        self.assertEqual(names.count("aten::mm"), 2, names)  # forward, and w's gradient
         self.assertEqual(names[-1], "aten::_foreach_add_", "ends at the second step")
+
+    def test_an_evaluation_on_some_steps_only_is_noted_and_left_out(self):
+        # nanoGPT evaluates at step 0, then every eval_interval steps, in a function.
+        path = self.write("""
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(32, 10).cuda()
+            optimizer = torch.optim.AdamW(model.parameters(), lr=0.1)
+
+            @torch.no_grad()
+            def evaluate():
+                x = torch.randn(64, 32, device="cuda")
+                return model(x).softmax(-1).mean()
+
+            for step in range(5):
+                if step % 2000 == 0:
+                    print(evaluate().item())
+                x = torch.randn(16, 32, device="cuda")
+                model(x).sum().backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """)
+        trace = run_trace(path)
+        names = [op["name"] for op in trace["ops"]]
+        self.assertNotIn("aten::_softmax", names)
+        self.assertEqual(names.count("aten::addmm"), 1, names)
+        notes = [w for w in trace["warnings"] if w["kind"] == "unrepeated_work"]
+        # At the evaluation's model call, which ran the most ops of its two lines.
+        self.assertEqual(notes, [{"kind": "unrepeated_work", "severity": "info", "file": path, "line": 11,
+                                  "count": 2}], notes)
 
     def test_the_accelerator_api_finds_the_gpu_and_rnns_run_as_cudnn_runs_them(self):
         # pytorch/examples' word language model: torch.accelerator picks the device, an LSTM

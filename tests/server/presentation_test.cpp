@@ -300,6 +300,20 @@ TEST(Presentation, APartialBatchSaysTheFiguresAreItsAndHowToPredictAFullOne) {
             "size) to predict a full one");
 }
 
+TEST(Presentation, UnrepeatedWorkSaysItIsNotInTheIterationAndCountsItsLines) {
+  TraceWarning unrepeated;
+  unrepeated.kind = TraceWarningKind::UnrepeatedWork;
+  unrepeated.loc = {"/w/train.py", 217, ""};
+  unrepeated.count = 3;
+  EXPECT_EQ(traceWarningLine(unrepeated),
+            "/w/train.py:217: this line worked on tensors before the recorded iteration and not "
+            "in it (the busiest of 3 such lines): work the loop does on some steps only (an "
+            "evaluation, a checkpoint, a logged value) or once before training is not in the "
+            "iteration time");
+  unrepeated.count = 1;
+  EXPECT_EQ(traceWarningLine(unrepeated).find("busiest"), std::string::npos);
+}
+
 TEST(Presentation, EvenRoutingSaysWhatItAssumesAndWhenItDoesNotMatter) {
   TraceWarning routing;
   routing.kind = TraceWarningKind::EvenRouting;

@@ -179,6 +179,9 @@ class OpRecorder(compat.TorchDispatchMode):
         if self.recording and state.memory is not None:
             state.memory.allocated(flatten_tensors(out), len(state.ops), state.phase)
         on_gradients = state.works_on_gradients(func, args, kwargs, out)
+        if (state.unrecorded_sites is not None and not self.recording and host_inputs is None
+                and state.phase != "backward" and not state.suppressed):
+            state.unrecorded_sites[state.site()] += 1
         if recorded:
             state.record(func, name, args, kwargs, out, on_gradients)
         if collectives is not None:

@@ -11,14 +11,15 @@ An iteration is one pass of the loop, with one step of the first optimizer that 
 (`optimizer.step()`, and so `GradScaler.step`, the Hugging Face Trainer's, Accelerate's
 and Lightning's steps, which all call it): the first pass warms up (lazy modules,
 optimizer state) unrecorded, the one after it is recorded (from fetch to fetch where the
-loop draws batches from a DataLoader, else from step to step: _Boundary), and then the
-script is unwound (a private exception): no epochs run. Its ops are credited to the script's lines
+loop draws batches from a DataLoader, else from model call to model call: _Edge), and then
+the script is unwound (a private exception): no epochs run. Its ops are credited to the script's lines
 as a provider iteration's are. The time the DataLoader takes to produce the recorded
 iteration's batch is measured on this CPU and recorded as host work on the line that
 asked for it (batches.py).
 """
 
 import ast
+import collections
 import contextlib
 import enum
 import importlib
@@ -80,12 +81,18 @@ class _Finished(ScriptControl):
     """The recorded iteration is done: unwinds the script."""
 
 
+class _Edge(enum.Enum):
+    """What bounds the recorded iteration: one whole pass of the loop from a point after the
+    first step to the same point one pass later, so that work the loop does after its first
+    step only (`if i % 100 == 0: log(loss.item())`, true at i = 0) stays out of it."""
+
+    FETCH = enum.auto()  # a loop over a DataLoader's batches: the first fetch after the step
+    MODEL_CALL = enum.auto()  # another loop: the first call of a module outside any other
+    STEP = enum.auto()  # a loop that calls no module (a functional model): the step itself
+
+
 class _Boundary(enum.Enum):
-    """Where the next DataLoader fetch puts the recorded iteration's edge. A loop over a
-    DataLoader's batches is recorded from the first fetch after the first step to the first
-    after the second (one whole pass of the loop: batches, step and whatever follows the
-    step), so work the loop does on its first pass only (`if i % 100 == 0: log(...)`, true
-    at i = 0) stays out of it. Other loops are recorded from step to step."""
+    """Whether the next edge (_Edge) starts the recorded iteration or ends it."""
 
     START = enum.auto()
     END = enum.auto()
@@ -150,12 +157,14 @@ class _Run:
         # True while a DataLoader makes a batch: its transforms (torchvision's are modules)
         # are neither the model nor what the batch size is read from.
         self.loading = False
-        # A loop over a DataLoader's batches (datasets fetched from before the first step)
-        # is recorded from a fetch to the same point one iteration later (_Boundary).
+        # Datasets fetched from before the first step: a loop over their batches is
+        # recorded from a fetch to the same point one iteration later (_Edge).
         self.training_data = set()
+        self.edge = None
         self.boundary = None
-        self.from_fetch = False
         self.complete = False  # the recorded iteration is whole (it reached its step)
+        # (file, line) -> ops run there from the first model call to the recorded iteration.
+        self.before_recording = collections.Counter()
 
     # --- notes ------------------------------------------------------------------------
     def on_stubbed(self, call, file, line):
@@ -165,10 +174,15 @@ class _Run:
     def module_entered(self, module, inputs):
         if self.loading:
             return
+        if self.depth == 0 and self.edge is _Edge.MODEL_CALL and self.boundary is not None:
+            if self._at_edge(inputs):
+                # The tracer's own module hooks, just registered, are not called for this call.
+                self.state.enter_module(module, inputs)
         if self.depth == 0:
             self.roots.setdefault(id(module), module)
             if self.first_call_at is None:
                 self.first_call_at = self.state.site()
+                self.state.unrecorded_sites = collections.Counter()
             if self.recording:
                 if self.model is None:
                     self.model = id(module)
@@ -237,35 +251,46 @@ class _Run:
         self.last_step_at = self.state.site()
         if self.recording:
             self.complete = True
-            if self.from_fetch:
-                self.boundary = _Boundary.END
-            else:
-                self._end_window()
-                raise _Finished()
+            self.boundary = _Boundary.END
+            if self.edge is _Edge.STEP:
+                self._at_edge()
         elif self.boundary is _Boundary.START or not self.training_data:
             # A loop without a DataLoader, or one that fetched no batch since its last step
-            # (it drew them all beforehand): from this step to the next.
-            self.boundary = None
-            self._start_window()
-        else:
+            # (it drew them all beforehand).
+            self.edge = _Edge.MODEL_CALL if self.roots else _Edge.STEP
             self.boundary = _Boundary.START
+            if self.edge is _Edge.STEP:
+                self._at_edge()
+        else:
+            self.edge = _Edge.FETCH
+            self.boundary = _Boundary.START
+
+    def _at_edge(self, batch=()):
+        """The recorded iteration's edge: it starts (True; `batch`: tensors made before it
+        that are in memory in it, a model call's inputs), or it ends and the script is
+        unwound."""
+        if self.boundary is _Boundary.START:
+            self.boundary = None
+            self._start_window(flatten_tensors(batch))
+            return True
+        if self.boundary is _Boundary.END:
+            self._end_window()
+            raise _Finished()
+        return False
 
     def batch_wanted(self, iterator):
         """Before a DataLoader makes a batch: where the recorded iteration starts or ends."""
         dataset = id(getattr(iterator, "_dataset", None))
         if self.steps == 0:
             self.training_data.add(dataset)
-        elif self.boundary is _Boundary.START and dataset in self.training_data:
-            self.boundary = None
-            self.from_fetch = True
-            self._start_window()
-        elif self.boundary is _Boundary.END:  # the next training batch, or an evaluation's
-            self._end_window()
-            raise _Finished()
+        elif self.edge is _Edge.FETCH and (self.boundary is _Boundary.END or dataset in self.training_data):
+            self._at_edge()  # ended by the next training batch, or an evaluation's
 
-    def _start_window(self):
+    def _start_window(self, batch=()):
         state = self.state
         state.progress("tracing the second iteration")
+        self.before_recording = state.unrecorded_sites or collections.Counter()
+        state.unrecorded_sites = None
         from .tracer import _module_hooks
 
         for root in self.roots.values():
@@ -273,8 +298,8 @@ class _Run:
         self.window.enter_context(_module_hooks(state))
         self.window.enter_context(fuse_recurrent_layers(state, compute_values=self.recorder.fake_mode is None))
         state.memory = MemoryTracker()
-        state.memory.add_baseline(t for root in self.roots.values()
-                                  for t in (*root.parameters(), *root.buffers()))
+        state.memory.add_baseline([*(t for root in self.roots.values()
+                                     for t in (*root.parameters(), *root.buffers())), *batch])
         self.window.enter_context(state.memory.saved_tensors_hooks())
         self.window.enter_context(state.memory.watching_zero_grad())
         self.window.enter_context(state.memory.watching_storage_resizes())
@@ -307,6 +332,22 @@ class _Run:
                 handle.remove()
             self.state.backward_listeners.remove(self.backward_done)
             self._end_window()
+
+    def note_unrepeated_work(self, ops):
+        """Work the script did before the recorded iteration, after its first model call, on
+        lines the recorded iteration ran nothing on: an evaluation, a checkpoint or a log
+        line the loop runs on some steps only (nanoGPT evaluates at step 0, then every
+        eval_interval steps), or once before training. It is not in the iteration's time;
+        noted at the line that ran the most ops of it, with the number of such lines."""
+        recorded = set()
+        for op in ops:
+            recorded.add((op["loc"]["file"], op["loc"]["line"]))
+            recorded.update((frame["file"], frame["line"]) for frame in op.get("stack", ()))
+        unrepeated = {site: count for site, count in self.before_recording.items()
+                      if site[0] and site not in recorded}
+        if unrepeated:
+            file, line = max(unrepeated, key=unrepeated.get)
+            self.state.warn_once(warning("unrepeated_work", file, line, count=len(unrepeated)))
 
     def batch_taken(self, size, full):
         """A DataLoader batch of `size` samples (None: unknown) the recorded iteration took,
@@ -410,6 +451,7 @@ def trace_script(project, mode, progress, assume_gpu, rank, script_args, device,
             progress("running the script")
             _run_main(project, sandbox, run)
             run.read_sequence_first_batch(state.ops)
+            run.note_unrepeated_work(state.ops)
             if not state.cuda_mapped:
                 state.warnings.append(warning("cpu_only_script"))
             state.finish()

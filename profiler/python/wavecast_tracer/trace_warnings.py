@@ -17,6 +17,7 @@ SEVERITY = {
     "repeat_skipped": "warning",  # measured repeat `repeat` (1-based) ran other ops
     "unsupported_distributed": "warning",  # torch.distributed `call` cannot run as one rank: skipped
     "call_stubbed": "info",  # a script run as written: `call` (torch.save, a logger) did nothing
+    "unrepeated_work": "info",  # a script run as written: `count` lines worked before the recorded iteration only
     "cpu_only_script": "warning",  # a script run as written never asked for CUDA: it trains on the CPU
     "host_time_measured": "info",  # a script run as written: `ms` of data loading, on this CPU; `count`: its workers
     "traced_in_cpu_mode": "info",  # shape mode met an op needing values (`call`, `origin`): traced in cpu mode

@@ -9,7 +9,7 @@ namespace {
 using nlohmann::json;
 
 // The tracer's names (wavecast_tracer/trace_warnings.py) and the wire format's.
-constexpr std::array<std::pair<TraceWarningKind, const char*>, 18> kKindNames{{
+constexpr std::array<std::pair<TraceWarningKind, const char*>, 19> kKindNames{{
     {TraceWarningKind::OldTorch, "old_torch"},
     {TraceWarningKind::CudaTracedOnCpu, "cuda_traced_on_cpu"},
     {TraceWarningKind::TorchCompile, "torch_compile"},
@@ -25,6 +25,7 @@ constexpr std::array<std::pair<TraceWarningKind, const char*>, 18> kKindNames{{
     {TraceWarningKind::HostTimeMeasured, "host_time_measured"},
     {TraceWarningKind::CpuOnlyScript, "cpu_only_script"},
     {TraceWarningKind::PartialBatch, "partial_batch"},
+    {TraceWarningKind::UnrepeatedWork, "unrepeated_work"},
     {TraceWarningKind::EvenRouting, "even_routing"},
     {TraceWarningKind::TracedInCpuMode, "traced_in_cpu_mode"},
     {TraceWarningKind::Sentence, "sentence"},

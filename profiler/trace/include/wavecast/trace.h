@@ -210,6 +210,8 @@ enum class TraceWarningKind {
   CpuOnlyScript,            // a script run as written never asked for CUDA: it trains on the CPU
   PartialBatch,    // a script run as written: the recorded step's batch is short of the loader's
                    // `count`
+  UnrepeatedWork,  // a script run as written: `count` lines worked before the recorded
+                   // iteration, not in it (an evaluation every N steps); at the busiest
   EvenRouting,     // shapes from indices picked among `count` choices, taken as spread evenly
   TracedInCpuMode, // shape mode met `call` needing tensor values (asked at `origin`): cpu mode
   Sentence,        // a version-1 trace's warning: only its `text`
