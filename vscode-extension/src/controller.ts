@@ -2,14 +2,14 @@
 // language client, owns the status bar, commands, decorations and the results
 // panel. Decisions live in ./logic; this file only wires them to `vscode`.
 import * as vscode from 'vscode';
-import { daemonConnection, isExecutableFile, type Transport } from './daemonConnection';
+import { daemonConnection, isExecutableFile } from './daemonConnection';
 import { iterationTimes, statusView, type ClientPhase } from './logic/annotations';
-import { WavecastApi, type RpcEndpoint } from './logic/api';
+import { WavecastApi } from './logic/api';
 import { baseName } from './logic/chartData';
 import { DaemonLifecycle, type Failure, type FailureRemedy, type LaunchId } from './logic/daemonLifecycle';
 import { isInvalidParamsError, notRunningMessage, requestFailureMessage } from './logic/errors';
 import { tracedWith } from './logic/presentation';
-import type { InitializationOptions, ResultsChangedParams, Results, StatusParams } from './logic/protocol';
+import type { ResultsChangedParams, Results, StatusParams } from './logic/protocol';
 import { RestartPolicy, type RestartDecision } from './logic/restartPolicy';
 import { describeWorkerEnvironment, workerEnvironment, type WorkerEnvironment } from './logic/pythonEnvironment';
 import { initializeTimeoutMessage, withTimeout } from './logic/startup';
@@ -21,7 +21,6 @@ import {
   readSettings,
   RESTART_SETTINGS,
   SETTING_NAMES,
-  type DaemonSettings,
   type WavecastSettings,
 } from './logic/settings';
 import { LineDecorator } from './decorations';
@@ -32,34 +31,8 @@ import { compileChoices, type ModelFacts } from './logic/picker';
 import { askForBatchSize, askForGpus } from './prompts';
 import { RESULTS_VIEW_TYPE } from './resultsPanel';
 import { ResultsView } from './resultsView';
+import type { ClientFactory, ClientLike } from './client';
 import { StatusBar } from './statusBar';
-
-export interface ClientSpec {
-  transport: Transport;
-  initializationOptions: InitializationOptions;
-  outputChannel: vscode.OutputChannel;
-  /** The connection closed unexpectedly; returns whether to restart. */
-  onClosed: () => RestartDecision;
-  onInitializeFailed: (message: string) => void;
-  inlayHintsEnabled: () => boolean;
-  /** The `wavecast` section as the daemon gets it, read when it asks (see DaemonSettings). */
-  daemonSettings: () => DaemonSettings;
-}
-
-export interface ClientLike extends RpcEndpoint {
-  start(): Promise<void>;
-  stop(): Promise<void>;
-  serverExperimentalCapabilities(): unknown;
-  /** The daemon's last line on stderr (a local daemon's), if any: why it exited. */
-  lastWords(): string | null;
-  refreshInlayHints(document: vscode.TextDocument): void;
-  /** Fires each time the client reaches the running state, restarts included. */
-  onRunning(listener: () => void): vscode.Disposable;
-  /** Sends the daemon spec.daemonSettings() (workspace/didChangeConfiguration). */
-  sendSettings(): void;
-}
-
-export type ClientFactory = (spec: ClientSpec) => ClientLike;
 
 /** How long activation waits for the Python extension's interpreter before starting without it. */
 const PYTHON_EXTENSION_WAIT_MS = 10_000;

@@ -16,7 +16,7 @@ import {
   type ServerOptions,
   type StreamInfo,
 } from 'vscode-languageclient/node';
-import type { ClientLike, ClientSpec } from './controller';
+import type { ClientLike, ClientSpec } from './client';
 import { endProcess } from './logic/process';
 
 /**

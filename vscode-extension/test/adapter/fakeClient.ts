@@ -1,7 +1,7 @@
 // A scripted stand-in for the language client, recording what the
 // controller asks of it.
 import type { NotificationType, RequestType } from 'vscode-languageserver-protocol';
-import type { ClientLike, ClientSpec } from '../../src/controller';
+import type { ClientLike, ClientSpec } from '../../src/client';
 import { REQUIRED_METHODS } from '../../src/logic/protocol';
 
 export class FakeClient implements ClientLike {
