@@ -177,6 +177,49 @@ std::vector<ModuleGroup> modulesOverRepeats(const Prediction& prediction) {
   return groups;
 }
 
+std::string moduleGroupName(const ModuleGroup& group) {
+  return (group.pattern.empty() ? std::string("(outside any module: loss, optimizer, loop)")
+                                : group.pattern) +
+         (group.modules > 1 ? " (" + std::to_string(group.modules) + ")" : std::string());
+}
+
+const LineBreakdown* lineHoldingIteration(const Prediction& prediction) {
+  constexpr double kOneLineShare = 0.8;
+  const auto top = std::max_element(
+      prediction.lines.begin(), prediction.lines.end(),
+      [](const LineBreakdown& a, const LineBreakdown& b) { return lineShare(a) < lineShare(b); });
+  if (top == prediction.lines.end() || lineShare(*top) < kOneLineShare)
+    return nullptr;
+  return modulesOverRepeats(prediction).size() < 2 ? nullptr : &*top;
+}
+
+namespace {
+
+// The hover's table of the modules under the line that holds the iteration.
+std::string modulesHoverSection(const Prediction& prediction) {
+  const std::vector<ModuleGroup> groups = modulesOverRepeats(prediction);
+  std::string md = "\n**By module** (a repeated block's copies summed):\n\n| module |";
+  std::string rule = "|---|";
+  for (const auto& gpu : prediction.gpus) {
+    md += " " + gpu + " |";
+    rule += "---:|";
+  }
+  md += " share |\n" + rule + "---:|\n";
+  for (size_t i = 0; i < groups.size() && i < kModuleGroupsShown; ++i) {
+    const ModuleGroup& group = groups[i];
+    md += "| `" + moduleGroupName(group) + "` |";
+    for (const double ms : group.totalMs)
+      md += " " + formatMs(ms) + " |";
+    md += " " + formatShare(group.largestShare()) + " |\n";
+  }
+  if (groups.size() > kModuleGroupsShown)
+    md += "\n" + std::to_string(groups.size() - kModuleGroupsShown) +
+          " more in the results' modules.\n";
+  return md;
+}
+
+} // namespace
+
 std::string lineLabel(const Prediction& prediction, const LineBreakdown& line) {
   std::string label;
   for (size_t i = 0; i < line.perGpu.size() && i < prediction.gpus.size(); ++i) {
@@ -229,6 +272,9 @@ std::string lineHover(const Prediction& prediction, const LineBreakdown& line) {
   if (!hostBound.empty())
     md += "\n**Host-bound** on " + hostBound +
           ": the GPU waits for the CPU to issue this line's work; " + hostBoundAdvice() + ".\n";
+  const LineBreakdown* holder = lineHoldingIteration(prediction);
+  if (holder && holder->loc.file == line.loc.file && holder->loc.line == line.loc.line)
+    md += modulesHoverSection(prediction);
   md += "\n" + std::to_string(line.opCount) + (line.opCount == 1 ? " op" : " ops");
   for (size_t i = 0; i < line.opNames.size(); ++i)
     md += (i ? ", `" : ": `") + line.opNames[i] + "`";

@@ -8,6 +8,7 @@
 #include "wavecast/predictor/prediction.h"
 #include "wavecast/profiler/trace_job.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -40,8 +41,20 @@ struct ModuleGroup {
   int modules = 0;
   std::vector<double> totalMs; // per GPU
   std::vector<double> share;   // of each GPU's iteration
+  // Its largest share over the GPUs, as a line's (lineShare).
+  double largestShare() const {
+    return share.empty() ? 0.0 : *std::max_element(share.begin(), share.end());
+  }
 };
 std::vector<ModuleGroup> modulesOverRepeats(const Prediction& prediction);
+// "bert.encoder.layer.*.attention (12)", "(outside any module: loss, optimizer, loop)".
+std::string moduleGroupName(const ModuleGroup& group);
+// The line that holds 80% of the iteration or more (a Trainer's `trainer.train()`), when its
+// modules tell more than it does (two groups or more); else null. The CLI's modules table
+// and that line's hover show them.
+const LineBreakdown* lineHoldingIteration(const Prediction& prediction);
+// How many module groups the CLI's table and the hover show, largest first.
+inline constexpr size_t kModuleGroupsShown = 10;
 
 // "H100-SXM 1.50 ms · T4 12.0 ms (15%)": per-GPU line totals and the line's share.
 std::string lineLabel(const Prediction& prediction, const LineBreakdown& line);

@@ -288,6 +288,47 @@ TEST(Presentation, ModulesSumTheirRepeatedBlocksLargestFirst) {
   EXPECT_EQ(groups[3].pattern, "layers.*");
 }
 
+TEST(Presentation, TheLineHoldingTheIterationHoversItsModules) {
+  Prediction prediction;
+  prediction.gpus = {"H100-SXM"};
+  const auto line = [](int number, double ms, double share) {
+    LineBreakdown l;
+    l.loc = {"/w/train.py", number, ""};
+    l.perGpu.resize(1);
+    l.perGpu[0].forwardMs = ms;
+    l.perGpu[0].shareOfIteration = share;
+    return l;
+  };
+  const auto module = [](const std::string& name, double ms) {
+    ModuleBreakdown m;
+    m.module = name;
+    m.perGpu.resize(1);
+    m.perGpu[0].forwardMs = ms;
+    m.perGpu[0].shareOfIteration = ms / 10;
+    return m;
+  };
+  prediction.lines = {line(12, 9, 0.9), line(14, 1, 0.1)};
+  prediction.modules = {module("bert.encoder.layer.0", 3), module("bert.encoder.layer.1", 3),
+                        module("", 2), module("bert.embeddings", 1)};
+  ASSERT_EQ(lineHoldingIteration(prediction), &prediction.lines[0]);
+  const std::string hover = lineHover(prediction, prediction.lines[0]);
+  EXPECT_NE(hover.find("**By module** (a repeated block's copies summed):\n\n"
+                       "| module | H100-SXM | share |\n|---|---:|---:|\n"
+                       "| `bert.encoder.layer.* (2)` | 6.00 ms | 60% |\n"
+                       "| `(outside any module: loss, optimizer, loop)` | 2.00 ms | 20% |\n"
+                       "| `bert.embeddings` | 1.00 ms | 10% |\n"),
+            std::string::npos)
+      << hover;
+  EXPECT_EQ(lineHover(prediction, prediction.lines[1]).find("By module"), std::string::npos);
+
+  prediction.lines = {line(12, 7, 0.7), line(14, 3, 0.3)}; // no line holds 80%
+  EXPECT_EQ(lineHoldingIteration(prediction), nullptr);
+  EXPECT_EQ(lineHover(prediction, prediction.lines[0]).find("By module"), std::string::npos);
+  prediction.lines = {line(12, 9, 0.9)};
+  prediction.modules = {module("", 9)}; // nothing the line does not tell
+  EXPECT_EQ(lineHoldingIteration(prediction), nullptr);
+}
+
 TEST(Presentation, APartialBatchSaysTheFiguresAreItsAndHowToPredictAFullOne) {
   TraceWarning partial;
   partial.kind = TraceWarningKind::PartialBatch;

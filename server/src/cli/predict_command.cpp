@@ -61,37 +61,25 @@ std::string displayPath(const std::string& file, const fs::path& base) {
 // the line table cannot tell.
 void printModulesOfOneLine(const Prediction& prediction, const fs::path& base, size_t nameWidth,
                            size_t gpuWidth, std::ostream& out) {
-  constexpr double kOneLineShare = 0.8;
-  constexpr size_t kShown = 10;
-  const auto top = std::max_element(
-      prediction.lines.begin(), prediction.lines.end(),
-      [](const LineBreakdown& a, const LineBreakdown& b) { return lineShare(a) < lineShare(b); });
-  if (top == prediction.lines.end() || lineShare(*top) < kOneLineShare)
+  const LineBreakdown* top = lineHoldingIteration(prediction);
+  if (!top)
     return;
   const std::vector<ModuleGroup> groups = modulesOverRepeats(prediction);
-  if (groups.size() < 2)
-    return;
   out << "\nby module, under " << displayPath(top->loc.file, base) << ":" << top->loc.line << " ("
       << formatShare(lineShare(*top)) << " of the iteration; * sums a repeated block's copies):\n"
       << padRight("module", nameWidth);
   for (const auto& gpu : prediction.gpus)
     out << padLeft(gpu, gpuWidth);
   out << padLeft("share", 8) << "\n";
-  for (size_t i = 0; i < groups.size() && i < kShown; ++i) {
+  for (size_t i = 0; i < groups.size() && i < kModuleGroupsShown; ++i) {
     const ModuleGroup& group = groups[i];
-    const std::string name =
-        (group.pattern.empty() ? std::string("(outside any module: loss, optimizer, loop)")
-                               : group.pattern) +
-        (group.modules > 1 ? " (" + std::to_string(group.modules) + ")" : std::string());
-    out << padRight(name, nameWidth);
+    out << padRight(moduleGroupName(group), nameWidth);
     for (const double ms : group.totalMs)
       out << padLeft(formatMs(ms), gpuWidth);
-    const double share =
-        group.share.empty() ? 0.0 : *std::max_element(group.share.begin(), group.share.end());
-    out << padLeft(formatShare(share), 8) << "\n";
+    out << padLeft(formatShare(group.largestShare()), 8) << "\n";
   }
-  if (groups.size() > kShown)
-    out << "(" << groups.size() - kShown << " more in the JSON's modules)\n";
+  if (groups.size() > kModuleGroupsShown)
+    out << "(" << groups.size() - kModuleGroupsShown << " more in the JSON's modules)\n";
 }
 
 void printLineTable(const Prediction& prediction, const Trace& trace, std::ostream& out) {
