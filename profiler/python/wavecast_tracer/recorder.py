@@ -179,9 +179,9 @@ class OpRecorder(compat.TorchDispatchMode):
         if self.recording and state.memory is not None:
             state.memory.allocated(flatten_tensors(out), len(state.ops), state.phase)
         on_gradients = state.works_on_gradients(func, args, kwargs, out)
-        if (state.unrecorded_sites is not None and not self.recording and host_inputs is None
+        if (state.unrecorded_stacks is not None and not self.recording and host_inputs is None
                 and state.phase != "backward" and not state.suppressed):
-            state.unrecorded_sites[state.site()] += 1
+            state.unrecorded_stacks[state.project_frames()] += 1
         if recorded:
             state.record(func, name, args, kwargs, out, on_gradients)
         if collectives is not None:

@@ -163,7 +163,7 @@ class _Run:
         self.edge = None
         self.boundary = None
         self.complete = False  # the recorded iteration is whole (it reached its step)
-        # (file, line) -> ops run there from the first model call to the recorded iteration.
+        # project_frames() -> ops run there from the first model call to the recorded iteration.
         self.before_recording = collections.Counter()
 
     # --- notes ------------------------------------------------------------------------
@@ -182,7 +182,7 @@ class _Run:
             self.roots.setdefault(id(module), module)
             if self.first_call_at is None:
                 self.first_call_at = self.state.site()
-                self.state.unrecorded_sites = collections.Counter()
+                self.state.unrecorded_stacks = collections.Counter()
             if self.recording:
                 if self.model is None:
                     self.model = id(module)
@@ -289,8 +289,8 @@ class _Run:
     def _start_window(self, batch=()):
         state = self.state
         state.progress("tracing the second iteration")
-        self.before_recording = state.unrecorded_sites or collections.Counter()
-        state.unrecorded_sites = None
+        self.before_recording = state.unrecorded_stacks or collections.Counter()
+        state.unrecorded_stacks = None
         from .tracer import _module_hooks
 
         for root in self.roots.values():
@@ -334,17 +334,22 @@ class _Run:
             self._end_window()
 
     def note_unrepeated_work(self, ops):
-        """Work the script did before the recorded iteration, after its first model call, on
-        lines the recorded iteration ran nothing on: an evaluation, a checkpoint or a log
+        """Work the script did before the recorded iteration, after its first model call, under
+        lines the recorded iteration ran nothing under: an evaluation, a checkpoint or a log
         line the loop runs on some steps only (nanoGPT evaluates at step 0, then every
-        eval_interval steps), or once before training. It is not in the iteration's time;
-        noted at the line that ran the most ops of it, with the number of such lines."""
+        eval_interval steps), or once before training. Each op counts for the outermost such
+        line of its stack (the loop's call of the evaluation, not the model's code it shares
+        with training). It is not in the iteration's time; noted at the line with the most
+        ops, with the number of such lines."""
         recorded = set()
         for op in ops:
             recorded.add((op["loc"]["file"], op["loc"]["line"]))
             recorded.update((frame["file"], frame["line"]) for frame in op.get("stack", ()))
-        unrepeated = {site: count for site, count in self.before_recording.items()
-                      if site[0] and site not in recorded}
+        unrepeated = collections.Counter()
+        for frames, count in self.before_recording.items():
+            site = next(((file, line) for file, line, _ in frames if (file, line) not in recorded), None)
+            if site is not None:
+                unrepeated[site] += count
         if unrepeated:
             file, line = max(unrepeated, key=unrepeated.get)
             self.state.warn_once(warning("unrepeated_work", file, line, count=len(unrepeated)))

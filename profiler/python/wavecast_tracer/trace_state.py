@@ -77,9 +77,9 @@ class TraceState:
                                    self.on_host_side)
         # True while the iteration is recorded (OpRecorder.recording).
         self.recording = False
-        # (file, line) -> ops a script run as written ran there between its first model call
-        # and the recorded iteration, while it is counted (script_runner._Run); else None.
-        self.unrecorded_sites = None
+        # project_frames() -> ops a script run as written ran there between its first model
+        # call and the recorded iteration, while they are counted (script_runner._Run).
+        self.unrecorded_stacks = None
         # The stream the script issues work on (target_gpu.Streams).
         self.streams = Streams(self.synchronized)
         self.assume_gpu = False
